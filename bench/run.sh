@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Benchmarks recorded in bench/results/: runs graphrun on the bundled workloads at the sizes the
+# issues' targets name, writing each run's text report and JSON to $BENCH_OUT (default
+# bench/out). Untraced; CUDA-event timing; see bench/README.md for what each target means.
+#   bench/run.sh [NAME...]   names: foundation (default: all)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B="${GR_BUILD_DIR:-build}/graphrun"
+O="${BENCH_OUT:-bench/out}"
+mkdir -p "$O"
+names=("$@")
+[ ${#names[@]} -eq 0 ] && names=(foundation)
+status=0
+
+one() { # label, then graphrun args
+    local label="$1"; shift
+    echo "== $label: graphrun $*"
+    "$B" "$@" --json "$O/$label.json" > "$O/$label.txt" 2>&1
+    local rc=$?
+    [ $rc -ne 0 ] && { status=1; echo "   exit $rc"; tail -5 "$O/$label.txt"; }
+    python3 - "$O/$label.json" <<'PY' 2>/dev/null || true
+import json, sys
+r = json.load(open(sys.argv[1]))
+bw = r.get("copy_bandwidth", {}).get("gbps", {}).get("median", 0)
+print(f"   copy bw {bw:.0f} GB/s; {r['device']['name']}; {r['date']}")
+for v in r["variants"]:
+    if "eager" not in v:
+        print(f"   {v['variant']}: {v['status']} {v.get('error','')[:200]}")
+        continue
+    e = v["eager"]["step_us"]; g = v["graph_replay"]["step_us"]
+    k = v["kernels_per_step"]
+    pct = v.get("graph_pct_of_copy_bw", 0)
+    print(f"   {v['variant']:<14} k={k:<5} eager {e['median']:10.2f} us [{e['p10']:.2f},{e['p90']:.2f}]"
+          f"  graph {g['median']:10.2f} us [{g['p10']:.2f},{g['p90']:.2f}]  x{v['speedup']:.2f}"
+          f"  {g['median']/max(k,1):.3f} us/kernel  {v['graph_gbps']:.0f} GB/s ({pct:.1f}% copy)"
+          f"  verified={v['verified']}")
+PY
+}
+
+for n in "${names[@]}"; do
+    case "$n" in
+    foundation)
+        one pointwise_1e8 run workloads/pointwise_fusion.json --iters 2000 --quiet
+        one pointwise_1e8_bf16 run workloads/pointwise_fusion.json --set dtype=bf16 --iters 2000 --quiet
+        one launch_bound_k1000 run workloads/launch_bound.json --iters 3000 --quiet
+        one pointwise_4096 run workloads/pointwise_fusion.json --set n=4096 --iters 20000 --batches 40 --quiet
+        ;;
+    *) echo "bench/run.sh: unknown benchmark \"$n\" (known: foundation)"; status=2 ;;
+    esac
+done
+exit $status

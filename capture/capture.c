@@ -1,0 +1,152 @@
+/* Stream capture into CUDA graphs. The step is enqueued by the same executor as eager runs
+ * (gr_exec_range); only cudaStreamBeginCapture/EndCapture surround it. A failed capture is
+ * always ended so the stream stays usable, and the error names the op that broke it. */
+#include "capture/capture.h"
+
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cuda_check.h"
+#include "core/timer.h"
+
+gr_status gr_capture_mode_parse(const char *name, gr_capture_mode *out, gr_error *err) {
+    if (!strcmp(name, "global")) *out = GR_CAPTURE_GLOBAL;
+    else if (!strcmp(name, "thread-local") || !strcmp(name, "thread_local")) *out = GR_CAPTURE_THREAD_LOCAL;
+    else if (!strcmp(name, "relaxed")) *out = GR_CAPTURE_RELAXED;
+    else
+        return gr_error_set(err, GR_ERR_USAGE, "--capture-mode",
+                            "unknown mode \"%s\" (modes: global, thread-local, relaxed)", name);
+    return GR_OK;
+}
+
+const char *gr_capture_mode_name(gr_capture_mode mode) {
+    switch (mode) {
+    case GR_CAPTURE_GLOBAL: return "global";
+    case GR_CAPTURE_THREAD_LOCAL: return "thread-local";
+    case GR_CAPTURE_RELAXED: return "relaxed";
+    }
+    return "?";
+}
+
+static enum cudaStreamCaptureMode cuda_mode(gr_capture_mode m) {
+    switch (m) {
+    case GR_CAPTURE_THREAD_LOCAL: return cudaStreamCaptureModeThreadLocal;
+    case GR_CAPTURE_RELAXED: return cudaStreamCaptureModeRelaxed;
+    default: return cudaStreamCaptureModeGlobal;
+    }
+}
+
+static gr_status introspect(gr_graph *g, gr_error *err) {
+    cudaGraph_t graph = (cudaGraph_t)g->graph;
+    size_t n = 0;
+    GR_CUDA(cudaGraphGetNodes(graph, NULL, &n), err);
+    g->nodes = n;
+    if (n > 0) {
+        cudaGraphNode_t *nodes = malloc(n * sizeof(*nodes));
+        if (!nodes) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+        cudaError_t rc = cudaGraphGetNodes(graph, nodes, &n);
+        for (size_t i = 0; i < n && rc == cudaSuccess; i++) {
+            enum cudaGraphNodeType t;
+            rc = cudaGraphNodeGetType(nodes[i], &t);
+            if (rc != cudaSuccess) break;
+            switch (t) {
+            case cudaGraphNodeTypeKernel: g->kernel_nodes++; break;
+            case cudaGraphNodeTypeMemcpy: g->memcpy_nodes++; break;
+            case cudaGraphNodeTypeMemset: g->memset_nodes++; break;
+            case cudaGraphNodeTypeEventRecord:
+            case cudaGraphNodeTypeWaitEvent: g->event_nodes++; break;
+            case cudaGraphNodeTypeEmpty: g->empty_nodes++; break;
+            default: g->other_nodes++; break;
+            }
+        }
+        free(nodes);
+        GR_CUDA(rc, err);
+    }
+    size_t e = 0;
+    GR_CUDA(cudaGraphGetEdges(graph, NULL, NULL, NULL, &e), err);
+    g->edges = e;
+    return GR_OK;
+}
+
+gr_status gr_graph_capture_range(const gr_plan *plan, gr_devstate *dev, int begin, int end,
+                                 gr_capture_mode mode, const gr_exec_hooks *hooks, gr_graph *out,
+                                 gr_error *err) {
+    memset(out, 0, sizeof(*out));
+    out->mode = mode;
+    cudaStream_t s = (cudaStream_t)dev->streams[0];
+    GR_CUDA(cudaStreamSynchronize(s), err);
+    double t0 = gr_now_us();
+    GR_CUDA(cudaStreamBeginCapture(s, cuda_mode(mode)), err);
+    gr_status st = gr_exec_range(plan, dev, begin, end, hooks, err);
+    cudaGraph_t graph = NULL;
+    cudaError_t rc = cudaStreamEndCapture(s, &graph);
+    out->capture_us = gr_now_us() - t0;
+    if (st != GR_OK) {
+        if (graph) cudaGraphDestroy(graph);
+        cudaGetLastError();
+        gr_error_prefix(err, "during capture (%s mode): ", gr_capture_mode_name(mode));
+        return st == GR_ERR_CUDA ? GR_ERR_CAPTURE : st;
+    }
+    if (rc != cudaSuccess) {
+        if (graph) cudaGraphDestroy(graph);
+        cudaGetLastError();
+        gr_cuda_fail(rc, "cudaStreamEndCapture", __FILE__, __LINE__, err);
+        err->code = GR_ERR_CAPTURE;
+        return GR_ERR_CAPTURE;
+    }
+    out->graph = graph;
+    gr_status ist = introspect(out, err);
+    if (ist != GR_OK) {
+        gr_graph_destroy(out);
+        return ist;
+    }
+    cudaGraphExec_t exec = NULL;
+    double t1 = gr_now_us();
+    rc = cudaGraphInstantiate(&exec, graph, 0);
+    out->instantiate_us = gr_now_us() - t1;
+    if (rc != cudaSuccess) {
+        gr_graph_destroy(out);
+        return gr_cuda_fail(rc, "cudaGraphInstantiate", __FILE__, __LINE__, err);
+    }
+    out->exec = exec;
+    double t2 = gr_now_us();
+    rc = cudaGraphUpload(exec, s);
+    if (rc == cudaSuccess) rc = cudaStreamSynchronize(s);
+    out->upload_us = gr_now_us() - t2;
+    if (rc != cudaSuccess) {
+        gr_graph_destroy(out);
+        return gr_cuda_fail(rc, "cudaGraphUpload", __FILE__, __LINE__, err);
+    }
+    return GR_OK;
+}
+
+gr_status gr_graph_capture(const gr_plan *plan, gr_devstate *dev, gr_capture_mode mode,
+                           const gr_exec_hooks *hooks, gr_graph *out, gr_error *err) {
+    return gr_graph_capture_range(plan, dev, 0, plan->nops, mode, hooks, out, err);
+}
+
+gr_status gr_graph_launch(const gr_graph *g, gr_stream_t stream, gr_error *err) {
+    GR_CUDA(cudaGraphLaunch((cudaGraphExec_t)g->exec, (cudaStream_t)stream), err);
+    return GR_OK;
+}
+
+gr_status gr_graph_dot(const gr_graph *g, const char *path, gr_error *err) {
+    cudaError_t rc = cudaGraphDebugDotPrint((cudaGraph_t)g->graph, path,
+                                            cudaGraphDebugDotFlagsVerbose);
+    if (rc != cudaSuccess) {
+        cudaGetLastError();
+        return gr_error_set(err, GR_ERR_IO, path, "cudaGraphDebugDotPrint failed: %s (is the "
+                            "directory writable?)", cudaGetErrorName(rc));
+    }
+    return GR_OK;
+}
+
+void gr_graph_destroy(gr_graph *g) {
+    if (!g) return;
+    if (g->exec) cudaGraphExecDestroy((cudaGraphExec_t)g->exec);
+    if (g->graph) cudaGraphDestroy((cudaGraph_t)g->graph);
+    g->exec = NULL;
+    g->graph = NULL;
+}

@@ -1,0 +1,48 @@
+/* Stream capture of a plan's step into a CUDA graph (mode global / thread-local / relaxed),
+ * instantiation, launch, introspection (node and edge counts by node type) and DOT export. */
+#ifndef GR_CAPTURE_H
+#define GR_CAPTURE_H
+
+#include <stddef.h>
+
+#include "core/device.h"
+#include "core/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gr_capture_mode {
+    GR_CAPTURE_GLOBAL = 0,
+    GR_CAPTURE_THREAD_LOCAL = 1,
+    GR_CAPTURE_RELAXED = 2
+} gr_capture_mode;
+
+typedef struct gr_graph {
+    void *graph; /* cudaGraph_t */
+    void *exec;  /* cudaGraphExec_t */
+    gr_capture_mode mode;
+    size_t nodes, edges;
+    size_t kernel_nodes, memcpy_nodes, memset_nodes, event_nodes, empty_nodes, other_nodes;
+    double capture_us;     /* host clock: begin capture .. end capture */
+    double instantiate_us; /* host clock: cudaGraphInstantiate */
+    double upload_us;      /* host clock: cudaGraphUpload */
+} gr_graph;
+
+gr_status gr_capture_mode_parse(const char *name, gr_capture_mode *out, gr_error *err);
+const char *gr_capture_mode_name(gr_capture_mode mode);
+
+/* Capture ops [begin, end) of the plan on its main stream and instantiate the graph. */
+gr_status gr_graph_capture_range(const gr_plan *plan, gr_devstate *dev, int begin, int end,
+                                 gr_capture_mode mode, const gr_exec_hooks *hooks, gr_graph *out,
+                                 gr_error *err);
+gr_status gr_graph_capture(const gr_plan *plan, gr_devstate *dev, gr_capture_mode mode,
+                           const gr_exec_hooks *hooks, gr_graph *out, gr_error *err);
+gr_status gr_graph_launch(const gr_graph *g, gr_stream_t stream, gr_error *err);
+gr_status gr_graph_dot(const gr_graph *g, const char *path, gr_error *err);
+void gr_graph_destroy(gr_graph *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

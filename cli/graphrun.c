@@ -1,0 +1,428 @@
+/* graphrun: command-line entry. Parses arguments, calls the stages (load -> resolve -> run ->
+ * report), prints results on stdout and diagnostics on stderr, and picks the exit code:
+ * 0 ok, 1 run failed (including verification), 2 bad input or usage, 3 no CUDA device. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture/capture.h"
+#include "core/device.h"
+#include "core/expr.h"
+#include "core/plan_print.h"
+#include "core/workload.h"
+#include "kernels/registry.h"
+#include "replay/run.h"
+
+#define GR_VERSION "0.1.0"
+#define MAX_SETS 64
+
+typedef struct cli {
+    const char *cmd;
+    const char *workload;
+    const char *variant;
+    const char *sets[MAX_SETS];
+    int nsets;
+    const char *json_path;
+    const char *seed;
+    int full;
+    int show_plan;
+    gr_run_opts run;
+    int device;
+} cli;
+
+static const char *usage_main =
+    "graphrun " GR_VERSION " - remove kernel-launch overhead with CUDA Graphs and measure it\n"
+    "\n"
+    "usage: graphrun COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  run WORKLOAD        run eagerly, capture a CUDA graph, verify graph == eager == CPU\n"
+    "                      reference, time both, report (needs a GPU)\n"
+    "  validate WORKLOAD   check a workload and print its resolved plan and HBM accounting\n"
+    "                      (no GPU needed)\n"
+    "  kernels             list the kernels workloads can use, with their arguments\n"
+    "  help [COMMAND]      show help for a command\n"
+    "\n"
+    "exit codes: 0 ok, 1 run failed (also a failed verification), 2 bad input or usage,\n"
+    "            3 no CUDA device\n"
+    "\n"
+    "example:\n"
+    "  graphrun run workloads/pointwise_fusion.json --variant fused_vec --iters 2000\n";
+
+static const char *usage_run =
+    "usage: graphrun run WORKLOAD [options]\n"
+    "\n"
+    "Loads and validates WORKLOAD, then for each variant (all, or the one given with --variant):\n"
+    "runs the CPU reference, one eager step, captures the step into a CUDA graph, replays it,\n"
+    "checks graph == eager == reference (outputs are poisoned with NaN first), and times eager\n"
+    "launches and graph replays with CUDA events (untraced). Without a GPU it prints the plan\n"
+    "and exits with code 3.\n"
+    "\n"
+    "options:\n"
+    "  --variant V            run one variant (default: every variant)\n"
+    "  --set NAME=VALUE       override a param (repeatable), e.g. --set n=4096\n"
+    "  --seed N               global seed mixed into every random init (default: workload's)\n"
+    "  --iters N              timed steps per mode (default 1000)\n"
+    "  --warmup N             untimed steps first (default iters/10, at least 3)\n"
+    "  --batches N            timed batches; median/p10/p90 are over batches (default 20)\n"
+    "  --capture-mode M       global | thread-local | relaxed (default global)\n"
+    "  --dot FILE             write the captured graph (cudaGraphDebugDotPrint); with several\n"
+    "                         variants FILE.VARIANT.dot\n"
+    "  --json FILE|-          machine-readable results (schema_version 1)\n"
+    "  --no-cpu-ref           skip the CPU reference (graph is still checked against eager\n"
+    "                         and variants against each other)\n"
+    "  --no-bandwidth         skip the copy-bandwidth probe (no roofline column)\n"
+    "  --plan                 print the resolved plan before running\n"
+    "  --device N             CUDA device ordinal (default 0)\n"
+    "  --quiet                no progress bar\n"
+    "\n"
+    "example:\n"
+    "  graphrun run workloads/launch_bound.json --iters 10000 --json out.json\n";
+
+static const char *usage_validate =
+    "usage: graphrun validate WORKLOAD [--variant V] [--set NAME=VALUE]... [--json FILE|-] [--full]\n"
+    "\n"
+    "Checks WORKLOAD (syntax, schema, params, shapes and dtypes against each kernel's argument\n"
+    "schema) and prints the resolved plan: buffers, ops, kernels, launch dims, the bytes each op\n"
+    "reads and writes, totals per step, and the round trips fusion saves across variants.\n"
+    "Needs no GPU; launch dims assume an H200 (132 SMs) unless a device is present.\n"
+    "\n"
+    "options:\n"
+    "  --variant V      one variant (default: every variant)\n"
+    "  --set NAME=VALUE override a param (repeatable)\n"
+    "  --json FILE|-    the plan as JSON: with one variant the plan object (ops, buffers,\n"
+    "                   totals); with several {\"variants\": [plans], \"accounting\": [...]}\n"
+    "  --full           list every op and buffer (default: the first 60)\n"
+    "\n"
+    "example:\n"
+    "  graphrun validate workloads/pointwise_fusion.json --set n=4096\n";
+
+static const char *usage_kernels =
+    "usage: graphrun kernels [NAME]\n"
+    "\n"
+    "Lists the kernel registry: name, inputs, outputs, attributes. With NAME, that kernel only.\n"
+    "\n"
+    "example:\n"
+    "  graphrun kernels add_mul_act_vec\n";
+
+static int usage_error(const char *cmd_usage, const char *fmt, const char *arg) {
+    fprintf(stderr, "graphrun: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n\n%s", cmd_usage);
+    return 2;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out) {
+    double v;
+    if (!gr_parse_number(s, &v) || v != (double)(long long)v || v < lo || v > hi) return 0;
+    *out = (int)v;
+    return 1;
+}
+
+/* Returns -1 to continue, else an exit code. */
+static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
+    for (int i = 2; i < argc; i++) {
+        char *a = argv[i];
+        char *val = NULL;
+        char name[64];
+        if (a[0] == '-' && a[1] == '-') {
+            char *eq = strchr(a, '=');
+            size_t len = eq ? (size_t)(eq - a) : strlen(a);
+            if (len >= sizeof(name)) return usage_error(cmd_usage, "unknown option %s", a);
+            memcpy(name, a, len);
+            name[len] = '\0';
+            if (eq) val = eq + 1;
+        } else if (!strcmp(a, "-h")) {
+            snprintf(name, sizeof(name), "--help");
+        } else {
+            if (c->workload) return usage_error(cmd_usage, "unexpected argument \"%s\"", a);
+            c->workload = a;
+            continue;
+        }
+        static const char *with_value[] = {"--variant", "--set", "--json", "--seed", "--iters",
+                                           "--warmup", "--batches", "--capture-mode", "--dot",
+                                           "--device", NULL};
+        int needs = 0;
+        for (const char **w = with_value; *w; w++)
+            if (!strcmp(*w, name)) needs = 1;
+        if (needs && !val) {
+            if (i + 1 >= argc) return usage_error(cmd_usage, "option %s needs a value", name);
+            val = argv[++i];
+        }
+        if (!needs && val) return usage_error(cmd_usage, "option %s takes no value", name);
+        if (!strcmp(name, "--help")) {
+            fputs(cmd_usage, stdout);
+            return 0;
+        } else if (!strcmp(name, "--variant")) c->variant = val;
+        else if (!strcmp(name, "--set")) {
+            if (c->nsets >= MAX_SETS) return usage_error(cmd_usage, "too many --set options%s", "");
+            c->sets[c->nsets++] = val;
+        } else if (!strcmp(name, "--json")) c->json_path = val;
+        else if (!strcmp(name, "--seed")) c->seed = val;
+        else if (!strcmp(name, "--full")) c->full = 1;
+        else if (!strcmp(name, "--plan")) c->show_plan = 1;
+        else if (!strcmp(name, "--iters")) {
+            if (!parse_int(val, 1, 100000000, &c->run.iters))
+                return usage_error(cmd_usage, "--iters takes a whole number >= 1, got \"%s\"", val);
+        } else if (!strcmp(name, "--warmup")) {
+            if (!parse_int(val, 0, 100000000, &c->run.warmup))
+                return usage_error(cmd_usage, "--warmup takes a whole number >= 0, got \"%s\"", val);
+        } else if (!strcmp(name, "--batches")) {
+            if (!parse_int(val, 1, 100000, &c->run.batches))
+                return usage_error(cmd_usage, "--batches takes a whole number >= 1, got \"%s\"", val);
+        } else if (!strcmp(name, "--capture-mode")) {
+            gr_error e;
+            gr_error_clear(&e);
+            if (gr_capture_mode_parse(val, &c->run.mode, &e) != GR_OK)
+                return usage_error(cmd_usage, "%s", e.msg);
+        } else if (!strcmp(name, "--dot")) c->run.dot_path = val;
+        else if (!strcmp(name, "--device")) {
+            if (!parse_int(val, 0, 1024, &c->device))
+                return usage_error(cmd_usage, "--device takes a device ordinal, got \"%s\"", val);
+        } else if (!strcmp(name, "--no-cpu-ref")) c->run.cpu_reference = 0;
+        else if (!strcmp(name, "--no-bandwidth")) c->run.bandwidth = 0;
+        else if (!strcmp(name, "--quiet")) c->run.progress = 0;
+        else return usage_error(cmd_usage, "unknown option %s (see --help)", name);
+    }
+    return -1;
+}
+
+static int fail(const gr_error *e) {
+    fprintf(stderr, "graphrun: %s\n", e->msg);
+    if (e->truncated) fprintf(stderr, "graphrun: (more problems were found; fix these first)\n");
+    return gr_exit_code(e->code);
+}
+
+static int write_json(const char *path, json_t *j, gr_error *e) {
+    int rc;
+    if (!strcmp(path, "-")) {
+        rc = json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        fputc('\n', stdout);
+    } else {
+        rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    }
+    if (rc != 0) {
+        gr_error_set(e, GR_ERR_IO, path, "cannot write JSON (is the directory writable?)");
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct loaded {
+    gr_workload *wl;
+    gr_plan *plans[GR_MAX_VARIANTS];
+    int nplans;
+} loaded;
+
+static void loaded_free(loaded *l) {
+    for (int i = 0; i < l->nplans; i++) gr_plan_destroy(l->plans[i]);
+    gr_workload_destroy(l->wl);
+}
+
+static gr_status load_and_resolve(const cli *c, const gr_target *target, loaded *l, gr_error *e) {
+    memset(l, 0, sizeof(*l));
+    gr_status st = gr_workload_load_file(c->workload, &l->wl, e);
+    if (st != GR_OK) return st;
+    for (int i = 0; i < c->nsets; i++)
+        if (gr_workload_set(l->wl, c->sets[i], e) != GR_OK) return e->code;
+    if (c->seed) {
+        double s;
+        if (!gr_parse_number(c->seed, &s) || s < 0 || s != (double)(long long)s)
+            return gr_error_set(e, GR_ERR_USAGE, "--seed", "expected a whole number >= 0, got \"%s\"",
+                                c->seed);
+        l->wl->seed = (uint64_t)s;
+    }
+    const char *names[GR_MAX_VARIANTS];
+    int n = 0;
+    if (c->variant || l->wl->nvariants == 0) {
+        const char *v = gr_workload_variant(l->wl, c->variant, e);
+        if (!v) return e->code;
+        names[n++] = v;
+    } else {
+        for (int i = 0; i < l->wl->nvariants; i++) names[n++] = l->wl->variants[i];
+    }
+    for (int i = 0; i < n; i++) {
+        gr_plan *p = NULL;
+        if (gr_plan_resolve(l->wl, names[i], target, gr_kernel_find, gr_kernel_all_names, &p, e) == GR_OK)
+            l->plans[l->nplans++] = p;
+    }
+    if (gr_error_failed(e)) {
+        gr_error_prefix(e, "%s: ", c->workload);
+        return e->code;
+    }
+    return GR_OK;
+}
+
+static void print_plans(const loaded *l, int max_ops) {
+    for (int i = 0; i < l->nplans; i++) {
+        if (i) printf("\n");
+        gr_plan_print(stdout, l->plans[i], max_ops);
+    }
+    printf("\n");
+    gr_accounting_print(stdout, (const gr_plan *const *)l->plans, l->nplans);
+}
+
+static json_t *plans_json(const loaded *l, int single) {
+    if (single) return (json_t *)gr_plan_to_json(l->plans[0]);
+    json_t *root = json_object();
+    json_object_set_new(root, "schema_version", json_integer(1));
+    json_object_set_new(root, "workload", json_string(l->wl->name));
+    json_object_set_new(root, "source", json_string(l->wl->path));
+    json_t *arr = json_array();
+    for (int i = 0; i < l->nplans; i++) json_array_append_new(arr, (json_t *)gr_plan_to_json(l->plans[i]));
+    json_object_set_new(root, "variants", arr);
+    json_object_set_new(root, "accounting",
+                        (json_t *)gr_accounting_to_json((const gr_plan *const *)l->plans, l->nplans));
+    return root;
+}
+
+static int cmd_validate(cli *c) {
+    if (!c->workload) return usage_error(usage_validate, "validate needs a WORKLOAD file%s", "");
+    gr_error e;
+    gr_error_clear(&e);
+    gr_target t = gr_target_default();
+    loaded l;
+    if (load_and_resolve(c, &t, &l, &e) != GR_OK) {
+        loaded_free(&l);
+        return fail(&e);
+    }
+    int to_stdout_json = c->json_path && !strcmp(c->json_path, "-");
+    if (!to_stdout_json) {
+        print_plans(&l, c->full ? 0 : 60);
+        printf("\n%s: valid (%d variant%s)\n", c->workload, l.nplans, l.nplans == 1 ? "" : "s");
+    }
+    int rc = 0;
+    if (c->json_path) {
+        json_t *j = plans_json(&l, c->variant != NULL || l.nplans == 1);
+        if (write_json(c->json_path, j, &e) != 0) rc = fail(&e);
+        json_decref(j);
+    }
+    loaded_free(&l);
+    return rc;
+}
+
+static int cmd_run(cli *c) {
+    if (!c->workload) return usage_error(usage_run, "run needs a WORKLOAD file%s", "");
+    gr_error e;
+    gr_error_clear(&e);
+    gr_device_info info;
+    gr_error deverr;
+    gr_error_clear(&deverr);
+    gr_status dst = gr_device_probe(c->device, &info, &deverr);
+    gr_target t = dst == GR_OK ? gr_target_from_info(&info) : gr_target_default();
+    loaded l;
+    if (load_and_resolve(c, &t, &l, &e) != GR_OK) {
+        loaded_free(&l);
+        return fail(&e);
+    }
+    if (dst != GR_OK) {
+        print_plans(&l, c->full ? 0 : 60);
+        fprintf(stderr, "\ngraphrun: %s\ngraphrun: the workload is valid and its plan is above; "
+                        "nothing was run (exit 3)\n",
+                deverr.msg);
+        loaded_free(&l);
+        return gr_exit_code(deverr.code);
+    }
+    if (c->show_plan) {
+        print_plans(&l, c->full ? 0 : 60);
+        printf("\n");
+    } else {
+        printf("workload %s (%s)\nparams   %s\n", l.wl->name, c->workload, l.plans[0]->params);
+    }
+    if (!isatty(2)) c->run.progress = 0;
+    gr_run_report *r = calloc(1, sizeof(*r));
+    if (!r) {
+        loaded_free(&l);
+        fprintf(stderr, "graphrun: out of memory\n");
+        return 1;
+    }
+    gr_status st = gr_run_plans(l.wl, (const gr_plan *const *)l.plans, l.nplans, &info, &c->run, r, &e);
+    gr_report_text(stdout, r);
+    printf("\n");
+    gr_accounting_print(stdout, (const gr_plan *const *)l.plans, l.nplans);
+    fflush(stdout);
+    int rc = 0;
+    if (c->json_path) {
+        json_t *j = gr_report_json(r);
+        gr_error je;
+        gr_error_clear(&je);
+        if (write_json(c->json_path, j, &je) != 0) rc = fail(&je);
+        json_decref(j);
+    }
+    if (st != GR_OK) rc = fail(&e);
+    free(r);
+    loaded_free(&l);
+    return rc;
+}
+
+static void print_kernel(const gr_kernel_def *k) {
+    printf("%-18s %s\n", k->name, k->summary);
+    printf("%-18s inputs: %s; outputs: %s\n", "", k->inputs_doc ? k->inputs_doc : "-",
+           k->outputs_doc ? k->outputs_doc : "-");
+    for (int a = 0; a < k->nattrs; a++) {
+        const gr_attr_spec *s = &k->attrs[a];
+        printf("%-18s attr %s (%s%s): %s\n", "", s->name,
+               s->type == GR_ATTR_INT ? "int" : s->type == GR_ATTR_FLOAT ? "float"
+               : s->type == GR_ATTR_BOOL ? "bool" : "enum",
+               s->required ? ", required" : "", s->help ? s->help : "");
+    }
+    if (k->flags & GR_KF_LIBRARY) printf("%-18s (launches through cuBLAS)\n", "");
+    if (k->flags & GR_KF_HOST) printf("%-18s (does host-side work; may break stream capture)\n", "");
+}
+
+static int cmd_kernels(int argc, char **argv) {
+    if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+        fputs(usage_kernels, stdout);
+        return 0;
+    }
+    if (argc > 2) {
+        const gr_kernel_def *k = gr_kernel_find(argv[2]);
+        if (!k) {
+            fprintf(stderr, "graphrun: no kernel \"%s\" (run `graphrun kernels` for the list)\n", argv[2]);
+            return 2;
+        }
+        print_kernel(k);
+        return 0;
+    }
+    for (const gr_kernel_def *const *k = gr_kernel_all(); *k; k++) print_kernel(*k);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(usage_main, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    cli c;
+    memset(&c, 0, sizeof(c));
+    c.cmd = cmd;
+    gr_run_opts_default(&c.run);
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        fputs(usage_main, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("graphrun %s\n", GR_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "help")) {
+        const char *sub = argc > 2 ? argv[2] : "";
+        fputs(!strcmp(sub, "run") ? usage_run : !strcmp(sub, "validate") ? usage_validate
+              : !strcmp(sub, "kernels") ? usage_kernels : usage_main, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "kernels")) return cmd_kernels(argc, argv);
+    if (!strcmp(cmd, "run")) {
+        int rc = parse_args(argc, argv, &c, usage_run);
+        return rc >= 0 ? rc : cmd_run(&c);
+    }
+    if (!strcmp(cmd, "validate")) {
+        int rc = parse_args(argc, argv, &c, usage_validate);
+        return rc >= 0 ? rc : cmd_validate(&c);
+    }
+    fprintf(stderr, "graphrun: unknown command \"%s\"\n\n%s", cmd, usage_main);
+    return 2;
+}

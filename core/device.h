@@ -1,0 +1,79 @@
+/* Device state: the CUDA device's properties, and for one plan the device buffers, the streams
+ * (non-blocking), the fork/join events, the cuBLAS handles and workspace, and per-op state, all
+ * created before any capture so that nothing allocates or initialises inside one. */
+#ifndef GR_DEVICE_H
+#define GR_DEVICE_H
+
+#include <stddef.h>
+
+#include "core/kernel.h"
+#include "core/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gr_device_info {
+    int ordinal;
+    char name[96];
+    int sm_count;
+    int cc_major, cc_minor;
+    size_t mem_total, mem_free;
+    size_t l2_bytes;
+    int driver_version, runtime_version;
+    int clock_khz, mem_clock_khz, mem_bus_bits;
+} gr_device_info;
+
+/* GR_ERR_NODEV (exit 3) when no device is usable. Selects the device. */
+gr_status gr_device_probe(int ordinal, gr_device_info *info, gr_error *err);
+gr_target gr_target_from_info(const gr_device_info *info);
+
+typedef struct gr_devstate {
+    const gr_plan *plan;
+    void **dptr;                       /* per plan buffer; NULL when the variant does not use it */
+    gr_stream_t streams[GR_MAX_STREAMS];
+    void **events;                     /* cudaEvent_t per fork/join event */
+    void *cublas;                      /* cublasHandle_t, or NULL when no op needs it */
+    void *cublaslt;                    /* cublasLtHandle_t */
+    void *workspace;
+    size_t workspace_bytes;
+    void **op_state;                   /* per op, from kernel setup() */
+    int sm_count;
+    size_t allocated_bytes;
+} gr_devstate;
+
+gr_status gr_devstate_create(const gr_plan *plan, int sm_count, gr_devstate **out, gr_error *err);
+void gr_devstate_destroy(gr_devstate *dev);
+/* (Re)initialise every used buffer from its init spec; buffers without one are poisoned with
+ * 0xFF bytes (NaN for floats) so unwritten outputs fail verification. Synchronizes. */
+gr_status gr_devstate_init_buffers(gr_devstate *dev, gr_error *err);
+/* Poison only the buffers that no init covers (outputs, intermediates). Synchronizes. */
+gr_status gr_devstate_poison(gr_devstate *dev, gr_error *err);
+gr_status gr_devstate_download(const gr_devstate *dev, int buf, void *host, gr_error *err);
+gr_launch_ctx gr_devstate_ctx(const gr_devstate *dev, const gr_op *op);
+
+/* Fill device memory per an init spec (core/init.cu). */
+gr_status gr_fill_device(void *dptr, gr_dtype t, int64_t n, const gr_init *init,
+                         const void *host_src, gr_stream_t stream, gr_error *err);
+/* The same fill on the host (for CPU tests and references without a device). Bitwise equal to
+ * the device's for uniform/iota/const/randint/zeros/ones; normal and zipf use libm and may
+ * differ in the last bits from the device's. */
+gr_status gr_fill_host(void *host, gr_dtype t, int64_t n, const gr_init *init, gr_error *err);
+
+/* Executor: enqueue one step of the plan (the one launch path for every mode). */
+typedef struct gr_exec_hooks {
+    void (*before_op)(void *user, const gr_op *op);
+    void (*after_op)(void *user, const gr_op *op);
+    void *user;
+} gr_exec_hooks;
+
+gr_status gr_exec_step(const gr_plan *plan, gr_devstate *dev, const gr_exec_hooks *hooks,
+                       gr_error *err);
+/* Enqueue ops [begin, end) only (piecewise capture). Fork/join pairs must lie inside. */
+gr_status gr_exec_range(const gr_plan *plan, gr_devstate *dev, int begin, int end,
+                        const gr_exec_hooks *hooks, gr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

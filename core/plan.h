@@ -1,0 +1,146 @@
+/* The resolved plan: what a workload becomes after validation, for one variant and one set of
+ * params. Buffers with sizes and dtypes, ops with kernel entries, streams, launch dims and the
+ * bytes each op reads and writes. Everything downstream (executor, capture, report) reads the
+ * plan; nothing downstream re-parses JSON. */
+#ifndef GR_PLAN_H
+#define GR_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GR_MAX_DIMS 6
+#define GR_MAX_INPUTS 64
+#define GR_MAX_OUTPUTS 8
+#define GR_MAX_ATTRS 12
+#define GR_MAX_STREAMS 8
+#define GR_NAME_MAX 96
+#define GR_PATH_MAX 192
+#define GR_MAX_OPS 65536
+#define GR_MAX_BUFFERS 100000
+
+typedef struct gr_kernel_def gr_kernel_def;
+
+typedef enum gr_init_kind {
+    GR_INIT_NONE = 0, /* no init: poisoned; must be written before it is read */
+    GR_INIT_NORMAL,   /* a = mean, b = std */
+    GR_INIT_UNIFORM,  /* a = low, b = high */
+    GR_INIT_ZEROS,
+    GR_INIT_ONES,
+    GR_INIT_CONST,   /* a = value */
+    GR_INIT_IOTA,    /* a = start, b = step */
+    GR_INIT_RANDINT, /* integers in [a, b) */
+    GR_INIT_ZIPF,    /* integers in [0, b) with P(k) ~ 1/(k+1)^a, ranks scattered by a permutation */
+    GR_INIT_FILE,    /* raw little-endian elements from `path` */
+    GR_INIT_HOST     /* filled by the program from host memory (e.g. a Criteo TSV reader) */
+} gr_init_kind;
+
+typedef struct gr_init {
+    gr_init_kind kind;
+    double a, b;
+    uint64_t seed; /* final seed: workload seed mixed with the buffer's seed or name */
+    char path[512];
+} gr_init;
+
+typedef struct gr_buffer {
+    char name[GR_NAME_MAX];
+    char path[GR_PATH_MAX]; /* where it was declared, e.g. buffers[3]{i=2} */
+    gr_dtype dtype;
+    int ndim;
+    int64_t shape[GR_MAX_DIMS];
+    int64_t numel;
+    size_t bytes;
+    gr_init init;
+    /* dataflow of this variant */
+    int used;           /* referenced by an op of this variant: allocated */
+    int first_read;     /* op index, -1 if never read */
+    int first_write;    /* op index, -1 if never written */
+    int is_output;      /* checked against the reference */
+    int is_intermediate; /* written then read inside one step and not an output */
+    double rtol;        /* relative L2 tolerance for outputs */
+    const void *host_data; /* GR_INIT_HOST: bytes to copy in (owned by the caller) */
+} gr_buffer;
+
+typedef enum gr_attr_type { GR_ATTR_INT, GR_ATTR_FLOAT, GR_ATTR_ENUM, GR_ATTR_BOOL } gr_attr_type;
+
+typedef struct gr_attr_val {
+    const char *name; /* points into the kernel's attr spec */
+    gr_attr_type type;
+    double num;   /* INT, FLOAT, BOOL */
+    char str[40]; /* ENUM */
+} gr_attr_val;
+
+typedef enum gr_op_kind { GR_OP_KERNEL, GR_OP_FORK, GR_OP_JOIN } gr_op_kind;
+
+typedef struct gr_op {
+    int index;
+    gr_op_kind kind;
+    char name[GR_NAME_MAX];
+    char path[GR_PATH_MAX];
+    const gr_kernel_def *kernel; /* GR_OP_KERNEL only */
+    int ninputs, noutputs;
+    int inputs[GR_MAX_INPUTS];
+    int outputs[GR_MAX_OUTPUTS];
+    int nattrs;
+    gr_attr_val attrs[GR_MAX_ATTRS];
+    int stream;       /* stream the op is enqueued on (index into plan->streams) */
+    int other_stream; /* FORK: the stream forked off; JOIN: the stream joined back */
+    int event;        /* FORK/JOIN: index of the event it records/waits */
+    /* filled by the kernel's check() */
+    unsigned grid[3], block[3];
+    size_t smem;
+    int64_t ip[8];    /* integer launch params the check derived (sizes, strides) */
+    double fp[4];     /* float launch params (scales) */
+    double bytes_read, bytes_written, flops;
+    int launches;     /* kernels this op enqueues; -1 when a library decides */
+} gr_op;
+
+typedef struct gr_target {
+    char name[96];
+    int sm_count;
+    int cc_major, cc_minor;
+    size_t l2_bytes;
+    int from_device; /* 1 when read off a real device, 0 for the default (H200) */
+} gr_target;
+
+typedef struct gr_plan {
+    char workload[128];
+    char variant[64];
+    char source[512];  /* workload file */
+    char params[1024]; /* "n=4096 act=relu" as resolved */
+    gr_target target;
+    gr_buffer *bufs;
+    int nbufs;
+    gr_op *ops;
+    int nops;
+    char streams[GR_MAX_STREAMS][32];
+    int nstreams;
+    int nevents;
+    /* totals over one step */
+    double bytes_read, bytes_written, flops;
+    int kernels;         /* sum of op launches (library ops counted as 1 each) */
+    int library_ops;     /* ops whose launch count a library decides (e.g. cuBLAS) */
+    int intermediates;   /* buffers written then read back within the step: HBM round trips */
+    double intermediate_bytes; /* bytes of those round trips (write + read) */
+    double used_bytes;   /* device memory of the buffers this variant uses */
+} gr_plan;
+
+void gr_plan_destroy(gr_plan *plan);
+
+/* Attribute access for kernel code: the resolved value, or the spec default. */
+const gr_attr_val *gr_op_attr(const gr_op *op, const char *name);
+double gr_op_attr_num(const gr_op *op, const char *name, double dflt);
+const char *gr_op_attr_str(const gr_op *op, const char *name, const char *dflt);
+
+gr_target gr_target_default(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

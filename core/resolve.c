@@ -1,0 +1,1135 @@
+/* Resolution of one workload variant into a plan: param arithmetic, repeat expansion, name
+ * templates, buffers and their inits, ops against the kernel registry's argument schemas,
+ * streams (fork/join), dataflow (read-before-write, intermediates) and the kernel checks that
+ * fill launch dims and byte accounting. Every problem found is reported, with its JSON path. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/expr.h"
+#include "core/workload.h"
+
+#define MAX_LOOP_DEPTH 8
+#define MAX_LOOP_ITERATIONS 1000000
+
+typedef struct loopvar {
+    char name[64];
+    long long value;
+} loopvar;
+
+typedef struct name_index {
+    int *slots; /* buffer index + 1, 0 = empty */
+    size_t cap;
+} name_index;
+
+typedef struct rctx {
+    const gr_workload *wl;
+    gr_plan *plan;
+    gr_kernel_lookup lookup;
+    gr_kernel_names names;
+    gr_error *err;
+    loopvar vars[MAX_LOOP_DEPTH];
+    int nvars;
+    int visiting[GR_MAX_PARAMS];
+    char hint[1200];
+    int cap_bufs, cap_ops;
+    long long iterations;
+    name_index idx;
+    int stream_open[GR_MAX_STREAMS];
+    int stream_fork_op[GR_MAX_STREAMS];
+    int fatal; /* a limit was hit: stop expanding */
+} rctx;
+
+/* ---------- names ---------- */
+
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t mix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static int idx_grow(rctx *c) {
+    size_t ncap = c->idx.cap ? c->idx.cap * 2 : 1024;
+    int *slots = calloc(ncap, sizeof(int));
+    if (!slots) return -1;
+    for (int i = 0; i < c->plan->nbufs; i++) {
+        size_t h = (size_t)(fnv1a(c->plan->bufs[i].name) & (ncap - 1));
+        while (slots[h]) h = (h + 1) & (ncap - 1);
+        slots[h] = i + 1;
+    }
+    free(c->idx.slots);
+    c->idx.slots = slots;
+    c->idx.cap = ncap;
+    return 0;
+}
+
+static int find_buffer(const rctx *c, const char *name) {
+    if (!c->idx.cap) return -1;
+    size_t h = (size_t)(fnv1a(name) & (c->idx.cap - 1));
+    while (c->idx.slots[h]) {
+        int b = c->idx.slots[h] - 1;
+        if (!strcmp(c->plan->bufs[b].name, name)) return b;
+        h = (h + 1) & (c->idx.cap - 1);
+    }
+    return -1;
+}
+
+/* Edit distance, for "did you mean". */
+static int edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int d[64][64];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int cost = a[i - 1] != b[j - 1];
+            int m = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < m) m = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < m) m = d[i - 1][j - 1] + cost;
+            d[i][j] = m;
+        }
+    return d[la][lb];
+}
+
+static void suggest_buffer(const rctx *c, const char *name, char *out, size_t size) {
+    int best = -1, bestd = 4;
+    for (int i = 0; i < c->plan->nbufs; i++) {
+        int d = edit_distance(name, c->plan->bufs[i].name);
+        if (d < bestd) {
+            bestd = d;
+            best = i;
+        }
+    }
+    if (best >= 0) snprintf(out, size, " (did you mean \"%s\"?)", c->plan->bufs[best].name);
+    else out[0] = '\0';
+}
+
+/* ---------- params and expressions ---------- */
+
+static int lookup_name(void *vctx, const char *name, double *out, gr_error *err) {
+    rctx *c = vctx;
+    for (int i = c->nvars - 1; i >= 0; i--)
+        if (!strcmp(c->vars[i].name, name)) {
+            *out = (double)c->vars[i].value;
+            return 1;
+        }
+    for (int i = 0; i < c->wl->nparams; i++) {
+        const gr_param *p = &c->wl->params[i];
+        if (strcmp(p->name, name) != 0) continue;
+        if (!p->is_str) {
+            *out = p->num;
+            return 1;
+        }
+        if (c->visiting[i]) {
+            gr_error_set(err, GR_ERR_INPUT, NULL,
+                         "params.%s: its value \"%s\" refers back to itself through other params",
+                         p->name, p->str);
+            return -1;
+        }
+        c->visiting[i] = 1;
+        char path[96];
+        snprintf(path, sizeof(path), "params.%s", p->name);
+        gr_status st = gr_expr_eval(p->str, lookup_name, c, path, c->hint, out, err);
+        c->visiting[i] = 0;
+        return st == GR_OK ? 1 : -1;
+    }
+    return 0;
+}
+
+static gr_status eval_number(rctx *c, const json_t *v, const char *path, double *out) {
+    if (json_is_number(v)) {
+        *out = json_number_value(v);
+        return GR_OK;
+    }
+    if (json_is_string(v))
+        return gr_expr_eval(json_string_value(v), lookup_name, c, path, c->hint, out, c->err);
+    return gr_error_set(c->err, GR_ERR_INPUT, path,
+                        "expected a number or an expression string like \"4*d\"");
+}
+
+static gr_status eval_int(rctx *c, const json_t *v, const char *path, long long lo, long long hi,
+                          long long *out) {
+    double d;
+    gr_status st = eval_number(c, v, path, &d);
+    if (st != GR_OK) return st;
+    if (d != floor(d))
+        return gr_error_set(c->err, GR_ERR_INPUT, path, "expected a whole number, got %g", d);
+    if (d < (double)lo || d > (double)hi)
+        return gr_error_set(c->err, GR_ERR_INPUT, path, "%g is out of range [%lld, %lld]", d, lo, hi);
+    *out = (long long)d;
+    return GR_OK;
+}
+
+/* A string field: a literal, or "$param" for a param's value. */
+static gr_status eval_string(rctx *c, const json_t *v, const char *path, char *out, size_t size) {
+    if (!json_is_string(v)) return gr_error_set(c->err, GR_ERR_INPUT, path, "expected a string");
+    const char *s = json_string_value(v);
+    if (s[0] == '$') {
+        const gr_param *p = gr_workload_param(c->wl, s + 1);
+        if (!p)
+            return gr_error_set(c->err, GR_ERR_INPUT, path, "\"%s\": unknown param \"%s\" %s", s,
+                                s + 1, c->hint);
+        if (p->is_str) snprintf(out, size, "%s", p->str);
+        else snprintf(out, size, "%.17g", p->num);
+        return GR_OK;
+    }
+    if (strlen(s) >= size)
+        return gr_error_set(c->err, GR_ERR_INPUT, path, "longer than %zu characters", size - 1);
+    snprintf(out, size, "%s", s);
+    return GR_OK;
+}
+
+/* Expand "{expr}" templates in a name: "w_up.{i}" -> "w_up.3". */
+static gr_status expand_name(rctx *c, const char *tmpl, const char *path, char *out, size_t size) {
+    size_t o = 0;
+    for (const char *p = tmpl; *p;) {
+        if (*p == '{') {
+            const char *close = strchr(p, '}');
+            if (!close)
+                return gr_error_set(c->err, GR_ERR_INPUT, path, "name \"%s\": '{' without '}'", tmpl);
+            char expr[256];
+            size_t len = (size_t)(close - p - 1);
+            if (len == 0 || len >= sizeof(expr))
+                return gr_error_set(c->err, GR_ERR_INPUT, path, "name \"%s\": empty or long {}", tmpl);
+            memcpy(expr, p + 1, len);
+            expr[len] = '\0';
+            double v;
+            if (gr_expr_eval(expr, lookup_name, c, path, c->hint, &v, c->err) != GR_OK)
+                return GR_ERR_INPUT;
+            if (v != floor(v) || fabs(v) > 1e15)
+                return gr_error_set(c->err, GR_ERR_INPUT, path,
+                                    "name \"%s\": {%s} = %g is not a whole number", tmpl, expr, v);
+            int n = snprintf(out + o, size - o, "%lld", (long long)v);
+            if (n < 0 || (size_t)n >= size - o) goto too_long;
+            o += (size_t)n;
+            p = close + 1;
+        } else {
+            if (o + 1 >= size) goto too_long;
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
+    if (o == 0) return gr_error_set(c->err, GR_ERR_INPUT, path, "empty name");
+    return GR_OK;
+too_long:
+    return gr_error_set(c->err, GR_ERR_INPUT, path, "name \"%s\" expands past %zu characters", tmpl,
+                        size - 1);
+}
+
+static void path_with_vars(const rctx *c, char *out, size_t size, const char *base) {
+    size_t o = (size_t)snprintf(out, size, "%s", base);
+    if (c->nvars == 0 || o >= size) return;
+    o += (size_t)snprintf(out + o, size - o, "{");
+    for (int i = 0; i < c->nvars && o < size; i++)
+        o += (size_t)snprintf(out + o, size - o, "%s%s=%lld", i ? "," : "", c->vars[i].name,
+                              c->vars[i].value);
+    if (o < size) snprintf(out + o, size - o, "}");
+}
+
+/* A repeat block: {"repeat": count, "var": "i", KEY: [...]}. Calls body for each iteration. */
+typedef void (*body_fn)(rctx *c, json_t *list, const char *path);
+
+static void run_repeat(rctx *c, json_t *obj, const char *path, const char *key, body_fn body) {
+    json_error_t jerr;
+    json_t *count = NULL, *list = NULL;
+    const char *var = "i";
+    const char *doc = NULL;
+    char fmt[64];
+    snprintf(fmt, sizeof(fmt), "{s:o, s?:s, s:o, s?:s}");
+    if (json_unpack_ex(obj, &jerr, JSON_STRICT, fmt, "repeat", &count, "var", &var, key, &list,
+                       "doc", &doc) != 0) {
+        gr_error_set(c->err, GR_ERR_INPUT, path,
+                     "%s (a repeat block is {\"repeat\": COUNT, \"var\": \"i\", \"%s\": [...]})",
+                     jerr.text, key);
+        return;
+    }
+    if (!json_is_array(list)) {
+        gr_error_set(c->err, GR_ERR_INPUT, path, "\"%s\" must be an array", key);
+        return;
+    }
+    if (c->nvars >= MAX_LOOP_DEPTH) {
+        gr_error_set(c->err, GR_ERR_INPUT, path, "repeat blocks nested deeper than %d", MAX_LOOP_DEPTH);
+        return;
+    }
+    char rpath[GR_PATH_MAX];
+    snprintf(rpath, sizeof(rpath), "%s.repeat", path);
+    long long n;
+    if (eval_int(c, count, rpath, 0, GR_MAX_OPS, &n) != GR_OK) return;
+    if (strlen(var) == 0 || strlen(var) >= 64) {
+        gr_error_set(c->err, GR_ERR_INPUT, path, "\"var\" must be a short identifier");
+        return;
+    }
+    loopvar *lv = &c->vars[c->nvars++];
+    snprintf(lv->name, sizeof(lv->name), "%s", var);
+    char lpath[GR_PATH_MAX];
+    snprintf(lpath, sizeof(lpath), "%s.%s", path, key);
+    for (long long i = 0; i < n && !c->fatal; i++) {
+        if (++c->iterations > MAX_LOOP_ITERATIONS) {
+            gr_error_set(c->err, GR_ERR_INPUT, path,
+                         "repeat blocks expand to more than %d iterations", MAX_LOOP_ITERATIONS);
+            c->fatal = 1;
+            break;
+        }
+        lv->value = i;
+        body(c, list, lpath);
+    }
+    c->nvars--;
+}
+
+/* ---------- buffers ---------- */
+
+typedef struct init_kind_desc {
+    const char *name;
+    gr_init_kind kind;
+    const char *keys; /* allowed numeric keys besides kind/seed, in order a, b */
+    const char *key_a, *key_b;
+    double da, db;
+} init_kind_desc;
+
+static const init_kind_desc init_kinds[] = {
+    {"normal", GR_INIT_NORMAL, "mean, std, seed", "mean", "std", 0.0, 1.0},
+    {"uniform", GR_INIT_UNIFORM, "low, high, seed", "low", "high", -1.0, 1.0},
+    {"zeros", GR_INIT_ZEROS, "", NULL, NULL, 0, 0},
+    {"ones", GR_INIT_ONES, "", NULL, NULL, 0, 0},
+    {"const", GR_INIT_CONST, "value", "value", NULL, 0, 0},
+    {"iota", GR_INIT_IOTA, "start, step", "start", "step", 0.0, 1.0},
+    {"randint", GR_INIT_RANDINT, "low, high, seed", "low", "high", 0.0, 100.0},
+    {"zipf", GR_INIT_ZIPF, "alpha, range, seed", "alpha", "range", 1.05, 0.0},
+    {"file", GR_INIT_FILE, "path", NULL, NULL, 0, 0},
+    {"host", GR_INIT_HOST, "", NULL, NULL, 0, 0},
+};
+
+static gr_status parse_init(rctx *c, json_t *v, gr_buffer *b, const char *path) {
+    char ipath[GR_PATH_MAX];
+    snprintf(ipath, sizeof(ipath), "%s.init", path);
+    const char *kind = NULL;
+    json_t *obj = NULL;
+    if (json_is_string(v)) kind = json_string_value(v);
+    else if (json_is_object(v)) {
+        obj = v;
+        json_t *k = json_object_get(v, "kind");
+        if (!json_is_string(k))
+            return gr_error_set(c->err, GR_ERR_INPUT, ipath,
+                                "needs \"kind\": normal, uniform, zeros, ones, const, iota, "
+                                "randint, zipf, file or host");
+        kind = json_string_value(k);
+    } else {
+        return gr_error_set(c->err, GR_ERR_INPUT, ipath,
+                            "expected a kind (\"normal\") or an object {\"kind\": ...}");
+    }
+    const init_kind_desc *d = NULL;
+    for (size_t i = 0; i < sizeof(init_kinds) / sizeof(init_kinds[0]); i++)
+        if (!strcmp(init_kinds[i].name, kind)) d = &init_kinds[i];
+    if (!d)
+        return gr_error_set(c->err, GR_ERR_INPUT, ipath,
+                            "unknown init kind \"%s\" (kinds: normal, uniform, zeros, ones, "
+                            "const, iota, randint, zipf, file, host)",
+                            kind);
+    b->init.kind = d->kind;
+    b->init.a = d->da;
+    b->init.b = d->db;
+    uint64_t own_seed = fnv1a(b->name);
+    if (obj) {
+        const char *key;
+        json_t *val;
+        json_object_foreach(obj, key, val) {
+            char kpath[GR_PATH_MAX];
+            snprintf(kpath, sizeof(kpath), "%s.%s", ipath, key);
+            if (!strcmp(key, "kind")) continue;
+            if (!strcmp(key, "seed") && strstr(d->keys, "seed")) {
+                long long s;
+                if (eval_int(c, val, kpath, 0, (long long)1 << 53, &s) == GR_OK)
+                    own_seed = mix64((uint64_t)s);
+            } else if (!strcmp(key, "path") && d->kind == GR_INIT_FILE) {
+                char rel[512];
+                if (eval_string(c, val, kpath, rel, sizeof(rel)) != GR_OK) continue;
+                if (rel[0] == '/') snprintf(b->init.path, sizeof(b->init.path), "%s", rel);
+                else snprintf(b->init.path, sizeof(b->init.path), "%s/%s", c->wl->dir, rel);
+            } else if (d->key_a && !strcmp(key, d->key_a)) {
+                eval_number(c, val, kpath, &b->init.a);
+            } else if (d->key_b && !strcmp(key, d->key_b)) {
+                eval_number(c, val, kpath, &b->init.b);
+            } else {
+                gr_error_set(c->err, GR_ERR_INPUT, kpath, "init kind \"%s\" takes %s%s", kind,
+                             d->keys[0] ? d->keys : "no other keys", d->keys[0] ? " only" : "");
+            }
+        }
+    }
+    b->init.seed = mix64(c->wl->seed ^ own_seed);
+    int is_int = b->dtype == GR_INT32 || b->dtype == GR_INT64;
+    if ((d->kind == GR_INIT_NORMAL || d->kind == GR_INIT_UNIFORM) && !is_int && b->init.b < b->init.a &&
+        d->kind == GR_INIT_UNIFORM)
+        return gr_error_set(c->err, GR_ERR_INPUT, ipath, "uniform needs low <= high");
+    if ((d->kind == GR_INIT_RANDINT || d->kind == GR_INIT_ZIPF) && !is_int)
+        return gr_error_set(c->err, GR_ERR_INPUT, ipath,
+                            "init \"%s\" makes integers; the buffer is %s (use int32 or int64)", kind,
+                            gr_dtype_name(b->dtype));
+    if (d->kind == GR_INIT_RANDINT && !(b->init.b > b->init.a))
+        return gr_error_set(c->err, GR_ERR_INPUT, ipath, "randint needs low < high");
+    if (d->kind == GR_INIT_ZIPF && (!(b->init.b >= 1) || !(b->init.a > 0)))
+        return gr_error_set(c->err, GR_ERR_INPUT, ipath,
+                            "zipf needs \"range\" >= 1 (rows to draw from) and \"alpha\" > 0");
+    if (d->kind == GR_INIT_NORMAL && b->init.b < 0)
+        return gr_error_set(c->err, GR_ERR_INPUT, ipath, "normal needs std >= 0");
+    if (d->kind == GR_INIT_FILE) {
+        if (!b->init.path[0])
+            return gr_error_set(c->err, GR_ERR_INPUT, ipath, "init \"file\" needs \"path\"");
+        struct stat st;
+        if (stat(b->init.path, &st) != 0)
+            return gr_error_set(c->err, GR_ERR_INPUT, ipath,
+                                "file \"%s\" not found (paths are relative to the workload file)",
+                                b->init.path);
+        if ((size_t)st.st_size != b->bytes)
+            return gr_error_set(c->err, GR_ERR_INPUT, ipath,
+                                "file \"%s\" has %lld bytes; buffer \"%s\" (%s, %lld elements) "
+                                "needs exactly %zu",
+                                b->init.path, (long long)st.st_size, b->name,
+                                gr_dtype_name(b->dtype), (long long)b->numel, b->bytes);
+    }
+    return GR_OK;
+}
+
+static gr_buffer *new_buffer(rctx *c) {
+    gr_plan *p = c->plan;
+    if (p->nbufs >= GR_MAX_BUFFERS) {
+        gr_error_set(c->err, GR_ERR_INPUT, "buffers", "more than %d buffers", GR_MAX_BUFFERS);
+        c->fatal = 1;
+        return NULL;
+    }
+    if (p->nbufs == c->cap_bufs) {
+        int ncap = c->cap_bufs ? c->cap_bufs * 2 : 64;
+        gr_buffer *nb = realloc(p->bufs, (size_t)ncap * sizeof(gr_buffer));
+        if (!nb) {
+            gr_error_set(c->err, GR_ERR_NOMEM, "buffers", "out of memory");
+            c->fatal = 1;
+            return NULL;
+        }
+        p->bufs = nb;
+        c->cap_bufs = ncap;
+    }
+    if ((size_t)(p->nbufs + 1) * 2 > c->idx.cap && idx_grow(c) != 0) {
+        gr_error_set(c->err, GR_ERR_NOMEM, "buffers", "out of memory");
+        c->fatal = 1;
+        return NULL;
+    }
+    gr_buffer *b = &p->bufs[p->nbufs];
+    memset(b, 0, sizeof(*b));
+    b->first_read = b->first_write = -1;
+    return b;
+}
+
+static void add_buffer(rctx *c, json_t *obj, const char *basepath) {
+    char path[GR_PATH_MAX];
+    path_with_vars(c, path, sizeof(path), basepath);
+    json_error_t jerr;
+    const char *name = NULL, *doc = NULL;
+    json_t *dtype = NULL, *shape = NULL, *init = NULL;
+    if (json_unpack_ex(obj, &jerr, JSON_STRICT, "{s:s, s:o, s:o, s?:o, s?:s}", "name", &name,
+                       "dtype", &dtype, "shape", &shape, "init", &init, "doc", &doc) != 0) {
+        gr_error_set(c->err, GR_ERR_INPUT, path,
+                     "%s (a buffer is {\"name\", \"dtype\", \"shape\", \"init\"?, \"doc\"?}; a "
+                     "repeat block is {\"repeat\", \"var\", \"buffers\"})",
+                     jerr.text);
+        return;
+    }
+    gr_buffer tmp;
+    memset(&tmp, 0, sizeof(tmp));
+    tmp.first_read = tmp.first_write = -1;
+    snprintf(tmp.path, sizeof(tmp.path), "%s", path);
+    if (expand_name(c, name, path, tmp.name, sizeof(tmp.name)) != GR_OK) return;
+    int errors = c->err->count;
+    char dt[32];
+    char dpath[GR_PATH_MAX];
+    snprintf(dpath, sizeof(dpath), "%s.dtype", path);
+    if (eval_string(c, dtype, dpath, dt, sizeof(dt)) == GR_OK) {
+        tmp.dtype = gr_dtype_parse(dt);
+        if (tmp.dtype == GR_DTYPE_INVALID)
+            gr_error_set(c->err, GR_ERR_INPUT, dpath,
+                         "unknown dtype \"%s\" (dtypes: fp32, bf16, fp16, int32, int64)", dt);
+    }
+    char spath[GR_PATH_MAX];
+    snprintf(spath, sizeof(spath), "%s.shape", path);
+    if (!json_is_array(shape) || json_array_size(shape) == 0 || json_array_size(shape) > GR_MAX_DIMS) {
+        gr_error_set(c->err, GR_ERR_INPUT, spath, "expected an array of 1 to %d dimensions",
+                     GR_MAX_DIMS);
+    } else {
+        tmp.ndim = (int)json_array_size(shape);
+        tmp.numel = 1;
+        for (int d = 0; d < tmp.ndim; d++) {
+            char epath[GR_PATH_MAX + 8];
+            snprintf(epath, sizeof(epath), "%s[%d]", spath, d);
+            long long v;
+            if (eval_int(c, json_array_get(shape, (size_t)d), epath, 1, (long long)1 << 40, &v) !=
+                GR_OK) {
+                tmp.numel = 0;
+                break;
+            }
+            tmp.shape[d] = v;
+            if ((double)tmp.numel * (double)v > (double)((long long)1 << 40)) {
+                gr_error_set(c->err, GR_ERR_INPUT, spath,
+                             "buffer \"%s\" has more than 2^40 elements", tmp.name);
+                tmp.numel = 0;
+                break;
+            }
+            tmp.numel *= v;
+        }
+    }
+    tmp.bytes = (size_t)tmp.numel * gr_dtype_size(tmp.dtype);
+    if (c->err->count == errors && init) parse_init(c, init, &tmp, path);
+    if (c->err->count != errors) return;
+    int dup = find_buffer(c, tmp.name);
+    if (dup >= 0) {
+        gr_error_set(c->err, GR_ERR_INPUT, path, "buffer \"%s\" is already declared at %s",
+                     tmp.name, c->plan->bufs[dup].path);
+        return;
+    }
+    gr_buffer *b = new_buffer(c);
+    if (!b) return;
+    *b = tmp;
+    c->plan->nbufs++;
+    size_t h = (size_t)(fnv1a(b->name) & (c->idx.cap - 1));
+    while (c->idx.slots[h]) h = (h + 1) & (c->idx.cap - 1);
+    c->idx.slots[h] = c->plan->nbufs;
+}
+
+static void walk_buffers(rctx *c, json_t *list, const char *path) {
+    size_t i;
+    json_t *el;
+    json_array_foreach(list, i, el) {
+        if (c->fatal) return;
+        char epath[GR_PATH_MAX];
+        snprintf(epath, sizeof(epath), "%s[%zu]", path, i);
+        if (json_is_object(el) && json_object_get(el, "repeat"))
+            run_repeat(c, el, epath, "buffers", walk_buffers);
+        else if (json_is_object(el))
+            add_buffer(c, el, epath);
+        else
+            gr_error_set(c->err, GR_ERR_INPUT, epath, "expected a buffer object");
+    }
+}
+
+/* ---------- ops ---------- */
+
+static gr_op *new_op(rctx *c, const char *path) {
+    gr_plan *p = c->plan;
+    if (p->nops >= GR_MAX_OPS) {
+        gr_error_set(c->err, GR_ERR_INPUT, path, "the variant expands to more than %d ops",
+                     GR_MAX_OPS);
+        c->fatal = 1;
+        return NULL;
+    }
+    if (p->nops == c->cap_ops) {
+        int ncap = c->cap_ops ? c->cap_ops * 2 : 64;
+        gr_op *no = realloc(p->ops, (size_t)ncap * sizeof(gr_op));
+        if (!no) {
+            gr_error_set(c->err, GR_ERR_NOMEM, path, "out of memory");
+            c->fatal = 1;
+            return NULL;
+        }
+        p->ops = no;
+        c->cap_ops = ncap;
+    }
+    gr_op *op = &p->ops[p->nops];
+    memset(op, 0, sizeof(*op));
+    op->index = p->nops;
+    snprintf(op->path, sizeof(op->path), "%s", path);
+    return op;
+}
+
+static int stream_index(rctx *c, const char *name, int create) {
+    for (int i = 0; i < c->plan->nstreams; i++)
+        if (!strcmp(c->plan->streams[i], name)) return i;
+    if (!create || c->plan->nstreams >= GR_MAX_STREAMS) return -1;
+    int i = c->plan->nstreams++;
+    snprintf(c->plan->streams[i], sizeof(c->plan->streams[i]), "%s", name);
+    return i;
+}
+
+static int resolve_stream(rctx *c, json_t *v, const char *path) {
+    if (!v) return 0;
+    char name[32];
+    char spath[GR_PATH_MAX];
+    snprintf(spath, sizeof(spath), "%s.stream", path);
+    if (eval_string(c, v, spath, name, sizeof(name)) != GR_OK) return -1;
+    int s = stream_index(c, name, 0);
+    if (s < 0 || !c->stream_open[s]) {
+        gr_error_set(c->err, GR_ERR_INPUT, spath,
+                     "stream \"%s\" is not forked here; add {\"fork\": \"%s\"} before this op "
+                     "(ops run on \"main\" unless forked onto another stream)",
+                     name, name);
+        return -1;
+    }
+    return s;
+}
+
+static void add_fork_join(rctx *c, json_t *obj, const char *path, int is_fork) {
+    json_error_t jerr;
+    const char *target = NULL, *name = NULL, *doc = NULL;
+    json_t *stream = NULL;
+    const char *key = is_fork ? "fork" : "join";
+    if (json_unpack_ex(obj, &jerr, JSON_STRICT, "{s:s, s?:o, s?:s, s?:s}", key, &target, "stream",
+                       &stream, "name", &name, "doc", &doc) != 0) {
+        gr_error_set(c->err, GR_ERR_INPUT, path, "%s (a %s is {\"%s\": STREAM, \"stream\"?: FROM})",
+                     jerr.text, key, key);
+        return;
+    }
+    int from = resolve_stream(c, stream, path);
+    if (from < 0) return;
+    if (!strcmp(target, "main") || strlen(target) >= 32 || !target[0]) {
+        gr_error_set(c->err, GR_ERR_INPUT, path,
+                     "cannot %s stream \"%s\": give a side stream name other than \"main\"", key,
+                     target);
+        return;
+    }
+    int t = stream_index(c, target, is_fork);
+    if (t < 0) {
+        if (is_fork)
+            gr_error_set(c->err, GR_ERR_INPUT, path, "more than %d streams", GR_MAX_STREAMS);
+        else
+            gr_error_set(c->err, GR_ERR_INPUT, path,
+                         "stream \"%s\" was never forked; add {\"fork\": \"%s\"} first", target,
+                         target);
+        return;
+    }
+    if (t == from) {
+        gr_error_set(c->err, GR_ERR_INPUT, path, "a stream cannot %s itself", key);
+        return;
+    }
+    if (is_fork && c->stream_open[t]) {
+        gr_error_set(c->err, GR_ERR_INPUT, path,
+                     "stream \"%s\" is already forked (at %s) and not joined back", target,
+                     c->plan->ops[c->stream_fork_op[t]].path);
+        return;
+    }
+    if (!is_fork && !c->stream_open[t]) {
+        gr_error_set(c->err, GR_ERR_INPUT, path, "stream \"%s\" is not forked here", target);
+        return;
+    }
+    gr_op *op = new_op(c, path);
+    if (!op) return;
+    path_with_vars(c, op->path, sizeof(op->path), path);
+    op->kind = is_fork ? GR_OP_FORK : GR_OP_JOIN;
+    op->stream = from;
+    op->other_stream = t;
+    op->event = c->plan->nevents++;
+    if (name) expand_name(c, name, path, op->name, sizeof(op->name));
+    else snprintf(op->name, sizeof(op->name), "%s:%s", key, target);
+    if (is_fork) {
+        c->stream_open[t] = 1;
+        c->stream_fork_op[t] = op->index;
+    } else {
+        c->stream_open[t] = 0;
+    }
+    c->plan->nops++;
+}
+
+static void suggest_kernel(const rctx *c, const char *name, char *out, size_t size) {
+    out[0] = '\0';
+    if (!c->names) return;
+    const char *const *all = c->names();
+    const char *best = NULL;
+    int bestd = 4;
+    for (; all && *all; all++) {
+        int d = edit_distance(name, *all);
+        if (d < bestd) {
+            bestd = d;
+            best = *all;
+        }
+    }
+    if (best) snprintf(out, size, "did you mean \"%s\"? ", best);
+}
+
+static void resolve_attrs(rctx *c, gr_op *op, json_t *attrs) {
+    const gr_kernel_def *k = op->kernel;
+    char apath[GR_PATH_MAX + 8];
+    snprintf(apath, sizeof(apath), "%s.attrs", op->path);
+    if (attrs && !json_is_object(attrs)) {
+        gr_error_set(c->err, GR_ERR_INPUT, apath, "expected an object of name: value");
+        return;
+    }
+    if (attrs) {
+        const char *key;
+        json_t *val;
+        json_object_foreach(attrs, key, val) {
+            int found = 0;
+            for (int a = 0; a < k->nattrs; a++)
+                if (!strcmp(k->attrs[a].name, key)) found = 1;
+            if (!found) {
+                char list[512];
+                size_t o = 0;
+                list[0] = '\0';
+                for (int a = 0; a < k->nattrs && o + 1 < sizeof(list); a++)
+                    o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", a ? ", " : "",
+                                          k->attrs[a].name);
+                gr_error_set(c->err, GR_ERR_INPUT, apath,
+                             "kernel \"%s\" has no attribute \"%s\" (attributes: %s)", k->name, key,
+                             k->nattrs ? list : "none");
+            }
+        }
+    }
+    for (int a = 0; a < k->nattrs && a < GR_MAX_ATTRS; a++) {
+        const gr_attr_spec *s = &k->attrs[a];
+        gr_attr_val *v = &op->attrs[op->nattrs++];
+        v->name = s->name;
+        v->type = s->type;
+        v->num = s->def_num;
+        if (s->def_str) snprintf(v->str, sizeof(v->str), "%s", s->def_str);
+        json_t *jv = attrs ? json_object_get(attrs, s->name) : NULL;
+        char vpath[GR_PATH_MAX + 64];
+        snprintf(vpath, sizeof(vpath), "%s.%s", apath, s->name);
+        if (!jv) {
+            if (s->required)
+                gr_error_set(c->err, GR_ERR_INPUT, apath, "kernel \"%s\" needs attribute \"%s\"%s%s",
+                             k->name, s->name, s->help ? ": " : "", s->help ? s->help : "");
+            continue;
+        }
+        switch (s->type) {
+        case GR_ATTR_INT: {
+            long long iv;
+            if (eval_int(c, jv, vpath, -((long long)1 << 53), (long long)1 << 53, &iv) == GR_OK)
+                v->num = (double)iv;
+            break;
+        }
+        case GR_ATTR_FLOAT: eval_number(c, jv, vpath, &v->num); break;
+        case GR_ATTR_BOOL:
+            if (json_is_boolean(jv)) v->num = json_is_true(jv);
+            else gr_error_set(c->err, GR_ERR_INPUT, vpath, "expected true or false");
+            break;
+        case GR_ATTR_ENUM: {
+            if (eval_string(c, jv, vpath, v->str, sizeof(v->str)) != GR_OK) break;
+            int ok = 0;
+            char list[512];
+            size_t o = 0;
+            list[0] = '\0';
+            for (const char *const *ch = s->choices; ch && *ch; ch++) {
+                if (!strcmp(*ch, v->str)) ok = 1;
+                if (o + 1 < sizeof(list))
+                    o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", o ? ", " : "", *ch);
+            }
+            if (!ok)
+                gr_error_set(c->err, GR_ERR_INPUT, vpath, "\"%s\" is not one of: %s", v->str, list);
+            break;
+        }
+        }
+    }
+}
+
+static int resolve_io(rctx *c, gr_op *op, json_t *arr, const char *what, int *out, int max) {
+    char path[GR_PATH_MAX + 16];
+    snprintf(path, sizeof(path), "%s.%s", op->path, what);
+    if (!json_is_array(arr)) {
+        gr_error_set(c->err, GR_ERR_INPUT, path, "expected an array of buffer names");
+        return -1;
+    }
+    if ((int)json_array_size(arr) > max) {
+        gr_error_set(c->err, GR_ERR_INPUT, path, "at most %d %s", max, what);
+        return -1;
+    }
+    int n = 0, bad = 0;
+    size_t i;
+    json_t *el;
+    json_array_foreach(arr, i, el) {
+        char epath[GR_PATH_MAX + 32];
+        snprintf(epath, sizeof(epath), "%s[%zu]", path, i);
+        if (!json_is_string(el)) {
+            gr_error_set(c->err, GR_ERR_INPUT, epath, "expected a buffer name");
+            bad = 1;
+            continue;
+        }
+        char name[GR_NAME_MAX];
+        if (expand_name(c, json_string_value(el), epath, name, sizeof(name)) != GR_OK) {
+            bad = 1;
+            continue;
+        }
+        int b = find_buffer(c, name);
+        if (b < 0) {
+            char hint[160];
+            suggest_buffer(c, name, hint, sizeof(hint));
+            gr_error_set(c->err, GR_ERR_INPUT, epath, "unknown buffer \"%s\"%s", name, hint);
+            bad = 1;
+            continue;
+        }
+        out[n++] = b;
+    }
+    return bad ? -1 : n;
+}
+
+static void count_range(char *out, size_t size, int lo, int hi) {
+    if (lo == hi) snprintf(out, size, "%d", lo);
+    else snprintf(out, size, "%d to %d", lo, hi);
+}
+
+static void add_kernel_op(rctx *c, json_t *obj, const char *basepath) {
+    char path[GR_PATH_MAX];
+    path_with_vars(c, path, sizeof(path), basepath);
+    json_error_t jerr;
+    json_t *kernel = NULL, *inputs = NULL, *outputs = NULL, *attrs = NULL, *stream = NULL;
+    const char *name = NULL, *doc = NULL;
+    if (json_unpack_ex(obj, &jerr, JSON_STRICT, "{s:o, s?:s, s:o, s:o, s?:o, s?:o, s?:s}", "kernel",
+                       &kernel, "name", &name, "inputs", &inputs, "outputs", &outputs, "attrs",
+                       &attrs, "stream", &stream, "doc", &doc) != 0) {
+        gr_error_set(c->err, GR_ERR_INPUT, path,
+                     "%s (an op is {\"kernel\", \"inputs\", \"outputs\", \"attrs\"?, \"name\"?, "
+                     "\"stream\"?}; also {\"fork\": S}, {\"join\": S}, {\"repeat\", \"var\", "
+                     "\"ops\"})",
+                     jerr.text);
+        return;
+    }
+    gr_op *op = new_op(c, path);
+    if (!op) return;
+    int errors = c->err->count;
+    char kname[64];
+    char kpath[GR_PATH_MAX + 8];
+    snprintf(kpath, sizeof(kpath), "%s.kernel", path);
+    if (eval_string(c, kernel, kpath, kname, sizeof(kname)) != GR_OK) return;
+    op->kernel = c->lookup ? c->lookup(kname) : NULL;
+    if (!op->kernel) {
+        char hint[128];
+        suggest_kernel(c, kname, hint, sizeof(hint));
+        gr_error_set(c->err, GR_ERR_INPUT, kpath,
+                     "unknown kernel \"%s\" (%s`graphrun kernels` lists them)", kname, hint);
+        return;
+    }
+    const gr_kernel_def *k = op->kernel;
+    if (name) expand_name(c, name, path, op->name, sizeof(op->name));
+    else snprintf(op->name, sizeof(op->name), "%s#%d", k->name, op->index);
+    int s = resolve_stream(c, stream, path);
+    op->stream = s < 0 ? 0 : s;
+    int ni = resolve_io(c, op, inputs, "inputs", op->inputs, GR_MAX_INPUTS);
+    int no = resolve_io(c, op, outputs, "outputs", op->outputs, GR_MAX_OUTPUTS);
+    char range[48];
+    if (ni >= 0 && (ni < k->min_inputs || ni > k->max_inputs)) {
+        count_range(range, sizeof(range), k->min_inputs, k->max_inputs);
+        gr_error_set(c->err, GR_ERR_INPUT, path, "kernel \"%s\" takes %s inputs (%s), got %d",
+                     k->name, range, k->inputs_doc ? k->inputs_doc : "", ni);
+    }
+    if (no >= 0 && (no < k->min_outputs || no > k->max_outputs)) {
+        count_range(range, sizeof(range), k->min_outputs, k->max_outputs);
+        gr_error_set(c->err, GR_ERR_INPUT, path, "kernel \"%s\" takes %s outputs (%s), got %d",
+                     k->name, range, k->outputs_doc ? k->outputs_doc : "", no);
+    }
+    op->ninputs = ni < 0 ? 0 : ni;
+    op->noutputs = no < 0 ? 0 : no;
+    resolve_attrs(c, op, attrs);
+    op->kind = GR_OP_KERNEL;
+    if (c->err->count != errors || ni < 0 || no < 0) op->kernel = NULL; /* skip its check */
+    c->plan->nops++;
+}
+
+static void walk_ops(rctx *c, json_t *list, const char *path) {
+    size_t i;
+    json_t *el;
+    json_array_foreach(list, i, el) {
+        if (c->fatal) return;
+        char epath[GR_PATH_MAX];
+        snprintf(epath, sizeof(epath), "%s[%zu]", path, i);
+        if (!json_is_object(el)) {
+            gr_error_set(c->err, GR_ERR_INPUT, epath, "expected an op object");
+        } else if (json_object_get(el, "repeat")) {
+            run_repeat(c, el, epath, "ops", walk_ops);
+        } else if (json_object_get(el, "fork")) {
+            add_fork_join(c, el, epath, 1);
+        } else if (json_object_get(el, "join")) {
+            add_fork_join(c, el, epath, 0);
+        } else {
+            add_kernel_op(c, el, epath);
+        }
+    }
+}
+
+/* ---------- outputs, dataflow, accounting ---------- */
+
+static void resolve_outputs(rctx *c, json_t *outputs, const char *path) {
+    size_t i;
+    json_t *el;
+    json_array_foreach(outputs, i, el) {
+        char epath[GR_PATH_MAX];
+        snprintf(epath, sizeof(epath), "%s[%zu]", path, i);
+        const char *name = NULL;
+        double rtol = -1;
+        if (json_is_string(el)) {
+            name = json_string_value(el);
+        } else {
+            json_error_t jerr;
+            if (json_unpack_ex(el, &jerr, JSON_STRICT, "{s:s, s?:F}", "buffer", &name, "rtol",
+                               &rtol) != 0) {
+                gr_error_set(c->err, GR_ERR_INPUT, epath,
+                             "%s (an output is a buffer name or {\"buffer\", \"rtol\"})", jerr.text);
+                continue;
+            }
+        }
+        char bname[GR_NAME_MAX];
+        if (expand_name(c, name, epath, bname, sizeof(bname)) != GR_OK) continue;
+        int b = find_buffer(c, bname);
+        if (b < 0) {
+            char hint[160];
+            suggest_buffer(c, bname, hint, sizeof(hint));
+            gr_error_set(c->err, GR_ERR_INPUT, epath, "unknown buffer \"%s\"%s", bname, hint);
+            continue;
+        }
+        gr_buffer *buf = &c->plan->bufs[b];
+        buf->is_output = 1;
+        buf->rtol = rtol >= 0 ? rtol : gr_dtype_default_rtol(buf->dtype);
+    }
+}
+
+static void dataflow(rctx *c) {
+    gr_plan *p = c->plan;
+    for (int i = 0; i < p->nops; i++) {
+        gr_op *op = &p->ops[i];
+        for (int j = 0; j < op->ninputs; j++) {
+            gr_buffer *b = &p->bufs[op->inputs[j]];
+            b->used = 1;
+            if (b->first_read < 0) b->first_read = i;
+            if (b->first_write < 0 && b->init.kind == GR_INIT_NONE)
+                gr_error_set(c->err, GR_ERR_INPUT, op->path,
+                             "reads buffer \"%s\" before any op writes it, and it has no init; "
+                             "give it an \"init\" or move the op that writes it first",
+                             b->name);
+        }
+        for (int j = 0; j < op->noutputs; j++) {
+            gr_buffer *b = &p->bufs[op->outputs[j]];
+            b->used = 1;
+            if (b->first_write < 0) b->first_write = i;
+        }
+    }
+    for (int b = 0; b < p->nbufs; b++) {
+        gr_buffer *buf = &p->bufs[b];
+        if (buf->is_output && buf->first_write < 0)
+            gr_error_set(c->err, GR_ERR_INPUT, "outputs",
+                         "buffer \"%s\" is listed as an output but no op of variant \"%s\" "
+                         "writes it",
+                         buf->name, p->variant);
+        if (buf->init.kind == GR_INIT_NONE && buf->first_write >= 0 && buf->first_read > buf->first_write &&
+            !buf->is_output) {
+            buf->is_intermediate = 1;
+            p->intermediates++;
+            p->intermediate_bytes += 2.0 * (double)buf->bytes;
+        }
+        if (buf->used) p->used_bytes += (double)buf->bytes;
+    }
+}
+
+static void check_params(rctx *c) {
+    for (int i = 0; i < c->wl->nparams; i++) {
+        const gr_param *p = &c->wl->params[i];
+        char path[96];
+        snprintf(path, sizeof(path), "%sparams.%s", p->overridden ? "--set " : "", p->name);
+        if (p->nchoices) {
+            char val[256];
+            if (p->is_str) snprintf(val, sizeof(val), "%s", p->str);
+            else snprintf(val, sizeof(val), "%g", p->num);
+            int ok = 0;
+            char list[800];
+            size_t o = 0;
+            list[0] = '\0';
+            for (int k = 0; k < p->nchoices; k++) {
+                if (!strcmp(p->choices[k], val)) ok = 1;
+                o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", k ? ", " : "", p->choices[k]);
+            }
+            if (!ok) gr_error_set(c->err, GR_ERR_INPUT, path, "\"%s\" is not one of: %s", val, list);
+        }
+        if (p->has_min || p->has_max) {
+            double v;
+            if (lookup_name(c, p->name, &v, c->err) != 1) continue;
+            if ((p->has_min && v < p->min) || (p->has_max && v > p->max))
+                gr_error_set(c->err, GR_ERR_INPUT, path, "%g is outside [%g, %g]", v,
+                             p->has_min ? p->min : -INFINITY, p->has_max ? p->max : INFINITY);
+        }
+    }
+}
+
+static void params_text(rctx *c) {
+    size_t o = 0;
+    char *out = c->plan->params;
+    size_t size = sizeof(c->plan->params);
+    out[0] = '\0';
+    for (int i = 0; i < c->wl->nparams && o + 1 < size; i++) {
+        const gr_param *p = &c->wl->params[i];
+        double v;
+        int n;
+        if (p->is_str) {
+            gr_error scratch;
+            gr_error_clear(&scratch);
+            if (lookup_name(c, p->name, &v, &scratch) == 1)
+                n = snprintf(out + o, size - o, "%s%s=%.15g", o ? " " : "", p->name, v);
+            else
+                n = snprintf(out + o, size - o, "%s%s=%s", o ? " " : "", p->name, p->str);
+        } else {
+            n = snprintf(out + o, size - o, "%s%s=%.15g", o ? " " : "", p->name, p->num);
+        }
+        if (n < 0) break;
+        o += (size_t)n;
+    }
+}
+
+gr_status gr_plan_resolve(const gr_workload *wl, const char *variant, const gr_target *target,
+                          gr_kernel_lookup lookup, gr_kernel_names names, gr_plan **out,
+                          gr_error *err) {
+    *out = NULL;
+    gr_plan *plan = calloc(1, sizeof(*plan));
+    if (!plan) return gr_error_set(err, GR_ERR_NOMEM, wl->path, "out of memory");
+    rctx c;
+    memset(&c, 0, sizeof(c));
+    c.wl = wl;
+    c.plan = plan;
+    c.lookup = lookup;
+    c.names = names;
+    c.err = err;
+    char pnames[1024];
+    gr_workload_param_names(wl, pnames, sizeof(pnames));
+    snprintf(c.hint, sizeof(c.hint), "(params: %s)", pnames);
+    int errors_before = err->count;
+
+    snprintf(plan->workload, sizeof(plan->workload), "%s", wl->name);
+    snprintf(plan->variant, sizeof(plan->variant), "%s", variant);
+    snprintf(plan->source, sizeof(plan->source), "%s", wl->path);
+    plan->target = target ? *target : gr_target_default();
+    stream_index(&c, "main", 1);
+    c.stream_open[0] = 1;
+
+    json_t *root = (json_t *)wl->root;
+    check_params(&c);
+    params_text(&c);
+    walk_buffers(&c, json_object_get(root, "buffers"), "buffers");
+
+    json_t *ops = json_object_get(root, "ops");
+    json_t *outputs = json_object_get(root, "outputs");
+    const char *outputs_path = "outputs";
+    char opath[160];
+    char vpath[128];
+    snprintf(vpath, sizeof(vpath), "ops");
+    if (!ops) {
+        json_t *v = json_object_get(json_object_get(root, "variants"), variant);
+        snprintf(vpath, sizeof(vpath), "variants.%s", variant);
+        json_error_t jerr;
+        const char *desc = NULL;
+        json_t *vout = NULL;
+        if (!v) {
+            gr_error_set(err, GR_ERR_USAGE, "--variant", "no variant \"%s\"", variant);
+        } else if (json_unpack_ex(v, &jerr, JSON_STRICT, "{s:o, s?:s, s?:o}", "ops", &ops,
+                                  "description", &desc, "outputs", &vout) != 0) {
+            gr_error_set(err, GR_ERR_INPUT, vpath,
+                         "%s (a variant is {\"ops\": [...], \"description\"?, \"outputs\"?})",
+                         jerr.text);
+            ops = NULL;
+        } else if (!json_is_array(ops)) {
+            gr_error_set(err, GR_ERR_INPUT, vpath, "\"ops\" must be an array");
+            ops = NULL;
+        }
+        if (vout) {
+            outputs = vout;
+            snprintf(opath, sizeof(opath), "%s.outputs", vpath);
+            outputs_path = opath;
+        }
+        snprintf(vpath + strlen(vpath), sizeof(vpath) - strlen(vpath), ".ops");
+    }
+    if (ops && !c.fatal) walk_ops(&c, ops, vpath);
+    for (int s = 1; s < plan->nstreams && !c.fatal; s++)
+        if (c.stream_open[s])
+            gr_error_set(err, GR_ERR_INPUT, plan->ops[c.stream_fork_op[s]].path,
+                         "stream \"%s\" is forked here but never joined back; add {\"join\": "
+                         "\"%s\"} before the end of the op list (a capture must rejoin every "
+                         "forked stream)",
+                         plan->streams[s], plan->streams[s]);
+    if (json_is_array(outputs)) {
+        if (json_array_size(outputs) == 0)
+            gr_error_set(err, GR_ERR_INPUT, outputs_path, "list at least one output buffer to verify");
+        resolve_outputs(&c, outputs, outputs_path);
+    } else if (!outputs) {
+        gr_error_set(err, GR_ERR_INPUT, outputs_path,
+                     "missing: list the buffers to verify, e.g. \"outputs\": [\"y\"]");
+    }
+    if (!c.fatal) dataflow(&c);
+
+    /* kernel checks: shapes and dtypes against the schema, launch dims, accounting */
+    char last_problem[512] = "";
+    int repeats = 0;
+    for (int i = 0; i < plan->nops && !c.fatal; i++) {
+        gr_op *op = &plan->ops[i];
+        if (op->kind != GR_OP_KERNEL || !op->kernel) continue;
+        op->launches = 1;
+        size_t len_before = strlen(err->msg);
+        int count_before = err->count;
+        if (op->kernel->check && op->kernel->check(op, plan, err) != GR_OK) {
+            /* The same problem in every iteration of a repeat block is reported once. (When
+             * the message buffer is full nothing was appended: there is nothing to compare.) */
+            if (strlen(err->msg) <= len_before + (len_before ? 1 : 0)) continue;
+            const char *added = err->msg + len_before + (len_before ? 1 : 0);
+            const char *what = strstr(added, ": ");
+            what = what ? what + 2 : added;
+            if (err->count == count_before + 1 && last_problem[0] && !strcmp(what, last_problem)) {
+                err->msg[len_before] = '\0';
+                err->count--;
+                repeats++;
+            } else {
+                snprintf(last_problem, sizeof(last_problem), "%s", what);
+            }
+            continue;
+        }
+        plan->bytes_read += op->bytes_read;
+        plan->bytes_written += op->bytes_written;
+        plan->flops += op->flops;
+        if (op->launches < 0) {
+            plan->library_ops++;
+            plan->kernels += 1;
+        } else {
+            plan->kernels += op->launches;
+        }
+    }
+    if (repeats)
+        gr_error_set(err, GR_ERR_INPUT, NULL, "(the same problem in %d more op%s)", repeats,
+                     repeats == 1 ? "" : "s");
+    free(c.idx.slots);
+    if (err->count != errors_before) {
+        gr_plan_destroy(plan);
+        return err->code;
+    }
+    *out = plan;
+    return GR_OK;
+}
+
+void gr_plan_destroy(gr_plan *plan) {
+    if (!plan) return;
+    free(plan->bufs);
+    free(plan->ops);
+    free(plan);
+}
+
+const gr_attr_val *gr_op_attr(const gr_op *op, const char *name) {
+    for (int i = 0; i < op->nattrs; i++)
+        if (!strcmp(op->attrs[i].name, name)) return &op->attrs[i];
+    return NULL;
+}
+
+double gr_op_attr_num(const gr_op *op, const char *name, double dflt) {
+    const gr_attr_val *v = gr_op_attr(op, name);
+    return v ? v->num : dflt;
+}
+
+const char *gr_op_attr_str(const gr_op *op, const char *name, const char *dflt) {
+    const gr_attr_val *v = gr_op_attr(op, name);
+    return v && v->str[0] ? v->str : dflt;
+}
+
+gr_target gr_target_default(void) {
+    gr_target t;
+    memset(&t, 0, sizeof(t));
+    snprintf(t.name, sizeof(t.name), "NVIDIA H200 (assumed; no device read)");
+    t.sm_count = 132;
+    t.cc_major = 9;
+    t.cc_minor = 0;
+    t.l2_bytes = 60u * 1024u * 1024u;
+    return t;
+}

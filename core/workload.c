@@ -1,0 +1,345 @@
+/* Loading a workload document: JSON syntax (file:line:column), the top-level schema (strict:
+ * unknown keys are errors), params and their constraints, variants, and --set overrides. */
+#include "core/workload.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/expr.h"
+
+static const char *json_type_word(const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "a value";
+}
+
+static int valid_ident(const char *s) {
+    if (!s || !*s || strlen(s) >= 64) return 0;
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+    for (const char *c = s; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '_'))
+            return 0;
+    return 1;
+}
+
+static gr_status parse_param_value(gr_param *p, const json_t *v, const char *path, gr_error *err) {
+    if (json_is_number(v)) {
+        p->is_str = 0;
+        p->num = json_number_value(v);
+        return GR_OK;
+    }
+    if (json_is_string(v)) {
+        if (json_string_length(v) >= sizeof(p->str))
+            return gr_error_set(err, GR_ERR_INPUT, path, "value longer than %zu characters",
+                                sizeof(p->str) - 1);
+        p->is_str = 1;
+        snprintf(p->str, sizeof(p->str), "%s", json_string_value(v));
+        return GR_OK;
+    }
+    return gr_error_set(err, GR_ERR_INPUT, path, "expected a number or a string, got %s",
+                        json_type_word(v));
+}
+
+static void load_params(gr_workload *wl, json_t *params, gr_error *err) {
+    if (!params) return;
+    if (!json_is_object(params)) {
+        gr_error_set(err, GR_ERR_INPUT, "params", "expected an object of name: default, got %s",
+                     json_type_word(params));
+        return;
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach(params, key, val) {
+        char path[160];
+        snprintf(path, sizeof(path), "params.%s", key);
+        if (!valid_ident(key)) {
+            gr_error_set(err, GR_ERR_INPUT, path,
+                         "a param name must be an identifier (letters, digits, _; at most 63)");
+            continue;
+        }
+        if (wl->nparams >= GR_MAX_PARAMS) {
+            gr_error_set(err, GR_ERR_INPUT, path, "more than %d params", GR_MAX_PARAMS);
+            return;
+        }
+        gr_param *p = &wl->params[wl->nparams];
+        memset(p, 0, sizeof(*p));
+        snprintf(p->name, sizeof(p->name), "%s", key);
+        if (json_is_object(val)) {
+            json_t *dflt = NULL, *choices = NULL;
+            const char *help = NULL;
+            json_t *mn = NULL, *mx = NULL;
+            json_error_t jerr;
+            if (json_unpack_ex(val, &jerr, JSON_STRICT, "{s:o, s?:s, s?:o, s?:o, s?:o}", "default",
+                               &dflt, "help", &help, "choices", &choices, "min", &mn, "max",
+                               &mx) != 0) {
+                gr_error_set(err, GR_ERR_INPUT, path,
+                             "%s (a param is a number, a string, or {\"default\", \"help\", "
+                             "\"choices\", \"min\", \"max\"})",
+                             jerr.text);
+                continue;
+            }
+            if (parse_param_value(p, dflt, path, err) != GR_OK) continue;
+            if (help) snprintf(p->help, sizeof(p->help), "%s", help);
+            if (choices) {
+                size_t i;
+                json_t *c;
+                if (!json_is_array(choices)) {
+                    gr_error_set(err, GR_ERR_INPUT, path, "choices: expected an array of strings");
+                    continue;
+                }
+                json_array_foreach(choices, i, c) {
+                    if (!json_is_string(c) || p->nchoices >= 16) {
+                        gr_error_set(err, GR_ERR_INPUT, path,
+                                     "choices[%zu]: expected a string (at most 16 choices)", i);
+                        break;
+                    }
+                    snprintf(p->choices[p->nchoices++], 48, "%s", json_string_value(c));
+                }
+            }
+            if (mn) {
+                if (!json_is_number(mn)) gr_error_set(err, GR_ERR_INPUT, path, "min: expected a number");
+                p->has_min = 1;
+                p->min = json_number_value(mn);
+            }
+            if (mx) {
+                if (!json_is_number(mx)) gr_error_set(err, GR_ERR_INPUT, path, "max: expected a number");
+                p->has_max = 1;
+                p->max = json_number_value(mx);
+            }
+        } else if (parse_param_value(p, val, path, err) != GR_OK) {
+            continue;
+        }
+        wl->nparams++;
+    }
+}
+
+static gr_status load_root(gr_workload *wl, json_t *root, gr_error *err) {
+    json_error_t jerr;
+    int schema = 1;
+    const char *name = NULL, *desc = NULL, *dvar = NULL;
+    json_t *params = NULL, *buffers = NULL, *outputs = NULL, *ops = NULL, *variants = NULL;
+    json_int_t seed = 0;
+    if (!json_is_object(root))
+        return gr_error_set(err, GR_ERR_INPUT, "(top level)",
+                            "expected an object with name, params, buffers, outputs and ops or "
+                            "variants, got %s",
+                            json_type_word(root));
+    if (json_unpack_ex(root, &jerr, JSON_STRICT,
+                       "{s?:i, s:s, s?:s, s?:o, s:o, s?:o, s?:o, s?:o, s?:s, s?:I}",
+                       "schema_version", &schema, "name", &name, "description", &desc, "params",
+                       &params, "buffers", &buffers, "outputs", &outputs, "ops", &ops, "variants",
+                       &variants, "default_variant", &dvar, "seed", &seed) != 0) {
+        return gr_error_set(err, GR_ERR_INPUT, "(top level)",
+                            "%s (allowed keys: schema_version, name, description, params, "
+                            "buffers, outputs, ops, variants, default_variant, seed)",
+                            jerr.text);
+    }
+    if (schema != 1)
+        gr_error_set(err, GR_ERR_INPUT, "schema_version",
+                     "this graphrun reads schema_version 1, the file says %d", schema);
+    snprintf(wl->name, sizeof(wl->name), "%s", name);
+    if (desc) snprintf(wl->description, sizeof(wl->description), "%s", desc);
+    wl->seed = (uint64_t)seed;
+    if (!json_is_array(buffers))
+        gr_error_set(err, GR_ERR_INPUT, "buffers", "expected an array of buffers, got %s",
+                     json_type_word(buffers));
+    if (outputs && !json_is_array(outputs))
+        gr_error_set(err, GR_ERR_INPUT, "outputs", "expected an array of buffer names, got %s",
+                     json_type_word(outputs));
+    load_params(wl, params, err);
+    if (ops && variants)
+        gr_error_set(err, GR_ERR_INPUT, "(top level)",
+                     "has both \"ops\" and \"variants\"; use \"ops\" for a single variant or "
+                     "put each op list under \"variants\"");
+    else if (!ops && !variants)
+        gr_error_set(err, GR_ERR_INPUT, "(top level)",
+                     "needs \"ops\" (a list of ops) or \"variants\" (name: {\"ops\": [...]})");
+    if (ops && !json_is_array(ops))
+        gr_error_set(err, GR_ERR_INPUT, "ops", "expected an array of ops, got %s", json_type_word(ops));
+    if (variants) {
+        if (!json_is_object(variants) || json_object_size(variants) == 0) {
+            gr_error_set(err, GR_ERR_INPUT, "variants",
+                         "expected a non-empty object of variant name: {\"ops\": [...]}");
+        } else {
+            const char *key;
+            json_t *val;
+            json_object_foreach(variants, key, val) {
+                if (wl->nvariants >= GR_MAX_VARIANTS) {
+                    gr_error_set(err, GR_ERR_INPUT, "variants", "more than %d variants",
+                                 GR_MAX_VARIANTS);
+                    break;
+                }
+                if (strlen(key) == 0 || strlen(key) >= 64) {
+                    gr_error_set(err, GR_ERR_INPUT, "variants", "a variant name must be 1-63 characters");
+                    continue;
+                }
+                snprintf(wl->variants[wl->nvariants++], 64, "%s", key);
+            }
+        }
+    }
+    if (dvar) {
+        if (!variants) {
+            gr_error_set(err, GR_ERR_INPUT, "default_variant", "given but there are no variants");
+        } else if (!json_object_get(variants, dvar)) {
+            gr_error_set(err, GR_ERR_INPUT, "default_variant", "\"%s\" is not one of the variants",
+                         dvar);
+        }
+        snprintf(wl->default_variant, sizeof(wl->default_variant), "%s", dvar);
+    } else if (wl->nvariants > 0) {
+        snprintf(wl->default_variant, sizeof(wl->default_variant), "%s", wl->variants[0]);
+    } else {
+        snprintf(wl->default_variant, sizeof(wl->default_variant), "default");
+    }
+    return gr_error_failed(err) ? err->code : GR_OK;
+}
+
+static void set_dir(gr_workload *wl, const char *path) {
+    snprintf(wl->path, sizeof(wl->path), "%s", path);
+    snprintf(wl->dir, sizeof(wl->dir), "%s", path);
+    char *slash = strrchr(wl->dir, '/');
+    if (slash) *slash = '\0';
+    else snprintf(wl->dir, sizeof(wl->dir), ".");
+}
+
+static gr_status finish_load(gr_workload *wl, json_t *root, gr_workload **out, gr_error *err) {
+    wl->root = root;
+    if (load_root(wl, root, err) != GR_OK) {
+        gr_error_prefix(err, "%s: ", wl->path);
+        gr_workload_destroy(wl);
+        return err->code;
+    }
+    *out = wl;
+    return GR_OK;
+}
+
+gr_status gr_workload_load_file(const char *path, gr_workload **out, gr_error *err) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return gr_error_set(err, GR_ERR_IO, path,
+                            "cannot open the workload file (check the path; bundled workloads "
+                            "are in workloads/)");
+    json_error_t jerr;
+    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+    fclose(f);
+    if (!root)
+        return gr_error_at(err, GR_ERR_INPUT, path, jerr.line, jerr.column, "invalid JSON: %s",
+                           jerr.text);
+    gr_workload *wl = calloc(1, sizeof(*wl));
+    if (!wl) {
+        json_decref(root);
+        return gr_error_set(err, GR_ERR_NOMEM, path, "out of memory");
+    }
+    set_dir(wl, path);
+    return finish_load(wl, root, out, err);
+}
+
+gr_status gr_workload_load_string(const char *text, size_t len, const char *label,
+                                  gr_workload **out, gr_error *err) {
+    *out = NULL;
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return gr_error_at(err, GR_ERR_INPUT, label, jerr.line, jerr.column, "invalid JSON: %s",
+                           jerr.text);
+    gr_workload *wl = calloc(1, sizeof(*wl));
+    if (!wl) {
+        json_decref(root);
+        return gr_error_set(err, GR_ERR_NOMEM, label, "out of memory");
+    }
+    set_dir(wl, label ? label : "<input>");
+    return finish_load(wl, root, out, err);
+}
+
+void gr_workload_destroy(gr_workload *wl) {
+    if (!wl) return;
+    json_decref((json_t *)wl->root);
+    free(wl);
+}
+
+const gr_param *gr_workload_param(const gr_workload *wl, const char *name) {
+    for (int i = 0; i < wl->nparams; i++)
+        if (!strcmp(wl->params[i].name, name)) return &wl->params[i];
+    return NULL;
+}
+
+void gr_workload_param_names(const gr_workload *wl, char *buf, size_t size) {
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < wl->nparams && o + 1 < size; i++) {
+        int n = snprintf(buf + o, size - o, "%s%s", i ? ", " : "", wl->params[i].name);
+        if (n < 0) break;
+        o += (size_t)n;
+    }
+    if (wl->nparams == 0) snprintf(buf, size, "(none)");
+}
+
+gr_status gr_workload_set(gr_workload *wl, const char *assignment, gr_error *err) {
+    const char *eq = strchr(assignment, '=');
+    char where[320];
+    snprintf(where, sizeof(where), "--set %s", assignment);
+    if (!eq || eq == assignment)
+        return gr_error_set(err, GR_ERR_USAGE, where, "expected name=value, e.g. --set n=4096");
+    char name[64];
+    size_t nlen = (size_t)(eq - assignment);
+    if (nlen >= sizeof(name))
+        return gr_error_set(err, GR_ERR_USAGE, where, "param name too long");
+    memcpy(name, assignment, nlen);
+    name[nlen] = '\0';
+    gr_param *p = (gr_param *)gr_workload_param(wl, name);
+    if (!p) {
+        char names[1024];
+        gr_workload_param_names(wl, names, sizeof(names));
+        return gr_error_set(err, GR_ERR_USAGE, where, "unknown param \"%s\" (params of %s: %s)",
+                            name, wl->name, names);
+    }
+    const char *val = eq + 1;
+    if (!*val) return gr_error_set(err, GR_ERR_USAGE, where, "empty value");
+    if (strlen(val) >= sizeof(p->str))
+        return gr_error_set(err, GR_ERR_USAGE, where, "value longer than %zu characters",
+                            sizeof(p->str) - 1);
+    double num;
+    if (gr_parse_number(val, &num)) {
+        p->is_str = 0;
+        p->num = num;
+    } else {
+        p->is_str = 1;
+        snprintf(p->str, sizeof(p->str), "%s", val);
+    }
+    p->overridden = 1;
+    return GR_OK;
+}
+
+const char *gr_workload_variant(const gr_workload *wl, const char *requested, gr_error *err) {
+    if (wl->nvariants == 0) {
+        if (!requested || !strcmp(requested, "default")) return "default";
+        return gr_error_set(err, GR_ERR_USAGE, "--variant",
+                            "%s has no variants (it has one op list); drop --variant", wl->name),
+               NULL;
+    }
+    if (!requested) return wl->default_variant;
+    for (int i = 0; i < wl->nvariants; i++)
+        if (!strcmp(wl->variants[i], requested)) return wl->variants[i];
+    char list[1024];
+    size_t o = 0;
+    list[0] = '\0';
+    for (int i = 0; i < wl->nvariants && o + 1 < sizeof(list); i++) {
+        int n = snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", wl->variants[i]);
+        if (n < 0) break;
+        o += (size_t)n;
+    }
+    gr_error_set(err, GR_ERR_USAGE, "--variant", "%s has no variant \"%s\" (variants: %s)",
+                 wl->name, requested, list);
+    return NULL;
+}

@@ -1,0 +1,68 @@
+/* A workload as loaded from JSON: the document (kept for resolution), its params with defaults
+ * and --set overrides, and its variant names. Syntax errors carry file:line:column; resolution
+ * into a plan (core/resolve.c) does the semantic checks. */
+#ifndef GR_WORKLOAD_H
+#define GR_WORKLOAD_H
+
+#include "core/error.h"
+#include "core/kernel.h"
+#include "core/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GR_MAX_PARAMS 128
+#define GR_MAX_VARIANTS 32
+
+typedef struct gr_param {
+    char name[64];
+    int is_str;    /* value is a string: an enum-like word or an expression of other params */
+    double num;
+    char str[256];
+    int overridden; /* set with --set */
+    char help[160];
+    /* optional constraints from the {default, choices, min, max} form */
+    int nchoices;
+    char choices[16][48];
+    int has_min, has_max;
+    double min, max;
+} gr_param;
+
+typedef struct gr_workload {
+    char path[512]; /* file as given, or a label for in-memory documents */
+    char dir[512];  /* directory of the file, for relative init paths */
+    char name[128];
+    char description[512];
+    void *root;     /* json_t *, owned */
+    gr_param params[GR_MAX_PARAMS];
+    int nparams;
+    char variants[GR_MAX_VARIANTS][64];
+    int nvariants;   /* 0: the workload has top-level "ops" and one implicit variant */
+    char default_variant[64];
+    uint64_t seed;   /* global seed, mixed into every buffer's seed; --seed overrides */
+} gr_workload;
+
+gr_status gr_workload_load_file(const char *path, gr_workload **out, gr_error *err);
+gr_status gr_workload_load_string(const char *text, size_t len, const char *label,
+                                  gr_workload **out, gr_error *err);
+void gr_workload_destroy(gr_workload *wl);
+
+/* Apply "name=value" (the --set option). */
+gr_status gr_workload_set(gr_workload *wl, const char *assignment, gr_error *err);
+const gr_param *gr_workload_param(const gr_workload *wl, const char *name);
+/* "n, act, dtype": the param names, for messages. */
+void gr_workload_param_names(const gr_workload *wl, char *buf, size_t size);
+/* Resolve the name given with --variant (NULL: the default). Returns the canonical name or
+ * NULL with an error naming the variants that exist. */
+const char *gr_workload_variant(const gr_workload *wl, const char *requested, gr_error *err);
+
+/* Resolve one variant into a plan for `target`. `lookup` finds kernels (kernels/registry). */
+gr_status gr_plan_resolve(const gr_workload *wl, const char *variant, const gr_target *target,
+                          gr_kernel_lookup lookup, gr_kernel_names names, gr_plan **out,
+                          gr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,145 @@
+/* Pointwise kernel family, host side: registry entries (argument schema), checks (shapes,
+ * dtypes, launch dims, byte/flop accounting) and CPU references. Device code: pointwise.cu. */
+#include "kernels/pointwise.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/common.h"
+
+static const char *const act_choices[] = {"relu", "gelu", "silu", "none", NULL};
+
+int gr_act_parse(const char *name) {
+    if (!strcmp(name, "relu")) return GR_ACT_RELU;
+    if (!strcmp(name, "gelu")) return GR_ACT_GELU;
+    if (!strcmp(name, "silu")) return GR_ACT_SILU;
+    if (!strcmp(name, "none")) return GR_ACT_NONE;
+    return -1;
+}
+
+double gr_act_host(double x, int act) {
+    switch (act) {
+    case GR_ACT_RELU: return x > 0 ? x : 0;
+    case GR_ACT_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
+    case GR_ACT_SILU: return x / (1.0 + exp(-x));
+    default: return x;
+    }
+}
+
+static double act_flops(int act) {
+    switch (act) {
+    case GR_ACT_RELU: return 1;
+    case GR_ACT_GELU: return 8; /* mul, erf (~4), add, 2 mul */
+    case GR_ACT_SILU: return 4; /* exp, add, div */
+    default: return 0;
+    }
+}
+
+/* The activation of an op: from the kernel name (relu/gelu/silu) or its "act"/"fn" attr. */
+static int op_act(const gr_op *op) {
+    int a = gr_act_parse(op->kernel->name);
+    if (a >= 0) return a;
+    const char *s = gr_op_attr_str(op, "act", NULL);
+    if (!s) s = gr_op_attr_str(op, "fn", "none");
+    a = gr_act_parse(s);
+    return a < 0 ? GR_ACT_NONE : a;
+}
+
+static gr_status check_pointwise(gr_op *op, const gr_plan *plan, gr_error *err) {
+    gr_status st = gr_check_elementwise(op, plan, err);
+    if (st != GR_OK) return st;
+    const gr_buffer *y = gr_out(op, plan, 0);
+    int64_t n = op->ip[0];
+    int act = op_act(op);
+    const char *kn = op->kernel->name;
+    double flops_per = 0;
+    int per_thread = 1;
+    if (!strcmp(kn, "add") || !strcmp(kn, "mul")) {
+        op->ip[1] = !strcmp(kn, "add") ? GR_BIN_ADD : GR_BIN_MUL;
+        flops_per = 1;
+    } else if (!strcmp(kn, "add_mul_act") || !strcmp(kn, "add_mul_act_vec")) {
+        op->ip[1] = act;
+        flops_per = 2 + act_flops(act);
+        if (!strcmp(kn, "add_mul_act_vec")) per_thread = (int)(16 / gr_dtype_size(y->dtype));
+    } else {
+        op->ip[1] = act;
+        flops_per = act_flops(act);
+    }
+    /* 8 blocks of 256 threads per SM: full occupancy for these register-light kernels */
+    gr_grid_stride(op, plan, n, 256, per_thread, 8);
+    op->bytes_read = gr_bytes_in(op, plan);
+    op->bytes_written = gr_bytes_out(op, plan);
+    op->flops = flops_per * (double)n;
+    op->launches = 1;
+    return GR_OK;
+}
+
+static gr_status ref_pointwise(const gr_op *op, const gr_plan *plan, void *const *host,
+                               gr_error *err) {
+    (void)err;
+    const gr_buffer *y = gr_out(op, plan, 0);
+    int64_t n = op->ip[0];
+    gr_dtype t = y->dtype;
+    const void *in[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < op->ninputs && i < 3; i++) in[i] = host[op->inputs[i]];
+    void *out = host[op->outputs[0]];
+    const char *kn = op->kernel->name;
+    int act = (int)op->ip[1];
+    /* The device computes in fp32 and rounds once to the output dtype; so does this reference
+     * (float arithmetic, erf/exp in double), so fp32 results agree to an ulp or so. */
+    if (!strcmp(kn, "add") || !strcmp(kn, "mul")) {
+        int add = op->ip[1] == GR_BIN_ADD;
+        for (int64_t i = 0; i < n; i++) {
+            float a = (float)gr_load(in[0], t, (size_t)i), b = (float)gr_load(in[1], t, (size_t)i);
+            gr_store(out, t, (size_t)i, add ? a + b : a * b);
+        }
+    } else if (op->ninputs == 3) {
+        for (int64_t i = 0; i < n; i++) {
+            float a = (float)gr_load(in[0], t, (size_t)i), b = (float)gr_load(in[1], t, (size_t)i),
+                  c = (float)gr_load(in[2], t, (size_t)i);
+            float s = (a + b) * c;
+            gr_store(out, t, (size_t)i, (float)gr_act_host(s, act));
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            gr_store(out, t, (size_t)i, (float)gr_act_host((float)gr_load(in[0], t, (size_t)i), act));
+    }
+    return GR_OK;
+}
+
+static const gr_attr_spec act_attr[] = {
+    {"act", GR_ATTR_ENUM, 0, 0, "relu", act_choices, "activation: relu, gelu (erf), silu or none"}};
+static const gr_attr_spec fn_attr[] = {
+    {"fn", GR_ATTR_ENUM, 1, 0, NULL, act_choices, "activation: relu, gelu (erf), silu or none"}};
+
+#define BINARY(NAME, SUMMARY)                                                                      \
+    static const gr_kernel_def k_##NAME = {#NAME, SUMMARY, "a, b", "y", 2, 2, 1, 1, NULL, 0,     \
+                                           GR_KF_INPLACE, check_pointwise, gr_launch_binary,      \
+                                           ref_pointwise, NULL, NULL}
+#define UNARY(NAME, SUMMARY)                                                                       \
+    static const gr_kernel_def k_##NAME = {#NAME, SUMMARY, "x", "y", 1, 1, 1, 1, NULL, 0,        \
+                                           GR_KF_INPLACE, check_pointwise, gr_launch_act,         \
+                                           ref_pointwise, NULL, NULL}
+
+BINARY(add, "y = a + b, elementwise");
+BINARY(mul, "y = a * b, elementwise");
+UNARY(relu, "y = max(x, 0)");
+UNARY(gelu, "y = x * Phi(x), exact (erf) GELU");
+UNARY(silu, "y = x * sigmoid(x)");
+
+static const gr_kernel_def k_act = {
+    "act", "y = fn(x) for fn in relu, gelu, silu, none (none copies)", "x", "y", 1, 1, 1, 1,
+    fn_attr, 1, GR_KF_INPLACE, check_pointwise, gr_launch_act, ref_pointwise, NULL, NULL};
+static const gr_kernel_def k_add_mul_act = {
+    "add_mul_act", "y = act((a + b) * c), fused, one element per thread", "a, b, c", "y", 3, 3,
+    1, 1, act_attr, 1, GR_KF_INPLACE, check_pointwise, gr_launch_add_mul_act, ref_pointwise, NULL,
+    NULL};
+static const gr_kernel_def k_add_mul_act_vec = {
+    "add_mul_act_vec",
+    "y = act((a + b) * c), fused, 16-byte loads (float4 / 8 x bf16), scalar tail", "a, b, c", "y",
+    3, 3, 1, 1, act_attr, 1, GR_KF_INPLACE, check_pointwise, gr_launch_add_mul_act_vec,
+    ref_pointwise, NULL, NULL};
+
+const gr_kernel_def *const gr_pointwise_kernels[] = {
+    &k_add, &k_mul, &k_relu, &k_gelu, &k_silu, &k_act, &k_add_mul_act, &k_add_mul_act_vec, NULL};

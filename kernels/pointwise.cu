@@ -1,0 +1,218 @@
+// Pointwise kernels (device side). Napkin math per element, fp32: add/mul read 8 B write 4 B;
+// act reads 4 B writes 4 B; fused add_mul_act reads 12 B writes 4 B. So the unfused chain
+// (add, mul, act) moves 32 B/element against 16 B fused: the 2x of the lecture. All are
+// memory-bound (<= ~10 flops per 16 B), so the goal is copy bandwidth: grid-stride over a grid
+// sized to the SM count; the _vec kernel uses 16-byte loads with 4 vectors per operand in flight
+// per thread and streaming cache hints (data is touched once).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "core/cuda_check.h"
+#include "kernels/pointwise.h"
+
+namespace {
+
+template <typename T> __device__ __forceinline__ float to_f(T v);
+template <> __device__ __forceinline__ float to_f<float>(float v) { return v; }
+template <> __device__ __forceinline__ float to_f<__nv_bfloat16>(__nv_bfloat16 v) {
+    return __bfloat162float(v);
+}
+template <> __device__ __forceinline__ float to_f<__half>(__half v) { return __half2float(v); }
+
+template <typename T> __device__ __forceinline__ T from_f(float v);
+template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) {
+    return __float2bfloat16_rn(v);
+}
+template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+
+template <int ACT> __device__ __forceinline__ float act(float x) {
+    if (ACT == GR_ACT_RELU) return x > 0.f ? x : 0.f;
+    if (ACT == GR_ACT_GELU) return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
+    if (ACT == GR_ACT_SILU) return x / (1.f + __expf(-x));
+    return x;
+}
+
+template <typename T, int OP>
+__global__ void binary_kernel(const T *__restrict__ a, const T *__restrict__ b, T *__restrict__ y,
+                              int64_t n) {
+    int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float x = to_f(a[i]), z = to_f(b[i]);
+        y[i] = from_f<T>(OP == GR_BIN_ADD ? x + z : x * z);
+    }
+}
+
+template <typename T, int ACT>
+__global__ void act_kernel(const T *__restrict__ x, T *__restrict__ y, int64_t n) {
+    int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        y[i] = from_f<T>(act<ACT>(to_f(x[i])));
+}
+
+template <typename T, int ACT>
+__global__ void add_mul_act_kernel(const T *__restrict__ a, const T *__restrict__ b,
+                                   const T *__restrict__ c, T *__restrict__ y, int64_t n) {
+    int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        y[i] = from_f<T>(act<ACT>((to_f(a[i]) + to_f(b[i])) * to_f(c[i])));
+}
+
+// One 16-byte vector of T: 4 floats or 8 bf16/fp16.
+template <typename T> struct vec16 {
+    static constexpr int N = 16 / sizeof(T);
+    union {
+        uint4 raw;
+        T v[N];
+    };
+};
+
+template <typename T, int ACT>
+__device__ __forceinline__ uint4 fused_vec(uint4 ra, uint4 rb, uint4 rc) {
+    vec16<T> a, b, c, y;
+    a.raw = ra;
+    b.raw = rb;
+    c.raw = rc;
+#pragma unroll
+    for (int k = 0; k < vec16<T>::N; k++)
+        y.v[k] = from_f<T>(act<ACT>((to_f(a.v[k]) + to_f(b.v[k])) * to_f(c.v[k])));
+    return y.raw;
+}
+
+constexpr int kUnroll = 4;
+
+template <typename T, int ACT>
+__global__ void add_mul_act_vec_kernel(const T *__restrict__ a, const T *__restrict__ b,
+                                       const T *__restrict__ c, T *__restrict__ y, int64_t n) {
+    constexpr int N = vec16<T>::N;
+    const int64_t nvec = n / N;
+    const uint4 *a4 = reinterpret_cast<const uint4 *>(a);
+    const uint4 *b4 = reinterpret_cast<const uint4 *>(b);
+    const uint4 *c4 = reinterpret_cast<const uint4 *>(c);
+    uint4 *y4 = reinterpret_cast<uint4 *>(y);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    // Main loop: kUnroll vectors per operand in flight before the first use.
+    for (; i + (kUnroll - 1) * stride < nvec; i += kUnroll * stride) {
+        uint4 ra[kUnroll], rb[kUnroll], rc[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            ra[u] = __ldcs(a4 + i + u * stride);
+            rb[u] = __ldcs(b4 + i + u * stride);
+            rc[u] = __ldcs(c4 + i + u * stride);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) __stcs(y4 + i + u * stride, fused_vec<T, ACT>(ra[u], rb[u], rc[u]));
+    }
+    for (; i < nvec; i += stride)
+        __stcs(y4 + i, fused_vec<T, ACT>(__ldcs(a4 + i), __ldcs(b4 + i), __ldcs(c4 + i)));
+    // Scalar tail: the last n % N elements.
+    for (int64_t t = nvec * N + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += stride)
+        y[t] = from_f<T>(act<ACT>((to_f(a[t]) + to_f(b[t])) * to_f(c[t])));
+}
+
+#define GR_DISPATCH_ACT(ACTV, FN, ...)                                                             \
+    switch (ACTV) {                                                                                \
+    case GR_ACT_RELU: FN<GR_ACT_RELU>(__VA_ARGS__); break;                                         \
+    case GR_ACT_GELU: FN<GR_ACT_GELU>(__VA_ARGS__); break;                                         \
+    case GR_ACT_SILU: FN<GR_ACT_SILU>(__VA_ARGS__); break;                                         \
+    default: FN<GR_ACT_NONE>(__VA_ARGS__); break;                                                  \
+    }
+
+struct launch_args {
+    dim3 grid, block;
+    cudaStream_t stream;
+    int64_t n;
+};
+
+static launch_args args_of(const gr_op *op, const gr_launch_ctx *ctx) {
+    launch_args a;
+    a.grid = dim3(op->grid[0], op->grid[1], op->grid[2]);
+    a.block = dim3(op->block[0], op->block[1], op->block[2]);
+    a.stream = (cudaStream_t)ctx->stream;
+    a.n = op->ip[0];
+    return a;
+}
+
+template <typename T> struct typed {
+    template <int ACT> static void act_l(const launch_args &a, const void *x, void *y) {
+        act_kernel<T, ACT><<<a.grid, a.block, 0, a.stream>>>((const T *)x, (T *)y, a.n);
+    }
+    template <int ACT>
+    static void fused_l(const launch_args &a, const void *x, const void *b, const void *c, void *y) {
+        add_mul_act_kernel<T, ACT>
+            <<<a.grid, a.block, 0, a.stream>>>((const T *)x, (const T *)b, (const T *)c, (T *)y, a.n);
+    }
+    template <int ACT>
+    static void vec_l(const launch_args &a, const void *x, const void *b, const void *c, void *y) {
+        add_mul_act_vec_kernel<T, ACT>
+            <<<a.grid, a.block, 0, a.stream>>>((const T *)x, (const T *)b, (const T *)c, (T *)y, a.n);
+    }
+    static void binary(const launch_args &a, int opc, const void *x, const void *b, void *y) {
+        if (opc == GR_BIN_ADD)
+            binary_kernel<T, GR_BIN_ADD><<<a.grid, a.block, 0, a.stream>>>((const T *)x, (const T *)b, (T *)y, a.n);
+        else
+            binary_kernel<T, GR_BIN_MUL><<<a.grid, a.block, 0, a.stream>>>((const T *)x, (const T *)b, (T *)y, a.n);
+    }
+    static void act(const launch_args &a, int actv, const void *x, void *y) {
+        GR_DISPATCH_ACT(actv, act_l, a, x, y)
+    }
+    static void fused(const launch_args &a, int actv, const void *x, const void *b, const void *c, void *y) {
+        GR_DISPATCH_ACT(actv, fused_l, a, x, b, c, y)
+    }
+    static void vec(const launch_args &a, int actv, const void *x, const void *b, const void *c, void *y) {
+        GR_DISPATCH_ACT(actv, vec_l, a, x, b, c, y)
+    }
+};
+
+#define GR_DISPATCH_DTYPE(DT, CALL)                                                                \
+    switch (DT) {                                                                                  \
+    case GR_FP32: typed<float>::CALL; break;                                                       \
+    case GR_BF16: typed<__nv_bfloat16>::CALL; break;                                               \
+    case GR_FP16: typed<__half>::CALL; break;                                                      \
+    default: return gr_error_set(err, GR_ERR_INTERNAL, op->path, "unsupported dtype");            \
+    }
+
+static bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+} // namespace
+
+extern "C" gr_status gr_launch_binary(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+    launch_args a = args_of(op, ctx);
+    const void *x = ctx->dptr[op->inputs[0]], *b = ctx->dptr[op->inputs[1]];
+    void *y = ctx->dptr[op->outputs[0]];
+    GR_DISPATCH_DTYPE(ctx->plan->bufs[op->outputs[0]].dtype, binary(a, (int)op->ip[1], x, b, y))
+    return gr_launch_status(op->kernel->name, op->path, err);
+}
+
+extern "C" gr_status gr_launch_act(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+    launch_args a = args_of(op, ctx);
+    const void *x = ctx->dptr[op->inputs[0]];
+    void *y = ctx->dptr[op->outputs[0]];
+    GR_DISPATCH_DTYPE(ctx->plan->bufs[op->outputs[0]].dtype, act(a, (int)op->ip[1], x, y))
+    return gr_launch_status(op->kernel->name, op->path, err);
+}
+
+extern "C" gr_status gr_launch_add_mul_act(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+    launch_args a = args_of(op, ctx);
+    const void *x = ctx->dptr[op->inputs[0]], *b = ctx->dptr[op->inputs[1]],
+               *c = ctx->dptr[op->inputs[2]];
+    void *y = ctx->dptr[op->outputs[0]];
+    GR_DISPATCH_DTYPE(ctx->plan->bufs[op->outputs[0]].dtype, fused(a, (int)op->ip[1], x, b, c, y))
+    return gr_launch_status(op->kernel->name, op->path, err);
+}
+
+extern "C" gr_status gr_launch_add_mul_act_vec(const gr_op *op, const gr_launch_ctx *ctx,
+                                               gr_error *err) {
+    launch_args a = args_of(op, ctx);
+    const void *x = ctx->dptr[op->inputs[0]], *b = ctx->dptr[op->inputs[1]],
+               *c = ctx->dptr[op->inputs[2]];
+    void *y = ctx->dptr[op->outputs[0]];
+    if (!aligned16(x) || !aligned16(b) || !aligned16(c) || !aligned16(y))
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path,
+                            "add_mul_act_vec needs 16-byte aligned buffers");
+    GR_DISPATCH_DTYPE(ctx->plan->bufs[op->outputs[0]].dtype, vec(a, (int)op->ip[1], x, b, c, y))
+    return gr_launch_status(op->kernel->name, op->path, err);
+}

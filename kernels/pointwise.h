@@ -1,0 +1,33 @@
+/* Pointwise kernel family: add, mul, relu/gelu/silu, the fused add-mul-activation kernel and its
+ * 16-byte vectorized version (the Fusing Kernels lecture's y = act((a + b) * c)). */
+#ifndef GR_KERNELS_POINTWISE_H
+#define GR_KERNELS_POINTWISE_H
+
+#include "core/kernel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { GR_ACT_NONE = 0, GR_ACT_RELU = 1, GR_ACT_GELU = 2, GR_ACT_SILU = 3 };
+enum { GR_BIN_ADD = 0, GR_BIN_MUL = 1 };
+
+/* op->ip[0] = n, op->ip[1] = GR_BIN_* */
+gr_status gr_launch_binary(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+/* op->ip[0] = n, op->ip[1] = GR_ACT_* */
+gr_status gr_launch_act(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+/* op->ip[0] = n, op->ip[1] = GR_ACT_*; scalar (one element per thread per iteration) */
+gr_status gr_launch_add_mul_act(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+/* same, 16-byte loads/stores with several in flight, scalar tail for n % (16/size) */
+gr_status gr_launch_add_mul_act_vec(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+
+/* Host-side activation, the same formulas as the device's (erf GELU). */
+double gr_act_host(double x, int act);
+int gr_act_parse(const char *name); /* -1 if unknown */
+
+extern const gr_kernel_def *const gr_pointwise_kernels[];
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,52 @@
+/* Registry: the list of kernel families. A new family adds its array here. */
+#include "kernels/registry.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "kernels/pointwise.h"
+#include "kernels/probe.h"
+
+#define MAX_KERNELS 256
+
+static const gr_kernel_def *const *const families[] = {
+    gr_pointwise_kernels,
+    gr_probe_kernels,
+};
+
+static const gr_kernel_def *all_defs[MAX_KERNELS + 1];
+static const char *all_names[MAX_KERNELS + 1];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void build_once(void) {
+    int n = 0;
+    for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++)
+        for (const gr_kernel_def *const *k = families[f]; *k && n < MAX_KERNELS; k++) {
+            all_defs[n] = *k;
+            all_names[n] = (*k)->name;
+            n++;
+        }
+    all_defs[n] = NULL;
+    all_names[n] = NULL;
+}
+
+static void build(void) {
+    pthread_once(&once, build_once);
+}
+
+const gr_kernel_def *gr_kernel_find(const char *name) {
+    build();
+    for (int i = 0; all_defs[i]; i++)
+        if (!strcmp(all_defs[i]->name, name)) return all_defs[i];
+    return NULL;
+}
+
+const char *const *gr_kernel_all_names(void) {
+    build();
+    return all_names;
+}
+
+const gr_kernel_def *const *gr_kernel_all(void) {
+    build();
+    return all_defs;
+}

@@ -1,0 +1,357 @@
+/* The run driver and its report. Sessions are made and destroyed one variant at a time so that
+ * only one variant's buffers occupy the device. */
+#include "replay/run.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/cuda_check.h"
+#include "core/plan_print.h"
+
+void gr_run_opts_default(gr_run_opts *o) {
+    memset(o, 0, sizeof(*o));
+    o->iters = 1000;
+    o->warmup = -1; /* derived from iters */
+    o->batches = 20;
+    o->mode = GR_CAPTURE_GLOBAL;
+    o->cpu_reference = 1;
+    o->bandwidth = 1;
+    o->progress = 1;
+}
+
+int gr_variant_kernels(const gr_variant_run *v) {
+    if (v->captured) return (int)v->graph.kernel_nodes;
+    return v->plan->kernels;
+}
+
+/* Outputs of the first variant, to check every later variant against it. */
+typedef struct cross_ref {
+    const gr_plan *plan;
+    void **out;
+} cross_ref;
+
+static void cross_check(gr_session *s, cross_ref *x, gr_variant_run *v) {
+    const gr_plan *p = s->plan;
+    if (!x->plan) {
+        x->plan = p;
+        x->out = calloc((size_t)p->nbufs + 1, sizeof(void *));
+        if (!x->out) return;
+        for (int b = 0; b < p->nbufs; b++)
+            if (s->eager_out[b]) {
+                x->out[b] = s->eager_out[b];
+                s->eager_out[b] = NULL; /* keep it past the session */
+            }
+        return;
+    }
+    for (int b = 0; b < p->nbufs; b++) {
+        if (!s->eager_out[b]) continue;
+        const gr_buffer *buf = &p->bufs[b];
+        for (int k = 0; k < x->plan->nbufs; k++) {
+            const gr_buffer *kb = &x->plan->bufs[k];
+            if (!x->out || !x->out[k] || strcmp(kb->name, buf->name) != 0) continue;
+            if (kb->dtype != buf->dtype || kb->numel != buf->numel) continue;
+            char what[32];
+            snprintf(what, sizeof(what), "eager vs %.20s", x->plan->variant);
+            gr_check c = gr_compare(buf->name, what, s->eager_out[b], x->out[k], buf->dtype,
+                                    buf->numel, buf->rtol);
+            if (v->nchecks < GR_MAX_CHECKS) v->checks[v->nchecks++] = c;
+            if (!c.passed) v->verified = 0;
+        }
+    }
+}
+
+static gr_status run_one(const gr_plan *p, const gr_device_info *dev, const gr_run_opts *o,
+                         int nplans, cross_ref *x, gr_variant_run *v, gr_error *err) {
+    gr_session *s = NULL;
+    GR_TRY(gr_session_create(p, dev->sm_count, &s, err));
+    gr_status st = GR_OK;
+    if (o->cpu_reference) st = gr_session_reference(s, err);
+    v->reference_ms = s->reference_ms;
+    if (st == GR_OK) st = gr_session_verify_eager(s, err);
+    if (st == GR_OK) st = gr_session_capture(s, o->mode, o->hooks, err);
+    if (st == GR_OK) {
+        v->captured = 1;
+        v->graph = s->graph;
+        v->graph.graph = v->graph.exec = NULL;
+        if (o->dot_path) {
+            if (nplans > 1) snprintf(v->dot_written, sizeof(v->dot_written), "%s.%s.dot", o->dot_path, p->variant);
+            else snprintf(v->dot_written, sizeof(v->dot_written), "%s", o->dot_path);
+            st = gr_graph_dot(&s->graph, v->dot_written, err);
+            if (st != GR_OK) v->dot_written[0] = '\0';
+        }
+    }
+    if (st == GR_OK) st = gr_session_verify_graph(s, err);
+    memcpy(v->checks, s->checks, sizeof(s->checks));
+    v->nchecks = s->nchecks;
+    v->verified = s->verified;
+    if (st == GR_OK) cross_check(s, x, v);
+    if (st == GR_OK) {
+        st = gr_session_require_verified(s, err);
+        if (st == GR_OK && !v->verified) {
+            for (int i = 0; i < v->nchecks; i++)
+                if (!v->checks[i].passed)
+                    st = gr_error_set(err, GR_ERR_VERIFY, NULL, "variant %s: output \"%s\" %s "
+                                      "disagrees (rel L2 %.2e > %.1e)", p->variant,
+                                      v->checks[i].buffer, v->checks[i].what, v->checks[i].rel_l2,
+                                      v->checks[i].rtol);
+        }
+    }
+    if (st == GR_OK) {
+        gr_time_opts t = {o->warmup, o->iters, o->batches, o->progress, NULL};
+        if (t.warmup < 0) t.warmup = o->iters / 10 < 3 ? 3 : o->iters / 10;
+        char label[96];
+        snprintf(label, sizeof(label), "%s eager", p->variant);
+        t.label = label;
+        st = gr_session_time_eager(s, &t, o->hooks, &v->eager, err);
+        if (st == GR_OK) {
+            snprintf(label, sizeof(label), "%s graph", p->variant);
+            st = gr_session_time_graph(s, &t, &v->graph_t, err);
+        }
+        if (st == GR_OK) v->timed = 1;
+    }
+    gr_session_destroy(s);
+    return st;
+}
+
+gr_status gr_run_plans(const gr_workload *wl, const gr_plan *const *plans, int nplans,
+                       const gr_device_info *dev, const gr_run_opts *o, gr_run_report *r,
+                       gr_error *err) {
+    memset(r, 0, sizeof(*r));
+    r->wl = wl;
+    r->dev = *dev;
+    r->opts = *o;
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    strftime(r->date, sizeof(r->date), "%Y-%m-%d %H:%M UTC", &tmv);
+    gr_status worst = GR_OK;
+    if (o->bandwidth) {
+        size_t bytes = (size_t)1 << 30;
+        if (dev->mem_free / 8 < bytes) bytes = dev->mem_free / 8;
+        gr_error e;
+        gr_error_clear(&e);
+        if (gr_copy_bandwidth(bytes, 20, &r->bw, &e) == GR_OK) r->have_bw = 1;
+        else {
+            gr_error_set(err, e.code, NULL, "copy bandwidth probe: %s", e.msg);
+            return e.code;
+        }
+    }
+    cross_ref x = {NULL, NULL};
+    for (int i = 0; i < nplans && i < 32; i++) {
+        gr_variant_run *v = &r->v[r->nv++];
+        v->plan = plans[i];
+        gr_error e;
+        gr_error_clear(&e);
+        gr_status st = run_one(plans[i], dev, o, nplans, &x, v, &e);
+        v->status = st;
+        if (st != GR_OK) {
+            snprintf(v->error, sizeof(v->error), "%s", e.msg);
+            gr_error_set(err, st, NULL, "variant %s: %s", plans[i]->variant, e.msg);
+            if (worst == GR_OK || worst == GR_ERR_VERIFY) worst = st;
+            /* a CUDA error may leave the context unusable: stop rather than report numbers
+             * from a broken context */
+            if (st == GR_ERR_CUDA) break;
+        }
+    }
+    if (x.out) {
+        for (int b = 0; b < x.plan->nbufs; b++) free(x.out[b]);
+        free(x.out);
+    }
+    return worst;
+}
+
+static double floor_us(const gr_run_report *r, const gr_plan *p) {
+    if (!r->have_bw || r->bw.gbps.median <= 0) return 0;
+    return (p->bytes_read + p->bytes_written) / (r->bw.gbps.median * 1e9) * 1e6;
+}
+
+void gr_report_text(FILE *f, const gr_run_report *r) {
+    const gr_device_info *d = &r->dev;
+    fprintf(f, "device   %s, %d SMs, cc %d.%d, driver %d.%d, runtime %d.%d; %s\n", d->name,
+            d->sm_count, d->cc_major, d->cc_minor, d->driver_version / 1000,
+            (d->driver_version % 1000) / 10, d->runtime_version / 1000,
+            (d->runtime_version % 1000) / 10, r->date);
+    if (r->have_bw)
+        fprintf(f, "copy bw  %.0f GB/s [p10 %.0f, p90 %.0f] (cudaMemcpy device-to-device of %.2f GB "
+                   "read+written, CUDA events, %zu copies): the HBM roofline below\n",
+                r->bw.gbps.median, r->bw.gbps.p10, r->bw.gbps.p90, r->bw.bytes / 1e9, r->bw.gbps.n);
+
+    fprintf(f, "\nverification (outputs poisoned with NaN before each run; CPU reference from the "
+               "device's initial data; rel = relative L2 error)\n");
+    for (int i = 0; i < r->nv; i++) {
+        const gr_variant_run *v = &r->v[i];
+        if (v->nchecks == 0 && v->status != GR_OK) {
+            fprintf(f, "  %-16s not verified: %s\n", v->plan->variant, v->error);
+            continue;
+        }
+        for (int c = 0; c < v->nchecks; c++) {
+            char line[160];
+            gr_check_str(&v->checks[c], line, sizeof(line));
+            fprintf(f, "  %-16s %-14.14s %-20s %s\n", c == 0 ? v->plan->variant : "",
+                    v->checks[c].buffer, v->checks[c].what, line);
+        }
+        if (v->reference_ms > 0)
+            fprintf(f, "  %-16s (CPU reference took %.0f ms)\n", "", v->reference_ms);
+    }
+
+    fprintf(f, "\ngraphs (capture mode %s; host clock)\n", gr_capture_mode_name(r->opts.mode));
+    fprintf(f, "  %-16s %8s %8s %8s %8s %12s %14s %11s\n", "variant", "nodes", "kernels", "other",
+            "edges", "capture us", "instantiate us", "upload us");
+    for (int i = 0; i < r->nv; i++) {
+        const gr_variant_run *v = &r->v[i];
+        if (!v->captured) {
+            fprintf(f, "  %-16s not captured%s%s\n", v->plan->variant, v->status ? ": " : "",
+                    v->status ? gr_status_name((gr_status)v->status) : "");
+            continue;
+        }
+        const gr_graph *g = &v->graph;
+        fprintf(f, "  %-16s %8zu %8zu %8zu %8zu %12.1f %14.1f %11.1f\n", v->plan->variant, g->nodes,
+                g->kernel_nodes, g->nodes - g->kernel_nodes, g->edges, g->capture_us,
+                g->instantiate_us, g->upload_us);
+        if (v->dot_written[0]) fprintf(f, "  %-16s graph written to %s\n", "", v->dot_written);
+    }
+
+    int any_timed = 0;
+    for (int i = 0; i < r->nv; i++) any_timed |= r->v[i].timed;
+    if (!any_timed) return;
+    const gr_variant_run *tv = NULL;
+    for (int i = 0; i < r->nv && !tv; i++)
+        if (r->v[i].timed) tv = &r->v[i];
+    fprintf(f, "\ntiming per step, untraced: CUDA events around batches on the main stream; median "
+               "[p10, p90] over %d batches of %d steps after %d warm-up steps\n",
+            tv->eager.batches, tv->eager.steps_per_batch, tv->eager.warmup);
+    fprintf(f, "  %-16s %7s %26s %26s %8s %12s %18s\n", "variant", "kernels", "eager us/step",
+            "graph us/step", "speedup", "saved us/krn", "submit us e | g");
+    for (int i = 0; i < r->nv; i++) {
+        const gr_variant_run *v = &r->v[i];
+        if (!v->timed) continue;
+        int k = gr_variant_kernels(v);
+        double e = v->eager.step_us.median, g = v->graph_t.step_us.median;
+        char es[40], gs[40];
+        snprintf(es, sizeof(es), "%.2f [%.2f, %.2f]", e, v->eager.step_us.p10, v->eager.step_us.p90);
+        snprintf(gs, sizeof(gs), "%.2f [%.2f, %.2f]", g, v->graph_t.step_us.p10, v->graph_t.step_us.p90);
+        fprintf(f, "  %-16s %7d %26s %26s %7.2fx %12.3f %8.2f | %7.2f\n", v->plan->variant, k, es,
+                gs, g > 0 ? e / g : 0.0, k > 0 ? (e - g) / k : 0.0, v->eager.submit_us.median,
+                v->graph_t.submit_us.median);
+    }
+    fprintf(f, "  (saved us/krn = (eager - graph) / kernels per step; submit = host clock for "
+               "enqueueing one step)\n");
+    if (r->have_bw) {
+        fprintf(f, "\nHBM roofline (bytes per step from the plan over the copy bandwidth above)\n");
+        fprintf(f, "  %-16s %12s %11s %11s %11s %11s %10s\n", "variant", "bytes/step", "floor us",
+                "eager GB/s", "graph GB/s", "% of copy", "graph/floor");
+        for (int i = 0; i < r->nv; i++) {
+            const gr_variant_run *v = &r->v[i];
+            if (!v->timed) continue;
+            double bytes = v->plan->bytes_read + v->plan->bytes_written;
+            double fl = floor_us(r, v->plan);
+            double eg = bytes / (v->eager.step_us.median * 1e-6) / 1e9;
+            double gg = bytes / (v->graph_t.step_us.median * 1e-6) / 1e9;
+            char bs[24];
+            gr_fmt_bytes(bytes, bs, sizeof(bs));
+            fprintf(f, "  %-16s %12s %11.2f %11.1f %11.1f %10.1f%% %9.2fx\n", v->plan->variant, bs,
+                    fl, eg, gg, 100.0 * gg / r->bw.gbps.median,
+                    fl > 0 ? v->graph_t.step_us.median / fl : 0.0);
+        }
+    }
+}
+
+static json_t *summary_json(const gr_summary *s) {
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "median", s->median, "p10", s->p10,
+                     "p90", s->p90, "min", s->min, "max", s->max, "mean", s->mean, "stddev",
+                     s->stddev, "n", (json_int_t)s->n);
+}
+
+static json_t *timing_json(const gr_timing *t) {
+    return json_pack("{s:o, s:o, s:i, s:i, s:i, s:s}", "step_us", summary_json(&t->step_us),
+                     "submit_us", summary_json(&t->submit_us), "batches", t->batches,
+                     "steps_per_batch", t->steps_per_batch, "warmup", t->warmup, "method",
+                     "CUDA events per batch on the main stream, untraced; submit: host clock");
+}
+
+void *gr_report_json(const gr_run_report *r) {
+    json_t *root = json_object();
+    json_object_set_new(root, "schema_version", json_integer(1));
+    json_object_set_new(root, "tool", json_string("graphrun"));
+    json_object_set_new(root, "date", json_string(r->date));
+    json_object_set_new(root, "workload", json_string(r->wl ? r->wl->name : ""));
+    json_object_set_new(root, "source", json_string(r->wl ? r->wl->path : ""));
+    const gr_device_info *d = &r->dev;
+    json_object_set_new(root, "device",
+                        json_pack("{s:s, s:i, s:i, s:i, s:I, s:i, s:i, s:i}", "name", d->name,
+                                  "sm_count", d->sm_count, "cc_major", d->cc_major, "cc_minor",
+                                  d->cc_minor, "memory_bytes", (json_int_t)d->mem_total,
+                                  "driver_version", d->driver_version, "runtime_version",
+                                  d->runtime_version, "clock_khz", d->clock_khz));
+    json_object_set_new(root, "capture_mode", json_string(gr_capture_mode_name(r->opts.mode)));
+    if (r->have_bw)
+        json_object_set_new(root, "copy_bandwidth",
+                            json_pack("{s:f, s:o, s:s}", "bytes_per_copy", r->bw.bytes, "gbps",
+                                      summary_json(&r->bw.gbps), "method",
+                                      "cudaMemcpyAsync D2D, read+written bytes, CUDA events"));
+    json_t *vars = json_array();
+    for (int i = 0; i < r->nv; i++) {
+        const gr_variant_run *v = &r->v[i];
+        const gr_plan *p = v->plan;
+        json_t *jv = json_object();
+        json_object_set_new(jv, "variant", json_string(p->variant));
+        json_object_set_new(jv, "params", json_string(p->params));
+        json_object_set_new(jv, "status", json_string(gr_status_name((gr_status)v->status)));
+        if (v->error[0]) json_object_set_new(jv, "error", json_string(v->error));
+        json_object_set_new(jv, "kernels_planned", json_integer(p->kernels));
+        json_object_set_new(jv, "kernels_per_step", json_integer(gr_variant_kernels(v)));
+        json_object_set_new(jv, "bytes_per_step", json_real(p->bytes_read + p->bytes_written));
+        json_object_set_new(jv, "flops_per_step", json_real(p->flops));
+        json_object_set_new(jv, "round_trips", json_integer(p->intermediates));
+        json_object_set_new(jv, "verified", json_boolean(v->verified));
+        json_t *checks = json_array();
+        for (int c = 0; c < v->nchecks; c++) {
+            const gr_check *k = &v->checks[c];
+            json_array_append_new(checks, json_pack("{s:s, s:s, s:f, s:f, s:I, s:b, s:b, s:f}",
+                                                    "buffer", k->buffer, "what", k->what, "rel_l2",
+                                                    k->rel_l2, "max_abs", k->max_abs, "nonfinite",
+                                                    (json_int_t)k->nonfinite, "identical",
+                                                    k->identical, "passed", k->passed, "rtol",
+                                                    k->rtol));
+        }
+        json_object_set_new(jv, "checks", checks);
+        if (v->captured) {
+            const gr_graph *g = &v->graph;
+            json_object_set_new(jv, "graph",
+                                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f}", "nodes",
+                                          (json_int_t)g->nodes, "edges", (json_int_t)g->edges,
+                                          "kernel_nodes", (json_int_t)g->kernel_nodes,
+                                          "memcpy_nodes", (json_int_t)g->memcpy_nodes,
+                                          "memset_nodes", (json_int_t)g->memset_nodes,
+                                          "event_nodes", (json_int_t)g->event_nodes, "capture_us",
+                                          g->capture_us, "instantiate_us", g->instantiate_us,
+                                          "upload_us", g->upload_us));
+        }
+        if (v->timed) {
+            double e = v->eager.step_us.median, g = v->graph_t.step_us.median;
+            int k = gr_variant_kernels(v);
+            json_object_set_new(jv, "eager", timing_json(&v->eager));
+            json_object_set_new(jv, "graph_replay", timing_json(&v->graph_t));
+            json_object_set_new(jv, "speedup", json_real(g > 0 ? e / g : 0));
+            json_object_set_new(jv, "overhead_removed_us_per_kernel", json_real(k > 0 ? (e - g) / k : 0));
+            double bytes = p->bytes_read + p->bytes_written;
+            json_object_set_new(jv, "eager_gbps", json_real(bytes / (e * 1e-6) / 1e9));
+            json_object_set_new(jv, "graph_gbps", json_real(bytes / (g * 1e-6) / 1e9));
+            double fl = floor_us(r, p);
+            if (fl > 0) {
+                json_object_set_new(jv, "hbm_floor_us", json_real(fl));
+                json_object_set_new(jv, "graph_over_floor", json_real(g / fl));
+                json_object_set_new(jv, "graph_pct_of_copy_bw",
+                                    json_real(100.0 * bytes / (g * 1e-6) / 1e9 / r->bw.gbps.median));
+            }
+        }
+        json_array_append_new(vars, jv);
+    }
+    json_object_set_new(root, "variants", vars);
+    const gr_plan *plans[32];
+    for (int i = 0; i < r->nv; i++) plans[i] = r->v[i].plan;
+    json_object_set_new(root, "accounting", (json_t *)gr_accounting_to_json(plans, r->nv));
+    return root;
+}

@@ -1,0 +1,53 @@
+/* A session is one plan made live on the device: its device state, the CPU reference, the
+ * captured graph, and the checks and timings taken on it. `graphrun run` makes one per variant;
+ * the replay service keeps them between requests. */
+#ifndef GR_SESSION_H
+#define GR_SESSION_H
+
+#include "capture/capture.h"
+#include "core/device.h"
+#include "core/hoststate.h"
+#include "replay/timing.h"
+#include "replay/verify.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GR_MAX_CHECKS 48
+
+typedef struct gr_session {
+    const gr_plan *plan;
+    gr_devstate *dev;
+    gr_hoststate *ref;  /* CPU reference results (NULL when skipped) */
+    void **eager_out;   /* eager outputs per output buffer (host), for graph vs eager */
+    gr_graph graph;
+    int captured;
+    gr_check checks[GR_MAX_CHECKS];
+    int nchecks;
+    int verified;       /* every check passed */
+    double reference_ms; /* host time of the CPU reference */
+} gr_session;
+
+gr_status gr_session_create(const gr_plan *plan, int sm_count, gr_session **out, gr_error *err);
+void gr_session_destroy(gr_session *s);
+
+/* Initialise device buffers, copy the inputs to the host and run the CPU reference there. */
+gr_status gr_session_reference(gr_session *s, gr_error *err);
+/* Re-initialise (outputs poisoned), run one eager step, compare outputs to the reference. */
+gr_status gr_session_verify_eager(gr_session *s, gr_error *err);
+gr_status gr_session_capture(gr_session *s, gr_capture_mode mode, const gr_exec_hooks *hooks,
+                             gr_error *err);
+/* Re-initialise, replay the graph once, compare to the reference and to the eager outputs. */
+gr_status gr_session_verify_graph(gr_session *s, gr_error *err);
+/* Fails with GR_ERR_VERIFY naming the buffers when a check failed. */
+gr_status gr_session_require_verified(const gr_session *s, gr_error *err);
+
+gr_status gr_session_time_eager(gr_session *s, const gr_time_opts *o, const gr_exec_hooks *hooks,
+                                gr_timing *out, gr_error *err);
+gr_status gr_session_time_graph(gr_session *s, const gr_time_opts *o, gr_timing *out, gr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

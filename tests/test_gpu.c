@@ -1,0 +1,264 @@
+/* GPU suites: every kernel against its CPU reference on random sizes (odd ones included) and
+ * dtypes, eager == graph == reference for the bundled workloads, captured node counts against
+ * the plan, capture modes, multi-stream fork/join, and the run driver end to end. Without a
+ * device each test prints "SKIPPED: no CUDA device" and passes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/device.h"
+#include "core/workload.h"
+#include "kernels/registry.h"
+#include "replay/run.h"
+#include "replay/session.h"
+#include "tests.h"
+
+static gr_device_info info;
+
+static int device_ready(void) {
+    gr_error e;
+    gr_error_clear(&e);
+    return gr_device_probe(0, &info, &e) == GR_OK;
+}
+
+static gr_plan *plan_for_device(const char *json, const char *variant, gr_error *e) {
+    gr_workload *wl = gr_test_load(json, e);
+    if (!wl) return NULL;
+    const char *v = gr_workload_variant(wl, variant, e);
+    gr_plan *p = NULL;
+    gr_target t = gr_target_from_info(&info);
+    if (v) gr_plan_resolve(wl, v, &t, gr_kernel_find, gr_kernel_all_names, &p, e);
+    gr_workload_destroy(wl);
+    return p;
+}
+
+/* reference, eager, capture (mode), graph; returns 1 when every check passed */
+static int verify_plan(gr_plan *p, gr_capture_mode mode, size_t *kernel_nodes) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_session *s = NULL;
+    int ok = 0;
+    if (gr_session_create(p, info.sm_count, &s, &e) == GR_OK && gr_session_reference(s, &e) == GR_OK &&
+        gr_session_verify_eager(s, &e) == GR_OK && gr_session_capture(s, mode, NULL, &e) == GR_OK &&
+        gr_session_verify_graph(s, &e) == GR_OK) {
+        ok = s->verified && s->nchecks >= 2;
+        if (kernel_nodes) *kernel_nodes = s->graph.kernel_nodes;
+        if (!ok)
+            for (int i = 0; i < s->nchecks; i++)
+                if (!s->checks[i].passed)
+                    fprintf(stderr, "\n    %s %s: rel %.3e nonfinite %lld", s->checks[i].buffer,
+                            s->checks[i].what, s->checks[i].rel_l2, (long long)s->checks[i].nonfinite);
+    } else {
+        fprintf(stderr, "\n    %s", e.msg);
+    }
+    gr_session_destroy(s);
+    return ok;
+}
+
+static const char *dtypes[] = {"fp32", "bf16", "fp16"};
+
+static void test_pointwise_kernels_vs_reference(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    const char *kernels3[] = {"add_mul_act", "add_mul_act_vec"};
+    const char *acts[] = {"relu", "gelu", "silu", "none"};
+    long sizes[] = {1, 3, 17, 1000, 4097, (1 << 20) + 3, 0};
+    srand(1234);
+    sizes[6] = 1 + rand() % 3000000;
+    int runs = 0, fails = 0;
+    for (int d = 0; d < 3; d++)
+        for (int si = 0; si < 7; si++) {
+            char json[4096];
+            /* one plan per (dtype, size) exercising every pointwise kernel */
+            int o = snprintf(json, sizeof(json),
+                             "{\"name\": \"k\", \"params\": {\"n\": %ld}, \"buffers\": ["
+                             "{\"name\": \"a\", \"dtype\": \"%s\", \"shape\": [\"n\"], \"init\": \"normal\"},"
+                             "{\"name\": \"b\", \"dtype\": \"%s\", \"shape\": [\"n\"], \"init\": \"normal\"},"
+                             "{\"name\": \"c\", \"dtype\": \"%s\", \"shape\": [\"n\"], \"init\": {\"kind\": \"uniform\", \"low\": -2, \"high\": 2}}",
+                             sizes[si], dtypes[d], dtypes[d], dtypes[d]);
+            const char *outs[] = {"y_add", "y_mul", "y_relu", "y_gelu", "y_silu", "y_act"};
+            for (int k = 0; k < 6; k++)
+                o += snprintf(json + o, sizeof(json) - (size_t)o, ",{\"name\": \"%s\", \"dtype\": \"%s\", \"shape\": [\"n\"]}", outs[k], dtypes[d]);
+            for (int k = 0; k < 2; k++)
+                for (int a = 0; a < 4; a++)
+                    o += snprintf(json + o, sizeof(json) - (size_t)o, ",{\"name\": \"y_%s_%s\", \"dtype\": \"%s\", \"shape\": [\"n\"]}", kernels3[k], acts[a], dtypes[d]);
+            o += snprintf(json + o, sizeof(json) - (size_t)o, "], \"outputs\": [\"y_add\", \"y_mul\", \"y_relu\", \"y_gelu\", \"y_silu\", \"y_act\"");
+            for (int k = 0; k < 2; k++)
+                for (int a = 0; a < 4; a++)
+                    o += snprintf(json + o, sizeof(json) - (size_t)o, ", \"y_%s_%s\"", kernels3[k], acts[a]);
+            o += snprintf(json + o, sizeof(json) - (size_t)o,
+                          "], \"ops\": [{\"kernel\": \"add\", \"inputs\": [\"a\", \"b\"], \"outputs\": [\"y_add\"]},"
+                          "{\"kernel\": \"mul\", \"inputs\": [\"a\", \"c\"], \"outputs\": [\"y_mul\"]},"
+                          "{\"kernel\": \"relu\", \"inputs\": [\"a\"], \"outputs\": [\"y_relu\"]},"
+                          "{\"kernel\": \"gelu\", \"inputs\": [\"a\"], \"outputs\": [\"y_gelu\"]},"
+                          "{\"kernel\": \"silu\", \"inputs\": [\"a\"], \"outputs\": [\"y_silu\"]},"
+                          "{\"kernel\": \"act\", \"inputs\": [\"a\"], \"outputs\": [\"y_act\"], \"attrs\": {\"fn\": \"gelu\"}}");
+            for (int k = 0; k < 2; k++)
+                for (int a = 0; a < 4; a++)
+                    o += snprintf(json + o, sizeof(json) - (size_t)o,
+                                  ",{\"kernel\": \"%s\", \"inputs\": [\"a\", \"b\", \"c\"], \"outputs\": [\"y_%s_%s\"], \"attrs\": {\"act\": \"%s\"}}",
+                                  kernels3[k], kernels3[k], acts[a], acts[a]);
+            snprintf(json + o, sizeof(json) - (size_t)o, "]}");
+            gr_error e;
+            gr_error_clear(&e);
+            gr_plan *p = plan_for_device(json, NULL, &e);
+            if (!p) fprintf(stderr, "\n    %s", e.msg);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            size_t nodes = 0;
+            int ok = verify_plan(p, GR_CAPTURE_GLOBAL, &nodes);
+            if (!ok) {
+                fails++;
+                fprintf(stderr, "\n    failed: dtype %s n %ld", dtypes[d], sizes[si]);
+            }
+            CU_ASSERT_EQUAL(nodes, (size_t)p->kernels);
+            runs++;
+            gr_plan_destroy(p);
+        }
+    CU_ASSERT_EQUAL(fails, 0);
+    CU_ASSERT_EQUAL(runs, 21);
+}
+
+static void test_probe_kernels(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    for (int d = 0; d < 3; d++) {
+        char json[1024];
+        snprintf(json, sizeof(json),
+                 "{\"name\": \"p\", \"buffers\": [{\"name\": \"x\", \"dtype\": \"%s\", \"shape\": [300], \"init\": \"normal\"}],"
+                 " \"outputs\": [\"x\"], \"ops\": [{\"kernel\": \"empty\", \"inputs\": [], \"outputs\": [], \"attrs\": {\"blocks\": 2, \"threads\": 64}},"
+                 " {\"repeat\": 50, \"ops\": [{\"kernel\": \"tiny\", \"inputs\": [\"x\"], \"outputs\": [\"x\"], \"attrs\": {\"c\": 0.25}}]}]}",
+                 dtypes[d]);
+        gr_error e;
+        gr_error_clear(&e);
+        gr_plan *p = plan_for_device(json, NULL, &e);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        size_t nodes = 0;
+        CU_ASSERT_TRUE(verify_plan(p, GR_CAPTURE_GLOBAL, &nodes));
+        CU_ASSERT_EQUAL(nodes, 51);
+        gr_plan_destroy(p);
+    }
+}
+
+static gr_plan *bundled_plan(const char *file, const char *variant, const char *set1, const char *set2) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_workload *wl = NULL;
+    if (gr_workload_load_file(gr_test_src(file), &wl, &e) != GR_OK) return NULL;
+    if (set1) gr_workload_set(wl, set1, &e);
+    if (set2) gr_workload_set(wl, set2, &e);
+    gr_plan *p = NULL;
+    gr_target t = gr_target_from_info(&info);
+    gr_plan_resolve(wl, variant, &t, gr_kernel_find, gr_kernel_all_names, &p, &e);
+    if (!p) fprintf(stderr, "\n    %s", e.msg);
+    gr_workload_destroy(wl);
+    return p;
+}
+
+static void test_pointwise_fusion_workload(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    const char *variants[] = {"unfused", "fused", "fused_vec"};
+    const char *sizes[] = {"n=4096", "n=1000003"};
+    for (int s = 0; s < 2; s++)
+        for (int v = 0; v < 3; v++) {
+            gr_plan *p = bundled_plan("workloads/pointwise_fusion.json", variants[v], sizes[s], "act=gelu");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            size_t nodes = 0;
+            CU_ASSERT_TRUE(verify_plan(p, GR_CAPTURE_GLOBAL, &nodes));
+            CU_ASSERT_EQUAL(nodes, (size_t)p->kernels);
+            gr_plan_destroy(p);
+        }
+}
+
+static void test_launch_bound_workload_modes(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    gr_capture_mode modes[] = {GR_CAPTURE_GLOBAL, GR_CAPTURE_THREAD_LOCAL, GR_CAPTURE_RELAXED};
+    for (int m = 0; m < 3; m++) {
+        gr_plan *p = bundled_plan("workloads/launch_bound.json", "default", NULL, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        size_t nodes = 0;
+        CU_ASSERT_TRUE(verify_plan(p, modes[m], &nodes));
+        CU_ASSERT_EQUAL(nodes, 1000);
+        gr_plan_destroy(p);
+    }
+}
+
+static void test_fork_join_graph(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    const char *json =
+        "{\"name\": \"fj\", \"buffers\": [{\"name\": \"a\", \"dtype\": \"fp32\", \"shape\": [100000], \"init\": \"normal\"},"
+        "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [100000]}, {\"name\": \"c\", \"dtype\": \"fp32\", \"shape\": [100000]},"
+        "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [100000]}], \"outputs\": [\"y\"],"
+        "\"ops\": [{\"fork\": \"side\"}, {\"kernel\": \"gelu\", \"inputs\": [\"a\"], \"outputs\": [\"b\"], \"stream\": \"side\"},"
+        "{\"kernel\": \"silu\", \"inputs\": [\"a\"], \"outputs\": [\"c\"]}, {\"join\": \"side\"},"
+        "{\"kernel\": \"add\", \"inputs\": [\"b\", \"c\"], \"outputs\": [\"y\"]}]}";
+    gr_error e;
+    gr_error_clear(&e);
+    gr_plan *p = plan_for_device(json, NULL, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gr_session *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_session_create(p, info.sm_count, &s, &e), GR_OK);
+    CU_ASSERT_EQUAL(gr_session_reference(s, &e), GR_OK);
+    CU_ASSERT_EQUAL(gr_session_verify_eager(s, &e), GR_OK);
+    CU_ASSERT_EQUAL(gr_session_capture(s, GR_CAPTURE_GLOBAL, NULL, &e), GR_OK);
+    CU_ASSERT_EQUAL(gr_session_verify_graph(s, &e), GR_OK);
+    CU_ASSERT_TRUE(s->verified);
+    CU_ASSERT_EQUAL(s->graph.kernel_nodes, 3);
+    /* gelu and silu are parallel branches joining into add: 2 edges */
+    CU_ASSERT_EQUAL(s->graph.edges, 2);
+    gr_session_destroy(s);
+    gr_plan_destroy(p);
+}
+
+static void test_run_driver(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    gr_error e;
+    gr_error_clear(&e);
+    gr_workload *wl = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_workload_load_file(gr_test_src("workloads/pointwise_fusion.json"), &wl, &e), GR_OK);
+    gr_workload_set(wl, "n=65536", &e);
+    gr_plan *plans[3];
+    gr_target t = gr_target_from_info(&info);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL_FATAL(gr_plan_resolve(wl, wl->variants[i], &t, gr_kernel_find, gr_kernel_all_names, &plans[i], &e), GR_OK);
+    gr_run_opts o;
+    gr_run_opts_default(&o);
+    o.iters = 200;
+    o.batches = 10;
+    o.progress = 0;
+    gr_run_report *r = calloc(1, sizeof(*r));
+    CU_ASSERT_EQUAL(gr_run_plans(wl, (const gr_plan *const *)plans, 3, &info, &o, r, &e), GR_OK);
+    CU_ASSERT_TRUE(r->have_bw);
+    CU_ASSERT_TRUE(r->bw.gbps.median > 100);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_TRUE(r->v[i].verified);
+        CU_ASSERT_TRUE(r->v[i].timed);
+        CU_ASSERT_TRUE(r->v[i].eager.step_us.median > 0);
+        CU_ASSERT_TRUE(r->v[i].graph_t.step_us.median > 0);
+        CU_ASSERT_EQUAL(r->v[i].eager.batches, 10);
+        CU_ASSERT_EQUAL(r->v[i].eager.steps_per_batch, 20);
+    }
+    /* later variants are also checked against the first one's outputs */
+    int cross = 0;
+    for (int c = 0; c < r->v[1].nchecks; c++) cross += strstr(r->v[1].checks[c].what, "vs unfused") != NULL;
+    CU_ASSERT_EQUAL(cross, 1);
+    free(r);
+    for (int i = 0; i < 3; i++) gr_plan_destroy(plans[i]);
+    gr_workload_destroy(wl);
+}
+
+static CU_TestInfo gpu_kernel_tests[] = {{"pointwise kernels vs reference", test_pointwise_kernels_vs_reference},
+                                         {"probe kernels", test_probe_kernels},
+                                         CU_TEST_INFO_NULL};
+static CU_TestInfo gpu_workload_tests[] = {{"pointwise_fusion eager == graph == ref", test_pointwise_fusion_workload},
+                                           {"launch_bound in every capture mode", test_launch_bound_workload_modes},
+                                           {"fork/join graph", test_fork_join_graph},
+                                           {"run driver", test_run_driver},
+                                           CU_TEST_INFO_NULL};
+
+gr_suite_def gr_gpu_suites[] = {{"gpu_kernels", gpu_kernel_tests, 1},
+                                {"gpu_workloads", gpu_workload_tests, 1},
+                                {NULL, NULL, 0}};

@@ -1,0 +1,268 @@
+/* Kernel suites without a GPU: byte/flop accounting of the bundled workloads and the CPU
+ * references against hand-computed values. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/device.h"
+#include "core/hoststate.h"
+#include "core/workload.h"
+#include "kernels/pointwise.h"
+#include "kernels/registry.h"
+#include "tests.h"
+
+static gr_plan *bundled(const char *file, const char *variant, const char *set1, const char *set2) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_workload *wl = NULL;
+    if (gr_workload_load_file(gr_test_src(file), &wl, &e) != GR_OK) {
+        fprintf(stderr, "%s\n", e.msg);
+        return NULL;
+    }
+    if (set1) gr_workload_set(wl, set1, &e);
+    if (set2) gr_workload_set(wl, set2, &e);
+    gr_plan *p = NULL;
+    gr_target t = gr_target_default();
+    if (gr_plan_resolve(wl, variant, &t, gr_kernel_find, gr_kernel_all_names, &p, &e) != GR_OK)
+        fprintf(stderr, "%s\n", e.msg);
+    gr_workload_destroy(wl);
+    return p;
+}
+
+static void test_pointwise_accounting(void) {
+    /* n = 1e8 fp32: unfused reads a,b (800 MB) + s,c (800 MB) + m (400 MB), writes s, m, y
+     * (1200 MB): 3.2 GB; fused reads 1.2 GB and writes 0.4 GB: 1.6 GB. 2x. */
+    gr_plan *u = bundled("workloads/pointwise_fusion.json", "unfused", NULL, NULL);
+    gr_plan *f = bundled("workloads/pointwise_fusion.json", "fused", NULL, NULL);
+    gr_plan *v = bundled("workloads/pointwise_fusion.json", "fused_vec", NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    CU_ASSERT_DOUBLE_EQUAL(u->bytes_read, 2.0e9, 1);
+    CU_ASSERT_DOUBLE_EQUAL(u->bytes_written, 1.2e9, 1);
+    CU_ASSERT_DOUBLE_EQUAL(f->bytes_read, 1.2e9, 1);
+    CU_ASSERT_DOUBLE_EQUAL(f->bytes_written, 0.4e9, 1);
+    CU_ASSERT_DOUBLE_EQUAL(v->bytes_read + v->bytes_written, 1.6e9, 1);
+    CU_ASSERT_EQUAL(u->kernels, 3);
+    CU_ASSERT_EQUAL(f->kernels, 1);
+    CU_ASSERT_EQUAL(u->intermediates, 2);
+    CU_ASSERT_DOUBLE_EQUAL(u->intermediate_bytes, 1.6e9, 1);
+    CU_ASSERT_EQUAL(f->intermediates, 0);
+    CU_ASSERT_DOUBLE_EQUAL(u->used_bytes, 2.4e9, 1);
+    CU_ASSERT_DOUBLE_EQUAL(f->used_bytes, 1.6e9, 1);
+    /* launch dims: grid-stride capped at 8 blocks/SM; vec handles 4 floats per thread */
+    CU_ASSERT_EQUAL(u->ops[0].grid[0], 132 * 8);
+    CU_ASSERT_EQUAL(u->ops[0].block[0], 256);
+    gr_plan_destroy(u);
+    gr_plan_destroy(f);
+    gr_plan_destroy(v);
+    /* bf16 halves the bytes; small n sizes the grid to the work */
+    gr_plan *b = bundled("workloads/pointwise_fusion.json", "fused_vec", "dtype=bf16", "n=4096");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_DOUBLE_EQUAL(b->bytes_read, 3 * 4096 * 2, 0);
+    CU_ASSERT_EQUAL(b->ops[0].grid[0], 2); /* 4096 / (256 threads * 8 bf16) */
+    gr_plan_destroy(b);
+}
+
+static void test_launch_bound_accounting(void) {
+    gr_plan *p = bundled("workloads/launch_bound.json", "default", NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->nops, 1000);
+    CU_ASSERT_EQUAL(p->kernels, 1000);
+    CU_ASSERT_EQUAL(p->ops[0].grid[0], 1);
+    CU_ASSERT_STRING_EQUAL(p->ops[999].name, "tiny.999");
+    CU_ASSERT_DOUBLE_EQUAL(p->bytes_read, 1000.0 * 256 * 4, 0);
+    gr_plan_destroy(p);
+    p = bundled("workloads/launch_bound.json", "default", "K=10", "n=100000");
+    CU_ASSERT_PTR_NULL(p); /* n max is 65536 */
+}
+
+/* Run a plan's reference on host-filled inputs. */
+static gr_hoststate *host_run(gr_plan *p) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_hoststate *hs = NULL;
+    if (gr_hoststate_create(p, &hs, &e) != GR_OK) return NULL;
+    if (gr_hoststate_fill(hs, &e) != GR_OK || gr_reference_step(p, hs, &e) != GR_OK) {
+        fprintf(stderr, "%s\n", e.msg);
+        gr_hoststate_destroy(hs);
+        return NULL;
+    }
+    return hs;
+}
+
+static int find(const gr_plan *p, const char *name) {
+    for (int b = 0; b < p->nbufs; b++)
+        if (!strcmp(p->bufs[b].name, name)) return b;
+    return -1;
+}
+
+static void test_reference_pointwise_by_hand(void) {
+    const char *json =
+        "{\"name\": \"t\", \"buffers\": ["
+        "{\"name\": \"a\", \"dtype\": \"fp32\", \"shape\": [5], \"init\": {\"kind\": \"iota\", \"start\": -2, \"step\": 1}},"
+        "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [5], \"init\": {\"kind\": \"const\", \"value\": 0.5}},"
+        "{\"name\": \"c\", \"dtype\": \"fp32\", \"shape\": [5], \"init\": {\"kind\": \"const\", \"value\": 2}},"
+        "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [5]}, {\"name\": \"g\", \"dtype\": \"fp32\", \"shape\": [5]},"
+        "{\"name\": \"s\", \"dtype\": \"fp32\", \"shape\": [5]}], \"outputs\": [\"y\", \"g\", \"s\"], \"ops\": ["
+        "{\"kernel\": \"add_mul_act\", \"inputs\": [\"a\", \"b\", \"c\"], \"outputs\": [\"y\"], \"attrs\": {\"act\": \"relu\"}},"
+        "{\"kernel\": \"gelu\", \"inputs\": [\"a\"], \"outputs\": [\"g\"]},"
+        "{\"kernel\": \"silu\", \"inputs\": [\"a\"], \"outputs\": [\"s\"]}]}";
+    gr_error e;
+    gr_error_clear(&e);
+    gr_plan *p = gr_test_plan(json, NULL, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gr_hoststate *hs = host_run(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hs);
+    const float *y = hs->hptr[find(p, "y")], *g = hs->hptr[find(p, "g")], *s = hs->hptr[find(p, "s")];
+    /* a = -2..2: (a + 0.5) * 2 = -3, -1, 1, 3, 5 -> relu 0, 0, 1, 3, 5 */
+    float want[5] = {0, 0, 1, 3, 5};
+    for (int i = 0; i < 5; i++) CU_ASSERT_DOUBLE_EQUAL(y[i], want[i], 0);
+    /* GELU(1) = 0.8413447; GELU(-2) = -0.0455003; SiLU(2) = 1.7615942 */
+    CU_ASSERT_DOUBLE_EQUAL(g[3], 0.8413447, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(g[0], -0.0455003, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(g[2], 0.0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(s[4], 1.7615942, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(s[0], -0.2384058, 1e-6);
+    gr_hoststate_destroy(hs);
+    gr_plan_destroy(p);
+}
+
+static void test_reference_variants_agree(void) {
+    /* unfused, fused and fused_vec compute the same function on the same inputs */
+    const char *sets[] = {"act=relu", "act=gelu", "act=silu"};
+    for (int k = 0; k < 3; k++) {
+        gr_plan *u = bundled("workloads/pointwise_fusion.json", "unfused", "n=1001", sets[k]);
+        gr_plan *v = bundled("workloads/pointwise_fusion.json", "fused_vec", "n=1001", sets[k]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+        gr_hoststate *hu = host_run(u), *hv = host_run(v);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(hu);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(hv);
+        const float *yu = hu->hptr[find(u, "y")], *yv = hv->hptr[find(v, "y")];
+        int nonzero = 0;
+        for (int i = 0; i < 1001; i++) {
+            CU_ASSERT_DOUBLE_EQUAL(yu[i], yv[i], 1e-6 * (1 + fabs(yv[i])));
+            nonzero += yv[i] != 0;
+        }
+        CU_ASSERT_TRUE(nonzero > 300); /* never test on zeros */
+        gr_hoststate_destroy(hu);
+        gr_hoststate_destroy(hv);
+        gr_plan_destroy(u);
+        gr_plan_destroy(v);
+    }
+}
+
+static void test_reference_launch_bound_chain(void) {
+    gr_plan *p = bundled("workloads/launch_bound.json", "default", "K=37", "n=13");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gr_error e;
+    gr_error_clear(&e);
+    gr_hoststate *init = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_hoststate_create(p, &init, &e), GR_OK);
+    CU_ASSERT_EQUAL_FATAL(gr_hoststate_fill(init, &e), GR_OK);
+    gr_hoststate *hs = host_run(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hs);
+    const float *x0 = init->hptr[0], *x = hs->hptr[0];
+    for (int i = 0; i < 13; i++) {
+        float want = x0[i];
+        for (int k = 0; k < 37; k++) want += 1.0f;
+        CU_ASSERT_EQUAL(x[i], want);
+        CU_ASSERT_NOT_EQUAL(x0[i], 0.0f);
+    }
+    gr_hoststate_destroy(init);
+    gr_hoststate_destroy(hs);
+    gr_plan_destroy(p);
+}
+
+static void test_host_inits(void) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_init in = {GR_INIT_NORMAL, 0.0, 1.0, 12345, ""};
+    enum { N = 100000 };
+    float *v = malloc(N * sizeof(float));
+    CU_ASSERT_EQUAL_FATAL(gr_fill_host(v, GR_FP32, N, &in, &e), GR_OK);
+    double sum = 0, sq = 0;
+    for (int i = 0; i < N; i++) {
+        sum += v[i];
+        sq += (double)v[i] * v[i];
+    }
+    CU_ASSERT_DOUBLE_EQUAL(sum / N, 0.0, 0.02);
+    CU_ASSERT_DOUBLE_EQUAL(sq / N, 1.0, 0.02);
+    in.kind = GR_INIT_UNIFORM;
+    in.a = -1;
+    in.b = 3;
+    gr_fill_host(v, GR_FP32, N, &in, &e);
+    float mn = 1e9f, mx = -1e9f;
+    for (int i = 0; i < N; i++) {
+        if (v[i] < mn) mn = v[i];
+        if (v[i] > mx) mx = v[i];
+    }
+    CU_ASSERT_TRUE(mn >= -1 && mn < -0.99);
+    CU_ASSERT_TRUE(mx < 3 && mx > 2.99);
+    free(v);
+    /* zipf: in range, skewed (the hottest row is far above average), ranks scattered */
+    int32_t *z = malloc(N * sizeof(int32_t));
+    gr_init zi = {GR_INIT_ZIPF, 1.05, 1000.0, 99, ""};
+    CU_ASSERT_EQUAL_FATAL(gr_fill_host(z, GR_INT32, N, &zi, &e), GR_OK);
+    int *count = calloc(1000, sizeof(int));
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        if (z[i] < 0 || z[i] >= 1000) bad++;
+        else count[z[i]]++;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    int hot = 0, hot_row = 0, used = 0;
+    for (int r = 0; r < 1000; r++) {
+        if (count[r] > hot) {
+            hot = count[r];
+            hot_row = r;
+        }
+        used += count[r] > 0;
+    }
+    CU_ASSERT_TRUE(hot > 20 * (N / 1000));
+    CU_ASSERT_TRUE(used > 500);
+    CU_ASSERT_NOT_EQUAL(hot_row, 0); /* scattered by the permutation */
+    free(count);
+    free(z);
+    /* randint */
+    int64_t r[1000];
+    gr_init ri = {GR_INIT_RANDINT, 5, 9, 1, ""};
+    gr_fill_host(r, GR_INT64, 1000, &ri, &e);
+    int seen[4] = {0};
+    for (int i = 0; i < 1000; i++) {
+        CU_ASSERT_TRUE(r[i] >= 5 && r[i] < 9);
+        if (r[i] >= 5 && r[i] < 9) seen[r[i] - 5] = 1;
+    }
+    CU_ASSERT_TRUE(seen[0] && seen[1] && seen[2] && seen[3]);
+}
+
+static void test_registry(void) {
+    CU_ASSERT_PTR_NOT_NULL(gr_kernel_find("add_mul_act_vec"));
+    CU_ASSERT_PTR_NULL(gr_kernel_find("nope"));
+    int n = 0;
+    for (const gr_kernel_def *const *k = gr_kernel_all(); *k; k++) {
+        n++;
+        CU_ASSERT_PTR_NOT_NULL((*k)->check);
+        CU_ASSERT_PTR_NOT_NULL((*k)->launch);
+        CU_ASSERT_PTR_NOT_NULL((*k)->reference);
+        CU_ASSERT_PTR_NOT_NULL((*k)->summary);
+        CU_ASSERT_PTR_EQUAL(gr_kernel_find((*k)->name), *k); /* names are unique */
+    }
+    CU_ASSERT_TRUE(n >= 10);
+}
+
+static CU_TestInfo accounting_tests[] = {{"pointwise_fusion bytes", test_pointwise_accounting},
+                                         {"launch_bound kernels", test_launch_bound_accounting},
+                                         {"registry entries complete", test_registry},
+                                         CU_TEST_INFO_NULL};
+static CU_TestInfo reference_tests[] = {{"pointwise by hand", test_reference_pointwise_by_hand},
+                                        {"variants agree", test_reference_variants_agree},
+                                        {"launch_bound chain", test_reference_launch_bound_chain},
+                                        {"host inits", test_host_inits},
+                                        CU_TEST_INFO_NULL};
+
+gr_suite_def gr_kernel_suites[] = {{"accounting", accounting_tests, 0},
+                                   {"reference", reference_tests, 0},
+                                   {NULL, NULL, 0}};

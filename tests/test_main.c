@@ -1,0 +1,129 @@
+/* Test runner: registers every suite, runs all or the one named with --suite NAME (CTest runs
+ * one suite per test). GPU suites skip with "SKIPPED: no CUDA device" when there is none. */
+#include <CUnit/Basic.h>
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/registry.h"
+#include "tests.h"
+
+static int have_gpu = -1;
+
+int gr_test_have_gpu(void) {
+    if (have_gpu < 0) {
+        int n = 0;
+        have_gpu = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+        if (!have_gpu) cudaGetLastError();
+    }
+    return have_gpu;
+}
+
+int gr_test_skip_without_gpu(const char *test) {
+    if (gr_test_have_gpu()) return 0;
+    printf("\n  SKIPPED: no CUDA device (%s)", test);
+    return 1;
+}
+
+gr_workload *gr_test_load(const char *json, gr_error *err) {
+    gr_workload *wl = NULL;
+    gr_workload_load_string(json, strlen(json), "test.json", &wl, err);
+    return wl;
+}
+
+gr_plan *gr_test_plan(const char *json, const char *variant, gr_error *err) {
+    gr_workload *wl = gr_test_load(json, err);
+    if (!wl) return NULL;
+    const char *v = gr_workload_variant(wl, variant, err);
+    gr_plan *p = NULL;
+    if (v) {
+        gr_target t = gr_target_default();
+        gr_plan_resolve(wl, v, &t, gr_kernel_find, gr_kernel_all_names, &p, err);
+    }
+    gr_workload_destroy(wl);
+    return p;
+}
+
+const char *gr_test_plan_error(const char *json, const char *variant) {
+    static char msg[GR_ERROR_MSG_MAX];
+    gr_error err;
+    gr_error_clear(&err);
+    gr_plan *p = gr_test_plan(json, variant, &err);
+    if (p) {
+        gr_plan_destroy(p);
+        snprintf(msg, sizeof(msg), "(no error)");
+    } else {
+        snprintf(msg, sizeof(msg), "%s", err.msg);
+    }
+    return msg;
+}
+
+const char *gr_test_src(const char *rel) {
+    static char paths[8][1024];
+    static int slot;
+    char *p = paths[slot++ % 8];
+    snprintf(p, 1024, "%s/%s", GR_SOURCE_DIR, rel);
+    return p;
+}
+
+const char *gr_test_tmpfile(const char *suffix, const void *data, size_t len) {
+    static char paths[8][256];
+    static int slot;
+    char *p = paths[slot++ % 8];
+    snprintf(p, 256, "/tmp/gr_test_%d_%d%s", (int)getpid(), slot, suffix);
+    FILE *f = fopen(p, "wb");
+    if (!f) return NULL;
+    fwrite(data, 1, len, f);
+    fclose(f);
+    return p;
+}
+
+static int gpu_suite_init(void) {
+    if (!gr_test_have_gpu()) printf("\nSKIPPED: no CUDA device: GPU tests in this suite pass without running\n");
+    return 0;
+}
+
+static void add_suites(gr_suite_def *defs, const char *only, int *added) {
+    for (gr_suite_def *d = defs; d->name; d++) {
+        if (only && strcmp(only, d->name) != 0) continue;
+        CU_pSuite s = CU_add_suite(d->name, d->needs_gpu ? gpu_suite_init : NULL, NULL);
+        for (CU_TestInfo *t = d->tests; t->pName; t++) CU_add_test(s, t->pName, t->pTestFunc);
+        (*added)++;
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--suite") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--list")) only = "--list";
+        else {
+            fprintf(stderr, "usage: gr_tests [--suite NAME] [--list]\n");
+            return 2;
+        }
+    }
+    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    gr_suite_def *all[] = {gr_core_suites, gr_kernel_suites, gr_cli_suites, gr_gpu_suites};
+    if (only && !strcmp(only, "--list")) {
+        for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+            for (gr_suite_def *d = all[i]; d->name; d++) printf("%s\n", d->name);
+        CU_cleanup_registry();
+        return 0;
+    }
+    int added = 0;
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) add_suites(all[i], only, &added);
+    if (added == 0) {
+        fprintf(stderr, "gr_tests: no suite named \"%s\" (--list shows them)\n", only);
+        CU_cleanup_registry();
+        return 2;
+    }
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    unsigned run = CU_get_number_of_tests_run();
+    CU_cleanup_registry();
+    if (run == 0) return 1;
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,52 @@
+/* Shared test harness: suite registration, GPU detection and skipping, helpers to load workload
+ * text and to check that an error names its place. */
+#ifndef GR_TESTS_H
+#define GR_TESTS_H
+
+#include <CUnit/CUnit.h>
+#include <stddef.h>
+
+#include "core/error.h"
+#include "core/plan.h"
+#include "core/workload.h"
+
+typedef struct gr_suite_def {
+    const char *name;
+    CU_TestInfo *tests;
+    int needs_gpu;
+} gr_suite_def;
+
+/* Each test file exports one NULL-name-terminated array of suites. */
+extern gr_suite_def gr_core_suites[];
+extern gr_suite_def gr_kernel_suites[];
+extern gr_suite_def gr_cli_suites[];
+extern gr_suite_def gr_gpu_suites[];
+
+int gr_test_have_gpu(void);
+/* Prints "SKIPPED: no CUDA device" for the test and returns 1 when there is no GPU. */
+int gr_test_skip_without_gpu(const char *test);
+#define GR_REQUIRE_GPU()                                                                           \
+    do {                                                                                           \
+        if (gr_test_skip_without_gpu(__func__)) return;                                            \
+    } while (0)
+
+/* Load a workload from text; on failure returns NULL and fills err. */
+gr_workload *gr_test_load(const char *json, gr_error *err);
+/* Load + resolve one variant (NULL = default) with the real registry. */
+gr_plan *gr_test_plan(const char *json, const char *variant, gr_error *err);
+/* Load + resolve, expecting failure; returns the message (static buffer). */
+const char *gr_test_plan_error(const char *json, const char *variant);
+/* A path under the source tree. */
+const char *gr_test_src(const char *rel);
+/* Write text to a fresh temporary file and return its path (static per call slot). */
+const char *gr_test_tmpfile(const char *suffix, const void *data, size_t len);
+
+#define GR_ASSERT_CONTAINS(haystack, needle)                                                       \
+    do {                                                                                           \
+        const char *h_ = (haystack);                                                               \
+        int ok_ = h_ && strstr(h_, (needle)) != NULL;                                              \
+        if (!ok_) fprintf(stderr, "\n    expected \"%s\" in: %s\n", (needle), h_ ? h_ : "(null)"); \
+        CU_ASSERT(ok_);                                                                            \
+    } while (0)
+
+#endif
