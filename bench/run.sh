@@ -2,14 +2,17 @@
 # Benchmarks recorded in bench/results/: runs graphrun on the bundled workloads at the sizes the
 # issues' targets name, writing each run's text report and JSON to $BENCH_OUT (default
 # bench/out). Untraced; CUDA-event timing; see bench/README.md for what each target means.
-#   bench/run.sh [NAME...]   names: foundation (default: all)
+#   bench/run.sh [NAME...]   a NAME is a suite in bench/suites/NAME.sh defining bench_NAME;
+#                            default: every suite
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B="${GR_BUILD_DIR:-build}/graphrun"
 O="${BENCH_OUT:-bench/out}"
 mkdir -p "$O"
 names=("$@")
-[ ${#names[@]} -eq 0 ] && names=(foundation)
+if [ ${#names[@]} -eq 0 ]; then
+    for f in bench/suites/*.sh; do names+=("$(basename "$f" .sh)"); done
+fi
 status=0
 
 one() { # label, then graphrun args
@@ -37,15 +40,13 @@ for v in r["variants"]:
 PY
 }
 
+for f in bench/suites/*.sh; do . "$f"; done
 for n in "${names[@]}"; do
-    case "$n" in
-    foundation)
-        one pointwise_1e8 run workloads/pointwise_fusion.json --iters 2000 --quiet
-        one pointwise_1e8_bf16 run workloads/pointwise_fusion.json --set dtype=bf16 --iters 2000 --quiet
-        one launch_bound_k1000 run workloads/launch_bound.json --iters 3000 --quiet
-        one pointwise_4096 run workloads/pointwise_fusion.json --set n=4096 --iters 20000 --batches 40 --quiet
-        ;;
-    *) echo "bench/run.sh: unknown benchmark \"$n\" (known: foundation)"; status=2 ;;
-    esac
+    if declare -F "bench_$n" >/dev/null; then
+        "bench_$n"
+    else
+        echo "bench/run.sh: unknown benchmark \"$n\" (suites: $(ls bench/suites | sed 's/\.sh$//' | tr '\n' ' '))"
+        status=2
+    fi
 done
 exit $status

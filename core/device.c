@@ -122,7 +122,8 @@ gr_status gr_devstate_create(const gr_plan *plan, int sm_count, gr_devstate **ou
             else dev->cublaslt = lt;
         }
         if (st == GR_OK) {
-            cudaError_t crc = cudaMalloc(&dev->workspace, WORKSPACE_BYTES);
+            /* one workspace per stream: library calls on different streams may run at once */
+            cudaError_t crc = cudaMalloc(&dev->workspace, (size_t)WORKSPACE_BYTES * (size_t)plan->nstreams);
             if (crc != cudaSuccess) st = gr_cuda_fail(crc, "cudaMalloc(workspace)", __FILE__, __LINE__, err);
             else dev->workspace_bytes = WORKSPACE_BYTES;
         }
@@ -213,7 +214,7 @@ gr_launch_ctx gr_devstate_ctx(const gr_devstate *dev, const gr_op *op) {
     c.stream = dev->streams[op->stream];
     c.cublas = dev->cublas;
     c.cublaslt = dev->cublaslt;
-    c.workspace = dev->workspace;
+    c.workspace = dev->workspace ? (char *)dev->workspace + (size_t)op->stream * dev->workspace_bytes : NULL;
     c.workspace_bytes = dev->workspace_bytes;
     c.sm_count = dev->sm_count;
     c.op_state = dev->op_state ? dev->op_state[op->index] : NULL;

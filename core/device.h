@@ -35,8 +35,8 @@ typedef struct gr_devstate {
     void **events;                     /* cudaEvent_t per fork/join event */
     void *cublas;                      /* cublasHandle_t, or NULL when no op needs it */
     void *cublaslt;                    /* cublasLtHandle_t */
-    void *workspace;
-    size_t workspace_bytes;
+    void *workspace;                   /* cuBLAS workspaces, one per stream */
+    size_t workspace_bytes;            /* per stream */
     void **op_state;                   /* per op, from kernel setup() */
     int sm_count;
     size_t allocated_bytes;

@@ -4,15 +4,19 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "kernels/gemm.h"
 #include "kernels/pointwise.h"
 #include "kernels/probe.h"
 
 #define MAX_KERNELS 256
 
+/* Each family adds its array here (one line) and its header above. */
 static const gr_kernel_def *const *const families[] = {
     gr_pointwise_kernels,
     gr_probe_kernels,
+    gr_gemm_kernels,
 };
+#define NFAMILIES (sizeof(families) / sizeof(families[0]))
 
 static const gr_kernel_def *all_defs[MAX_KERNELS + 1];
 static const char *all_names[MAX_KERNELS + 1];
@@ -20,12 +24,14 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void build_once(void) {
     int n = 0;
-    for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++)
-        for (const gr_kernel_def *const *k = families[f]; *k && n < MAX_KERNELS; k++) {
+    for (size_t f = 0; f < NFAMILIES; f++) {
+        const gr_kernel_def *const *fam = families[f];
+        for (const gr_kernel_def *const *k = fam; *k && n < MAX_KERNELS; k++) {
             all_defs[n] = *k;
             all_names[n] = (*k)->name;
             n++;
         }
+    }
     all_defs[n] = NULL;
     all_names[n] = NULL;
 }

@@ -213,4 +213,5 @@ static CU_TestInfo cli_tests[] = {{"usage errors", test_usage},
                                   CU_TEST_INFO_NULL};
 static CU_TestInfo fuzz_tests[] = {{"corpus replays cleanly", test_fuzz_corpus}, CU_TEST_INFO_NULL};
 
-gr_suite_def gr_cli_suites[] = {{"cli", cli_tests, 0}, {"fuzz_corpus", fuzz_tests, 0}, {NULL, NULL, 0}};
+static gr_suite_def gr_cli_suites[] = {{"cli", cli_tests, 0}, {"fuzz_corpus", fuzz_tests, 0}, {NULL, NULL, 0}};
+GR_REGISTER_SUITES(gr_cli_suites)

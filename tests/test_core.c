@@ -596,7 +596,8 @@ static CU_TestInfo resolve_tests[] = {{"minimal", test_resolve_minimal},
                                       {"outputs rtol", test_resolve_outputs_rtol},
                                       CU_TEST_INFO_NULL};
 
-gr_suite_def gr_core_suites[] = {{"errors", errors_tests, 0},   {"expr", expr_tests, 0},
+static gr_suite_def gr_core_suites[] = {{"errors", errors_tests, 0},   {"expr", expr_tests, 0},
                                  {"dtype", dtype_tests, 0},     {"stats", stats_tests, 0},
                                  {"loader", loader_tests, 0},   {"resolve", resolve_tests, 0},
                                  {NULL, NULL, 0}};
+GR_REGISTER_SUITES(gr_core_suites)

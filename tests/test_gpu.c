@@ -259,6 +259,49 @@ static CU_TestInfo gpu_workload_tests[] = {{"pointwise_fusion eager == graph == 
                                            {"run driver", test_run_driver},
                                            CU_TEST_INFO_NULL};
 
-gr_suite_def gr_gpu_suites[] = {{"gpu_kernels", gpu_kernel_tests, 1},
+static gr_suite_def gr_gpu_suites[] = {{"gpu_kernels", gpu_kernel_tests, 1},
                                 {"gpu_workloads", gpu_workload_tests, 1},
                                 {NULL, NULL, 0}};
+GR_REGISTER_SUITES(gr_gpu_suites)
+
+static void test_gemm_vs_reference(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    /* fp32 / bf16 / fp16, odd sizes, transposes, batched, leading dims, accumulate into C */
+    struct { const char *dt; const char *a, *b, *y, *attrs; int withc; } cases[] = {
+        {"fp32", "[37, 61]", "[61, 19]", "[37, 19]", "", 0},
+        {"fp32", "[3, 5, 64]", "[33, 64]", "[3, 5, 33]", "\"trans_b\": true", 0},
+        {"bf16", "[1, 2048]", "[1000, 2048]", "[1, 1000]", "\"trans_b\": true", 0},
+        {"fp16", "[4, 17, 9]", "[4, 9, 13]", "[4, 17, 13]", "", 0},
+        {"bf16", "[64, 48]", "[48, 32]", "[64, 32]", "\"alpha\": 0.5, \"beta\": 2", 1},
+        {"fp32", "[40, 24]", "[40, 8]", "[24, 8]", "\"trans_a\": true", 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char json[2048];
+        snprintf(json, sizeof(json),
+                 "{\"name\": \"g\", \"buffers\": ["
+                 "{\"name\": \"A\", \"dtype\": \"%s\", \"shape\": %s, \"init\": \"normal\"},"
+                 "{\"name\": \"B\", \"dtype\": \"%s\", \"shape\": %s, \"init\": \"normal\"},"
+                 "{\"name\": \"C\", \"dtype\": \"%s\", \"shape\": %s, \"init\": \"normal\"},"
+                 "{\"name\": \"Y\", \"dtype\": \"%s\", \"shape\": %s}], \"outputs\": [{\"buffer\": \"Y\", \"rtol\": %s}],"
+                 "\"ops\": [{\"kernel\": \"gemm\", \"inputs\": [\"A\", \"B\"%s], \"outputs\": [\"Y\"], \"attrs\": {%s}}]}",
+                 cases[i].dt, cases[i].a, cases[i].dt, cases[i].b, cases[i].dt, cases[i].y, cases[i].dt,
+                 cases[i].y, strcmp(cases[i].dt, "fp32") ? "1e-2" : "1e-5", cases[i].withc ? ", \"C\"" : "",
+                 cases[i].attrs);
+        gr_error e;
+        gr_error_clear(&e);
+        gr_plan *p = plan_for_device(json, NULL, &e);
+        if (!p) fprintf(stderr, "\n    %s", e.msg);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        size_t nodes = 0;
+        int ok = verify_plan(p, GR_CAPTURE_GLOBAL, &nodes);
+        if (!ok) fprintf(stderr, "\n    gemm case %zu failed", i);
+        CU_ASSERT_TRUE(ok);
+        CU_ASSERT_TRUE(nodes >= 1);
+        gr_plan_destroy(p);
+    }
+}
+
+static CU_TestInfo gpu_gemm_tests[] = {{"gemm vs reference, captured", test_gemm_vs_reference}, CU_TEST_INFO_NULL};
+static gr_suite_def gr_gpu_gemm_suites[] = {{"gpu_gemm", gpu_gemm_tests, 1}, {NULL, NULL, 0}};
+GR_REGISTER_SUITES(gr_gpu_gemm_suites)

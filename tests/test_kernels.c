@@ -263,6 +263,76 @@ static CU_TestInfo reference_tests[] = {{"pointwise by hand", test_reference_poi
                                         {"host inits", test_host_inits},
                                         CU_TEST_INFO_NULL};
 
-gr_suite_def gr_kernel_suites[] = {{"accounting", accounting_tests, 0},
+static gr_suite_def gr_kernel_suites[] = {{"accounting", accounting_tests, 0},
                                    {"reference", reference_tests, 0},
                                    {NULL, NULL, 0}};
+GR_REGISTER_SUITES(gr_kernel_suites)
+
+/* ---------- gemm (cuBLAS) ---------- */
+
+static void test_gemm_shapes(void) {
+    const char *fmt = "{\"name\": \"g\", \"buffers\": ["
+                      "{\"name\": \"A\", \"dtype\": \"fp32\", \"shape\": %s, \"init\": \"normal\"},"
+                      "{\"name\": \"B\", \"dtype\": \"%s\", \"shape\": %s, \"init\": \"normal\"},"
+                      "{\"name\": \"Y\", \"dtype\": \"fp32\", \"shape\": %s}], \"outputs\": [\"Y\"],"
+                      "\"ops\": [{\"kernel\": \"gemm\", \"inputs\": [\"A\", \"B\"], \"outputs\": [\"Y\"], \"attrs\": {%s}}]}";
+    char json[1024];
+    gr_error e;
+    gr_error_clear(&e);
+    snprintf(json, sizeof(json), fmt, "[2, 3, 4]", "fp32", "[4, 5]", "[2, 3, 5]", "");
+    gr_plan *p = gr_test_plan(json, NULL, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[0], 6); /* leading dims flattened into M */
+    CU_ASSERT_EQUAL(p->ops[0].ip[1], 5);
+    CU_ASSERT_EQUAL(p->ops[0].ip[2], 4);
+    CU_ASSERT_DOUBLE_EQUAL(p->flops, 2.0 * 6 * 5 * 4, 0);
+    CU_ASSERT_EQUAL(p->library_ops, 1);
+    gr_plan_destroy(p);
+    snprintf(json, sizeof(json), fmt, "[3, 4]", "fp32", "[5, 4]", "[3, 5]", "\"trans_b\": true");
+    p = gr_test_plan(json, NULL, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gr_plan_destroy(p);
+    snprintf(json, sizeof(json), fmt, "[3, 4]", "fp32", "[5, 4]", "[3, 5]", "");
+    GR_ASSERT_CONTAINS(gr_test_plan_error(json, NULL), "inner dims differ: A \"A\" [3, 4] has K = 4, B \"B\" [5, 4] has K = 5");
+    snprintf(json, sizeof(json), fmt, "[3, 4]", "bf16", "[4, 5]", "[3, 5]", "");
+    GR_ASSERT_CONTAINS(gr_test_plan_error(json, NULL), "B \"B\" is bf16 but A \"A\" is fp32");
+    snprintf(json, sizeof(json), fmt, "[3, 4]", "fp32", "[4, 5]", "[3, 6]", "");
+    GR_ASSERT_CONTAINS(gr_test_plan_error(json, NULL), "Y \"Y\" has shape [3, 6]; A [3, 4] x B [4, 5] gives [3, 5]");
+    snprintf(json, sizeof(json), fmt, "[3, 4]", "fp32", "[2, 4, 5]", "[2, 3, 5]", "");
+    GR_ASSERT_CONTAINS(gr_test_plan_error(json, NULL), "so A \"A\" must be [2, M, K]");
+}
+
+static void test_gemm_reference_by_hand(void) {
+    /* A = [[1,2],[3,4]] (iota from 1), B = ones(2, 3) * 0.5 -> Y = [[1.5]*3, [3.5]*3]; then
+     * batched with B^T and beta: Y2 = 2 * A B + 1 * C with C = ones */
+    const char *json =
+        "{\"name\": \"g\", \"buffers\": ["
+        "{\"name\": \"A\", \"dtype\": \"fp32\", \"shape\": [2, 2], \"init\": {\"kind\": \"iota\", \"start\": 1}},"
+        "{\"name\": \"B\", \"dtype\": \"fp32\", \"shape\": [2, 3], \"init\": {\"kind\": \"const\", \"value\": 0.5}},"
+        "{\"name\": \"Bt\", \"dtype\": \"fp32\", \"shape\": [3, 2], \"init\": {\"kind\": \"iota\"}},"
+        "{\"name\": \"C\", \"dtype\": \"fp32\", \"shape\": [2, 3], \"init\": \"ones\"},"
+        "{\"name\": \"Y\", \"dtype\": \"fp32\", \"shape\": [2, 3]}, {\"name\": \"Y2\", \"dtype\": \"fp32\", \"shape\": [2, 3]}],"
+        "\"outputs\": [\"Y\", \"Y2\"], \"ops\": [{\"kernel\": \"gemm\", \"inputs\": [\"A\", \"B\"], \"outputs\": [\"Y\"]},"
+        "{\"kernel\": \"gemm\", \"inputs\": [\"A\", \"Bt\", \"C\"], \"outputs\": [\"Y2\"], \"attrs\": {\"trans_b\": true, \"alpha\": 2}}]}";
+    gr_error e;
+    gr_error_clear(&e);
+    gr_plan *p = gr_test_plan(json, NULL, &e);
+    if (!p) fprintf(stderr, "%s\n", e.msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gr_hoststate *hs = host_run(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hs);
+    const float *y = hs->hptr[find(p, "Y")], *y2 = hs->hptr[find(p, "Y2")];
+    float want[6] = {1.5f, 1.5f, 1.5f, 3.5f, 3.5f, 3.5f};
+    for (int i = 0; i < 6; i++) CU_ASSERT_DOUBLE_EQUAL(y[i], want[i], 0);
+    /* Bt = [[0,1],[2,3],[4,5]]; A Bt^T = [[2,8,14],[4,18,32]]; 2x + 1 */
+    float want2[6] = {5, 17, 29, 9, 37, 65};
+    for (int i = 0; i < 6; i++) CU_ASSERT_DOUBLE_EQUAL(y2[i], want2[i], 0);
+    gr_hoststate_destroy(hs);
+    gr_plan_destroy(p);
+}
+
+static CU_TestInfo gemm_tests[] = {{"shapes", test_gemm_shapes},
+                                   {"reference by hand", test_gemm_reference_by_hand},
+                                   CU_TEST_INFO_NULL};
+static gr_suite_def gr_gemm_suites[] = {{"gemm", gemm_tests, 0}, {NULL, NULL, 0}};
+GR_REGISTER_SUITES(gr_gemm_suites)

@@ -16,11 +16,13 @@ typedef struct gr_suite_def {
     int needs_gpu;
 } gr_suite_def;
 
-/* Each test file exports one NULL-name-terminated array of suites. */
-extern gr_suite_def gr_core_suites[];
-extern gr_suite_def gr_kernel_suites[];
-extern gr_suite_def gr_cli_suites[];
-extern gr_suite_def gr_gpu_suites[];
+/* Each test file registers one NULL-name-terminated array of suites with GR_REGISTER_SUITES;
+ * CMake finds the suite names in the sources ({"name", tests, gpu}) and makes a CTest each. */
+void gr_register_suites(gr_suite_def *defs);
+#define GR_REGISTER_SUITES(defs)                                                                   \
+    __attribute__((constructor)) static void gr_register_##defs(void) {                           \
+        gr_register_suites(defs);                                                                  \
+    }
 
 int gr_test_have_gpu(void);
 /* Prints "SKIPPED: no CUDA device" for the test and returns 1 when there is no GPU. */
