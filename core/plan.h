@@ -139,6 +139,8 @@ double gr_op_attr_num(const gr_op *op, const char *name, double dflt);
 const char *gr_op_attr_str(const gr_op *op, const char *name, const char *dflt);
 
 gr_target gr_target_default(void);
+/* Bytes of the buffers the variant only reads (weights, embedding tables, inputs). */
+double gr_plan_input_bytes(const gr_plan *plan);
 
 #ifdef __cplusplus
 }

@@ -1133,3 +1133,10 @@ gr_target gr_target_default(void) {
     t.l2_bytes = 60u * 1024u * 1024u;
     return t;
 }
+
+double gr_plan_input_bytes(const gr_plan *plan) {
+    double s = 0;
+    for (int b = 0; b < plan->nbufs; b++)
+        if (plan->bufs[b].used && plan->bufs[b].first_write < 0) s += (double)plan->bufs[b].bytes;
+    return s;
+}

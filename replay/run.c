@@ -239,9 +239,11 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
     fprintf(f, "  (saved us/krn = (eager - graph) / kernels per step; submit = host clock for "
                "enqueueing one step)\n");
     if (r->have_bw) {
-        fprintf(f, "\nHBM roofline (bytes per step from the plan over the copy bandwidth above)\n");
-        fprintf(f, "  %-16s %12s %11s %11s %11s %11s %10s\n", "variant", "bytes/step", "floor us",
-                "eager GB/s", "graph GB/s", "% of copy", "graph/floor");
+        fprintf(f, "\nHBM roofline (bytes per step from the plan over the copy bandwidth above; "
+                   "weights = read-only inputs)\n");
+        fprintf(f, "  %-16s %12s %12s %10s %11s %11s %10s %11s %11s\n", "variant", "bytes/step",
+                "weights", "floor us", "eager GB/s", "graph GB/s", "% of copy", "eager/floor",
+                "graph/floor");
         for (int i = 0; i < r->nv; i++) {
             const gr_variant_run *v = &r->v[i];
             if (!v->timed) continue;
@@ -249,10 +251,12 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
             double fl = floor_us(r, v->plan);
             double eg = bytes / (v->eager.step_us.median * 1e-6) / 1e9;
             double gg = bytes / (v->graph_t.step_us.median * 1e-6) / 1e9;
-            char bs[24];
+            char bs[24], ws[24];
             gr_fmt_bytes(bytes, bs, sizeof(bs));
-            fprintf(f, "  %-16s %12s %11.2f %11.1f %11.1f %10.1f%% %9.2fx\n", v->plan->variant, bs,
-                    fl, eg, gg, 100.0 * gg / r->bw.gbps.median,
+            gr_fmt_bytes(gr_plan_input_bytes(v->plan), ws, sizeof(ws));
+            fprintf(f, "  %-16s %12s %12s %10.2f %11.1f %11.1f %9.1f%% %10.2fx %10.2fx\n",
+                    v->plan->variant, bs, ws, fl, eg, gg, 100.0 * gg / r->bw.gbps.median,
+                    fl > 0 ? v->eager.step_us.median / fl : 0.0,
                     fl > 0 ? v->graph_t.step_us.median / fl : 0.0);
         }
     }
@@ -340,8 +344,10 @@ void *gr_report_json(const gr_run_report *r) {
             json_object_set_new(jv, "eager_gbps", json_real(bytes / (e * 1e-6) / 1e9));
             json_object_set_new(jv, "graph_gbps", json_real(bytes / (g * 1e-6) / 1e9));
             double fl = floor_us(r, p);
+            json_object_set_new(jv, "weight_bytes", json_real(gr_plan_input_bytes(p)));
             if (fl > 0) {
                 json_object_set_new(jv, "hbm_floor_us", json_real(fl));
+                json_object_set_new(jv, "eager_over_floor", json_real(e / fl));
                 json_object_set_new(jv, "graph_over_floor", json_real(g / fl));
                 json_object_set_new(jv, "graph_pct_of_copy_bw",
                                     json_real(100.0 * bytes / (g * 1e-6) / 1e9 / r->bw.gbps.median));
