@@ -147,13 +147,23 @@ static int lookup_name(void *vctx, const char *name, double *out, gr_error *err)
     return 0;
 }
 
+static gr_status expand_name(rctx *c, const char *tmpl, const char *path, char *out, size_t size);
+
 static gr_status eval_number(rctx *c, const json_t *v, const char *path, double *out) {
     if (json_is_number(v)) {
         *out = json_number_value(v);
         return GR_OK;
     }
-    if (json_is_string(v))
-        return gr_expr_eval(json_string_value(v), lookup_name, c, path, c->hint, out, c->err);
+    if (json_is_string(v)) {
+        const char *text = json_string_value(v);
+        /* "{t}" templates first, so per-index params work: "min(card_{t}, cap)" */
+        char expanded[1100];
+        if (strchr(text, '{')) {
+            if (expand_name(c, text, path, expanded, sizeof(expanded)) != GR_OK) return GR_ERR_INPUT;
+            text = expanded;
+        }
+        return gr_expr_eval(text, lookup_name, c, path, c->hint, out, c->err);
+    }
     return gr_error_set(c->err, GR_ERR_INPUT, path,
                         "expected a number or an expression string like \"4*d\"");
 }
