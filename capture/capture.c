@@ -70,16 +70,18 @@ static gr_status introspect(gr_graph *g, gr_error *err) {
     return GR_OK;
 }
 
-gr_status gr_graph_capture_range(const gr_plan *plan, gr_devstate *dev, int begin, int end,
-                                 gr_capture_mode mode, const gr_exec_hooks *hooks, gr_graph *out,
-                                 gr_error *err) {
+static gr_status capture(const gr_plan *plan, gr_devstate *dev, int begin, int end, int steps,
+                         gr_capture_mode mode, const gr_exec_hooks *hooks, gr_graph *out,
+                         gr_error *err) {
     memset(out, 0, sizeof(*out));
     out->mode = mode;
+    out->steps = steps;
     cudaStream_t s = (cudaStream_t)dev->streams[0];
     GR_CUDA(cudaStreamSynchronize(s), err);
     double t0 = gr_now_us();
     GR_CUDA(cudaStreamBeginCapture(s, cuda_mode(mode)), err);
-    gr_status st = gr_exec_range(plan, dev, begin, end, hooks, err);
+    gr_status st = GR_OK;
+    for (int k = 0; k < steps && st == GR_OK; k++) st = gr_exec_range(plan, dev, begin, end, hooks, err);
     cudaGraph_t graph = NULL;
     cudaError_t rc = cudaStreamEndCapture(s, &graph);
     out->capture_us = gr_now_us() - t0;
@@ -122,9 +124,22 @@ gr_status gr_graph_capture_range(const gr_plan *plan, gr_devstate *dev, int begi
     return GR_OK;
 }
 
+gr_status gr_graph_capture_range(const gr_plan *plan, gr_devstate *dev, int begin, int end,
+                                 gr_capture_mode mode, const gr_exec_hooks *hooks, gr_graph *out,
+                                 gr_error *err) {
+    return capture(plan, dev, begin, end, 1, mode, hooks, out, err);
+}
+
 gr_status gr_graph_capture(const gr_plan *plan, gr_devstate *dev, gr_capture_mode mode,
                            const gr_exec_hooks *hooks, gr_graph *out, gr_error *err) {
-    return gr_graph_capture_range(plan, dev, 0, plan->nops, mode, hooks, out, err);
+    return capture(plan, dev, 0, plan->nops, 1, mode, hooks, out, err);
+}
+
+gr_status gr_graph_capture_steps(const gr_plan *plan, gr_devstate *dev, gr_capture_mode mode,
+                                 int steps, const gr_exec_hooks *hooks, gr_graph *out,
+                                 gr_error *err) {
+    if (steps < 1) return gr_error_set(err, GR_ERR_USAGE, "--unroll", "needs at least 1 step");
+    return capture(plan, dev, 0, plan->nops, steps, mode, hooks, out, err);
 }
 
 gr_status gr_graph_launch(const gr_graph *g, gr_stream_t stream, gr_error *err) {

@@ -27,6 +27,7 @@ typedef struct gr_graph {
     double capture_us;     /* host clock: begin capture .. end capture */
     double instantiate_us; /* host clock: cudaGraphInstantiate */
     double upload_us;      /* host clock: cudaGraphUpload */
+    int steps;             /* plan steps captured into this graph (1 unless --unroll) */
 } gr_graph;
 
 gr_status gr_capture_mode_parse(const char *name, gr_capture_mode *out, gr_error *err);
@@ -38,6 +39,10 @@ gr_status gr_graph_capture_range(const gr_plan *plan, gr_devstate *dev, int begi
                                  gr_error *err);
 gr_status gr_graph_capture(const gr_plan *plan, gr_devstate *dev, gr_capture_mode mode,
                            const gr_exec_hooks *hooks, gr_graph *out, gr_error *err);
+/* Capture `steps` consecutive steps of the plan into one graph (--unroll). */
+gr_status gr_graph_capture_steps(const gr_plan *plan, gr_devstate *dev, gr_capture_mode mode,
+                                 int steps, const gr_exec_hooks *hooks, gr_graph *out,
+                                 gr_error *err);
 gr_status gr_graph_launch(const gr_graph *g, gr_stream_t stream, gr_error *err);
 gr_status gr_graph_dot(const gr_graph *g, const char *path, gr_error *err);
 void gr_graph_destroy(gr_graph *g);

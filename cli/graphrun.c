@@ -74,6 +74,10 @@ static const char *usage_run =
     "  --no-cpu-ref           skip the CPU reference (graph is still checked against eager\n"
     "                         and variants against each other)\n"
     "  --no-bandwidth         skip the copy-bandwidth probe (no roofline column)\n"
+    "  --pdl                  launch kernels with programmatic dependent launch (Hopper+):\n"
+    "                         the next kernel starts launching while this one runs\n"
+    "  --unroll N             also capture N steps into one graph, check it against N eager\n"
+    "                         steps, and time graph replay with it (per step = time / N)\n"
     "  --plan                 print the resolved plan before running\n"
     "  --device N             CUDA device ordinal (default 0)\n"
     "  --quiet                no progress bar\n"
@@ -143,7 +147,7 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         }
         static const char *with_value[] = {"--variant", "--set", "--json", "--seed", "--iters",
                                            "--warmup", "--batches", "--capture-mode", "--dot",
-                                           "--device", NULL};
+                                           "--device", "--unroll", NULL};
         int needs = 0;
         for (const char **w = with_value; *w; w++)
             if (!strcmp(*w, name)) needs = 1;
@@ -178,6 +182,11 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
             if (gr_capture_mode_parse(val, &c->run.mode, &e) != GR_OK)
                 return usage_error(cmd_usage, "%s", e.msg);
         } else if (!strcmp(name, "--dot")) c->run.dot_path = val;
+        else if (!strcmp(name, "--pdl")) c->run.pdl = 1;
+        else if (!strcmp(name, "--unroll")) {
+            if (!parse_int(val, 1, 10000, &c->run.unroll))
+                return usage_error(cmd_usage, "--unroll takes a whole number in [1, 10000], got \"%s\"", val);
+        }
         else if (!strcmp(name, "--device")) {
             if (!parse_int(val, 0, 1024, &c->device))
                 return usage_error(cmd_usage, "--device takes a device ordinal, got \"%s\"", val);

@@ -40,6 +40,7 @@ typedef struct gr_devstate {
     void **op_state;                   /* per op, from kernel setup() */
     int sm_count;
     size_t allocated_bytes;
+    int pdl;                           /* launch GR_KF_PDL kernels with PDL (--pdl) */
 } gr_devstate;
 
 gr_status gr_devstate_create(const gr_plan *plan, int sm_count, gr_devstate **out, gr_error *err);

@@ -35,12 +35,15 @@ typedef struct gr_launch_ctx {
     size_t workspace_bytes;
     int sm_count;
     void *op_state;     /* what setup() returned for this op, or NULL */
+    int pdl;            /* launch with programmatic dependent launch (GR_KF_PDL kernels only) */
 } gr_launch_ctx;
 
 enum {
     GR_KF_LIBRARY = 1u << 0, /* launches through a library (cuBLAS): kernel count not fixed */
     GR_KF_HOST = 1u << 1,    /* does host-side work (sync, alloc, copy): may break capture */
-    GR_KF_INPLACE = 1u << 2  /* an output may alias an input */
+    GR_KF_INPLACE = 1u << 2, /* an output may alias an input */
+    GR_KF_PDL = 1u << 3      /* launches through gr_launch() and calls gr_pdl_enter() first
+                                (kernels/launch.cuh): safe to launch with PDL */
 };
 
 struct gr_kernel_def {

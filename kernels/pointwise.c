@@ -115,11 +115,11 @@ static const gr_attr_spec fn_attr[] = {
 
 #define BINARY(NAME, SUMMARY)                                                                      \
     static const gr_kernel_def k_##NAME = {#NAME, SUMMARY, "a, b", "y", 2, 2, 1, 1, NULL, 0,     \
-                                           GR_KF_INPLACE, check_pointwise, gr_launch_binary,      \
+                                           GR_KF_INPLACE | GR_KF_PDL, check_pointwise, gr_launch_binary,      \
                                            ref_pointwise, NULL, NULL}
 #define UNARY(NAME, SUMMARY)                                                                       \
     static const gr_kernel_def k_##NAME = {#NAME, SUMMARY, "x", "y", 1, 1, 1, 1, NULL, 0,        \
-                                           GR_KF_INPLACE, check_pointwise, gr_launch_act,         \
+                                           GR_KF_INPLACE | GR_KF_PDL, check_pointwise, gr_launch_act,         \
                                            ref_pointwise, NULL, NULL}
 
 BINARY(add, "y = a + b, elementwise");
@@ -130,15 +130,15 @@ UNARY(silu, "y = x * sigmoid(x)");
 
 static const gr_kernel_def k_act = {
     "act", "y = fn(x) for fn in relu, gelu, silu, none (none copies)", "x", "y", 1, 1, 1, 1,
-    fn_attr, 1, GR_KF_INPLACE, check_pointwise, gr_launch_act, ref_pointwise, NULL, NULL};
+    fn_attr, 1, GR_KF_INPLACE | GR_KF_PDL, check_pointwise, gr_launch_act, ref_pointwise, NULL, NULL};
 static const gr_kernel_def k_add_mul_act = {
     "add_mul_act", "y = act((a + b) * c), fused, one element per thread", "a, b, c", "y", 3, 3,
-    1, 1, act_attr, 1, GR_KF_INPLACE, check_pointwise, gr_launch_add_mul_act, ref_pointwise, NULL,
+    1, 1, act_attr, 1, GR_KF_INPLACE | GR_KF_PDL, check_pointwise, gr_launch_add_mul_act, ref_pointwise, NULL,
     NULL};
 static const gr_kernel_def k_add_mul_act_vec = {
     "add_mul_act_vec",
     "y = act((a + b) * c), fused, 16-byte loads (float4 / 8 x bf16), scalar tail", "a, b, c", "y",
-    3, 3, 1, 1, act_attr, 1, GR_KF_INPLACE, check_pointwise, gr_launch_add_mul_act_vec,
+    3, 3, 1, 1, act_attr, 1, GR_KF_INPLACE | GR_KF_PDL, check_pointwise, gr_launch_add_mul_act_vec,
     ref_pointwise, NULL, NULL};
 
 const gr_kernel_def *const gr_pointwise_kernels[] = {

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/cuda_check.h"
+#include "kernels/launch.cuh"
 #include "kernels/pointwise.h"
 
 namespace {
@@ -38,6 +39,7 @@ template <int ACT> __device__ __forceinline__ float act(float x) {
 template <typename T, int OP>
 __global__ void binary_kernel(const T *__restrict__ a, const T *__restrict__ b, T *__restrict__ y,
                               int64_t n) {
+    gr_pdl_enter();
     int64_t stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         float x = to_f(a[i]), z = to_f(b[i]);
@@ -47,6 +49,7 @@ __global__ void binary_kernel(const T *__restrict__ a, const T *__restrict__ b, 
 
 template <typename T, int ACT>
 __global__ void act_kernel(const T *__restrict__ x, T *__restrict__ y, int64_t n) {
+    gr_pdl_enter();
     int64_t stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
         y[i] = from_f<T>(act<ACT>(to_f(x[i])));
@@ -55,6 +58,7 @@ __global__ void act_kernel(const T *__restrict__ x, T *__restrict__ y, int64_t n
 template <typename T, int ACT>
 __global__ void add_mul_act_kernel(const T *__restrict__ a, const T *__restrict__ b,
                                    const T *__restrict__ c, T *__restrict__ y, int64_t n) {
+    gr_pdl_enter();
     int64_t stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
         y[i] = from_f<T>(act<ACT>((to_f(a[i]) + to_f(b[i])) * to_f(c[i])));
@@ -86,6 +90,7 @@ constexpr int kUnroll = 4;
 template <typename T, int ACT>
 __global__ void add_mul_act_vec_kernel(const T *__restrict__ a, const T *__restrict__ b,
                                        const T *__restrict__ c, T *__restrict__ y, int64_t n) {
+    gr_pdl_enter();
     constexpr int N = vec16<T>::N;
     const int64_t nvec = n / N;
     const uint4 *a4 = reinterpret_cast<const uint4 *>(a);
@@ -123,7 +128,7 @@ __global__ void add_mul_act_vec_kernel(const T *__restrict__ a, const T *__restr
 
 struct launch_args {
     dim3 grid, block;
-    cudaStream_t stream;
+    const gr_launch_ctx *ctx;
     int64_t n;
 };
 
@@ -131,30 +136,30 @@ static launch_args args_of(const gr_op *op, const gr_launch_ctx *ctx) {
     launch_args a;
     a.grid = dim3(op->grid[0], op->grid[1], op->grid[2]);
     a.block = dim3(op->block[0], op->block[1], op->block[2]);
-    a.stream = (cudaStream_t)ctx->stream;
+    a.ctx = ctx;
     a.n = op->ip[0];
     return a;
 }
 
 template <typename T> struct typed {
     template <int ACT> static void act_l(const launch_args &a, const void *x, void *y) {
-        act_kernel<T, ACT><<<a.grid, a.block, 0, a.stream>>>((const T *)x, (T *)y, a.n);
+        gr_launch(act_kernel<T, ACT>, a.grid, a.block, 0, a.ctx, (const T *)x, (T *)y, a.n);
     }
     template <int ACT>
     static void fused_l(const launch_args &a, const void *x, const void *b, const void *c, void *y) {
-        add_mul_act_kernel<T, ACT>
-            <<<a.grid, a.block, 0, a.stream>>>((const T *)x, (const T *)b, (const T *)c, (T *)y, a.n);
+        gr_launch(add_mul_act_kernel<T, ACT>, a.grid, a.block, 0, a.ctx, (const T *)x, (const T *)b,
+                  (const T *)c, (T *)y, a.n);
     }
     template <int ACT>
     static void vec_l(const launch_args &a, const void *x, const void *b, const void *c, void *y) {
-        add_mul_act_vec_kernel<T, ACT>
-            <<<a.grid, a.block, 0, a.stream>>>((const T *)x, (const T *)b, (const T *)c, (T *)y, a.n);
+        gr_launch(add_mul_act_vec_kernel<T, ACT>, a.grid, a.block, 0, a.ctx, (const T *)x,
+                  (const T *)b, (const T *)c, (T *)y, a.n);
     }
     static void binary(const launch_args &a, int opc, const void *x, const void *b, void *y) {
         if (opc == GR_BIN_ADD)
-            binary_kernel<T, GR_BIN_ADD><<<a.grid, a.block, 0, a.stream>>>((const T *)x, (const T *)b, (T *)y, a.n);
+            gr_launch(binary_kernel<T, GR_BIN_ADD>, a.grid, a.block, 0, a.ctx, (const T *)x, (const T *)b, (T *)y, a.n);
         else
-            binary_kernel<T, GR_BIN_MUL><<<a.grid, a.block, 0, a.stream>>>((const T *)x, (const T *)b, (T *)y, a.n);
+            gr_launch(binary_kernel<T, GR_BIN_MUL>, a.grid, a.block, 0, a.ctx, (const T *)x, (const T *)b, (T *)y, a.n);
     }
     static void act(const launch_args &a, int actv, const void *x, void *y) {
         GR_DISPATCH_ACT(actv, act_l, a, x, y)

@@ -32,7 +32,11 @@ static gr_status check_tiny(gr_op *op, const gr_plan *plan, gr_error *err) {
                             "65536 elements); \"%s\" has %lld",
                             gr_in(op, plan, 0)->name, (long long)op->ip[0]);
     op->fp[0] = gr_op_attr_num(op, "c", 1.0);
-    gr_grid_stride(op, plan, op->ip[0], 256, 1, 1);
+    double threads = gr_op_attr_num(op, "threads", 256);
+    if (threads < 32 || threads > 1024 || (int)threads % 32)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"tiny\": threads must be a multiple of 32 in [32, 1024], got %g", threads);
+    gr_grid_stride(op, plan, op->ip[0], (int)threads, 1, 1);
     op->bytes_read = gr_bytes_in(op, plan);
     op->bytes_written = gr_bytes_out(op, plan);
     op->flops = (double)op->ip[0];
@@ -55,14 +59,15 @@ static const gr_attr_spec empty_attrs[] = {
     {"blocks", GR_ATTR_INT, 0, 1, NULL, NULL, "grid size (default 1)"},
     {"threads", GR_ATTR_INT, 0, 32, NULL, NULL, "block size (default 32)"}};
 static const gr_attr_spec tiny_attrs[] = {
-    {"c", GR_ATTR_FLOAT, 0, 1.0, NULL, NULL, "constant added (default 1)"}};
+    {"c", GR_ATTR_FLOAT, 0, 1.0, NULL, NULL, "constant added (default 1)"},
+    {"threads", GR_ATTR_INT, 0, 256, NULL, NULL, "threads of its one block (default 256)"}};
 
 static const gr_kernel_def k_empty = {
     "empty", "does nothing: the launch cost alone", "(none)", "(none)", 0, 0, 0, 0, empty_attrs, 2,
-    0, check_empty, gr_launch_empty, ref_empty, NULL, NULL};
+    GR_KF_PDL, check_empty, gr_launch_empty, ref_empty, NULL, NULL};
 static const gr_kernel_def k_tiny = {
     "tiny", "y = x + c on a small buffer (one block); in place it chains dependent launches", "x",
-    "y (may be x)", 1, 1, 1, 1, tiny_attrs, 1, GR_KF_INPLACE, check_tiny, gr_launch_tiny, ref_tiny,
+    "y (may be x)", 1, 1, 1, 1, tiny_attrs, 2, GR_KF_INPLACE | GR_KF_PDL, check_tiny, gr_launch_tiny, ref_tiny,
     NULL, NULL};
 
 const gr_kernel_def *const gr_probe_kernels[] = {&k_empty, &k_tiny, NULL};

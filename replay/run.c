@@ -19,6 +19,7 @@ void gr_run_opts_default(gr_run_opts *o) {
     o->cpu_reference = 1;
     o->bandwidth = 1;
     o->progress = 1;
+    o->unroll = 1;
 }
 
 int gr_variant_kernels(const gr_variant_run *v) {
@@ -66,6 +67,7 @@ static gr_status run_one(const gr_plan *p, const gr_device_info *dev, const gr_r
                          int nplans, cross_ref *x, gr_variant_run *v, gr_error *err) {
     gr_session *s = NULL;
     GR_TRY(gr_session_create(p, dev->sm_count, &s, err));
+    s->dev->pdl = o->pdl;
     gr_status st = GR_OK;
     if (o->cpu_reference) st = gr_session_reference(s, err);
     v->reference_ms = s->reference_ms;
@@ -83,6 +85,13 @@ static gr_status run_one(const gr_plan *p, const gr_device_info *dev, const gr_r
         }
     }
     if (st == GR_OK) st = gr_session_verify_graph(s, err);
+    if (st == GR_OK && o->unroll > 1) {
+        st = gr_session_capture_unrolled(s, o->mode, o->unroll, o->hooks, err);
+        if (st == GR_OK) {
+            v->graph_n = s->graph_n;
+            v->graph_n.graph = v->graph_n.exec = NULL;
+        }
+    }
     memcpy(v->checks, s->checks, sizeof(s->checks));
     v->nchecks = s->nchecks;
     v->verified = s->verified;
@@ -211,6 +220,10 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
                 g->kernel_nodes, g->nodes - g->kernel_nodes, g->edges, g->capture_us,
                 g->instantiate_us, g->upload_us);
         if (v->dot_written[0]) fprintf(f, "  %-16s graph written to %s\n", "", v->dot_written);
+        if (v->graph_n.steps > 1)
+            fprintf(f, "  %-16s --unroll %d graph: %zu nodes, %zu edges, capture %.1f us, instantiate %.1f us\n",
+                    "", v->graph_n.steps, v->graph_n.nodes, v->graph_n.edges, v->graph_n.capture_us,
+                    v->graph_n.instantiate_us);
     }
 
     int any_timed = 0;
@@ -222,6 +235,11 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
     fprintf(f, "\ntiming per step, untraced: CUDA events around batches on the main stream; median "
                "[p10, p90] over %d batches of %d steps after %d warm-up steps\n",
             tv->eager.batches, tv->eager.steps_per_batch, tv->eager.warmup);
+    if (r->opts.pdl)
+        fprintf(f, "  launches use programmatic dependent launch (--pdl) for kernels that support it\n");
+    if (tv->graph_t.steps_per_launch > 1)
+        fprintf(f, "  graph: %d steps captured per graph (--unroll %d); graph us/step = launch time / %d\n",
+                tv->graph_t.steps_per_launch, tv->graph_t.steps_per_launch, tv->graph_t.steps_per_launch);
     fprintf(f, "  %-16s %7s %26s %26s %8s %12s %18s\n", "variant", "kernels", "eager us/step",
             "graph us/step", "speedup", "saved us/krn", "submit us e | g");
     for (int i = 0; i < r->nv; i++) {
@@ -290,6 +308,8 @@ void *gr_report_json(const gr_run_report *r) {
                                   "driver_version", d->driver_version, "runtime_version",
                                   d->runtime_version, "clock_khz", d->clock_khz));
     json_object_set_new(root, "capture_mode", json_string(gr_capture_mode_name(r->opts.mode)));
+    json_object_set_new(root, "pdl", json_boolean(r->opts.pdl));
+    json_object_set_new(root, "unroll", json_integer(r->opts.unroll));
     if (r->have_bw)
         json_object_set_new(root, "copy_bandwidth",
                             json_pack("{s:f, s:o, s:s}", "bytes_per_copy", r->bw.bytes, "gbps",

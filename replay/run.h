@@ -23,6 +23,8 @@ typedef struct gr_run_opts {
     const char *dot_path;
     int progress;
     const gr_exec_hooks *hooks; /* around each op in eager runs and capture (NVTX) */
+    int pdl;             /* programmatic dependent launch for GR_KF_PDL kernels (--pdl) */
+    int unroll;          /* graph timing: this many steps per captured graph (--unroll) */
 } gr_run_opts;
 
 void gr_run_opts_default(gr_run_opts *o);
@@ -36,6 +38,7 @@ typedef struct gr_variant_run {
     int verified;
     int captured, timed;
     gr_graph graph;          /* counts and times only; handles are gone */
+    gr_graph graph_n;        /* the --unroll graph, when made */
     gr_timing eager, graph_t;
     double reference_ms;
     char dot_written[600];

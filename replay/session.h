@@ -23,6 +23,8 @@ typedef struct gr_session {
     void **eager_out;   /* eager outputs per output buffer (host), for graph vs eager */
     gr_graph graph;
     int captured;
+    gr_graph graph_n;   /* --unroll N: N steps in one graph, used for timing when present */
+    int captured_n;
     gr_check checks[GR_MAX_CHECKS];
     int nchecks;
     int verified;       /* every check passed */
@@ -42,6 +44,11 @@ gr_status gr_session_capture(gr_session *s, gr_capture_mode mode, const gr_exec_
 gr_status gr_session_verify_graph(gr_session *s, gr_error *err);
 /* Fails with GR_ERR_VERIFY naming the buffers when a check failed. */
 gr_status gr_session_require_verified(const gr_session *s, gr_error *err);
+
+/* Capture `steps` steps into one graph and check it against `steps` eager steps (--unroll).
+ * Graph timing then uses this graph and reports time per step. */
+gr_status gr_session_capture_unrolled(gr_session *s, gr_capture_mode mode, int steps,
+                                      const gr_exec_hooks *hooks, gr_error *err);
 
 gr_status gr_session_time_eager(gr_session *s, const gr_time_opts *o, const gr_exec_hooks *hooks,
                                 gr_timing *out, gr_error *err);

@@ -29,6 +29,7 @@ gr_status gr_time_steps(gr_step_fn step, void *user, gr_stream_t stream, const g
     out->batches = batches;
     out->steps_per_batch = per;
     out->warmup = o->warmup;
+    out->steps_per_launch = 1;
     for (int i = 0; i < o->warmup; i++) GR_TRY(step(user, err));
     GR_CUDA(cudaStreamSynchronize(s), err);
     double *step_us = calloc((size_t)batches, sizeof(double));

@@ -19,6 +19,7 @@ typedef struct gr_timing {
     gr_summary step_us;   /* per step: CUDA events around each batch / steps in it */
     gr_summary submit_us; /* per step: host clock around the enqueue loop of each batch */
     int batches, steps_per_batch, warmup;
+    int steps_per_launch; /* graph timing with --unroll N: N plan steps per graph launch */
 } gr_timing;
 
 typedef struct gr_time_opts {

@@ -66,6 +66,8 @@ static void test_usage(void) {
     GR_ASSERT_CONTAINS(out, "--iters takes a whole number >= 1, got \"0\"");
     CU_ASSERT_EQUAL(run("run workloads/launch_bound.json --capture-mode sideways", out, sizeof(out)), 2);
     GR_ASSERT_CONTAINS(out, "unknown mode \"sideways\" (modes: global, thread-local, relaxed)");
+    CU_ASSERT_EQUAL(run("run workloads/launch_bound.json --unroll 0", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "--unroll takes a whole number in [1, 10000], got \"0\"");
     CU_ASSERT_EQUAL(run("run workloads/launch_bound.json --bogus", out, sizeof(out)), 2);
     GR_ASSERT_CONTAINS(out, "unknown option --bogus");
     CU_ASSERT_EQUAL(run("validate a.json b.json", out, sizeof(out)), 2);
@@ -111,10 +113,10 @@ static void test_validate_output(void) {
     GR_ASSERT_CONTAINS(out, "HBM accounting per step");
     GR_ASSERT_CONTAINS(out, "fused_vec vs unfused: 2 fewer round trips, 2 fewer launches, 2.00x less HBM traffic");
     GR_ASSERT_CONTAINS(out, "valid (3 variants)");
-    CU_ASSERT_EQUAL(run("validate workloads/launch_bound.json --set K=100", out, sizeof(out)), 0);
+    CU_ASSERT_EQUAL(run("validate workloads/launch_bound.json --set K=100 --variant tiny", out, sizeof(out)), 0);
     GR_ASSERT_CONTAINS(out, "100 kernel launches");
     GR_ASSERT_CONTAINS(out, "more ops (--full lists all)");
-    CU_ASSERT_EQUAL(run("validate workloads/launch_bound.json --set K=100 --full", out, sizeof(out)), 0);
+    CU_ASSERT_EQUAL(run("validate workloads/launch_bound.json --set K=100 --full --variant tiny", out, sizeof(out)), 0);
     GR_ASSERT_CONTAINS(out, "tiny.50");
 }
 

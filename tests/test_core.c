@@ -325,6 +325,11 @@ static void test_variant_selection(void) {
     gr_workload_destroy(wl);
     gr_error_clear(&e);
     CU_ASSERT_EQUAL_FATAL(gr_workload_load_file(gr_test_src("workloads/launch_bound.json"), &wl, &e), GR_OK);
+    CU_ASSERT_STRING_EQUAL(gr_workload_variant(wl, NULL, &e), "tiny");
+    gr_workload_destroy(wl);
+    gr_error_clear(&e);
+    wl = gr_test_load("{\"name\": \"one\", \"buffers\": [], \"outputs\": [], \"ops\": []}", &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(wl);
     CU_ASSERT_STRING_EQUAL(gr_workload_variant(wl, NULL, &e), "default");
     CU_ASSERT_PTR_NULL(gr_workload_variant(wl, "fused", &e));
     GR_ASSERT_CONTAINS(e.msg, "has no variants");

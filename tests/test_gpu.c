@@ -175,7 +175,7 @@ static void test_launch_bound_workload_modes(void) {
     CU_ASSERT_TRUE_FATAL(device_ready());
     gr_capture_mode modes[] = {GR_CAPTURE_GLOBAL, GR_CAPTURE_THREAD_LOCAL, GR_CAPTURE_RELAXED};
     for (int m = 0; m < 3; m++) {
-        gr_plan *p = bundled_plan("workloads/launch_bound.json", "default", NULL, NULL);
+        gr_plan *p = bundled_plan("workloads/launch_bound.json", "tiny", NULL, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
         size_t nodes = 0;
         CU_ASSERT_TRUE(verify_plan(p, modes[m], &nodes));
@@ -305,3 +305,43 @@ static void test_gemm_vs_reference(void) {
 static CU_TestInfo gpu_gemm_tests[] = {{"gemm vs reference, captured", test_gemm_vs_reference}, CU_TEST_INFO_NULL};
 static gr_suite_def gr_gpu_gemm_suites[] = {{"gpu_gemm", gpu_gemm_tests, 1}, {NULL, NULL, 0}};
 GR_REGISTER_SUITES(gr_gpu_gemm_suites)
+
+/* PDL (--pdl): kernels start launching before their predecessor ends; griddepcontrol.wait must
+ * keep every dependent chain correct, eager and captured. --unroll N: N steps in one graph. */
+static void test_pdl_and_unroll(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    const char *cases[][3] = {{"workloads/launch_bound.json", "tiny", "K=300"},
+                              {"workloads/launch_bound.json", "empty", "K=300"},
+                              {"workloads/pointwise_fusion.json", "unfused", "n=1000003"},
+                              {"workloads/pointwise_fusion.json", "fused_vec", "n=4096"}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        gr_plan *p = bundled_plan(cases[i][0], cases[i][1], cases[i][2], NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        gr_error e;
+        gr_error_clear(&e);
+        gr_session *s = NULL;
+        CU_ASSERT_EQUAL_FATAL(gr_session_create(p, info.sm_count, &s, &e), GR_OK);
+        s->dev->pdl = 1;
+        CU_ASSERT_EQUAL(gr_session_reference(s, &e), GR_OK);
+        CU_ASSERT_EQUAL(gr_session_verify_eager(s, &e), GR_OK);
+        CU_ASSERT_EQUAL(gr_session_capture(s, GR_CAPTURE_GLOBAL, NULL, &e), GR_OK);
+        CU_ASSERT_EQUAL(gr_session_verify_graph(s, &e), GR_OK);
+        CU_ASSERT_EQUAL(gr_session_capture_unrolled(s, GR_CAPTURE_GLOBAL, 7, NULL, &e), GR_OK);
+        if (gr_error_failed(&e)) fprintf(stderr, "\n    %s", e.msg);
+        CU_ASSERT_TRUE(s->verified);
+        CU_ASSERT_EQUAL(s->graph_n.kernel_nodes, 7 * s->graph.kernel_nodes);
+        gr_timing t;
+        gr_time_opts o = {3, 70, 5, 0, NULL};
+        CU_ASSERT_EQUAL(gr_session_time_graph(s, &o, &t, &e), GR_OK);
+        CU_ASSERT_EQUAL(t.steps_per_launch, 7);
+        CU_ASSERT_EQUAL(t.steps_per_batch, 2); /* 70 steps = 10 launches of 7, in 5 batches */
+        CU_ASSERT_TRUE(t.step_us.median > 0);
+        gr_session_destroy(s);
+        gr_plan_destroy(p);
+    }
+}
+
+static CU_TestInfo gpu_launch_tests[] = {{"PDL and unrolled graphs stay correct", test_pdl_and_unroll}, CU_TEST_INFO_NULL};
+static gr_suite_def gr_gpu_launch_suites[] = {{"gpu_launch_modes", gpu_launch_tests, 1}, {NULL, NULL, 0}};
+GR_REGISTER_SUITES(gr_gpu_launch_suites)

@@ -66,7 +66,7 @@ static void test_pointwise_accounting(void) {
 }
 
 static void test_launch_bound_accounting(void) {
-    gr_plan *p = bundled("workloads/launch_bound.json", "default", NULL, NULL);
+    gr_plan *p = bundled("workloads/launch_bound.json", "tiny", NULL, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(p->nops, 1000);
     CU_ASSERT_EQUAL(p->kernels, 1000);
@@ -74,7 +74,7 @@ static void test_launch_bound_accounting(void) {
     CU_ASSERT_STRING_EQUAL(p->ops[999].name, "tiny.999");
     CU_ASSERT_DOUBLE_EQUAL(p->bytes_read, 1000.0 * 256 * 4, 0);
     gr_plan_destroy(p);
-    p = bundled("workloads/launch_bound.json", "default", "K=10", "n=100000");
+    p = bundled("workloads/launch_bound.json", "tiny", "K=10", "n=100000");
     CU_ASSERT_PTR_NULL(p); /* n max is 65536 */
 }
 
@@ -155,7 +155,7 @@ static void test_reference_variants_agree(void) {
 }
 
 static void test_reference_launch_bound_chain(void) {
-    gr_plan *p = bundled("workloads/launch_bound.json", "default", "K=37", "n=13");
+    gr_plan *p = bundled("workloads/launch_bound.json", "tiny", "K=37", "n=13");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     gr_error e;
     gr_error_clear(&e);
