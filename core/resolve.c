@@ -872,10 +872,12 @@ static void resolve_outputs(rctx *c, json_t *outputs, const char *path) {
             name = json_string_value(el);
         } else {
             json_error_t jerr;
-            if (json_unpack_ex(el, &jerr, JSON_STRICT, "{s:s, s?:F}", "buffer", &name, "rtol",
-                               &rtol) != 0) {
+            const char *doc = NULL;
+            if (json_unpack_ex(el, &jerr, JSON_STRICT, "{s:s, s?:F, s?:s}", "buffer", &name, "rtol",
+                               &rtol, "doc", &doc) != 0) {
                 gr_error_set(c->err, GR_ERR_INPUT, epath,
-                             "%s (an output is a buffer name or {\"buffer\", \"rtol\"})", jerr.text);
+                             "%s (an output is a buffer name or {\"buffer\", \"rtol\", \"doc\"})",
+                             jerr.text);
                 continue;
             }
         }
