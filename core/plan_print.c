@@ -279,11 +279,11 @@ void gr_accounting_print(FILE *f, const gr_plan *const *plans, int n) {
         for (int i = 0; i < n; i++) {
             if (i == h) continue;
             const gr_plan *p = plans[i];
-            fprintf(f, "  %s vs %s: %d fewer round trip%s, %d fewer launch%s, %.2fx less HBM "
-                       "traffic\n",
-                    p->variant, plans[h]->variant, plans[h]->intermediates - p->intermediates,
-                    plans[h]->intermediates - p->intermediates == 1 ? "" : "s",
-                    plans[h]->kernels - p->kernels, plans[h]->kernels - p->kernels == 1 ? "" : "es",
+            int drt = plans[h]->intermediates - p->intermediates, dl = plans[h]->kernels - p->kernels;
+            fprintf(f, "  %s vs %s: %d %s round trip%s, %d %s launch%s, %.2fx less HBM traffic\n",
+                    p->variant, plans[h]->variant, drt < 0 ? -drt : drt, drt < 0 ? "more" : "fewer",
+                    drt == 1 || drt == -1 ? "" : "s", dl < 0 ? -dl : dl, dl < 0 ? "more" : "fewer",
+                    dl == 1 || dl == -1 ? "" : "es",
                     (p->bytes_read + p->bytes_written) > 0 ? base / (p->bytes_read + p->bytes_written) : 0.0);
         }
     }
