@@ -66,8 +66,14 @@ static gr_status check_pointwise(gr_op *op, const gr_plan *plan, gr_error *err) 
         op->ip[1] = act;
         flops_per = act_flops(act);
     }
-    /* 8 blocks of 256 threads per SM: full occupancy for these register-light kernels */
-    gr_grid_stride(op, plan, n, 256, per_thread, 8);
+    /* default 8 blocks of 256 threads per SM: full occupancy for these register-light kernels;
+     * small, latency-bound sizes may do better with fewer, larger blocks ("threads" attr) */
+    double threads = gr_op_attr_num(op, "threads", 256);
+    if (threads < 32 || threads > 1024 || (int)threads % 32)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": threads must be a multiple of 32 in [32, 1024], got %g",
+                            kn, threads);
+    gr_grid_stride(op, plan, n, (int)threads, per_thread, 2048 / (int)threads);
     op->bytes_read = gr_bytes_in(op, plan);
     op->bytes_written = gr_bytes_out(op, plan);
     op->flops = flops_per * (double)n;
@@ -108,17 +114,21 @@ static gr_status ref_pointwise(const gr_op *op, const gr_plan *plan, void *const
     return GR_OK;
 }
 
+#define THREADS_ATTR {"threads", GR_ATTR_INT, 0, 256, NULL, NULL, "threads per block (default 256)"}
 static const gr_attr_spec act_attr[] = {
-    {"act", GR_ATTR_ENUM, 0, 0, "relu", act_choices, "activation: relu, gelu (erf), silu or none"}};
+    {"act", GR_ATTR_ENUM, 0, 0, "relu", act_choices, "activation: relu, gelu (erf), silu or none"},
+    THREADS_ATTR};
 static const gr_attr_spec fn_attr[] = {
-    {"fn", GR_ATTR_ENUM, 1, 0, NULL, act_choices, "activation: relu, gelu (erf), silu or none"}};
+    {"fn", GR_ATTR_ENUM, 1, 0, NULL, act_choices, "activation: relu, gelu (erf), silu or none"},
+    THREADS_ATTR};
+static const gr_attr_spec threads_attr[] = {THREADS_ATTR};
 
 #define BINARY(NAME, SUMMARY)                                                                      \
-    static const gr_kernel_def k_##NAME = {#NAME, SUMMARY, "a, b", "y", 2, 2, 1, 1, NULL, 0,     \
+    static const gr_kernel_def k_##NAME = {#NAME, SUMMARY, "a, b", "y", 2, 2, 1, 1, threads_attr, 1, \
                                            GR_KF_INPLACE | GR_KF_PDL, check_pointwise, gr_launch_binary,      \
                                            ref_pointwise, NULL, NULL}
 #define UNARY(NAME, SUMMARY)                                                                       \
-    static const gr_kernel_def k_##NAME = {#NAME, SUMMARY, "x", "y", 1, 1, 1, 1, NULL, 0,        \
+    static const gr_kernel_def k_##NAME = {#NAME, SUMMARY, "x", "y", 1, 1, 1, 1, threads_attr, 1,  \
                                            GR_KF_INPLACE | GR_KF_PDL, check_pointwise, gr_launch_act,         \
                                            ref_pointwise, NULL, NULL}
 
@@ -130,15 +140,15 @@ UNARY(silu, "y = x * sigmoid(x)");
 
 static const gr_kernel_def k_act = {
     "act", "y = fn(x) for fn in relu, gelu, silu, none (none copies)", "x", "y", 1, 1, 1, 1,
-    fn_attr, 1, GR_KF_INPLACE | GR_KF_PDL, check_pointwise, gr_launch_act, ref_pointwise, NULL, NULL};
+    fn_attr, 2, GR_KF_INPLACE | GR_KF_PDL, check_pointwise, gr_launch_act, ref_pointwise, NULL, NULL};
 static const gr_kernel_def k_add_mul_act = {
     "add_mul_act", "y = act((a + b) * c), fused, one element per thread", "a, b, c", "y", 3, 3,
-    1, 1, act_attr, 1, GR_KF_INPLACE | GR_KF_PDL, check_pointwise, gr_launch_add_mul_act, ref_pointwise, NULL,
+    1, 1, act_attr, 2, GR_KF_INPLACE | GR_KF_PDL, check_pointwise, gr_launch_add_mul_act, ref_pointwise, NULL,
     NULL};
 static const gr_kernel_def k_add_mul_act_vec = {
     "add_mul_act_vec",
     "y = act((a + b) * c), fused, 16-byte loads (float4 / 8 x bf16), scalar tail", "a, b, c", "y",
-    3, 3, 1, 1, act_attr, 1, GR_KF_INPLACE | GR_KF_PDL, check_pointwise, gr_launch_add_mul_act_vec,
+    3, 3, 1, 1, act_attr, 2, GR_KF_INPLACE | GR_KF_PDL, check_pointwise, gr_launch_add_mul_act_vec,
     ref_pointwise, NULL, NULL};
 
 const gr_kernel_def *const gr_pointwise_kernels[] = {

@@ -444,7 +444,7 @@ static void test_resolve_op_errors(void) {
     GR_ASSERT_CONTAINS(gr_test_plan_error(WL(MINIMAL_BUFFERS ", \"ops\": [{\"kernel\": \"add\", \"inputs\": [\"a\"], \"outputs\": [\"y\"]}]"), NULL),
                        "ops[0]: kernel \"add\" takes 2 inputs (a, b), got 1");
     GR_ASSERT_CONTAINS(gr_test_plan_error(WL(MINIMAL_BUFFERS ", \"ops\": [{\"kernel\": \"relu\", \"inputs\": [\"a\"], \"outputs\": [\"y\"], \"attrs\": {\"act\": \"relu\"}}]"), NULL),
-                       "ops[0].attrs: kernel \"relu\" has no attribute \"act\" (attributes: none)");
+                       "ops[0].attrs: kernel \"relu\" has no attribute \"act\" (attributes: threads)");
     GR_ASSERT_CONTAINS(gr_test_plan_error(WL(MINIMAL_BUFFERS ", \"ops\": [{\"kernel\": \"act\", \"inputs\": [\"a\"], \"outputs\": [\"y\"]}]"), NULL),
                        "ops[0].attrs: kernel \"act\" needs attribute \"fn\"");
     GR_ASSERT_CONTAINS(gr_test_plan_error(WL(MINIMAL_BUFFERS ", \"ops\": [{\"kernel\": \"act\", \"inputs\": [\"a\"], \"outputs\": [\"y\"], \"attrs\": {\"fn\": \"tanh\"}}]"), NULL),
