@@ -172,13 +172,20 @@ static gr_status ref_gemm(const gr_op *op, const gr_plan *plan, void *const *hos
             for (int64_t k = 0; k < K; k++)
                 acol[k] = gr_load(a, A->dtype, aoff + (size_t)(ta ? k * M + i : i * K + k));
             for (int64_t j = 0; j < N; j++) row[j] = 0;
-            for (int64_t k = 0; k < K; k++) {
-                double av = acol[k];
-                if (av == 0) continue;
-                if (!tb)
+            if (!tb) {
+                for (int64_t k = 0; k < K; k++) {
+                    double av = acol[k];
+                    if (av == 0) continue;
                     for (int64_t j = 0; j < N; j++) row[j] += av * gr_load(b, B->dtype, boff + (size_t)(k * N + j));
-                else
-                    for (int64_t j = 0; j < N; j++) row[j] += av * gr_load(b, B->dtype, boff + (size_t)(j * K + k));
+                }
+            } else {
+                /* B stored [N, K]: each output is a dot product of two contiguous rows */
+                for (int64_t j = 0; j < N; j++) {
+                    double sum = 0;
+                    size_t brow = boff + (size_t)(j * K);
+                    for (int64_t k = 0; k < K; k++) sum += acol[k] * gr_load(b, B->dtype, brow + (size_t)k);
+                    row[j] = sum;
+                }
             }
             for (int64_t j = 0; j < N; j++) {
                 double v = alpha * row[j];
