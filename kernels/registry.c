@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "kernels/decode.h"
 #include "kernels/gemm.h"
 #include "kernels/pointwise.h"
 #include "kernels/probe.h"
@@ -15,6 +16,7 @@ static const gr_kernel_def *const *const families[] = {
     gr_pointwise_kernels,
     gr_probe_kernels,
     gr_gemm_kernels,
+    gr_decode_kernels,
 };
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))
 

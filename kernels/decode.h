@@ -1,0 +1,102 @@
+/* decode_step kernel family (issue #3): the small kernels an eager framework launches for an
+ * RMSNorm + LoRA MLP decode step (square, mean over the last dim, rsqrt(+eps), broadcast mul,
+ * scale-and-add) and the fused weight-streaming kernels of the fused variant (norm statistics,
+ * gate/up GEMV with LoRA and silu*mul, down GEMV with LoRA, residual and the next layer's norm
+ * statistics). Host side (schemas, checks, accounting, CPU references): decode.c; device side:
+ * decode.cu (small kernels) and decode_gemv.cu (fused kernels). Design: docs/decode_step.md. */
+#ifndef GR_KERNELS_DECODE_H
+#define GR_KERNELS_DECODE_H
+
+#include "core/kernel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- small kernels (any float dtype per operand; fp32 arithmetic) ---- */
+
+/* elementwise: ip[0] = n, ip[1] = GR_EW_*, ip[2..4] = dtypes of inputs[0], inputs[1] (or 0),
+ * outputs[0]; fp[0] = the attr (eps of rsqrt_eps, s of scale_add) */
+enum { GR_EW_SQUARE = 0, GR_EW_RSQRT = 1, GR_EW_SCALE_ADD = 2 };
+gr_status gr_launch_decode_elementwise(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+/* mean_lastdim: ip[0] = rows, ip[1] = cols, ip[2] = in dtype, ip[3] = out dtype */
+gr_status gr_launch_mean_lastdim(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+/* mul_bcast: ip[0] = rows, ip[1] = cols, ip[2] = 1 per-row / 0 per-column, ip[3..5] = dtypes
+ * of a, b, y */
+gr_status gr_launch_mul_bcast(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+
+/* ---- fused kernels ---- */
+
+/* Launch geometry and sizes shared by the check (decode.c) and the launch (decode_gemv.cu).
+ * Stored in op->ip: */
+enum {
+    GR_DEC_B = 0,     /* batch rows */
+    GR_DEC_K = 1,     /* inner dim of the GEMV (d for gate_up, f for down) */
+    GR_DEC_N = 2,     /* output rows (f for gate_up, d for down) */
+    GR_DEC_RANK = 3,  /* LoRA rank r */
+    GR_DEC_BT = 4,    /* batch tile (template parameter: 1, 2, 4 or 8) */
+    GR_DEC_TW = 5,    /* warps per team (a team computes one task's rows together) */
+    GR_DEC_TILES = 6, /* batch tiles = ceil(B / BT); blocks per tile = grid / tiles */
+    GR_DEC_FLAGS = 7  /* GR_DEC_F_* */
+};
+enum {
+    GR_DEC_F_NEXT = 1u << 0, /* down: accumulate the next layer's norm statistics */
+    GR_DEC_F_ZERO = 1u << 1  /* zero the accumulators named as extra outputs */
+};
+/* op->fp[0] = LoRA scale (alpha / r), op->fp[1] = RMSNorm eps */
+
+gr_status gr_launch_decode_norm_stats(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+gr_status gr_launch_decode_gate_up(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+gr_status gr_launch_decode_down(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+/* setup(): raise the kernels' dynamic shared memory limit before any capture. */
+gr_status gr_setup_decode_gemv(const gr_op *op, const gr_launch_ctx *ctx, void **state,
+                               gr_error *err);
+
+/* Shared-memory layout of one block of the fused GEMV kernels (byte offsets, 16-byte
+ * aligned), shared by the check (which picks the batch tile so that it fits) and the kernels.
+ * gate_up: act = x*w_norm tile [BT][K] fp32 (two 16-byte planes per 8-element chunk for 2-byte
+ *          types), lora = scale*tin [2][r][BT], misc = rstd [BT] + silu*u [8 teams][2][BT],
+ *          acc = A_down.act partial [r][BT].
+ * down:    act = act tile [BT][K] in the weight dtype, lora = scale*tdown [r][BT],
+ *          misc = new x [8 teams][4][BT], acc = next layer's statistics [2r+1][BT].
+ * red = per-warp partial sums [8 warps][4 rows][BT] in both. */
+typedef struct gr_dec_layout {
+    size_t act, lora, red, misc, acc, total;
+} gr_dec_layout;
+
+#ifdef __CUDACC__
+#define GR_DEC_HD __host__ __device__ static inline
+#else
+#define GR_DEC_HD static inline
+#endif
+
+GR_DEC_HD size_t gr_dec_align16(size_t b) {
+    return (b + 15) & ~(size_t)15;
+}
+
+/* is_down: 0 gate_up, 1 down; esize: bytes per weight element */
+GR_DEC_HD gr_dec_layout gr_dec_smem_layout(int is_down, int bt, long long K, long long rank,
+                                           int esize) {
+    gr_dec_layout l;
+    size_t o = 0;
+    size_t bts = (size_t)bt;
+    l.act = o;
+    o += gr_dec_align16(bts * (size_t)K * (is_down ? (size_t)esize : 4u));
+    l.lora = o;
+    o += gr_dec_align16((is_down ? 1u : 2u) * (size_t)rank * bts * 4u);
+    l.red = o;
+    o += gr_dec_align16(8u * 4u * bts * 4u);
+    l.misc = o;
+    o += gr_dec_align16(is_down ? 8u * 4u * bts * 4u : bts * 4u + 8u * 2u * bts * 4u);
+    l.acc = o;
+    o += gr_dec_align16((is_down ? 2u * (size_t)rank + 1u : (size_t)rank) * bts * 4u);
+    l.total = o;
+    return l;
+}
+
+extern const gr_kernel_def *const gr_decode_kernels[];
+
+#ifdef __cplusplus
+}
+#endif
+#endif
