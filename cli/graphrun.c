@@ -8,12 +8,16 @@
 #include <unistd.h>
 
 #include "capture/capture.h"
+#include "core/criteo.h"
 #include "core/device.h"
 #include "core/expr.h"
 #include "core/plan_print.h"
 #include "core/workload.h"
 #include "kernels/registry.h"
+#include "replay/load.h"
 #include "replay/run.h"
+#include "replay/trace.h"
+#include "cli/cmd_service.h"
 
 #define GR_VERSION "0.1.0"
 #define MAX_SETS 64
@@ -30,6 +34,12 @@ typedef struct cli {
     int show_plan;
     gr_run_opts run;
     int device;
+    const char *input; /* --input FILE.tsv (Criteo rows for the DLRM workloads) */
+    int skip_bad_lines;
+    const char *trace_path; /* --trace FILE: a traced run after the untraced one */
+    int trace_iters;
+    int argc;
+    char **argv;
 } cli;
 
 static const char *usage_main =
@@ -43,6 +53,9 @@ static const char *usage_main =
     "  validate WORKLOAD   check a workload and print its resolved plan and HBM accounting\n"
     "                      (no GPU needed)\n"
     "  kernels             list the kernels workloads can use, with their arguments\n"
+    "  capture WORKLOAD    capture into the replay service, which keeps the graph (starts one)\n"
+    "  replay [NAME]       replay a kept graph N times in the service: --iters 10000\n"
+    "  serve | status | list | drop NAME | stop   the replay service (docs/service.md)\n"
     "  help [COMMAND]      show help for a command\n"
     "\n"
     "exit codes: 0 ok, 1 run failed (also a failed verification), 2 bad input or usage,\n"
@@ -78,15 +91,26 @@ static const char *usage_run =
     "                         the next kernel starts launching while this one runs\n"
     "  --unroll N             also capture N steps into one graph, check it against N eager\n"
     "                         steps, and time graph replay with it (per step = time / N)\n"
+    "  --input FILE.tsv       feed Criteo Kaggle rows (train.txt layout) to a DLRM workload's\n"
+    "                         buffers dense and idx.{t}; B = the file's rows unless --set B=N\n"
+    "                         takes the first N (docs/dlrm_small.md)\n"
+    "  --skip-bad-lines       with --input: skip and count malformed lines instead of stopping\n"
+    "                         at the first one (exit 2, naming its line)\n"
     "  --plan                 print the resolved plan before running\n"
     "  --device N             CUDA device ordinal (default 0)\n"
     "  --quiet                no progress bar\n"
+    "  --trace FILE           then run every variant again with CUPTI activity tracing and write\n"
+    "                         the trace (JSON lines; `cupti-launchstat report FILE` analyses it);\n"
+    "                         prints traced vs untraced step time: tracing inflates launch costs,\n"
+    "                         the untraced numbers stay the measurement\n"
+    "  --trace-iters N        traced steps per mode (default: --iters, at most 200)\n"
     "\n"
     "example:\n"
     "  graphrun run workloads/launch_bound.json --iters 10000 --json out.json\n";
 
 static const char *usage_validate =
     "usage: graphrun validate WORKLOAD [--variant V] [--set NAME=VALUE]... [--json FILE|-] [--full]\n"
+    "                         [--input FILE.tsv [--skip-bad-lines]]\n"
     "\n"
     "Checks WORKLOAD (syntax, schema, params, shapes and dtypes against each kernel's argument\n"
     "schema) and prints the resolved plan: buffers, ops, kernels, launch dims, the bytes each op\n"
@@ -99,6 +123,8 @@ static const char *usage_validate =
     "  --json FILE|-    the plan as JSON: with one variant the plan object (ops, buffers,\n"
     "                   totals); with several {\"variants\": [plans], \"accounting\": [...]}\n"
     "  --full           list every op and buffer (default: the first 60)\n"
+    "  --input FILE.tsv check a Criteo Kaggle file and its binding to the workload's buffers\n"
+    "                   (as graphrun run --input does), with --skip-bad-lines to skip bad lines\n"
     "\n"
     "example:\n"
     "  graphrun validate workloads/pointwise_fusion.json --set n=4096\n";
@@ -147,7 +173,8 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         }
         static const char *with_value[] = {"--variant", "--set", "--json", "--seed", "--iters",
                                            "--warmup", "--batches", "--capture-mode", "--dot",
-                                           "--device", "--unroll", NULL};
+                                           "--device", "--unroll", "--input", "--trace",
+                                           "--trace-iters", NULL};
         int needs = 0;
         for (const char **w = with_value; *w; w++)
             if (!strcmp(*w, name)) needs = 1;
@@ -193,8 +220,21 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         } else if (!strcmp(name, "--no-cpu-ref")) c->run.cpu_reference = 0;
         else if (!strcmp(name, "--no-bandwidth")) c->run.bandwidth = 0;
         else if (!strcmp(name, "--quiet")) c->run.progress = 0;
+        else if (!strcmp(name, "--input")) c->input = val;
+        else if (!strcmp(name, "--skip-bad-lines")) c->skip_bad_lines = 1;
+        else if (!strcmp(name, "--trace")) c->trace_path = val;
+        else if (!strcmp(name, "--trace-iters")) {
+            if (!parse_int(val, 1, 100000000, &c->trace_iters))
+                return usage_error(cmd_usage, "--trace-iters takes a whole number >= 1, got \"%s\"", val);
+        }
         else return usage_error(cmd_usage, "unknown option %s (see --help)", name);
     }
+    if (c->skip_bad_lines && !c->input)
+        return usage_error(cmd_usage, "--skip-bad-lines goes with --input FILE.tsv%s", "");
+    if (c->trace_iters && !c->trace_path)
+        return usage_error(cmd_usage, "--trace-iters goes with --trace FILE%s", "");
+    c->argc = argc;
+    c->argv = argv;
     return -1;
 }
 
@@ -223,44 +263,86 @@ typedef struct loaded {
     gr_workload *wl;
     gr_plan *plans[GR_MAX_VARIANTS];
     int nplans;
+    gr_criteo_data *input;                     /* --input rows */
+    gr_criteo_binding *bind[GR_MAX_VARIANTS]; /* their binding to each plan */
 } loaded;
 
 static void loaded_free(loaded *l) {
     for (int i = 0; i < l->nplans; i++) gr_plan_destroy(l->plans[i]);
+    for (int i = 0; i < GR_MAX_VARIANTS; i++) gr_criteo_binding_destroy(l->bind[i]);
+    gr_criteo_destroy(l->input);
     gr_workload_destroy(l->wl);
 }
 
+/* --input, before resolution: without --set B the batch is the file's row count, so the file
+ * is read first and B set from it. */
+static gr_status input_prepare(const cli *c, loaded *l, gr_error *e) {
+    const gr_param *b = gr_workload_param(l->wl, "B");
+    if (!b)
+        return gr_error_set(e, GR_ERR_INPUT, "--input",
+                            "workload %s has no param \"B\" (the batch); --input fills the buffers "
+                            "dense and idx.{t} of a DLRM workload (docs/dlrm_small.md)",
+                            l->wl->name);
+    if (b->overridden) return GR_OK;
+    if (gr_criteo_read(c->input, 0, GR_CRITEO_MAX_ROWS, c->skip_bad_lines, &l->input, e) != GR_OK)
+        return e->code;
+    char set[48];
+    snprintf(set, sizeof(set), "B=%lld", (long long)l->input->rows);
+    return gr_workload_set(l->wl, set, e);
+}
+
+/* --input, after resolution: with B given, read its first B rows; then bind every plan. */
+static gr_status input_bind(const cli *c, loaded *l, gr_error *e) {
+    if (!l->input) {
+        int64_t B = 0;
+        if (gr_criteo_plan_batch(l->plans[0], &B, e) != GR_OK) return e->code;
+        if (gr_criteo_read(c->input, B, 0, c->skip_bad_lines, &l->input, e) != GR_OK) return e->code;
+    }
+    for (int i = 0; i < l->nplans; i++)
+        if (gr_criteo_bind(l->plans[i], l->input, &l->bind[i], e) != GR_OK) return e->code;
+    return GR_OK;
+}
+
+static void print_input(FILE *f, const loaded *l) {
+    const gr_criteo_data *d = l->input;
+    if (!d) return;
+    fprintf(f, "input    %s: %lld rows (B) from %lld lines, %lld malformed line%s skipped; "
+               "%.1f%% clicks; %lld empty integer and %lld empty categorical fields\n",
+            d->path, (long long)d->rows, (long long)d->lines, (long long)d->skipped,
+            d->skipped == 1 ? "" : "s", 100.0 * (double)d->positives / (double)d->rows,
+            (long long)d->missing_dense, (long long)d->missing_cat);
+    for (int i = 0; i < d->nbad; i++)
+        fprintf(stderr, "graphrun: %s:%lld:%d: skipped: %s\n", d->path, (long long)d->bad[i].line,
+                d->bad[i].column, d->bad[i].why);
+    if (d->skipped > d->nbad)
+        fprintf(stderr, "graphrun: %s: %lld more malformed lines skipped\n", d->path,
+                (long long)(d->skipped - d->nbad));
+}
+
+typedef struct input_ctx {
+    const cli *c;
+    loaded *l;
+} input_ctx;
+
+static gr_status input_hook(void *user, gr_workload *wl, gr_error *e) {
+    input_ctx *x = user;
+    x->l->wl = wl;
+    return input_prepare(x->c, x->l, e);
+}
+
+/* Through replay/load.c, the loader the replay service uses too: one way to read a workload. */
 static gr_status load_and_resolve(const cli *c, const gr_target *target, loaded *l, gr_error *e) {
     memset(l, 0, sizeof(*l));
-    gr_status st = gr_workload_load_file(c->workload, &l->wl, e);
+    input_ctx ic = {c, l};
+    gr_load_req req = {c->workload, c->variant, c->sets, c->nsets, c->seed, 0,
+                       c->input ? input_hook : NULL, &ic};
+    gr_loaded ld;
+    gr_status st = gr_load_resolve(&req, target, &ld, e);
+    l->wl = ld.wl; /* l owns them now: loaded_free frees them */
+    memcpy(l->plans, ld.plans, sizeof(l->plans));
+    l->nplans = ld.nplans;
     if (st != GR_OK) return st;
-    for (int i = 0; i < c->nsets; i++)
-        if (gr_workload_set(l->wl, c->sets[i], e) != GR_OK) return e->code;
-    if (c->seed) {
-        double s;
-        if (!gr_parse_number(c->seed, &s) || s < 0 || s != (double)(long long)s)
-            return gr_error_set(e, GR_ERR_USAGE, "--seed", "expected a whole number >= 0, got \"%s\"",
-                                c->seed);
-        l->wl->seed = (uint64_t)s;
-    }
-    const char *names[GR_MAX_VARIANTS];
-    int n = 0;
-    if (c->variant || l->wl->nvariants == 0) {
-        const char *v = gr_workload_variant(l->wl, c->variant, e);
-        if (!v) return e->code;
-        names[n++] = v;
-    } else {
-        for (int i = 0; i < l->wl->nvariants; i++) names[n++] = l->wl->variants[i];
-    }
-    for (int i = 0; i < n; i++) {
-        gr_plan *p = NULL;
-        if (gr_plan_resolve(l->wl, names[i], target, gr_kernel_find, gr_kernel_all_names, &p, e) == GR_OK)
-            l->plans[l->nplans++] = p;
-    }
-    if (gr_error_failed(e)) {
-        gr_error_prefix(e, "%s: ", c->workload);
-        return e->code;
-    }
+    if (c->input) return input_bind(c, l, e);
     return GR_OK;
 }
 
@@ -298,6 +380,7 @@ static int cmd_validate(cli *c) {
         return fail(&e);
     }
     int to_stdout_json = c->json_path && !strcmp(c->json_path, "-");
+    print_input(to_stdout_json ? stderr : stdout, &l);
     if (!to_stdout_json) {
         print_plans(&l, c->full ? 0 : 60);
         printf("\n%s: valid (%d variant%s)\n", c->workload, l.nplans, l.nplans == 1 ? "" : "s");
@@ -322,10 +405,11 @@ static int cmd_run(cli *c) {
     gr_status dst = gr_device_probe(c->device, &info, &deverr);
     gr_target t = dst == GR_OK ? gr_target_from_info(&info) : gr_target_default();
     loaded l;
-    if (load_and_resolve(c, &t, &l, &e) != GR_OK) {
+    if (load_and_resolve(c, &t, &l, &e) != GR_OK || (c->trace_path && gr_trace_check_path(c->trace_path, &e) != GR_OK)) {
         loaded_free(&l);
         return fail(&e);
     }
+    print_input(stdout, &l);
     if (dst != GR_OK) {
         print_plans(&l, c->full ? 0 : 60);
         fprintf(stderr, "\ngraphrun: %s\ngraphrun: the workload is valid and its plan is above; "
@@ -352,14 +436,41 @@ static int cmd_run(cli *c) {
     printf("\n");
     gr_accounting_print(stdout, (const gr_plan *const *)l.plans, l.nplans);
     fflush(stdout);
+    /* --trace: the same variants again, traced (replay/trace.c) */
+    gr_trace_result *tr = NULL;
+    gr_error te;
+    gr_error_clear(&te);
+    if (c->trace_path && st != GR_OK) {
+        fprintf(stderr, "graphrun: --trace: skipped, the untraced run failed\n");
+    } else if (c->trace_path) {
+        char command[2048] = "";
+        for (int i = 0, o = 0; i < c->argc && o < (int)sizeof(command) - 2; i++)
+            o += snprintf(command + o, sizeof(command) - (size_t)o, "%s%s", i ? " " : "", c->argv[i]);
+        gr_trace_opts topt = {c->trace_path, c->trace_iters, command};
+        tr = calloc(1, sizeof(*tr));
+        if (!tr) gr_error_set(&te, GR_ERR_NOMEM, "--trace", "out of host memory");
+        else if (gr_trace_run(r, &c->run, &topt, tr, &te) == GR_OK) gr_trace_print(stdout, tr);
+        fflush(stdout);
+        if (tr && tr->cupti.dropped)
+            fprintf(stderr, "graphrun: warning: CUPTI dropped %llu activity records; the traced counts and gaps "
+                            "are incomplete\n", (unsigned long long)tr->cupti.dropped);
+    }
     int rc = 0;
     if (c->json_path) {
         json_t *j = gr_report_json(r);
+        if (tr && !gr_error_failed(&te)) json_object_set_new(j, "trace", (json_t *)gr_trace_json(tr));
         gr_error je;
         gr_error_clear(&je);
         if (write_json(c->json_path, j, &je) != 0) rc = fail(&je);
         json_decref(j);
     }
+    if (gr_error_failed(&te)) {
+        rc = fail(&te);
+        fprintf(stderr, "graphrun: the results above are from the untraced run and stand; the trace is "
+                        "missing or incomplete\n");
+    }
+    gr_trace_result_free(tr);
+    free(tr);
     if (st != GR_OK) rc = fail(&e);
     free(r);
     loaded_free(&l);
@@ -419,6 +530,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "help")) {
         const char *sub = argc > 2 ? argv[2] : "";
+        if (gr_service_cmd_usage(sub)) {
+            fputs(gr_service_cmd_usage(sub), stdout);
+            return 0;
+        }
         fputs(!strcmp(sub, "run") ? usage_run : !strcmp(sub, "validate") ? usage_validate
               : !strcmp(sub, "kernels") ? usage_kernels : usage_main, stdout);
         return 0;
@@ -432,6 +547,7 @@ int main(int argc, char **argv) {
         int rc = parse_args(argc, argv, &c, usage_validate);
         return rc >= 0 ? rc : cmd_validate(&c);
     }
+    if (gr_service_cmd_usage(cmd)) return gr_service_cmd_main(argc, argv);
     fprintf(stderr, "graphrun: unknown command \"%s\"\n\n%s", cmd, usage_main);
     return 2;
 }

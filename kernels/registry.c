@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/decode.h"
+#include "kernels/dlrm.h"
 #include "kernels/gemm.h"
 #include "kernels/pointwise.h"
 #include "kernels/probe.h"
@@ -16,6 +17,7 @@ static const gr_kernel_def *const *const families[] = {
     gr_pointwise_kernels,
     gr_probe_kernels,
     gr_gemm_kernels,
+    gr_dlrm_kernels,
     gr_decode_kernels,
 };
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))

@@ -108,7 +108,7 @@ static gr_status run_one(const gr_plan *p, const gr_device_info *dev, const gr_r
         }
     }
     if (st == GR_OK) {
-        gr_time_opts t = {o->warmup, o->iters, o->batches, o->progress, NULL};
+        gr_time_opts t = {o->warmup, o->iters, o->batches, o->progress, NULL, NULL, NULL};
         if (t.warmup < 0) t.warmup = o->iters / 10 < 3 ? 3 : o->iters / 10;
         char label[96];
         snprintf(label, sizeof(label), "%s eager", p->variant);
@@ -234,7 +234,9 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
         if (r->v[i].timed) tv = &r->v[i];
     fprintf(f, "\ntiming per step, untraced: CUDA events around batches on the main stream; median "
                "[p10, p90] over %d batches of %d steps after %d warm-up steps\n",
-            tv->eager.batches, tv->eager.steps_per_batch, tv->eager.warmup);
+            tv->eager.batches ? tv->eager.batches : tv->graph_t.batches,
+            tv->eager.batches ? tv->eager.steps_per_batch : tv->graph_t.steps_per_batch,
+            tv->eager.batches ? tv->eager.warmup : tv->graph_t.warmup);
     if (r->opts.pdl)
         fprintf(f, "  launches use programmatic dependent launch (--pdl) for kernels that support it\n");
     if (tv->graph_t.steps_per_launch > 1)
@@ -250,6 +252,11 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
         char es[40], gs[40];
         snprintf(es, sizeof(es), "%.2f [%.2f, %.2f]", e, v->eager.step_us.p10, v->eager.step_us.p90);
         snprintf(gs, sizeof(gs), "%.2f [%.2f, %.2f]", g, v->graph_t.step_us.p10, v->graph_t.step_us.p90);
+        if (v->eager.batches == 0) { /* graph replay only: `graphrun replay` without --compare-eager */
+            fprintf(f, "  %-16s %7d %26s %26s %8s %12s %8s | %7.2f\n", v->plan->variant, k, "-", gs,
+                    "-", "-", "-", v->graph_t.submit_us.median);
+            continue;
+        }
         fprintf(f, "  %-16s %7d %26s %26s %7.2fx %12.3f %8.2f | %7.2f\n", v->plan->variant, k, es,
                 gs, g > 0 ? e / g : 0.0, k > 0 ? (e - g) / k : 0.0, v->eager.submit_us.median,
                 v->graph_t.submit_us.median);
@@ -272,6 +279,12 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
             char bs[24], ws[24];
             gr_fmt_bytes(bytes, bs, sizeof(bs));
             gr_fmt_bytes(gr_plan_input_bytes(v->plan), ws, sizeof(ws));
+            if (v->eager.batches == 0) {
+                fprintf(f, "  %-16s %12s %12s %10.2f %11s %11.1f %9.1f%% %11s %10.2fx\n",
+                        v->plan->variant, bs, ws, fl, "-", gg, 100.0 * gg / r->bw.gbps.median, "-",
+                        fl > 0 ? v->graph_t.step_us.median / fl : 0.0);
+                continue;
+            }
             fprintf(f, "  %-16s %12s %12s %10.2f %11.1f %11.1f %9.1f%% %10.2fx %10.2fx\n",
                     v->plan->variant, bs, ws, fl, eg, gg, 100.0 * gg / r->bw.gbps.median,
                     fl > 0 ? v->eager.step_us.median / fl : 0.0,
@@ -372,6 +385,11 @@ void *gr_report_json(const gr_run_report *r) {
                 json_object_set_new(jv, "graph_pct_of_copy_bw",
                                     json_real(100.0 * bytes / (g * 1e-6) / 1e9 / r->bw.gbps.median));
             }
+            if (v->eager.batches == 0) /* graph replay only (`graphrun replay`): no eager numbers */
+                for (const char **key = (const char *[]){"eager", "speedup", "overhead_removed_us_per_kernel",
+                                                         "eager_gbps", "eager_over_floor", NULL};
+                     *key; key++)
+                    json_object_del(jv, *key);
         }
         json_array_append_new(vars, jv);
     }

@@ -30,7 +30,17 @@ gr_status gr_time_steps(gr_step_fn step, void *user, gr_stream_t stream, const g
     out->steps_per_batch = per;
     out->warmup = o->warmup;
     out->steps_per_launch = 1;
-    for (int i = 0; i < o->warmup; i++) GR_TRY(step(user, err));
+    for (int i = 0; i < o->warmup; i++) {
+        GR_TRY(step(user, err));
+        /* a long warm-up stays cancellable (on_batch with 0 steps done; nothing is timed here) */
+        if (o->on_batch && (i + 1) % 1024 == 0) {
+            gr_status cs = o->on_batch(o->on_batch_user, 0, batches * per, err);
+            if (cs != GR_OK) {
+                cudaStreamSynchronize(s);
+                return cs;
+            }
+        }
+    }
     GR_CUDA(cudaStreamSynchronize(s), err);
     double *step_us = calloc((size_t)batches, sizeof(double));
     double *sub_us = calloc((size_t)batches, sizeof(double));
@@ -59,6 +69,7 @@ gr_status gr_time_steps(gr_step_fn step, void *user, gr_stream_t stream, const g
         step_us[b] = (double)ms * 1e3 / per;
         sub_us[b] = (t1 - t0) / per;
         progress(o, (b + 1) * per, batches * per);
+        if (st == GR_OK && o->on_batch) st = o->on_batch(o->on_batch_user, (b + 1) * per, batches * per, err);
     }
     if (st == GR_OK) {
         out->step_us = gr_summarize(step_us, (size_t)batches);

@@ -28,6 +28,12 @@ typedef struct gr_time_opts {
     int batches; /* iters are split into this many batches */
     int progress; /* draw a progress bar on stderr (only when it is a terminal) */
     const char *label;
+    /* Optional: called after each timed batch, outside the timed region, with the steps done so
+     * far (and every 1024 warm-up steps with 0 done); a status other than GR_OK stops the
+     * timing and is returned (the replay service reports progress and cancels a replay whose
+     * client went away with it). */
+    gr_status (*on_batch)(void *user, int done, int total, gr_error *err);
+    void *on_batch_user;
 } gr_time_opts;
 
 gr_status gr_time_steps(gr_step_fn step, void *user, gr_stream_t stream, const gr_time_opts *o,

@@ -1,0 +1,17 @@
+# DLRM targets (issue #4): dlrm_small at B = 128 (graph-fused <= 40 us per batch) and B = 2048
+# (graph-fused <= 60 us). One run per size gives all five numbers: eager-unfused, eager-fused,
+# graph-unfused, graph-fused, graph-fused_2stream (eager-fused_2stream too). Around them: the
+# same with --pdl, the fused Linear layers forced to the other impl (simt vs cuBLASLt) to check
+# the auto choice, and real Criteo rows (--input) when the checkout has the sample. Sourced by
+# bench/run.sh; `one LABEL graphrun-args...` runs and summarises.
+bench_dlrm() {
+    one dlrm_b128 run workloads/dlrm_small.json --set B=128 --iters 5000 --batches 40 --quiet
+    one dlrm_b2048 run workloads/dlrm_small.json --set B=2048 --iters 2000 --batches 40 --quiet
+    one dlrm_b128_pdl run workloads/dlrm_small.json --set B=128 --iters 5000 --batches 40 --pdl --quiet
+    one dlrm_b2048_pdl run workloads/dlrm_small.json --set B=2048 --iters 2000 --batches 40 --pdl --quiet
+    one dlrm_b128_lt run workloads/dlrm_small.json --variant fused --set B=128 --set linear_impl=lt --iters 5000 --batches 40 --quiet
+    one dlrm_b2048_simt run workloads/dlrm_small.json --variant fused --set B=2048 --set linear_impl=simt --iters 2000 --batches 40 --quiet
+    if [ -f tests/data/criteo_sample.tsv ]; then
+        one dlrm_b128_criteo run workloads/dlrm_small.json --input tests/data/criteo_sample.tsv --set B=128 --iters 5000 --batches 40 --quiet
+    fi
+}

@@ -1,0 +1,974 @@
+/* The analysis behind `cupti-launchstat report` and `graphrun run --trace`: one pass of index
+ * building (API nesting, correlation maps, graph node resolution, regions), then each scope (the
+ * whole trace and every region) computed from its records in start-time order. */
+#include "cupti_tools/analysis.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cupti_tools/u64map.h"
+
+void gr_ls_opts_default(gr_ls_opts *o) {
+    memset(o, 0, sizeof(*o));
+    o->short_gap_us = 10;
+    o->top = 15;
+}
+
+typedef struct region_def {
+    char name[160], variant[64], mode[32];
+    int64_t s, e, steps;
+    int open_end, from_profiler;
+    double traced, untraced;
+} region_def;
+
+typedef struct actx {
+    const gr_trace *tr;
+    const gr_ls_opts *o;
+    gr_u64map api_by_corr, ext_by_corr, node_by_id, op_by_tag;
+    int32_t *parent; /* per API record: enclosing runtime call, -1 */
+    region_def *regions;
+    size_t nregions;
+    gr_error *err;
+} actx;
+
+static gr_status oom(actx *a) {
+    gr_error_set(a->err, GR_ERR_NOMEM, a->tr->path, "out of host memory in the analysis");
+    return GR_ERR_NOMEM;
+}
+
+#define US(ns) ((double)(ns) / 1000.0)
+
+/* ---- index building ---- */
+
+typedef struct api_key {
+    uint32_t tid;
+    uint8_t driver;
+    int64_t s, e;
+    int32_t idx;
+} api_key;
+
+/* per thread, by start; at equal starts the longer (outer) call first, runtime before driver */
+static int cmp_api_key(const void *x, const void *y) {
+    const api_key *a = x, *b = y;
+    if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
+    if (a->s != b->s) return a->s < b->s ? -1 : 1;
+    if (a->e != b->e) return a->e > b->e ? -1 : 1;
+    return (a->driver > b->driver) - (a->driver < b->driver);
+}
+
+/* A call made inside another traced call on the same thread (cuLaunchKernel inside
+ * cudaLaunchKernel, or the runtime's internal __cudaLaunchKernel inside cudaLaunchKernel) gets
+ * the outermost one as parent, so it is not counted as a second launch. */
+static gr_status build_nesting(actx *a) {
+    const gr_trace *t = a->tr;
+    size_t n = t->api.n;
+    a->parent = malloc((n + 1) * sizeof(int32_t));
+    api_key *k = malloc((n + 1) * sizeof(api_key));
+    int32_t *stack = malloc((n + 1) * sizeof(int32_t));
+    if (!a->parent || !k || !stack) {
+        free(k);
+        free(stack);
+        return oom(a);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const gr_tr_api *x = &t->api.v[i];
+        a->parent[i] = -1;
+        k[i] = (api_key){x->tid, x->driver, x->s, x->e, (int32_t)i};
+    }
+    qsort(k, n, sizeof(api_key), cmp_api_key);
+    size_t depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && k[i].tid != k[i - 1].tid) depth = 0;
+        while (depth > 0) {
+            const api_key *top = &k[stack[depth - 1]];
+            if (top->s <= k[i].s && k[i].e <= top->e) break;
+            depth--;
+        }
+        if (depth > 0) a->parent[k[i].idx] = k[stack[0]].idx;
+        stack[depth++] = (int32_t)i;
+    }
+    free(k);
+    free(stack);
+    return GR_OK;
+}
+
+static gr_status build_maps(actx *a) {
+    const gr_trace *t = a->tr;
+    for (size_t i = 0; i < t->api.n; i++) {
+        uint32_t c = t->api.v[i].corr;
+        if (!c) continue;
+        int64_t prev;
+        /* a correlation id shared by a runtime call and the driver call inside it: keep the
+         * top-level one */
+        if (gr_u64map_get(&a->api_by_corr, c, &prev) && a->parent[prev] < 0) continue;
+        if (!gr_u64map_put(&a->api_by_corr, c, (int64_t)i)) return oom(a);
+    }
+    for (size_t i = 0; i < t->ext.n; i++)
+        if (!gr_u64map_put_new(&a->ext_by_corr, t->ext.v[i].corr, (int64_t)t->ext.v[i].id) && a->ext_by_corr.oom)
+            return oom(a);
+    for (size_t i = 0; i < t->node.n; i++) {
+        const gr_tr_node *nd = &t->node.v[i];
+        int64_t prev;
+        if (gr_u64map_get(&a->node_by_id, nd->node, &prev)) {
+            /* created and then reported as a clone: the clone knows where it came from */
+            if (nd->orig && !t->node.v[prev].orig && !gr_u64map_put(&a->node_by_id, nd->node, (int64_t)i))
+                return oom(a);
+            continue;
+        }
+        if (!gr_u64map_put(&a->node_by_id, nd->node, (int64_t)i)) return oom(a);
+    }
+    for (size_t i = 0; i < t->op.n; i++)
+        if (!gr_u64map_put(&a->op_by_tag, t->op.v[i].tag, (int64_t)i)) return oom(a);
+    return GR_OK;
+}
+
+static int cmp_region(const void *x, const void *y) {
+    const region_def *a = x, *b = y;
+    return (a->s > b->s) - (a->s < b->s);
+}
+
+static int cmp_api_time(const void *x, const void *y, const gr_trace *t) {
+    const gr_tr_api *a = &t->api.v[*(const size_t *)x], *b = &t->api.v[*(const size_t *)y];
+    return (a->s > b->s) - (a->s < b->s);
+}
+
+static const gr_trace *sort_trace; /* for qsort comparators below; the analysis is single-threaded */
+static int cmp_api_time_q(const void *x, const void *y) {
+    return cmp_api_time(x, y, sort_trace);
+}
+
+static gr_status build_regions(actx *a) {
+    const gr_trace *t = a->tr;
+    if (t->region.n > 0) {
+        a->regions = calloc(t->region.n, sizeof(region_def));
+        if (!a->regions) return oom(a);
+        for (size_t i = 0; i < t->region.n; i++) {
+            const gr_tr_region *g = &t->region.v[i];
+            region_def *d = &a->regions[a->nregions++];
+            snprintf(d->name, sizeof(d->name), "%s", gr_trace_str(t, g->name));
+            snprintf(d->variant, sizeof(d->variant), "%s", gr_trace_str(t, g->variant));
+            snprintf(d->mode, sizeof(d->mode), "%s", gr_trace_str(t, g->mode));
+            d->s = g->s;
+            d->e = g->e;
+            d->steps = g->steps;
+            d->traced = g->traced_step_us;
+            d->untraced = g->untraced_step_us;
+        }
+    } else {
+        /* cudaProfilerStart .. cudaProfilerStop ranges (torch.cuda.profiler.start/stop) */
+        size_t np = 0;
+        size_t *idx = malloc((t->api.n + 1) * sizeof(size_t));
+        if (!idx) return oom(a);
+        for (size_t i = 0; i < t->api.n; i++)
+            if (t->api.v[i].cat == GR_API_PROFILER && a->parent[i] < 0) idx[np++] = i;
+        sort_trace = t;
+        qsort(idx, np, sizeof(size_t), cmp_api_time_q);
+        a->regions = calloc(np / 2 + 2, sizeof(region_def));
+        if (!a->regions) {
+            free(idx);
+            return oom(a);
+        }
+        int open = 0;
+        int64_t open_at = 0;
+        for (size_t k = 0; k < np; k++) {
+            const gr_tr_api *x = &t->api.v[idx[k]];
+            int is_start = strstr(gr_trace_str(t, x->name), "Start") != NULL;
+            if (is_start && !open) {
+                open = 1;
+                open_at = x->e;
+            } else if (!is_start && open) {
+                region_def *d = &a->regions[a->nregions++];
+                snprintf(d->name, sizeof(d->name), "profiler range %zu", a->nregions);
+                d->s = open_at;
+                d->e = x->s;
+                d->from_profiler = 1;
+                open = 0;
+            }
+        }
+        if (open) {
+            region_def *d = &a->regions[a->nregions++];
+            snprintf(d->name, sizeof(d->name), "profiler range %zu (no stop)", a->nregions);
+            d->s = open_at;
+            d->e = INT64_MAX;
+            d->open_end = 1;
+            d->from_profiler = 1;
+        }
+        free(idx);
+    }
+    qsort(a->regions, a->nregions, sizeof(region_def), cmp_region);
+    return GR_OK;
+}
+
+static int region_of(const actx *a, int64_t key) {
+    size_t lo = 0, hi = a->nregions;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (a->regions[mid].s <= key) lo = mid + 1;
+        else hi = mid;
+    }
+    /* regions do not normally overlap; look back a few in case they do */
+    for (size_t k = lo, n = 0; k > 0 && n < 8; k--, n++)
+        if (a->regions[k - 1].s <= key && key <= a->regions[k - 1].e) return (int)(k - 1);
+    return -1;
+}
+
+static const gr_tr_api *launch_api(const actx *a, uint32_t corr) {
+    int64_t i;
+    if (!corr || !gr_u64map_get(&a->api_by_corr, corr, &i)) return NULL;
+    if (a->parent[i] >= 0) i = a->parent[i];
+    return &a->tr->api.v[i];
+}
+
+static const gr_tr_node *resolve_node(const actx *a, uint64_t id) {
+    int64_t i;
+    if (!id || !gr_u64map_get(&a->node_by_id, id, &i)) return NULL;
+    const gr_tr_node *n = &a->tr->node.v[i];
+    for (int hop = 0; hop < 32 && n->orig; hop++) {
+        if (!gr_u64map_get(&a->node_by_id, n->orig, &i)) break;
+        n = &a->tr->node.v[i];
+    }
+    return n;
+}
+
+static int is_graph_kernel(const gr_tr_gpu *g) {
+    return g->graph != 0 || g->node != 0;
+}
+
+/* Op tag of a kernel: eager through external correlation, graph through its node. */
+static uint64_t kernel_tag(const actx *a, const gr_tr_gpu *g) {
+    if (is_graph_kernel(g)) {
+        const gr_tr_node *n = resolve_node(a, g->node);
+        return n ? n->tag : 0;
+    }
+    int64_t id;
+    if (g->corr && gr_u64map_get(&a->ext_by_corr, g->corr, &id)) return (uint64_t)id;
+    return 0;
+}
+
+/* ---- grouped summaries ---- */
+
+/* out[g] = summary of val[i] over i with gid[i] == g (gid < 0 or NaN values skipped). */
+static int group_summaries(const int32_t *gid, const double *val, size_t n, size_t ng, gr_summary *out) {
+    size_t *off = calloc(ng + 2, sizeof(size_t));
+    double *buf = malloc((n + 1) * sizeof(double));
+    if (!off || !buf) {
+        free(off);
+        free(buf);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (gid[i] >= 0 && !isnan(val[i])) off[gid[i] + 1]++;
+    for (size_t g = 0; g < ng; g++) off[g + 1] += off[g];
+    size_t *pos = malloc((ng + 1) * sizeof(size_t));
+    if (!pos) {
+        free(off);
+        free(buf);
+        return 0;
+    }
+    memcpy(pos, off, (ng + 1) * sizeof(size_t));
+    for (size_t i = 0; i < n; i++)
+        if (gid[i] >= 0 && !isnan(val[i])) buf[pos[gid[i]]++] = val[i];
+    for (size_t g = 0; g < ng; g++) out[g] = gr_summarize(buf + off[g], off[g + 1] - off[g]);
+    free(pos);
+    free(off);
+    free(buf);
+    return 1;
+}
+
+static gr_summary summarize_list(double *v, size_t n) {
+    return gr_summarize(v, n);
+}
+
+/* ---- one scope ---- */
+
+static const gr_trace *cmp_trace;
+static int cmp_gpu_time(const void *x, const void *y) {
+    const gr_tr_gpu *a = &cmp_trace->gpu.v[*(const size_t *)x], *b = &cmp_trace->gpu.v[*(const size_t *)y];
+    if (a->s != b->s) return a->s < b->s ? -1 : 1;
+    return (a->e > b->e) - (a->e < b->e);
+}
+
+static int cmp_kern_row(const void *x, const void *y) {
+    const gr_ls_kernel_row *a = x, *b = y;
+    return (a->total_us < b->total_us) - (a->total_us > b->total_us);
+}
+
+static int cmp_api_row(const void *x, const void *y) {
+    const gr_ls_api_row *a = x, *b = y;
+    if (a->total_us != b->total_us) return (a->total_us < b->total_us) - (a->total_us > b->total_us);
+    return (a->count < b->count) - (a->count > b->count);
+}
+
+static int cmp_stream_row(const void *x, const void *y) {
+    const gr_ls_stream_row *a = x, *b = y;
+    if (a->ctx != b->ctx) return a->ctx < b->ctx ? -1 : 1;
+    return (a->stream > b->stream) - (a->stream < b->stream);
+}
+
+static int cmp_op_row(const void *x, const void *y) {
+    const gr_ls_op_row *a = x, *b = y;
+    if (a->variant != b->variant) return a->variant < b->variant ? -1 : 1;
+    if (a->index != b->index) return a->index < b->index ? -1 : 1;
+    return (a->tag > b->tag) - (a->tag < b->tag);
+}
+
+typedef struct stream_state {
+    int started;
+    int64_t cur_s, cur_e;
+} stream_state;
+
+typedef struct launch_state {
+    uint32_t corr;
+    size_t nodes;
+    int64_t min_s, max_e, cur_s, cur_e;
+    double busy;
+} launch_state;
+
+#define FREE_ALL()                                                                                 \
+    do {                                                                                           \
+        free(valid);                                                                               \
+        free(gap);                                                                                 \
+        free(vals);                                                                                \
+        free(gid);                                                                                 \
+        free(sst);                                                                                 \
+        free(lst);                                                                                 \
+        free(gaps);                                                                                \
+        gr_u64map_free(&smap);                                                                     \
+        gr_u64map_free(&nmap);                                                                     \
+        gr_u64map_free(&lmap);                                                                     \
+        gr_u64map_free(&omap);                                                                     \
+        gr_u64map_free(&amap);                                                                     \
+    } while (0)
+
+static gr_status scope_compute(actx *a, gr_ls_scope *sc, const size_t *gi, size_t ng, const size_t *ai,
+                               size_t na) {
+    const gr_trace *t = a->tr;
+    const double thr = a->o->short_gap_us;
+    size_t *valid = malloc((ng + 1) * sizeof(size_t));
+    double *gap = malloc((ng + 1) * sizeof(double));
+    double *vals = malloc((ng + na + 1) * sizeof(double));
+    int32_t *gid = malloc((ng + na + 1) * sizeof(int32_t));
+    stream_state *sst = NULL;
+    launch_state *lst = NULL;
+    double *gaps = NULL;
+    gr_u64map smap, nmap, lmap, omap, amap;
+    gr_u64map_init(&smap);
+    gr_u64map_init(&nmap);
+    gr_u64map_init(&lmap);
+    gr_u64map_init(&omap);
+    gr_u64map_init(&amap);
+    if (!valid || !gap || !vals || !gid) {
+        FREE_ALL();
+        return oom(a);
+    }
+    size_t nv = 0;
+    for (size_t k = 0; k < ng; k++) {
+        const gr_tr_gpu *g = &t->gpu.v[gi[k]];
+        if (g->kind == GR_GPU_KERNEL) {
+            sc->kernels++;
+            if (is_graph_kernel(g)) sc->graph_kernels++;
+            else sc->eager_kernels++;
+        } else if (g->kind == GR_GPU_MEMCPY) {
+            sc->memcpys++;
+        } else {
+            sc->memsets++;
+        }
+        if (g->incomplete) sc->incomplete++;
+        else valid[nv++] = gi[k];
+    }
+    cmp_trace = t;
+    qsort(valid, nv, sizeof(size_t), cmp_gpu_time);
+
+    /* overall span, busy, idle holes */
+    int64_t span_s = 0, span_e = 0;
+    if (nv > 0) {
+        span_s = t->gpu.v[valid[0]].s;
+        span_e = t->gpu.v[valid[0]].e;
+        int64_t cs = span_s, ce = span_e;
+        double busy = 0, idle = 0, shrt = 0;
+        for (size_t k = 1; k < nv; k++) {
+            const gr_tr_gpu *g = &t->gpu.v[valid[k]];
+            if (g->e > span_e) span_e = g->e;
+            if (g->s > ce) {
+                busy += US(ce - cs);
+                double hole = US(g->s - ce);
+                idle += hole;
+                if (hole < thr) shrt += hole;
+                cs = g->s;
+                ce = g->e;
+            } else if (g->e > ce) {
+                ce = g->e;
+            }
+        }
+        busy += US(ce - cs);
+        sc->busy_us = busy;
+        sc->idle_us = idle;
+        sc->short_idle_us = shrt;
+        sc->gpu_span_us = US(span_e - span_s);
+        sc->idle_frac = sc->gpu_span_us > 0 ? idle / sc->gpu_span_us : 0;
+        sc->short_share = idle > 0 ? shrt / idle : 0;
+    }
+
+    /* streams: gaps before each op, busy and holes per stream over the scope's span */
+    size_t nstreams = 0;
+    for (size_t k = 0; k < nv; k++) {
+        const gr_tr_gpu *g = &t->gpu.v[valid[k]];
+        uint64_t key = ((uint64_t)g->ctx << 32) | g->stream;
+        if (gr_u64map_put_new(&smap, key, (int64_t)nstreams)) nstreams++;
+        else if (smap.oom) {
+            FREE_ALL();
+            return oom(a);
+        }
+    }
+    sc->streams = calloc(nstreams + 1, sizeof(gr_ls_stream_row));
+    sst = calloc(nstreams + 1, sizeof(stream_state));
+    if (!sc->streams || !sst) {
+        FREE_ALL();
+        return oom(a);
+    }
+    sc->nstreams = nstreams;
+    for (size_t k = 0; k < nv; k++) {
+        const gr_tr_gpu *g = &t->gpu.v[valid[k]];
+        int64_t r;
+        gr_u64map_get(&smap, ((uint64_t)g->ctx << 32) | g->stream, &r);
+        gr_ls_stream_row *row = &sc->streams[r];
+        stream_state *st = &sst[r];
+        row->ctx = g->ctx;
+        row->stream = g->stream;
+        row->ops++;
+        if (g->kind == GR_GPU_KERNEL) row->kernels++;
+        gap[k] = NAN;
+        if (!st->started) {
+            double lead = US(g->s - span_s);
+            if (lead > 0) {
+                row->idle_us += lead;
+                if (lead < thr) row->short_idle_us += lead;
+            }
+            st->started = 1;
+            st->cur_s = g->s;
+            st->cur_e = g->e;
+            continue;
+        }
+        int64_t d = g->s - st->cur_e;
+        gap[k] = d > 0 ? US(d) : 0.0;
+        if (g->s > st->cur_e) {
+            row->busy_us += US(st->cur_e - st->cur_s);
+            double hole = US(g->s - st->cur_e);
+            row->idle_us += hole;
+            if (hole < thr) row->short_idle_us += hole;
+            st->cur_s = g->s;
+            st->cur_e = g->e;
+        } else if (g->e > st->cur_e) {
+            st->cur_e = g->e;
+        }
+    }
+    for (size_t r = 0; r < nstreams; r++) {
+        gr_ls_stream_row *row = &sc->streams[r];
+        row->busy_us += US(sst[r].cur_e - sst[r].cur_s);
+        double trail = US(span_e - sst[r].cur_e);
+        if (trail > 0) {
+            row->idle_us += trail;
+            if (trail < thr) row->short_idle_us += trail;
+        }
+    }
+    /* per-stream gap summaries (kernels only) */
+    for (size_t k = 0; k < nv; k++) {
+        const gr_tr_gpu *g = &t->gpu.v[valid[k]];
+        int64_t r = -1;
+        if (g->kind == GR_GPU_KERNEL) gr_u64map_get(&smap, ((uint64_t)g->ctx << 32) | g->stream, &r);
+        gid[k] = (int32_t)r;
+        vals[k] = gap[k];
+    }
+    {
+        gr_summary *tmp = calloc(nstreams + 1, sizeof(gr_summary));
+        if (!tmp || !group_summaries(gid, vals, nv, nstreams, tmp)) {
+            free(tmp);
+            FREE_ALL();
+            return oom(a);
+        }
+        for (size_t r = 0; r < nstreams; r++) sc->streams[r].gap_us = tmp[r];
+        free(tmp);
+    }
+
+    /* per kernel: durations, gaps, launch latency, latency timestamps */
+    size_t nk = 0;
+    double *lat = malloc((nv + 1) * sizeof(double));
+    double *que = malloc((nv + 1) * sizeof(double));
+    double *sub = malloc((nv + 1) * sizeof(double));
+    double *dur = malloc((nv + 1) * sizeof(double));
+    double *kg = malloc((nv + 1) * sizeof(double));
+    if (!lat || !que || !sub || !dur || !kg) {
+        free(lat), free(que), free(sub), free(dur), free(kg);
+        FREE_ALL();
+        return oom(a);
+    }
+    size_t nlat = 0, nq = 0, nkg = 0;
+    for (size_t k = 0; k < nv; k++) {
+        const gr_tr_gpu *g = &t->gpu.v[valid[k]];
+        if (g->kind != GR_GPU_KERNEL) continue;
+        dur[nk++] = US(g->e - g->s);
+        if (!isnan(gap[k])) kg[nkg++] = gap[k];
+        if (!is_graph_kernel(g)) {
+            const gr_tr_api *x = launch_api(a, g->corr);
+            if (x) lat[nlat++] = US(g->s - x->s);
+        }
+        if (g->q > 0 && g->sub > 0) {
+            que[nq] = US(g->sub - g->q);
+            sub[nq++] = US(g->s - g->sub);
+        }
+    }
+    for (size_t k = 0; k < ng; k++) {
+        const gr_tr_gpu *g = &t->gpu.v[gi[k]];
+        if (g->kind == GR_GPU_KERNEL && !is_graph_kernel(g) && !launch_api(a, g->corr)) sc->no_api++;
+    }
+    sc->dur_us = summarize_list(dur, nk);
+    sc->gap_us = summarize_list(kg, nkg);
+    sc->latency_us = summarize_list(lat, nlat);
+    sc->queued_us = summarize_list(que, nq);
+    sc->submit_us = summarize_list(sub, nq);
+    free(lat), free(que), free(sub), free(dur), free(kg);
+
+    /* kernel names */
+    size_t nnames = 0;
+    for (size_t k = 0; k < nv; k++) {
+        const gr_tr_gpu *g = &t->gpu.v[valid[k]];
+        gid[k] = -1;
+        if (g->kind != GR_GPU_KERNEL) continue;
+        int64_t r;
+        if (!gr_u64map_get(&nmap, (uint64_t)(uint32_t)g->name, &r)) {
+            r = (int64_t)nnames++;
+            if (!gr_u64map_put(&nmap, (uint64_t)(uint32_t)g->name, r)) {
+                FREE_ALL();
+                return oom(a);
+            }
+        }
+        gid[k] = (int32_t)r;
+    }
+    sc->kern = calloc(nnames + 1, sizeof(gr_ls_kernel_row));
+    gr_summary *tmp = calloc(nnames + 1, sizeof(gr_summary));
+    if (!sc->kern || !tmp) {
+        free(tmp);
+        FREE_ALL();
+        return oom(a);
+    }
+    sc->nkern = nnames;
+    for (size_t k = 0; k < nv; k++) {
+        if (gid[k] < 0) continue;
+        const gr_tr_gpu *g = &t->gpu.v[valid[k]];
+        gr_ls_kernel_row *row = &sc->kern[gid[k]];
+        row->name = g->name;
+        row->count++;
+        vals[k] = US(g->e - g->s);
+        row->total_us += vals[k];
+    }
+    int ok = group_summaries(gid, vals, nv, nnames, tmp);
+    for (size_t r = 0; ok && r < nnames; r++) sc->kern[r].dur_us = tmp[r];
+    ok = ok && group_summaries(gid, gap, nv, nnames, tmp);
+    for (size_t r = 0; ok && r < nnames; r++) sc->kern[r].gap_us = tmp[r];
+    free(tmp);
+    if (!ok) {
+        FREE_ALL();
+        return oom(a);
+    }
+    qsort(sc->kern, sc->nkern, sizeof(gr_ls_kernel_row), cmp_kern_row);
+
+    /* workload ops (graphrun traces) */
+    size_t nops = 0;
+    for (size_t k = 0; k < nv; k++) {
+        const gr_tr_gpu *g = &t->gpu.v[valid[k]];
+        gid[k] = -1;
+        if (g->kind != GR_GPU_KERNEL) continue;
+        uint64_t tag = kernel_tag(a, g);
+        int64_t oi;
+        if (!tag || !gr_u64map_get(&a->op_by_tag, tag, &oi)) continue;
+        int64_t r;
+        if (!gr_u64map_get(&omap, tag, &r)) {
+            r = (int64_t)nops++;
+            if (!gr_u64map_put(&omap, tag, r)) {
+                FREE_ALL();
+                return oom(a);
+            }
+        }
+        gid[k] = (int32_t)r;
+        sc->kernels_with_op++;
+    }
+    sc->ops = calloc(nops + 1, sizeof(gr_ls_op_row));
+    tmp = calloc(nops + 1, sizeof(gr_summary));
+    if (!sc->ops || !tmp) {
+        free(tmp);
+        FREE_ALL();
+        return oom(a);
+    }
+    sc->nops = nops;
+    for (size_t k = 0; k < nv; k++) {
+        if (gid[k] < 0) continue;
+        const gr_tr_gpu *g = &t->gpu.v[valid[k]];
+        gr_ls_op_row *row = &sc->ops[gid[k]];
+        uint64_t tag = kernel_tag(a, g);
+        int64_t oi = 0;
+        gr_u64map_get(&a->op_by_tag, tag, &oi);
+        const gr_tr_op *op = &t->op.v[oi];
+        row->tag = tag;
+        row->name = op->name;
+        row->kernel = op->kernel;
+        row->variant = op->variant;
+        row->index = op->index;
+        if (is_graph_kernel(g)) row->graph++;
+        else row->eager++;
+        vals[k] = US(g->e - g->s);
+        row->total_us += vals[k];
+    }
+    if (!group_summaries(gid, vals, nv, nops, tmp)) {
+        free(tmp);
+        FREE_ALL();
+        return oom(a);
+    }
+    for (size_t r = 0; r < nops; r++) sc->ops[r].dur_us = tmp[r];
+    free(tmp);
+    qsort(sc->ops, sc->nops, sizeof(gr_ls_op_row), cmp_op_row);
+
+    /* graph launches: kernels grouped by the launch's correlation id, in start order */
+    size_t nl = 0;
+    for (size_t k = 0; k < nv; k++) {
+        const gr_tr_gpu *g = &t->gpu.v[valid[k]];
+        if (g->kind != GR_GPU_KERNEL || !is_graph_kernel(g)) continue;
+        if (gr_u64map_put_new(&lmap, g->corr, (int64_t)nl)) nl++;
+        else if (lmap.oom) {
+            FREE_ALL();
+            return oom(a);
+        }
+    }
+    lst = calloc(nl + 1, sizeof(launch_state));
+    gaps = malloc((sc->graph_kernels + 1) * sizeof(double));
+    if (!lst || !gaps) {
+        FREE_ALL();
+        return oom(a);
+    }
+    size_t ngaps = 0;
+    gr_ls_graph *gs = &sc->graph;
+    for (size_t k = 0; k < nv; k++) {
+        const gr_tr_gpu *g = &t->gpu.v[valid[k]];
+        if (g->kind != GR_GPU_KERNEL || !is_graph_kernel(g)) continue;
+        int64_t r;
+        gr_u64map_get(&lmap, g->corr, &r);
+        launch_state *L = &lst[r];
+        gs->node_kernels++;
+        const gr_tr_node *nd = resolve_node(a, g->node);
+        if (nd && nd->api >= 0 && gr_trace_str(t, nd->api)[0]) gs->mapped_api++;
+        int64_t oi;
+        if (nd && nd->tag && gr_u64map_get(&a->op_by_tag, nd->tag, &oi)) gs->mapped_op++;
+        if (L->nodes == 0) {
+            L->corr = g->corr;
+            L->min_s = L->cur_s = g->s;
+            L->max_e = L->cur_e = g->e;
+        } else {
+            int64_t d = g->s - L->cur_e;
+            gaps[ngaps++] = d > 0 ? US(d) : 0.0;
+            if (g->s > L->cur_e) {
+                L->busy += US(L->cur_e - L->cur_s);
+                L->cur_s = g->s;
+                L->cur_e = g->e;
+            } else if (g->e > L->cur_e) {
+                L->cur_e = g->e;
+            }
+            if (g->e > L->max_e) L->max_e = g->e;
+        }
+        L->nodes++;
+    }
+    gs->launches = nl;
+    gs->gaps = ngaps;
+    for (size_t i = 0; i < ngaps; i++) gs->gap_total_us += gaps[i];
+    gs->gap_us = summarize_list(gaps, ngaps);
+    {
+        double *nodes = malloc((nl + 1) * sizeof(double)), *span = malloc((nl + 1) * sizeof(double));
+        double *busy = malloc((nl + 1) * sizeof(double)), *host = malloc((nl + 1) * sizeof(double));
+        double *first = malloc((nl + 1) * sizeof(double));
+        if (!nodes || !span || !busy || !host || !first) {
+            free(nodes), free(span), free(busy), free(host), free(first);
+            FREE_ALL();
+            return oom(a);
+        }
+        size_t nh = 0;
+        for (size_t r = 0; r < nl; r++) {
+            launch_state *L = &lst[r];
+            L->busy += US(L->cur_e - L->cur_s);
+            nodes[r] = (double)L->nodes;
+            span[r] = US(L->max_e - L->min_s);
+            busy[r] = L->busy;
+            const gr_tr_api *x = launch_api(a, L->corr);
+            if (x) {
+                host[nh] = US(x->e - x->s);
+                first[nh++] = US(L->min_s - x->s);
+            }
+        }
+        gs->nodes = summarize_list(nodes, nl);
+        gs->span_us = summarize_list(span, nl);
+        gs->busy_us = summarize_list(busy, nl);
+        gs->host_us = summarize_list(host, nh);
+        gs->first_latency_us = summarize_list(first, nh);
+        free(nodes), free(span), free(busy), free(host), free(first);
+    }
+
+    /* API calls: rows per (domain, name); host time of top-level calls */
+    size_t nrows = 0;
+    for (size_t k = 0; k < na; k++) {
+        const gr_tr_api *x = &t->api.v[ai[k]];
+        uint64_t key = ((uint64_t)x->driver << 32) | (uint32_t)x->name;
+        int64_t r;
+        if (!gr_u64map_get(&amap, key, &r)) {
+            r = (int64_t)nrows++;
+            if (!gr_u64map_put(&amap, key, r)) {
+                FREE_ALL();
+                return oom(a);
+            }
+        }
+        gid[k] = (int32_t)r;
+    }
+    sc->api = calloc(nrows + 1, sizeof(gr_ls_api_row));
+    gr_summary *top = calloc(nrows + 1, sizeof(gr_summary)), *nest = calloc(nrows + 1, sizeof(gr_summary));
+    double *lh = malloc((na + 1) * sizeof(double));
+    int32_t *gnest = malloc((na + 1) * sizeof(int32_t));
+    if (!sc->api || !top || !nest || !lh || !gnest) {
+        free(top), free(nest), free(lh), free(gnest);
+        FREE_ALL();
+        return oom(a);
+    }
+    sc->napi = nrows;
+    size_t nlh = 0;
+    for (size_t k = 0; k < na; k++) {
+        const gr_tr_api *x = &t->api.v[ai[k]];
+        gr_ls_api_row *row = &sc->api[gid[k]];
+        row->name = x->name;
+        row->driver = x->driver;
+        row->cat = x->cat;
+        vals[k] = US(x->e - x->s);
+        gnest[k] = -1;
+        if (a->parent[ai[k]] >= 0) {
+            row->nested++;
+            gnest[k] = gid[k];
+            gid[k] = -1;
+            continue;
+        }
+        row->count++;
+        row->total_us += vals[k];
+        sc->api_calls++;
+        if (x->cat == GR_API_LAUNCH) {
+            sc->launch_calls++;
+            lh[nlh++] = vals[k];
+        }
+        if (x->cat == GR_API_GRAPH_LAUNCH) sc->graph_launch_calls++;
+    }
+    ok = group_summaries(gid, vals, na, nrows, top) && group_summaries(gnest, vals, na, nrows, nest);
+    for (size_t r = 0; ok && r < nrows; r++) {
+        sc->api[r].host_us = sc->api[r].count ? top[r] : nest[r];
+        if (!sc->api[r].count) sc->api[r].total_us = nest[r].mean * (double)nest[r].n;
+    }
+    sc->launch_host_us = summarize_list(lh, nlh);
+    free(top), free(nest), free(lh), free(gnest);
+    if (!ok) {
+        FREE_ALL();
+        return oom(a);
+    }
+    qsort(sc->api, sc->napi, sizeof(gr_ls_api_row), cmp_api_row);
+    qsort(sc->streams, sc->nstreams, sizeof(gr_ls_stream_row), cmp_stream_row);
+    FREE_ALL();
+    return GR_OK;
+}
+
+static void scope_free(gr_ls_scope *s) {
+    free(s->api);
+    free(s->kern);
+    free(s->streams);
+    free(s->ops);
+}
+
+static void set_steps(actx *a, gr_ls_scope *sc, int64_t region_steps, int has_regions) {
+    const gr_trace *t = a->tr;
+    sc->steps = 0;
+    sc->steps_from = "";
+    if (region_steps > 0) {
+        sc->steps = region_steps;
+        sc->steps_from = "region";
+    } else if (a->o->steps > 0) {
+        sc->steps = a->o->steps;
+        sc->steps_from = "--steps";
+    } else if (t->steps > 0 && (sc->is_region || !has_regions)) {
+        sc->steps = t->steps;
+        sc->steps_from = "header";
+    }
+    if (sc->steps > 0) {
+        double span = sc->has_host_span ? sc->host_span_us : sc->gpu_span_us;
+        sc->step_us = span / (double)sc->steps;
+    }
+}
+
+gr_status gr_ls_analyze(const gr_trace *tr, const gr_ls_opts *o, gr_ls_report **out, gr_error *err) {
+    *out = NULL;
+    gr_ls_opts defaults;
+    if (!o) {
+        gr_ls_opts_default(&defaults);
+        o = &defaults;
+    }
+    gr_ls_report *r = calloc(1, sizeof(*r));
+    if (!r) return gr_error_set(err, GR_ERR_NOMEM, tr->path, "out of host memory in the analysis");
+    r->tr = tr;
+    r->opts = *o;
+    actx a;
+    memset(&a, 0, sizeof(a));
+    a.tr = tr;
+    a.o = &r->opts;
+    a.err = err;
+    gr_u64map_init(&a.api_by_corr);
+    gr_u64map_init(&a.ext_by_corr);
+    gr_u64map_init(&a.node_by_id);
+    gr_u64map_init(&a.op_by_tag);
+    size_t *gi = NULL, *ai = NULL, *goff = NULL, *aoff = NULL, *gsorted = NULL, *asorted = NULL;
+    int32_t *greg = NULL, *areg = NULL;
+    gr_status st = build_nesting(&a);
+    if (st == GR_OK) st = build_maps(&a);
+    if (st == GR_OK) st = build_regions(&a);
+    for (size_t i = 0; st == GR_OK && i < tr->api.n; i++)
+        if (a.parent[i] >= 0) r->nested_api++;
+    /* the whole trace */
+    size_t ngpu = tr->gpu.n, napi = tr->api.n;
+    if (st == GR_OK) {
+        gi = malloc((ngpu + 1) * sizeof(size_t));
+        ai = malloc((napi + 1) * sizeof(size_t));
+        if (!gi || !ai) st = oom(&a);
+    }
+    if (st == GR_OK) {
+        for (size_t i = 0; i < ngpu; i++) gi[i] = i;
+        for (size_t i = 0; i < napi; i++) ai[i] = i;
+        snprintf(r->all.name, sizeof(r->all.name), "whole trace");
+        st = scope_compute(&a, &r->all, gi, ngpu, ai, napi);
+        if (st == GR_OK) set_steps(&a, &r->all, 0, a.nregions > 0);
+    }
+    /* regions: bucket every record by the region of its (launching) API call's entry */
+    if (st == GR_OK && a.nregions > 0) {
+        r->regions = calloc(a.nregions, sizeof(gr_ls_scope));
+        greg = malloc((ngpu + 1) * sizeof(int32_t));
+        areg = malloc((napi + 1) * sizeof(int32_t));
+        goff = calloc(a.nregions + 2, sizeof(size_t));
+        aoff = calloc(a.nregions + 2, sizeof(size_t));
+        gsorted = malloc((ngpu + 1) * sizeof(size_t));
+        asorted = malloc((napi + 1) * sizeof(size_t));
+        if (!r->regions || !greg || !areg || !goff || !aoff || !gsorted || !asorted) st = oom(&a);
+    }
+    if (st == GR_OK && a.nregions > 0) {
+        r->nregions = a.nregions;
+        for (size_t i = 0; i < ngpu; i++) {
+            const gr_tr_gpu *g = &tr->gpu.v[i];
+            const gr_tr_api *x = launch_api(&a, g->corr);
+            greg[i] = region_of(&a, x ? x->s : g->s);
+            if (greg[i] >= 0) goff[greg[i] + 1]++;
+        }
+        for (size_t i = 0; i < napi; i++) {
+            const gr_tr_api *x = &tr->api.v[i];
+            /* a nested call belongs where its runtime call does */
+            const gr_tr_api *top = a.parent[i] >= 0 ? &tr->api.v[a.parent[i]] : x;
+            areg[i] = region_of(&a, top->s);
+            if (areg[i] >= 0) aoff[areg[i] + 1]++;
+        }
+        for (size_t k = 0; k < a.nregions; k++) {
+            goff[k + 1] += goff[k];
+            aoff[k + 1] += aoff[k];
+        }
+        size_t *gp = calloc(a.nregions + 1, sizeof(size_t)), *ap = calloc(a.nregions + 1, sizeof(size_t));
+        if (!gp || !ap) {
+            free(gp);
+            free(ap);
+            st = oom(&a);
+        } else {
+            memcpy(gp, goff, a.nregions * sizeof(size_t));
+            memcpy(ap, aoff, a.nregions * sizeof(size_t));
+            for (size_t i = 0; i < ngpu; i++)
+                if (greg[i] >= 0) gsorted[gp[greg[i]]++] = i;
+            for (size_t i = 0; i < napi; i++)
+                if (areg[i] >= 0) asorted[ap[areg[i]]++] = i;
+            free(gp);
+            free(ap);
+        }
+        for (size_t k = 0; st == GR_OK && k < a.nregions; k++) {
+            const region_def *d = &a.regions[k];
+            gr_ls_scope *sc = &r->regions[k];
+            snprintf(sc->name, sizeof(sc->name), "%s", d->name);
+            snprintf(sc->variant, sizeof(sc->variant), "%s", d->variant);
+            snprintf(sc->mode, sizeof(sc->mode), "%s", d->mode);
+            sc->is_region = 1;
+            sc->from_profiler = d->from_profiler;
+            sc->traced_event_step_us = d->traced;
+            sc->untraced_step_us = d->untraced;
+            st = scope_compute(&a, sc, gsorted + goff[k], goff[k + 1] - goff[k], asorted + aoff[k],
+                               aoff[k + 1] - aoff[k]);
+            if (st != GR_OK) break;
+            if (!d->open_end) {
+                sc->has_host_span = 1;
+                sc->host_span_us = US(d->e - d->s);
+            }
+            set_steps(&a, sc, d->steps, 1);
+        }
+    }
+    /* CUPTI's own overhead */
+    if (st == GR_OK && tr->ovh.n > 0) {
+        r->ovh = calloc(tr->ovh.n, sizeof(gr_ls_ovh_row));
+        if (!r->ovh) st = oom(&a);
+        for (size_t i = 0; st == GR_OK && i < tr->ovh.n; i++) {
+            const gr_tr_ovh *ov = &tr->ovh.v[i];
+            const char *kind = gr_trace_str(tr, ov->kind);
+            size_t k = 0;
+            while (k < r->novh && strcmp(gr_trace_str(tr, r->ovh[k].kind), kind) != 0) k++;
+            if (k == r->novh) r->ovh[r->novh++].kind = ov->kind;
+            r->ovh[k].count++;
+            r->ovh[k].total_us += US(ov->e - ov->s);
+            r->ovh_count++;
+            r->ovh_total_us += US(ov->e - ov->s);
+        }
+    }
+    free(gi);
+    free(ai);
+    free(greg);
+    free(areg);
+    free(goff);
+    free(aoff);
+    free(gsorted);
+    free(asorted);
+    free(a.parent);
+    free(a.regions);
+    gr_u64map_free(&a.api_by_corr);
+    gr_u64map_free(&a.ext_by_corr);
+    gr_u64map_free(&a.node_by_id);
+    gr_u64map_free(&a.op_by_tag);
+    if (st != GR_OK) {
+        gr_ls_report_destroy(r);
+        return st;
+    }
+    *out = r;
+    return GR_OK;
+}
+
+void gr_ls_report_destroy(gr_ls_report *r) {
+    if (!r) return;
+    scope_free(&r->all);
+    for (size_t i = 0; i < r->nregions; i++) scope_free(&r->regions[i]);
+    free(r->regions);
+    free(r->ovh);
+    free(r);
+}
+
+const gr_ls_scope *gr_ls_main_scope(const gr_ls_report *r, const char *region, gr_error *err) {
+    if (region) {
+        for (size_t i = 0; i < r->nregions; i++)
+            if (!strcmp(r->regions[i].name, region)) return &r->regions[i];
+        char names[1024] = "";
+        size_t o = 0;
+        for (size_t i = 0; i < r->nregions && o < sizeof(names) - 80; i++)
+            o += (size_t)snprintf(names + o, sizeof(names) - o, "%s\"%s\"", i ? ", " : "", r->regions[i].name);
+        gr_error_set(err, GR_ERR_USAGE, "--region", "%s has no region \"%s\" (regions: %s)", r->tr->path, region,
+                     r->nregions ? names : "none; the whole trace is the only scope");
+        return NULL;
+    }
+    if (r->nregions == 1) return &r->regions[0];
+    return &r->all;
+}

@@ -1,0 +1,680 @@
+/* The CUPTI collector (see collector.h): subscription, activity and per-API enables, buffer
+ * callbacks into the writer, API/resource callbacks (API stack per thread, graph node records,
+ * listeners), op tags, flush and stop. Uses the driver API only through dlsym on the libcuda the
+ * program already loaded, so it never adds a libcuda dependency. */
+#include "cupti_tools/collector.h"
+
+#include <cuda.h>
+#include <cupti.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/cuda_check.h" /* GR_TRY */
+#include "cupti_tools/cupti_check.h"
+#include "cupti_tools/format.h"
+#include "cupti_tools/trace.h"
+#include "cupti_tools/writer.h"
+
+#define MAX_LISTENERS 4
+#define API_STACK 8
+#define TAG_STACK 32
+
+typedef struct api_frame {
+    uint8_t driver;
+    uint32_t cbid;
+    const char *name;
+    uint32_t corr;
+} api_frame;
+
+typedef struct tls_state {
+    int depth;
+    api_frame f[API_STACK];
+    int ntag;
+    uint64_t tags[TAG_STACK];
+} tls_state;
+
+static _Thread_local tls_state tls;
+
+typedef struct listener {
+    gr_cupti_listener fn;
+    void *user;
+} listener;
+
+static struct {
+    pthread_mutex_t mu;
+    int active;
+    gr_cupti_config cfg;
+    char path[1024], command[4096], mode[32], device[128], cc[16];
+    uint64_t t0;
+    int64_t start_unix_ns;
+    int driver_version, runtime_version;
+    uint32_t cupti_version;
+    CUpti_SubscriberHandle sub;
+    int subscribed;
+    _Atomic(gr_trace_writer *) writer;
+    atomic_ullong dropped, cb_errors;
+    gr_fmt fmt; /* writer thread only */
+    char kinds[256], apis[512];
+    CUpti_ActivityKind enabled[16];
+    int nenabled;
+    uint16_t rec_ids[2][1024];
+    int nrec[2];
+    int rec_all[2]; /* whole kind enabled (per-API enable unsupported) */
+    listener listeners[MAX_LISTENERS];
+    atomic_int nlisteners;
+    char error[1024]; /* why tracing could not start, for the end record */
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+void gr_cupti_config_default(gr_cupti_config *c) {
+    memset(c, 0, sizeof(*c));
+    c->mode = "in-process";
+    c->driver_api = 1;
+    c->memcpy = 1;
+}
+
+int gr_cupti_active(void) {
+    pthread_mutex_lock(&g.mu);
+    int a = g.active;
+    pthread_mutex_unlock(&g.mu);
+    return a;
+}
+
+/* ---- driver API through the already-loaded libcuda ---- */
+
+static void *driver_sym(const char *name) {
+    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) return NULL;
+    void *p = dlsym(h, name);
+    dlclose(h); /* NOLOAD took a reference; the library stays loaded by the program */
+    return p;
+}
+
+static int driver_version(void) {
+    CUresult (*fn)(int *) = (CUresult(*)(int *))driver_sym("cuDriverGetVersion");
+    int v = 0;
+    if (fn && fn(&v) == CUDA_SUCCESS) return v;
+    return 0;
+}
+
+static void device_info(uint32_t ordinal, char *name, size_t size, char *cc, size_t ccsize, int *sms) {
+    CUresult (*get)(CUdevice *, int) = (CUresult(*)(CUdevice *, int))driver_sym("cuDeviceGet");
+    CUresult (*get_name)(char *, int, CUdevice) = (CUresult(*)(char *, int, CUdevice))driver_sym("cuDeviceGetName");
+    CUresult (*attr)(int *, CUdevice_attribute, CUdevice) =
+        (CUresult(*)(int *, CUdevice_attribute, CUdevice))driver_sym("cuDeviceGetAttribute");
+    name[0] = cc[0] = '\0';
+    *sms = 0;
+    CUdevice dev;
+    if (!get || get(&dev, (int)ordinal) != CUDA_SUCCESS) return;
+    if (get_name && get_name(name, (int)size, dev) != CUDA_SUCCESS) name[0] = '\0';
+    int major = 0, minor = 0;
+    if (attr && attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) == CUDA_SUCCESS &&
+        attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) == CUDA_SUCCESS)
+        snprintf(cc, ccsize, "%d.%d", major, minor);
+    if (attr) attr(sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+}
+
+/* The device of the calling thread's current context, when there is one (tracing attached
+ * to a running program: no context-creation callback will name it). */
+static void current_device(char *name, size_t size, char *cc, size_t ccsize) {
+    CUresult (*get_current)(CUcontext *) = (CUresult(*)(CUcontext *))driver_sym("cuCtxGetCurrent");
+    CUresult (*get_device)(CUdevice *) = (CUresult(*)(CUdevice *))driver_sym("cuCtxGetDevice");
+    CUcontext ctx = NULL;
+    CUdevice dev;
+    int sms = 0;
+    if (!get_current || !get_device || get_current(&ctx) != CUDA_SUCCESS || !ctx || get_device(&dev) != CUDA_SUCCESS)
+        return;
+    device_info((uint32_t)dev, name, size, cc, ccsize, &sms);
+}
+
+/* ---- writer callbacks ---- */
+
+static void header_cb(void *user, gr_sbuf *b) {
+    (void)user;
+    pthread_mutex_lock(&g.mu);
+    gr_sb_raw(b, "{\"t\":\"header\"", 13);
+    gr_sb_kv_i64(b, "schema_version", GR_TRACE_SCHEMA_VERSION);
+    gr_sb_kv_str(b, "tool", "cupti-launchstat");
+    gr_sb_kv_str(b, "tool_version", GR_LAUNCHSTAT_VERSION);
+    gr_sb_kv_str(b, "mode", g.mode);
+    gr_sb_kv_u64(b, "t0", g.t0);
+    gr_sb_kv_i64(b, "start_unix_ns", g.start_unix_ns);
+    gr_sb_kv_i64(b, "pid", (int64_t)getpid());
+    gr_sb_kv_str(b, "command", g.command);
+    gr_sb_kv_str(b, "device", g.device);
+    gr_sb_kv_str(b, "cc", g.cc);
+    gr_sb_kv_i64(b, "driver_version", g.driver_version);
+    gr_sb_kv_i64(b, "runtime_version", g.runtime_version);
+    gr_sb_kv_u64(b, "cupti_version", g.cupti_version);
+    gr_sb_key(b, "latency");
+    gr_sb_cstr(b, g.cfg.latency ? "true" : "false");
+    gr_sb_kv_i64(b, "steps", g.cfg.steps);
+    gr_sb_kv_str(b, "kinds", g.kinds);
+    gr_sb_kv_str(b, "apis", g.apis);
+    gr_sb_raw(b, "}\n", 2);
+    pthread_mutex_unlock(&g.mu);
+}
+
+static int next_cb(uint8_t *buf, size_t valid, void **rec) {
+    CUpti_Activity *r = *rec;
+    CUptiResult rc = cuptiActivityGetNextRecord(buf, valid, &r);
+    if (rc == CUPTI_SUCCESS) {
+        *rec = r;
+        return 1;
+    }
+    if (rc != CUPTI_ERROR_MAX_LIMIT_REACHED) atomic_fetch_add(&g.cb_errors, 1);
+    return 0;
+}
+
+static int format_cb(void *user, void *rec, gr_sbuf *out) {
+    (void)user;
+    return gr_fmt_record(&g.fmt, (const CUpti_Activity *)rec, out);
+}
+
+typedef struct end_info {
+    const char *reason;
+    const char *error;
+    int64_t end_rel; /* taken before CUPTI may be finalized; -1 unknown */
+} end_info;
+
+static void end_cb(void *user, const gr_writer_stats *st, gr_sbuf *b) {
+    const end_info *e = user;
+    gr_sb_raw(b, "{\"t\":\"end\"", 10);
+    gr_sb_kv_u64(b, "records", st->records);
+    gr_sb_kv_u64(b, "dropped", (uint64_t)atomic_load(&g.dropped));
+    gr_sb_kv_u64(b, "buffers", st->buffers);
+    gr_sb_kv_u64(b, "buffer_bytes", g.cfg.buffer_bytes);
+    gr_sb_kv_u64(b, "waits", st->waits);
+    gr_sb_kv_u64(b, "refused", st->refused);
+    gr_sb_kv_u64(b, "write_errors", st->write_errors);
+    gr_sb_kv_u64(b, "callback_errors", (uint64_t)atomic_load(&g.cb_errors));
+    if (e->end_rel >= 0) gr_sb_kv_i64(b, "e", e->end_rel);
+    gr_sb_kv_str(b, "reason", e->reason ? e->reason : "");
+    if (e->error && e->error[0]) gr_sb_kv_str(b, "error", e->error);
+    gr_sb_raw(b, "}\n", 2);
+}
+
+/* ---- CUPTI buffer callbacks ---- */
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+    *max_records = 0;
+    gr_trace_writer *w = atomic_load(&g.writer);
+    if (!w) {
+        *buffer = NULL;
+        *size = 0;
+        return;
+    }
+    *buffer = gr_writer_buffer(w, size);
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
+    (void)size;
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
+        atomic_fetch_add(&g.dropped, (unsigned long long)dropped);
+    gr_trace_writer *w = atomic_load(&g.writer);
+    if (!w) {
+        free(buffer);
+        return;
+    }
+    gr_writer_submit(w, buffer, valid);
+}
+
+/* ---- API and resource callbacks ---- */
+
+static void emit(const gr_sbuf *b) {
+    gr_trace_writer *w = atomic_load(&g.writer);
+    if (w && !b->oom) gr_writer_line(w, b->p, b->len);
+    else atomic_fetch_add(&g.cb_errors, 1);
+}
+
+static void on_context(const CUpti_ResourceData *rd) {
+    uint32_t ctx_id = 0, dev = 0;
+    if (cuptiGetContextId(rd->context, &ctx_id) != CUPTI_SUCCESS || cuptiGetDeviceId(rd->context, &dev) != CUPTI_SUCCESS) {
+        atomic_fetch_add(&g.cb_errors, 1);
+        return;
+    }
+    char name[128], cc[16];
+    int sms = 0;
+    device_info(dev, name, sizeof(name), cc, sizeof(cc), &sms);
+    pthread_mutex_lock(&g.mu);
+    if (!g.device[0]) {
+        snprintf(g.device, sizeof(g.device), "%s", name);
+        snprintf(g.cc, sizeof(g.cc), "%s", cc);
+    }
+    pthread_mutex_unlock(&g.mu);
+    gr_sbuf b;
+    gr_sb_init(&b);
+    gr_sb_raw(&b, "{\"t\":\"ctx\"", 10);
+    gr_sb_kv_u64(&b, "ctx", ctx_id);
+    gr_sb_kv_u64(&b, "dev", dev);
+    gr_sb_kv_str(&b, "name", name);
+    gr_sb_kv_str(&b, "cc", cc);
+    gr_sb_kv_i64(&b, "sms", sms);
+    gr_sb_raw(&b, "}", 1);
+    emit(&b);
+    gr_sb_free(&b);
+}
+
+static void on_graph_node(const CUpti_ResourceData *rd, int cloned) {
+    const CUpti_GraphData *gd = rd ? (const CUpti_GraphData *)rd->resourceDescriptor : NULL;
+    if (!gd || !gd->node) return;
+    uint64_t nid = 0, orig = 0;
+    uint32_t gid = 0;
+    if (cuptiGetGraphNodeId(gd->node, &nid) != CUPTI_SUCCESS) {
+        atomic_fetch_add(&g.cb_errors, 1);
+        return;
+    }
+    if (gd->graph && cuptiGetGraphId(gd->graph, &gid) != CUPTI_SUCCESS) gid = 0;
+    gr_sbuf b;
+    gr_sb_init(&b);
+    gr_sb_raw(&b, "{\"t\":\"node\"", 11);
+    gr_sb_kv_u64(&b, "nid", nid);
+    gr_sb_kv_u64(&b, "gid", gid);
+    gr_sb_kv_i64(&b, "ty", (int64_t)gd->nodeType);
+    if (cloned) {
+        if (!gd->originalNode || cuptiGetGraphNodeId(gd->originalNode, &orig) != CUPTI_SUCCESS) {
+            atomic_fetch_add(&g.cb_errors, 1);
+            gr_sb_free(&b);
+            return;
+        }
+        gr_sb_kv_u64(&b, "orig", orig);
+    } else {
+        /* a node made from another one (instantiation may report creation, not cloning) */
+        if (gd->originalNode && gd->originalNode != gd->node &&
+            cuptiGetGraphNodeId(gd->originalNode, &orig) == CUPTI_SUCCESS && orig && orig != nid)
+            gr_sb_kv_u64(&b, "orig", orig);
+        if (tls.depth > 0) {
+            char name[96];
+            gr_api_strip_version(tls.f[0].name, name, sizeof(name));
+            gr_sb_kv_str(&b, "api", name);
+            gr_sb_kv_u64(&b, "corr", tls.f[0].corr);
+        }
+        if (tls.ntag > 0) gr_sb_kv_u64(&b, "tag", tls.tags[tls.ntag - 1 < TAG_STACK ? tls.ntag - 1 : TAG_STACK - 1]);
+    }
+    gr_sb_raw(&b, "}", 1);
+    emit(&b);
+    gr_sb_free(&b);
+}
+
+static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data) {
+    (void)ud;
+    if (dom == CUPTI_CB_DOMAIN_RUNTIME_API || dom == CUPTI_CB_DOMAIN_DRIVER_API) {
+        const CUpti_CallbackData *cb = data;
+        int enter = cb->callbackSite == CUPTI_API_ENTER;
+        if (enter) {
+            if (tls.depth < API_STACK)
+                tls.f[tls.depth] = (api_frame){dom == CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionName, cb->correlationId};
+            tls.depth++;
+        }
+        int nl = atomic_load(&g.nlisteners);
+        if (nl > 0) {
+            gr_cupti_api_call call = {dom == CUPTI_CB_DOMAIN_DRIVER_API, cbid, enter, cb->functionName,
+                                      cb->correlationId, tls.depth, cb};
+            for (int i = 0; i < nl && i < MAX_LISTENERS; i++) g.listeners[i].fn(g.listeners[i].user, &call);
+        }
+        if (!enter && tls.depth > 0) tls.depth--;
+        return;
+    }
+    if (dom == CUPTI_CB_DOMAIN_RESOURCE) {
+        const CUpti_ResourceData *rd = data;
+        switch (cbid) {
+        case CUPTI_CBID_RESOURCE_CONTEXT_CREATED: on_context(rd); break;
+        case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: on_graph_node(rd, 0); break;
+        case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: on_graph_node(rd, 1); break;
+        default: break;
+        }
+    }
+}
+
+/* ---- start ---- */
+
+static gr_status enable_kind(CUpti_ActivityKind k, const char *name, gr_error *err) {
+    CUptiResult rc = cuptiActivityEnable(k);
+    if (rc != CUPTI_SUCCESS) {
+        char expr[96];
+        snprintf(expr, sizeof(expr), "cuptiActivityEnable(%s)", name);
+        return gr_cupti_fail(rc, expr, NULL, __FILE__, __LINE__, err);
+    }
+    g.enabled[g.nenabled++] = k;
+    size_t n = strlen(g.kinds);
+    snprintf(g.kinds + n, sizeof(g.kinds) - n, "%s%s", n ? "," : "", name);
+    return GR_OK;
+}
+
+static int wants_record(gr_api_cat c) {
+    switch (c) {
+    case GR_API_LAUNCH:
+    case GR_API_GRAPH_LAUNCH:
+    case GR_API_SYNC:
+    case GR_API_PROFILER: return 1;
+    case GR_API_MEMCPY:
+    case GR_API_MEMSET: return g.cfg.memcpy;
+    default: return 0;
+    }
+}
+
+static int wants_callback(gr_api_cat c) {
+    return c == GR_API_LAUNCH || c == GR_API_MEMCPY || c == GR_API_MEMSET || c == GR_API_GRAPH_BUILD ||
+           c == GR_API_EVENT;
+}
+
+/* Per-API records and callbacks for one domain, chosen by the API's category. */
+static gr_status enable_apis(int driver, gr_error *err) {
+    CUpti_CallbackDomain dom = driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
+    uint32_t size = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
+    int records = 0, callbacks = 0, skipped = 0;
+    for (uint32_t cbid = 1; cbid < size; cbid++) {
+        const char *raw = NULL;
+        if (cuptiGetCallbackName(dom, cbid, &raw) != CUPTI_SUCCESS || !raw) continue;
+        char name[96];
+        gr_api_strip_version(raw, name, sizeof(name));
+        gr_api_cat c = gr_api_category(name);
+        if (wants_record(c) && !g.rec_all[driver]) {
+            CUptiResult rc = driver ? cuptiActivityEnableDriverApi(cbid, 1) : cuptiActivityEnableRuntimeApi(cbid, 1);
+            if (rc == CUPTI_SUCCESS) {
+                if (g.nrec[driver] < 1024) g.rec_ids[driver][g.nrec[driver]++] = (uint16_t)cbid;
+                records++;
+            } else if (records == 0) {
+                /* per-API enables unsupported here: record the whole domain instead */
+                CUpti_ActivityKind k = driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
+                GR_TRY(enable_kind(k, driver ? "driver" : "runtime", err));
+                g.rec_all[driver] = 1;
+            } else {
+                skipped++; /* one API this CUPTI will not record: the others still are */
+            }
+        }
+        if (wants_callback(c)) {
+            CUptiResult rc = cuptiEnableCallback(1, g.sub, dom, cbid);
+            if (rc != CUPTI_SUCCESS) {
+                char expr[160];
+                snprintf(expr, sizeof(expr), "cuptiEnableCallback(%s)", name);
+                return gr_cupti_fail(rc, expr, NULL, __FILE__, __LINE__, err);
+            }
+            callbacks++;
+        }
+    }
+    size_t n = strlen(g.apis);
+    if (g.rec_all[driver])
+        snprintf(g.apis + n, sizeof(g.apis) - n, "%s%s: all (per-API enables unsupported)", n ? "; " : "",
+                 driver ? "driver" : "runtime");
+    else
+        snprintf(g.apis + n, sizeof(g.apis) - n, "%s%s: %d APIs (launch, graph_launch, sync, profiler%s)%s",
+                 n ? "; " : "", driver ? "driver" : "runtime", records, g.cfg.memcpy ? ", memcpy, memset" : "",
+                 skipped ? ", some could not be enabled" : "");
+    (void)callbacks;
+    return GR_OK;
+}
+
+static gr_status enable_everything(gr_error *err) {
+    CUpti_SubscriberParams params;
+    memset(&params, 0, sizeof(params));
+    char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 8] = "";
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "graphrun cupti-launchstat";
+    params.oldSubscriberName = old;
+    params.oldSubscriberSize = sizeof(old);
+    CUptiResult rc = cuptiSubscribe_v2(&g.sub, (CUpti_CallbackFunc)on_callback, NULL, &params);
+    if (rc != CUPTI_SUCCESS) {
+        char detail[160] = "";
+        if (old[0]) snprintf(detail, sizeof(detail), "the attached client is \"%s\"", old);
+        return gr_cupti_fail(rc, "cuptiSubscribe_v2", detail, __FILE__, __LINE__, err);
+    }
+    g.subscribed = 1;
+    /* Optional settings: without them the trace is still right, only less detailed (system
+     * thread ids, latency timestamps: the header says which were on) */
+    cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    if (g.cfg.latency && cuptiActivityEnableLatencyTimestamps(1) != CUPTI_SUCCESS) g.cfg.latency = 0;
+    uint8_t zeroed = 1;
+    size_t zsize = sizeof(zeroed);
+    if (cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zsize, &zeroed) != CUPTI_SUCCESS)
+        atomic_fetch_add(&g.cb_errors, 1);
+    GR_CUPTI(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), err);
+    GR_TRY(enable_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel", err));
+    if (g.cfg.memcpy) {
+        GR_TRY(enable_kind(CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy", err));
+        GR_TRY(enable_kind(CUPTI_ACTIVITY_KIND_MEMSET, "memset", err));
+    }
+    gr_error optional;
+    gr_error_clear(&optional);
+    enable_kind(CUPTI_ACTIVITY_KIND_OVERHEAD, "overhead", &optional); /* listed in "kinds" when on */
+    if (g.cfg.tags) GR_TRY(enable_kind(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "external_correlation", err));
+    GR_TRY(enable_apis(0, err));
+    if (g.cfg.driver_api) GR_TRY(enable_apis(1, err));
+    GR_CUPTI(cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED), err);
+    GR_CUPTI(cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED), err);
+    GR_CUPTI(cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED), err);
+    return GR_OK;
+}
+
+/* Undo whatever enable_everything got to; errors are ignored (best effort on the way out). */
+static void disable_everything(void) {
+    for (int i = 0; i < g.nenabled; i++) cuptiActivityDisable(g.enabled[i]);
+    g.nenabled = 0;
+    for (int d = 0; d < 2; d++) {
+        for (int i = 0; i < g.nrec[d]; i++) {
+            if (d) cuptiActivityEnableDriverApi(g.rec_ids[d][i], 0);
+            else cuptiActivityEnableRuntimeApi(g.rec_ids[d][i], 0);
+        }
+        g.nrec[d] = 0;
+        g.rec_all[d] = 0;
+    }
+    if (g.subscribed) {
+        cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+        cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_DRIVER_API);
+        cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_RESOURCE);
+    }
+}
+
+gr_status gr_cupti_start(const gr_cupti_config *c, gr_error *err) {
+    pthread_mutex_lock(&g.mu);
+    if (g.active) {
+        pthread_mutex_unlock(&g.mu);
+        return gr_error_set(err, GR_ERR_INTERNAL, c->trace_path,
+                            "a CUPTI trace is already being written in this process (%s)", g.path);
+    }
+    g.active = 1;
+    g.cfg = *c;
+    if (!g.cfg.buffer_bytes) g.cfg.buffer_bytes = (size_t)8 << 20;
+    if (g.cfg.max_buffers <= 0) g.cfg.max_buffers = 32;
+    snprintf(g.path, sizeof(g.path), "%s", c->trace_path ? c->trace_path : "");
+    snprintf(g.command, sizeof(g.command), "%s", c->command ? c->command : "");
+    snprintf(g.mode, sizeof(g.mode), "%s", c->mode ? c->mode : "in-process");
+    snprintf(g.device, sizeof(g.device), "%s", c->device ? c->device : "");
+    snprintf(g.cc, sizeof(g.cc), "%s", c->cc ? c->cc : "");
+    g.runtime_version = c->runtime_version;
+    g.kinds[0] = g.apis[0] = g.error[0] = '\0';
+    g.nenabled = 0;
+    g.nrec[0] = g.nrec[1] = 0;
+    g.rec_all[0] = g.rec_all[1] = 0;
+    g.subscribed = 0;
+    atomic_store(&g.dropped, 0);
+    atomic_store(&g.cb_errors, 0);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    g.start_unix_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (cuptiGetTimestamp(&g.t0) != CUPTI_SUCCESS) g.t0 = (uint64_t)g.start_unix_ns;
+    g.driver_version = driver_version();
+    /* not during the injection's cuInit: no context exists yet and the driver is mid-init */
+    if (!g.device[0] && strcmp(g.mode, "injection") != 0) current_device(g.device, sizeof(g.device), g.cc, sizeof(g.cc));
+    if (cuptiGetVersion(&g.cupti_version) != CUPTI_SUCCESS) g.cupti_version = 0;
+    pthread_mutex_unlock(&g.mu);
+
+    gr_fmt_init(&g.fmt, g.t0, NULL);
+    gr_writer_config wc;
+    memset(&wc, 0, sizeof(wc));
+    wc.path = g.path;
+    wc.exclusive = c->exclusive;
+    wc.buffer_bytes = g.cfg.buffer_bytes;
+    wc.max_buffers = g.cfg.max_buffers;
+    wc.wait_ms = c->wait_ms;
+    wc.next = next_cb;
+    wc.format = format_cb;
+    wc.header = header_cb;
+    gr_trace_writer *w = NULL;
+    gr_status st = gr_writer_open(&wc, &w, err);
+    if (st != GR_OK) {
+        gr_fmt_free(&g.fmt);
+        pthread_mutex_lock(&g.mu);
+        g.active = 0;
+        pthread_mutex_unlock(&g.mu);
+        return st;
+    }
+    atomic_store(&g.writer, w);
+    st = enable_everything(err);
+    if (st != GR_OK) {
+        /* leave nothing enabled, and a trace that says why it is empty */
+        disable_everything();
+        if (g.subscribed) cuptiUnsubscribe(g.sub);
+        g.subscribed = 0;
+        atomic_store(&g.writer, NULL);
+        end_info e = {"not traced", err->msg, -1};
+        gr_error ignored;
+        gr_error_clear(&ignored);
+        gr_writer_close(w, end_cb, &e, NULL, &ignored);
+        gr_fmt_free(&g.fmt);
+        pthread_mutex_lock(&g.mu);
+        g.active = 0;
+        pthread_mutex_unlock(&g.mu);
+        return st;
+    }
+    return GR_OK;
+}
+
+gr_status gr_cupti_stop(const char *reason, int finalize, gr_cupti_result *res, gr_error *err) {
+    if (res) memset(res, 0, sizeof(*res));
+    pthread_mutex_lock(&g.mu);
+    if (!g.active || !atomic_load(&g.writer)) {
+        pthread_mutex_unlock(&g.mu);
+        return GR_OK;
+    }
+    pthread_mutex_unlock(&g.mu);
+    gr_status st = GR_OK;
+    CUptiResult rc = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (rc != CUPTI_SUCCESS) st = gr_cupti_fail(rc, "cuptiActivityFlushAll", NULL, __FILE__, __LINE__, err);
+    disable_everything();
+    /* what was recorded between the flush and the disable */
+    rc = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (rc != CUPTI_SUCCESS && st == GR_OK)
+        st = gr_cupti_fail(rc, "cuptiActivityFlushAll", NULL, __FILE__, __LINE__, err);
+    if (g.subscribed) {
+        rc = cuptiUnsubscribe(g.sub);
+        if (rc != CUPTI_SUCCESS && st == GR_OK) st = gr_cupti_fail(rc, "cuptiUnsubscribe", NULL, __FILE__, __LINE__, err);
+        g.subscribed = 0;
+    }
+    gr_trace_writer *w = atomic_load(&g.writer);
+    gr_writer_drain(w); /* every record parsed while CUPTI is still attached */
+    uint64_t now = 0;
+    end_info e = {reason, NULL, cuptiGetTimestamp(&now) == CUPTI_SUCCESS ? (int64_t)(now - g.t0) : -1};
+    if (finalize) {
+        rc = cuptiFinalize();
+        if (rc != CUPTI_SUCCESS && st == GR_OK) st = gr_cupti_fail(rc, "cuptiFinalize", NULL, __FILE__, __LINE__, err);
+    }
+    atomic_store(&g.writer, NULL);
+    gr_writer_stats ws;
+    gr_status cst = gr_writer_close(w, end_cb, &e, &ws, err);
+    if (st == GR_OK) st = cst;
+    gr_fmt_free(&g.fmt);
+    if (res) {
+        res->records = ws.records;
+        res->dropped = (uint64_t)atomic_load(&g.dropped);
+        res->buffers = ws.buffers;
+        res->waits = ws.waits;
+        res->refused = ws.refused;
+        res->bytes = ws.bytes;
+        res->lines = ws.lines;
+        res->callback_errors = (uint64_t)atomic_load(&g.cb_errors);
+        snprintf(res->path, sizeof(res->path), "%s", g.path);
+    }
+    pthread_mutex_lock(&g.mu);
+    g.active = 0;
+    pthread_mutex_unlock(&g.mu);
+    return st;
+}
+
+uint64_t gr_cupti_now(void) {
+    uint64_t t = 0;
+    if (cuptiGetTimestamp(&t) != CUPTI_SUCCESS) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        t = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+    }
+    return t;
+}
+
+int64_t gr_cupti_rel(uint64_t ts) {
+    return (int64_t)(ts - g.t0);
+}
+
+void gr_cupti_tag_push(uint64_t tag) {
+    if (tls.ntag < TAG_STACK) tls.tags[tls.ntag] = tag;
+    tls.ntag++;
+    if (g.cfg.tags && atomic_load(&g.writer) &&
+        cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, tag) != CUPTI_SUCCESS)
+        atomic_fetch_add(&g.cb_errors, 1);
+}
+
+void gr_cupti_tag_pop(void) {
+    if (tls.ntag > 0) tls.ntag--;
+    uint64_t last = 0;
+    if (g.cfg.tags && atomic_load(&g.writer) &&
+        cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last) != CUPTI_SUCCESS)
+        atomic_fetch_add(&g.cb_errors, 1);
+}
+
+void gr_cupti_line(const char *json, size_t len) {
+    gr_trace_writer *w = atomic_load(&g.writer);
+    if (w) gr_writer_line(w, json, len);
+}
+
+gr_status gr_cupti_add_listener(gr_cupti_listener fn, void *user, gr_error *err) {
+    pthread_mutex_lock(&g.mu);
+    int n = atomic_load(&g.nlisteners);
+    if (n >= MAX_LISTENERS) {
+        pthread_mutex_unlock(&g.mu);
+        return gr_error_set(err, GR_ERR_INTERNAL, NULL, "too many CUPTI listeners (at most %d)", MAX_LISTENERS);
+    }
+    g.listeners[n] = (listener){fn, user};
+    atomic_store(&g.nlisteners, n + 1);
+    pthread_mutex_unlock(&g.mu);
+    return GR_OK;
+}
+
+int gr_cupti_remove_listener(gr_cupti_listener fn, void *user) {
+    pthread_mutex_lock(&g.mu);
+    int n = atomic_load(&g.nlisteners), found = 0;
+    for (int i = 0; i < n; i++) {
+        if (g.listeners[i].fn != fn || g.listeners[i].user != user) continue;
+        /* shrink first so a concurrent callback never reads past the live entries */
+        atomic_store(&g.nlisteners, n - 1);
+        for (int k = i; k < n - 1; k++) g.listeners[k] = g.listeners[k + 1];
+        found = 1;
+        break;
+    }
+    pthread_mutex_unlock(&g.mu);
+    return found;
+}
+
+gr_status gr_cupti_watch_api(int driver, uint32_t cbid, gr_error *err) {
+    if (!g.subscribed)
+        return gr_error_set(err, GR_ERR_INTERNAL, NULL, "gr_cupti_watch_api: no CUPTI trace is running");
+    GR_CUPTI(cuptiEnableCallback(1, g.sub, driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, cbid), err);
+    return GR_OK;
+}
+
+int gr_cupti_current_api(gr_cupti_api_call *out) {
+    if (tls.depth <= 0) return 0;
+    memset(out, 0, sizeof(*out));
+    out->driver = tls.f[0].driver;
+    out->cbid = tls.f[0].cbid;
+    out->enter = 1;
+    out->name = tls.f[0].name;
+    out->corr = tls.f[0].corr;
+    out->depth = tls.depth;
+    return 1;
+}

@@ -1,0 +1,523 @@
+/* cupti-launchstat: runs any CUDA program with the injection library (CUDA_INJECTION64_PATH),
+ * passes its exit code through, and reports launch overhead from the trace; `report` analyses a
+ * recorded trace without a GPU. Results on stdout, diagnostics on stderr. Exit codes: the
+ * command's own code when it failed (128+N when a signal N killed it); otherwise 0 ok, 1 tracing
+ * failed, 2 bad usage or a bad trace, 3 no CUDA device. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/expr.h"
+#include "cupti_tools/analysis.h"
+#include "cupti_tools/report.h"
+#include "cupti_tools/trace.h"
+
+#define INJECTION_NAME "libgr_launchstat_inject.so"
+
+static const char *usage_main =
+    "cupti-launchstat " GR_LAUNCHSTAT_VERSION " - per-launch overhead of any CUDA program, from a CUPTI trace\n"
+    "\n"
+    "usage: cupti-launchstat [options] -- CMD [ARGS...]   run CMD traced, then report\n"
+    "       cupti-launchstat report TRACE [options]       analyse a recorded trace (no GPU needed)\n"
+    "\n"
+    "CMD runs with CUPTI activity tracing injected through CUDA_INJECTION64_PATH (as Nsight Systems\n"
+    "does): kernels, memcpy/memset, and API records for launches, graph launches, copies, syncs\n"
+    "and cudaProfilerStart/Stop. The trace (JSON lines, cupti_tools/README.md) is flushed when CMD\n"
+    "exits, also on exit() from any thread and on SIGINT/SIGTERM. All reported times are traced:\n"
+    "tracing inflates launch costs several-fold; time your program untraced.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE      trace file (default launchstat.jsonl); CUDA processes CMD starts\n"
+    "                         besides the first write FILE.PID\n"
+    "  --json FILE|-          the report as JSON too (schema_version 1)\n"
+    "  --steps N              CMD runs N steps (iterations): per-step numbers\n"
+    "  --latency              also collect queued/submitted timestamps per kernel\n"
+    "  --no-driver            no driver-API records (less overhead for runtime-API programs)\n"
+    "  --no-memcpy            no memcpy/memset records\n"
+    "  --buffer-mb N          CUPTI activity buffer size (default 8)\n"
+    "  --max-buffers N        buffers in memory at most (default 32); the traced program waits\n"
+    "                         for the writer rather than losing records\n"
+    "  --short-gap-us X       idle holes shorter than X us count as launch-bound (default 10)\n"
+    "  --top N                rows per table (default 15)\n"
+    "  --no-report            write the trace only\n"
+    "\n"
+    "Regions: cudaProfilerStart/Stop (torch.cuda.profiler.start/stop) delimit the measured part;\n"
+    "the report then covers each such range separately.\n"
+    "\n"
+    "exit codes: CMD's exit code when it failed (128+N when killed by signal N); otherwise\n"
+    "            0 ok, 1 tracing failed, 2 bad usage or trace, 3 no CUDA device\n"
+    "\n"
+    "examples:\n"
+    "  cupti-launchstat -o eager.jsonl --steps 200 -- python3 bench/torch_mlp.py --mode eager --iters 200\n"
+    "  cupti-launchstat -o trace.jsonl -- build/graphrun run workloads/launch_bound.json --iters 200\n";
+
+static const char *usage_report =
+    "usage: cupti-launchstat report TRACE [options]\n"
+    "\n"
+    "Reads a trace written by cupti-launchstat or `graphrun run --trace` and prints, per region\n"
+    "(graphrun's eager/graph runs, or cudaProfilerStart/Stop ranges) or for the whole trace: API\n"
+    "calls and their host time, launch latency, GPU idle gaps, busy vs span, kernels by name,\n"
+    "graph launches (node gaps, nodes mapped to the API call and op that created them), workload\n"
+    "ops, CUPTI overhead and dropped records. Needs no GPU. A damaged or cut trace is an error\n"
+    "naming the line.\n"
+    "\n"
+    "options:\n"
+    "  --json FILE|-          the report as JSON (schema_version 1)\n"
+    "  --compare OTHER        side by side with another trace: per-step time, launches, gaps,\n"
+    "                         idle fraction, and (this - other) per kernel\n"
+    "  --region NAME          the region of TRACE to compare (default: its only region, or the\n"
+    "                         whole trace)\n"
+    "  --compare-region NAME  the region of OTHER to compare\n"
+    "  --steps N              steps the traced program ran (when the trace does not say)\n"
+    "  --partial              read a trace without its end record (program killed)\n"
+    "  --short-gap-us X       idle holes shorter than X us count as launch-bound (default 10)\n"
+    "  --top N                rows per table (default 15)\n"
+    "\n"
+    "example:\n"
+    "  cupti-launchstat report eager.jsonl --compare graph.jsonl --steps 200\n";
+
+typedef struct opts {
+    const char *out, *json, *compare, *region, *compare_region;
+    long steps, buffer_mb, max_buffers;
+    int latency, no_driver, no_memcpy, no_report, partial;
+    gr_ls_opts ls;
+    char **cmd;
+    int ncmd;
+    const char *trace;
+} opts;
+
+static int usage_error(const char *usage, const char *fmt, const char *arg) {
+    fprintf(stderr, "cupti-launchstat: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n\n%s", usage);
+    return 2;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out) {
+    double v;
+    if (!s || !gr_parse_number(s, &v) || v != (double)(long long)v || v < (double)lo || v > (double)hi) return 0;
+    *out = (long)v;
+    return 1;
+}
+
+/* Returns -1 to go on, else an exit code. `run` parses the run form (stops at "--"). */
+static int parse(int argc, char **argv, int first, int run, opts *o) {
+    const char *usage = run ? usage_main : usage_report;
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (run && !strcmp(a, "--")) {
+            o->cmd = argv + i + 1;
+            o->ncmd = argc - i - 1;
+            return -1;
+        }
+        const char *val = NULL;
+        char name[64];
+        const char *eq = strchr(a, '=');
+        if (a[0] == '-' && a[1] == '-' && eq) {
+            size_t n = (size_t)(eq - a);
+            if (n >= sizeof(name)) return usage_error(usage, "unknown option %s (see --help)", a);
+            memcpy(name, a, n);
+            name[n] = '\0';
+            val = eq + 1;
+        } else {
+            snprintf(name, sizeof(name), "%s", a);
+        }
+        if (!strcmp(name, "-h") || !strcmp(name, "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        static const char *with_value[] = {"-o", "--output", "--json", "--steps", "--buffer-mb", "--max-buffers",
+                                           "--short-gap-us", "--top", "--compare", "--region", "--compare-region",
+                                           NULL};
+        int needs = 0;
+        for (const char **w = with_value; *w; w++) needs |= !strcmp(*w, name);
+        if (needs && !val) {
+            if (i + 1 >= argc) return usage_error(usage, "option %s needs a value", name);
+            val = argv[++i];
+        }
+        if (!needs && val) return usage_error(usage, "option %s takes no value", name);
+        if (!run && name[0] != '-') {
+            if (o->trace) return usage_error(usage, "unexpected argument \"%s\" (one TRACE; --compare OTHER for a second)", a);
+            o->trace = a;
+            continue;
+        }
+        if (run && (!strcmp(name, "-o") || !strcmp(name, "--output"))) o->out = val;
+        else if (!strcmp(name, "--json")) o->json = val;
+        else if (!strcmp(name, "--steps")) {
+            if (!parse_long(val, 1, 1000000000000L, &o->steps))
+                return usage_error(usage, "--steps takes a whole number >= 1, got \"%s\"", val);
+            o->ls.steps = o->steps;
+        } else if (!strcmp(name, "--short-gap-us")) {
+            double v;
+            if (!gr_parse_number(val, &v) || !(v > 0) || v > 1e9)
+                return usage_error(usage, "--short-gap-us takes a number of microseconds > 0, got \"%s\"", val);
+            o->ls.short_gap_us = v;
+        } else if (!strcmp(name, "--top")) {
+            long v;
+            if (!parse_long(val, 1, 100000, &v)) return usage_error(usage, "--top takes a whole number >= 1, got \"%s\"", val);
+            o->ls.top = (int)v;
+        } else if (run && !strcmp(name, "--buffer-mb")) {
+            if (!parse_long(val, 1, 1024, &o->buffer_mb))
+                return usage_error(usage, "--buffer-mb takes a whole number from 1 to 1024, got \"%s\"", val);
+        } else if (run && !strcmp(name, "--max-buffers")) {
+            if (!parse_long(val, 2, 4096, &o->max_buffers))
+                return usage_error(usage, "--max-buffers takes a whole number from 2 to 4096, got \"%s\"", val);
+        } else if (run && !strcmp(name, "--latency")) o->latency = 1;
+        else if (run && !strcmp(name, "--no-driver")) o->no_driver = 1;
+        else if (run && !strcmp(name, "--no-memcpy")) o->no_memcpy = 1;
+        else if (run && !strcmp(name, "--no-report")) o->no_report = 1;
+        else if (!run && !strcmp(name, "--compare")) o->compare = val;
+        else if (!run && !strcmp(name, "--region")) o->region = val;
+        else if (!run && !strcmp(name, "--compare-region")) o->compare_region = val;
+        else if (!run && !strcmp(name, "--partial")) o->partial = 1;
+        else if (run && name[0] != '-')
+            return usage_error(usage, "unexpected argument \"%s\": put the command after -- (cupti-launchstat [options] -- CMD ARGS)", a);
+        else return usage_error(usage, "unknown option %s (see --help)", name);
+    }
+    return -1;
+}
+
+static int fail(const gr_error *e) {
+    fprintf(stderr, "cupti-launchstat: %s\n", e->msg);
+    return gr_exit_code(e->code);
+}
+
+static int write_json(const char *path, json_t *j, gr_error *e) {
+    int rc;
+    if (!strcmp(path, "-")) {
+        rc = json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        fputc('\n', stdout);
+    } else {
+        rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    }
+    if (rc != 0) gr_error_set(e, GR_ERR_IO, path, "cannot write the JSON report (is the directory writable?)");
+    return rc;
+}
+
+/* Load + analyse; fills *t and *r. */
+static gr_status load(const char *path, int partial, const gr_ls_opts *lo, gr_trace **t, gr_ls_report **r,
+                      gr_error *e) {
+    *t = NULL;
+    *r = NULL;
+    gr_status st = gr_trace_load(path, partial, t, e);
+    if (st != GR_OK) return st;
+    st = gr_ls_analyze(*t, lo, r, e);
+    if (st != GR_OK) {
+        gr_trace_destroy(*t);
+        *t = NULL;
+    }
+    return st;
+}
+
+/* Prints the report (and compare); returns an exit code. */
+static int report(const opts *o, const char *trace_path, int partial, json_t *extra) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_trace *t = NULL, *t2 = NULL;
+    gr_ls_report *r = NULL, *r2 = NULL;
+    int rc = 0;
+    if (load(trace_path, partial, &o->ls, &t, &r, &e) != GR_OK) return fail(&e);
+    const gr_ls_scope *a = NULL, *b = NULL;
+    if (o->compare) {
+        if (load(o->compare, o->partial, &o->ls, &t2, &r2, &e) != GR_OK) {
+            rc = fail(&e);
+            goto done;
+        }
+        a = gr_ls_main_scope(r, o->region, &e);
+        if (a) b = gr_ls_main_scope(r2, o->compare_region, &e);
+        if (!a || !b) {
+            rc = fail(&e);
+            goto done;
+        }
+    } else if (o->region && !gr_ls_main_scope(r, o->region, &e)) {
+        rc = fail(&e);
+        goto done;
+    }
+    int json_stdout = o->json && !strcmp(o->json, "-");
+    FILE *f = json_stdout ? stderr : stdout;
+    gr_ls_print(f, r);
+    if (a && b) {
+        char la[300], lb[300];
+        snprintf(la, sizeof(la), "%s%s%s", trace_path, a->is_region ? ":" : "", a->is_region ? a->name : "");
+        snprintf(lb, sizeof(lb), "%s%s%s", o->compare, b->is_region ? ":" : "", b->is_region ? b->name : "");
+        fprintf(f, "\n");
+        gr_ls_print_compare(f, la, a, lb, b);
+    }
+    fflush(f);
+    if (t->dropped)
+        fprintf(stderr, "cupti-launchstat: warning: CUPTI dropped %llu activity records in %s: counts and gaps are "
+                        "incomplete (raise --buffer-mb / --max-buffers)\n",
+                (unsigned long long)t->dropped, trace_path);
+    if (o->json) {
+        json_t *j = gr_ls_json(r);
+        if (a && b) json_object_set_new(j, "compare", gr_ls_compare_json(trace_path, a, o->compare, b));
+        if (extra) json_object_update(j, extra);
+        if (write_json(o->json, j, &e) != 0) rc = fail(&e);
+        json_decref(j);
+    }
+done:
+    gr_ls_report_destroy(r);
+    gr_ls_report_destroy(r2);
+    gr_trace_destroy(t);
+    gr_trace_destroy(t2);
+    return rc;
+}
+
+/* ---- running a command ---- */
+
+static pid_t child_pid = -1;
+
+static void forward(int sig, siginfo_t *si, void *ctx) {
+    (void)ctx;
+    /* Ctrl-C from the terminal reaches the whole process group (CMD too): forward only signals
+     * sent to us alone (kill, timeout) */
+    if (child_pid > 0 && (!si || si->si_code == SI_USER || si->si_code == SI_QUEUE)) kill(child_pid, sig);
+}
+
+/* Why no trace: no driver or no device (exit 3), else the program never initialised CUDA. */
+static int device_problem(char *why, size_t size) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(why, size, "no CUDA driver (libcuda.so.1 cannot be loaded: %s)", dlerror());
+        return 1;
+    }
+    int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
+    int (*count)(int *) = (int (*)(int *))dlsym(h, "cuDeviceGetCount");
+    int n = 0, rc = init ? init(0) : -1;
+    if (rc != 0 || !count || count(&n) != 0 || n == 0) {
+        snprintf(why, size, "no CUDA device (cuInit returned %d, %d devices); check nvidia-smi and CUDA_VISIBLE_DEVICES",
+                 rc, n);
+        return 1;
+    }
+    return 0;
+}
+
+static int find_injection(char *out, size_t size, gr_error *e) {
+    const char *env = getenv("GR_LAUNCHSTAT_INJECTION");
+    if (env && env[0]) {
+        snprintf(out, size, "%s", env);
+    } else {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        self[n > 0 ? n : 0] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) *slash = '\0';
+        snprintf(out, size, "%s/%s", self, INJECTION_NAME);
+    }
+    if (access(out, R_OK) != 0)
+        return gr_error_set(e, GR_ERR_IO, out,
+                            "cannot read the injection library: %s (it is built next to cupti-launchstat; "
+                            "set GR_LAUNCHSTAT_INJECTION=/path/to/%s)", strerror(errno), INJECTION_NAME);
+    if (out[0] != '/') {
+        char abs[PATH_MAX];
+        if (realpath(out, abs)) snprintf(out, size, "%s", abs);
+    }
+    return GR_OK;
+}
+
+/* Absolute path (CMD may change directory), in a directory we can write. */
+static int prepare_output(const char *path, char *out, size_t size, gr_error *e) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", path);
+    const char *slash_in_path = strrchr(path, '/');
+    const char *base = slash_in_path ? slash_in_path + 1 : path;
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *slash = '\0';
+        if (!dir[0]) snprintf(dir, sizeof(dir), "/");
+    } else {
+        snprintf(dir, sizeof(dir), ".");
+    }
+    if (!base[0]) return gr_error_set(e, GR_ERR_USAGE, "-o", "\"%s\" names a directory; give a file name", path);
+    char absdir[PATH_MAX];
+    if (!realpath(dir, absdir))
+        return gr_error_set(e, GR_ERR_IO, "-o", "cannot write the trace to %s: %s (does the directory exist?)", path,
+                            strerror(errno));
+    if (access(absdir, W_OK) != 0)
+        return gr_error_set(e, GR_ERR_IO, "-o", "cannot write the trace to %s: %s", path, strerror(errno));
+    snprintf(out, size, "%s/%s", strcmp(absdir, "/") ? absdir : "", base);
+    struct stat sb;
+    if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return gr_error_set(e, GR_ERR_USAGE, "-o", "%s is a directory; give a file name", path);
+    if (unlink(out) != 0 && errno != ENOENT)
+        return gr_error_set(e, GR_ERR_IO, "-o", "cannot replace %s: %s", path, strerror(errno));
+    return GR_OK;
+}
+
+static void join_command(char **cmd, int n, char *out, size_t size) {
+    size_t o = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && o + 4 < size; i++) {
+        int quote = strpbrk(cmd[i], " \t\"'") != NULL || !cmd[i][0];
+        int w = snprintf(out + o, size - o, "%s%s%s%s", i ? " " : "", quote ? "'" : "", cmd[i], quote ? "'" : "");
+        if (w < 0) break;
+        o += (size_t)w;
+        if (o >= size) break;
+    }
+}
+
+/* Extra traces (FILE.PID) written by other CUDA processes of the run. */
+static void list_extra_traces(const char *path, time_t since) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return;
+    *slash = '\0';
+    const char *base = slash + 1;
+    size_t bl = strlen(base);
+    DIR *d = opendir(dir[0] ? dir : "/");
+    if (!d) return;
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        if (strncmp(ent->d_name, base, bl) != 0 || ent->d_name[bl] != '.') continue;
+        const char *p = ent->d_name + bl + 1;
+        if (!*p || strspn(p, "0123456789") != strlen(p)) continue;
+        char full[PATH_MAX + 256];
+        snprintf(full, sizeof(full), "%s/%s", dir, ent->d_name);
+        struct stat sb;
+        if (stat(full, &sb) == 0 && sb.st_mtime >= since)
+            fprintf(stderr, "cupti-launchstat: another CUDA process of the run (pid %s) was traced to %s "
+                            "(cupti-launchstat report %s)\n", p, full, full);
+    }
+    closedir(d);
+}
+
+static int cmd_run(opts *o) {
+    gr_error e;
+    gr_error_clear(&e);
+    if (o->ncmd <= 0 || !o->cmd || !o->cmd[0])
+        return usage_error(usage_main, "nothing to run: give the command after -- (e.g. cupti-launchstat -- %s)",
+                           "./my_app");
+    char inj[PATH_MAX], path[PATH_MAX + 256], cmdline[4096];
+    if (find_injection(inj, sizeof(inj), &e) != GR_OK) return fail(&e);
+    if (prepare_output(o->out ? o->out : "launchstat.jsonl", path, sizeof(path), &e) != GR_OK) return fail(&e);
+    join_command(o->cmd, o->ncmd, cmdline, sizeof(cmdline));
+    const char *prev = getenv("CUDA_INJECTION64_PATH");
+    if (prev && prev[0] && strcmp(prev, inj) != 0)
+        fprintf(stderr, "cupti-launchstat: warning: CUDA_INJECTION64_PATH was %s (another tool's injection); "
+                        "replaced for CMD\n", prev);
+    time_t started = time(NULL) - 1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        gr_error_set(&e, GR_ERR_INTERNAL, NULL, "cannot start \"%s\": fork failed: %s", o->cmd[0], strerror(errno));
+        return fail(&e);
+    }
+    if (pid == 0) {
+        char num[32];
+        setenv("CUDA_INJECTION64_PATH", inj, 1);
+        setenv("GR_LAUNCHSTAT_OUT", path, 1);
+        setenv("GR_LAUNCHSTAT_CMD", cmdline, 1);
+        snprintf(num, sizeof(num), "%ld", o->steps);
+        setenv("GR_LAUNCHSTAT_STEPS", num, 1);
+        setenv("GR_LAUNCHSTAT_LATENCY", o->latency ? "1" : "0", 1);
+        setenv("GR_LAUNCHSTAT_DRIVER", o->no_driver ? "0" : "1", 1);
+        setenv("GR_LAUNCHSTAT_MEMCPY", o->no_memcpy ? "0" : "1", 1);
+        snprintf(num, sizeof(num), "%ld", o->buffer_mb > 0 ? o->buffer_mb : 8);
+        setenv("GR_LAUNCHSTAT_BUFFER_MB", num, 1);
+        snprintf(num, sizeof(num), "%ld", o->max_buffers > 0 ? o->max_buffers : 32);
+        setenv("GR_LAUNCHSTAT_MAX_BUFFERS", num, 1);
+        execvp(o->cmd[0], o->cmd);
+        int err = errno;
+        fprintf(stderr, "cupti-launchstat: cannot run \"%s\": %s%s\n", o->cmd[0], strerror(err),
+                err == ENOENT ? " (not found: check the path or PATH)" : "");
+        _exit(err == ENOENT ? 127 : 126);
+    }
+    child_pid = pid;
+    struct sigaction sa, old_int, old_term, old_hup;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = forward;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            status = -1;
+            break;
+        }
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    int code = 1;
+    if (status != -1 && WIFEXITED(status)) code = WEXITSTATUS(status);
+    else if (status != -1 && WIFSIGNALED(status)) code = 128 + WTERMSIG(status);
+    if (code != 0)
+        fprintf(stderr, "cupti-launchstat: %s %s %d\n", o->cmd[0],
+                status != -1 && WIFSIGNALED(status) ? "was killed by signal" : "exited with code",
+                status != -1 && WIFSIGNALED(status) ? WTERMSIG(status) : code);
+    list_extra_traces(path, started);
+    if (access(path, F_OK) != 0) {
+        char why[512];
+        if (device_problem(why, sizeof(why))) {
+            fprintf(stderr, "cupti-launchstat: %s: nothing was traced\n", why);
+            return code ? code : 3;
+        }
+        fprintf(stderr, "cupti-launchstat: no trace was written to %s: %s made no CUDA calls, or ended before "
+                        "CUDA initialised\n", path, o->cmd[0]);
+        return code ? code : 1;
+    }
+    gr_trace *t = NULL;
+    gr_status st = gr_trace_load(path, 1, &t, &e);
+    if (st != GR_OK) {
+        fail(&e);
+        return code ? code : 1;
+    }
+    int untraced = t->end_error[0] != 0;
+    int partial = !t->has_end;
+    if (untraced) fprintf(stderr, "cupti-launchstat: %s ran untraced: %s\n", o->cmd[0], t->end_error);
+    else if (partial)
+        fprintf(stderr, "cupti-launchstat: the trace %s has no end record: %s was killed before the trace was "
+                        "flushed; the report covers what was written\n", path, o->cmd[0]);
+    gr_trace_destroy(t);
+    if (untraced) return code ? code : 1;
+    int rc = 0;
+    fprintf(stderr, "cupti-launchstat: trace written to %s\n", path);
+    if (!o->no_report) {
+        json_t *extra = json_pack("{s:s, s:i}", "command", cmdline, "command_exit_code", code);
+        rc = report(o, path, 1, extra);
+        json_decref(extra);
+    }
+    return code ? code : rc;
+}
+
+int main(int argc, char **argv) {
+    opts o;
+    memset(&o, 0, sizeof(o));
+    gr_ls_opts_default(&o.ls);
+    if (argc < 2) {
+        fputs(usage_main, stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("cupti-launchstat %s (trace schema %d)\n", GR_LAUNCHSTAT_VERSION, GR_TRACE_SCHEMA_VERSION);
+        return 0;
+    }
+    if (!strcmp(argv[1], "help")) {
+        fputs(argc > 2 && !strcmp(argv[2], "report") ? usage_report : usage_main, stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "report")) {
+        int rc = parse(argc, argv, 2, 0, &o);
+        if (rc >= 0) return rc;
+        if (!o.trace) return usage_error(usage_report, "report needs a TRACE file%s", "");
+        return report(&o, o.trace, o.partial, NULL);
+    }
+    int rc = parse(argc, argv, 1, 1, &o);
+    if (rc >= 0) return rc;
+    return cmd_run(&o);
+}

@@ -1,0 +1,38 @@
+/* The report of an analysed trace: text (every number says it is traced) and JSON
+ * (schema_version 1), and the side-by-side comparison of two scopes (eager vs graph run, or any
+ * two traces). */
+#ifndef GR_LS_REPORT_H
+#define GR_LS_REPORT_H
+
+#include <stdio.h>
+
+#include "cupti_tools/analysis.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One line on what tracing does to the numbers, printed at the top of every traced report. */
+extern const char *const gr_ls_inflation_note;
+
+/* Full text report: header, region table, then per scope (each region, or the whole trace when
+ * there are no regions) API calls, kernel launches, streams, kernel names, graph launches, ops. */
+void gr_ls_print(FILE *f, const gr_ls_report *r);
+/* Just the region table (graphrun --trace prints this one). */
+void gr_ls_print_regions(FILE *f, const gr_ls_report *r);
+/* Side by side: step time, launches, gaps, idle fraction; and (a - b) per kernel. */
+void gr_ls_print_compare(FILE *f, const char *label_a, const gr_ls_scope *a, const char *label_b,
+                         const gr_ls_scope *b);
+/* json_t * of the report / of a comparison. */
+void *gr_ls_json(const gr_ls_report *r);
+void *gr_ls_compare_json(const char *label_a, const gr_ls_scope *a, const char *label_b, const gr_ls_scope *b);
+/* Demangled (when the C++ runtime is linked) and shortened to at most `width` characters. */
+const char *gr_ls_kernel_name(const char *name, int width, char *buf, size_t size);
+/* Graphrun traces hold eager and graph regions per variant: pairs (eager, graph) by variant, for
+ * the automatic comparison. Returns the count written. */
+size_t gr_ls_mode_pairs(const gr_ls_report *r, const gr_ls_scope **eager, const gr_ls_scope **graph, size_t max);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,166 @@
+/* The cupti-launchstat trace: the record kinds of the JSONL format (schema_version 1, documented
+ * in cupti_tools/README.md) as they are held in memory after reading, and the reader. Reading
+ * needs no GPU and no CUPTI: recorded traces are analysed anywhere. */
+#ifndef GR_TRACE_H
+#define GR_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GR_TRACE_SCHEMA_VERSION 1
+#define GR_LAUNCHSTAT_VERSION "0.1.0"
+
+/* API categories, from the function name (cudaLaunchKernel -> LAUNCH, ...). The collector uses
+ * them to choose which APIs to record, the analysis to group them. */
+typedef enum gr_api_cat {
+    GR_API_OTHER = 0,
+    GR_API_LAUNCH,       /* cudaLaunchKernel*, cuLaunchKernel*, cooperative launches */
+    GR_API_GRAPH_LAUNCH, /* cudaGraphLaunch, cuGraphLaunch */
+    GR_API_MEMCPY,
+    GR_API_MEMSET,
+    GR_API_SYNC,         /* *Synchronize */
+    GR_API_PROFILER,     /* cudaProfilerStart/Stop, cuProfilerStart/Stop: region markers */
+    GR_API_GRAPH_BUILD,  /* graph node creation, instantiation, stream capture begin/end */
+    GR_API_EVENT,        /* event record / stream wait (captured as graph nodes) */
+    GR_API_NCAT
+} gr_api_cat;
+
+gr_api_cat gr_api_category(const char *name);
+const char *gr_api_cat_name(gr_api_cat c);
+/* "cudaLaunchKernel_v7000" -> "cudaLaunchKernel" (into out). */
+void gr_api_strip_version(const char *name, char *out, size_t size);
+
+typedef enum gr_gpu_kind { GR_GPU_KERNEL = 0, GR_GPU_MEMCPY, GR_GPU_MEMSET } gr_gpu_kind;
+
+/* A kernel, memcpy or memset execution. Times are ns since the header's t0. */
+typedef struct gr_tr_gpu {
+    int64_t s, e;
+    int64_t q, sub;     /* kernel: queued / submitted (latency timestamps), 0 when not collected */
+    uint64_t node;      /* graph node id when launched by a graph, else 0 */
+    uint64_t bytes;     /* memcpy / memset */
+    uint32_t corr, stream, ctx, dev, graph;
+    int32_t name;       /* kernel: string index of its name; memcpy: of its copy kind; else -1 */
+    int32_t grid[3], block[3];
+    uint8_t kind;       /* gr_gpu_kind */
+    uint8_t incomplete; /* CUPTI could not collect its timestamps ("inc":1): not timed */
+    int line;
+} gr_tr_gpu;
+
+/* A runtime or driver API call. */
+typedef struct gr_tr_api {
+    int64_t s, e;
+    uint32_t corr, tid;
+    int32_t cbid, name, ret;
+    uint8_t driver;     /* 1 = driver API, 0 = runtime API */
+    uint8_t cat;        /* gr_api_cat */
+    int line;
+} gr_tr_api;
+
+typedef struct gr_tr_ext {
+    uint32_t corr;
+    uint64_t id;
+    int kind;
+} gr_tr_ext;
+
+/* A graph node as created (by the API call that was running then) or cloned (at instantiate). */
+typedef struct gr_tr_node {
+    uint64_t node, orig; /* orig: the node this one was cloned from, 0 when created */
+    uint32_t graph, corr;
+    int32_t api;         /* string index of the creating API's name, -1 unknown */
+    uint64_t tag;        /* op tag current when it was created (graphrun), 0 none */
+    int type;
+    int line;
+} gr_tr_node;
+
+/* A workload op (graphrun in-process traces): kernels carry its tag through external
+ * correlation (eager) or through the node that captured them (graph). */
+typedef struct gr_tr_op {
+    uint64_t tag;
+    int32_t name, kernel, variant;
+    int index;
+} gr_tr_op;
+
+/* A traced region with host-clock bounds (graphrun: one per variant and mode). */
+typedef struct gr_tr_region {
+    int32_t name, variant, mode;
+    int64_t s, e;
+    int64_t steps;
+    double traced_step_us;   /* CUDA events per step inside the traced run, 0 unknown */
+    double untraced_step_us; /* the same workload's untraced measurement, 0 unknown */
+    int from_profiler;       /* 1 when made from cudaProfilerStart/Stop calls */
+    int line;
+} gr_tr_region;
+
+typedef struct gr_tr_ovh {
+    int32_t kind;
+    int64_t s, e;
+} gr_tr_ovh;
+
+typedef struct gr_tr_ctx {
+    uint32_t ctx, dev;
+    int32_t name;
+    int sms;
+    char cc[16];
+} gr_tr_ctx;
+
+#define GR_VEC(T)                                                                                  \
+    struct {                                                                                       \
+        T *v;                                                                                      \
+        size_t n, cap;                                                                             \
+    }
+
+typedef struct gr_trace {
+    char path[512];
+    int lines;
+    /* header */
+    int schema_version;
+    char tool[64], tool_version[32], mode[32];
+    char command[2048];
+    char device[128], cc[16];
+    char apis[512], kinds[256];
+    int64_t t0, start_unix_ns, steps;
+    int pid, driver_version, runtime_version, cupti_version;
+    int latency;
+    /* end record */
+    int has_end;
+    uint64_t end_records, dropped, buffers, buffer_waits, write_errors;
+    int64_t end_ts;
+    char end_reason[128];
+    char end_error[512];  /* set when the collector could not trace (e.g. another subscriber) */
+    /* records */
+    GR_VEC(gr_tr_gpu) gpu;
+    GR_VEC(gr_tr_api) api;
+    GR_VEC(gr_tr_ext) ext;
+    GR_VEC(gr_tr_node) node;
+    GR_VEC(gr_tr_op) op;
+    GR_VEC(gr_tr_region) region;
+    GR_VEC(gr_tr_ovh) ovh;
+    GR_VEC(gr_tr_ctx) ctx;
+    size_t activity_records; /* gpu + api + ext + ovh lines: checked against the end record */
+    size_t unknown_records;  /* lines of record kinds this reader does not know (skipped) */
+    char notes[512];         /* what --partial skipped, for the report */
+    /* strings (kernel and API names, op names, ...) by index */
+    GR_VEC(char *) str;
+} gr_trace;
+
+/* Reads a trace file. Any malformed or truncated line is an error naming the file and line
+ * (GR_ERR_INPUT). A trace without its end record (the traced program was killed before the
+ * trace was flushed) is an error unless `partial`. GR_ERR_IO when the file cannot be read. */
+gr_status gr_trace_load(const char *path, int partial, gr_trace **out, gr_error *err);
+/* The same from memory (tests); `label` names it in messages. */
+gr_status gr_trace_load_mem(const char *text, size_t len, const char *label, int partial,
+                            gr_trace **out, gr_error *err);
+void gr_trace_destroy(gr_trace *t);
+/* String by index; "" for -1 or out of range. */
+const char *gr_trace_str(const gr_trace *t, int32_t idx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

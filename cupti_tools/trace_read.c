@@ -1,0 +1,651 @@
+/* Trace reader: JSONL lines into the in-memory model of trace.h. Strict: every line must be a
+ * known-good record, a damaged or truncated line is an error with file:line:column, and the end
+ * record's count of activity records must match what was read. Unknown record kinds are
+ * skipped (newer writers may add some). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cupti_tools/jsonl.h"
+#include "cupti_tools/trace.h"
+#include "cupti_tools/u64map.h"
+
+#define MAX_NAME_ID (1 << 26)
+
+typedef struct rd {
+    gr_trace *t;
+    const char *label;
+    int line;
+    int seen_header, seen_end;
+    gr_error *err;
+    gr_u64map names; /* name id in the file -> string index */
+    gr_jline *jl;
+} rd;
+
+static gr_status bad(rd *r, int col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static gr_status bad(rd *r, int col, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return gr_error_at(r->err, GR_ERR_INPUT, r->label, r->line, col, "%s", msg);
+}
+
+/* A problem with a whole record or the whole file: "file:line: message" (no column). */
+static gr_status at_line(rd *r, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static gr_status at_line(rd *r, int line, const char *fmt, ...) {
+    char msg[1024], place[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    snprintf(place, sizeof(place), "%s:%d", r->label, line);
+    int first = r->err->count == 0;
+    gr_status st = gr_error_set(r->err, GR_ERR_INPUT, place, "%s", msg);
+    if (first) {
+        snprintf(r->err->file, sizeof(r->err->file), "%s", r->label);
+        r->err->line = line;
+    }
+    return st;
+}
+
+static gr_status nomem(rd *r) {
+    gr_error_set(r->err, GR_ERR_NOMEM, r->label, "out of host memory reading the trace (line %d)", r->line);
+    return GR_ERR_NOMEM;
+}
+
+static int grow(void **v, size_t *cap, size_t n, size_t elem) {
+    if (n < *cap) return 1;
+    size_t c = *cap ? *cap * 2 : 1024;
+    void *p = realloc(*v, c * elem);
+    if (!p) return 0;
+    *v = p;
+    *cap = c;
+    return 1;
+}
+
+#define PUSH(r, vec, out)                                                                          \
+    do {                                                                                           \
+        if (!grow((void **)&(vec).v, &(vec).cap, (vec).n, sizeof(*(vec).v))) return nomem(r);      \
+        (out) = &(vec).v[(vec).n++];                                                               \
+        memset((out), 0, sizeof(*(out)));                                                          \
+    } while (0)
+
+static int32_t add_str(rd *r, const char *s) {
+    gr_trace *t = r->t;
+    if (!grow((void **)&t->str.v, &t->str.cap, t->str.n, sizeof(char *))) return -2;
+    char *c = strdup(s ? s : "");
+    if (!c) return -2;
+    t->str.v[t->str.n] = c;
+    return (int32_t)t->str.n++;
+}
+
+static const char *type_name(gr_jv_type t) {
+    switch (t) {
+    case GR_JV_NULL: return "null";
+    case GR_JV_BOOL: return "a boolean";
+    case GR_JV_NUM: return "a number";
+    case GR_JV_STR: return "a string";
+    case GR_JV_ARR: return "an array";
+    }
+    return "?";
+}
+
+/* Field lookup with type checks. `what` explains the field in the message. Returns NULL and
+ * records the error when it is required and missing or of the wrong type; *fail is set. */
+static const gr_jfield *field(rd *r, const char *rec, const char *key, gr_jv_type type, int required,
+                              const char *what, int *fail) {
+    const gr_jfield *f = gr_jline_get(r->jl, key);
+    if (!f || f->type == GR_JV_NULL) {
+        if (required) {
+            bad(r, 1, "\"%s\" record has no \"%s\" (%s)", rec, key, what);
+            *fail = 1;
+        }
+        return NULL;
+    }
+    if (f->type != type) {
+        bad(r, f->col, "\"%s\" record: \"%s\" must be %s (%s), got %s", rec, key, type_name(type), what,
+            type_name(f->type));
+        *fail = 1;
+        return NULL;
+    }
+    return f;
+}
+
+static int get_i64(rd *r, const char *rec, const char *key, int required, const char *what, int64_t *out,
+                   int *fail) {
+    const gr_jfield *f = field(r, rec, key, GR_JV_NUM, required, what, fail);
+    if (!f) return 0;
+    if (!f->is_int) {
+        bad(r, f->col, "\"%s\" record: \"%s\" must be a whole number (%s)", rec, key, what);
+        *fail = 1;
+        return 0;
+    }
+    *out = f->i;
+    return 1;
+}
+
+static int get_u64(rd *r, const char *rec, const char *key, int required, const char *what, uint64_t *out,
+                   int *fail) {
+    const gr_jfield *f = field(r, rec, key, GR_JV_NUM, required, what, fail);
+    if (!f) return 0;
+    if (f->is_int && f->i >= 0) {
+        *out = (uint64_t)f->i;
+        return 1;
+    }
+    /* ids above INT64_MAX are written as plain digits too */
+    if (!f->is_int && f->d >= 9.2e18 && f->d < 1.8446744073709552e19) {
+        *out = (uint64_t)f->d;
+        return 1;
+    }
+    bad(r, f->col, "\"%s\" record: \"%s\" must be a whole number >= 0 (%s)", rec, key, what);
+    *fail = 1;
+    return 0;
+}
+
+static int get_u32(rd *r, const char *rec, const char *key, int required, const char *what, uint32_t *out,
+                   int *fail) {
+    uint64_t v = 0;
+    if (!get_u64(r, rec, key, required, what, &v, fail)) return 0;
+    if (v > UINT32_MAX) {
+        bad(r, gr_jline_get(r->jl, key)->col, "\"%s\" record: \"%s\" is out of range (%s)", rec, key, what);
+        *fail = 1;
+        return 0;
+    }
+    *out = (uint32_t)v;
+    return 1;
+}
+
+static int get_dbl(rd *r, const char *rec, const char *key, const char *what, double *out, int *fail) {
+    const gr_jfield *f = field(r, rec, key, GR_JV_NUM, 0, what, fail);
+    if (!f) return 0;
+    *out = f->d;
+    return 1;
+}
+
+static int get_str(rd *r, const char *rec, const char *key, int required, const char *what, char *out,
+                   size_t size, int *fail) {
+    const gr_jfield *f = field(r, rec, key, GR_JV_STR, required, what, fail);
+    if (!f) return 0;
+    snprintf(out, size, "%s", f->s);
+    return 1;
+}
+
+static int32_t get_str_idx(rd *r, const char *rec, const char *key, int required, const char *what,
+                           int *fail) {
+    const gr_jfield *f = field(r, rec, key, GR_JV_STR, required, what, fail);
+    if (!f) return -1;
+    int32_t idx = add_str(r, f->s);
+    if (idx == -2) {
+        nomem(r);
+        *fail = 1;
+        return -1;
+    }
+    return idx;
+}
+
+static void get_dim3(rd *r, const char *rec, const char *key, int32_t out[3], int *fail) {
+    out[0] = out[1] = out[2] = 0;
+    const gr_jfield *f = field(r, rec, key, GR_JV_ARR, 0, "[x, y, z]", fail);
+    if (!f) return;
+    if (f->n != 3) {
+        bad(r, f->col, "\"%s\" record: \"%s\" must have 3 numbers [x, y, z], got %d", rec, key, f->n);
+        *fail = 1;
+        return;
+    }
+    for (int i = 0; i < 3; i++) out[i] = (int32_t)f->a[i];
+}
+
+static int check_times(rd *r, const char *rec, int64_t s, int64_t e, int *fail) {
+    if (e < s && !(s == 0 || e == 0)) {
+        bad(r, gr_jline_get(r->jl, "e")->col, "\"%s\" record ends before it starts (s %" PRId64 ", e %" PRId64 ")",
+            rec, s, e);
+        *fail = 1;
+        return 0;
+    }
+    return 1;
+}
+
+static gr_status read_header(rd *r) {
+    gr_trace *t = r->t;
+    int fail = 0;
+    int64_t v = 0;
+    if (!get_i64(r, "header", "schema_version", 1, "format version", &v, &fail)) return r->err->code;
+    if (v < 1 || v > GR_TRACE_SCHEMA_VERSION) {
+        if (v > GR_TRACE_SCHEMA_VERSION)
+            return bad(r, gr_jline_get(r->jl, "schema_version")->col,
+                       "schema_version %" PRId64 " is newer than this reader understands (%d): use a newer "
+                       "cupti-launchstat to read this trace", v, GR_TRACE_SCHEMA_VERSION);
+        return bad(r, gr_jline_get(r->jl, "schema_version")->col, "schema_version %" PRId64 " is not valid (expected %d)",
+                   v, GR_TRACE_SCHEMA_VERSION);
+    }
+    t->schema_version = (int)v;
+    get_i64(r, "header", "t0", 1, "CUPTI timestamp in ns that every record's times count from", &t->t0, &fail);
+    get_str(r, "header", "tool", 0, "writer", t->tool, sizeof(t->tool), &fail);
+    get_str(r, "header", "tool_version", 0, "writer version", t->tool_version, sizeof(t->tool_version), &fail);
+    get_str(r, "header", "mode", 0, "injection or in-process", t->mode, sizeof(t->mode), &fail);
+    get_str(r, "header", "command", 0, "traced command line", t->command, sizeof(t->command), &fail);
+    get_str(r, "header", "device", 0, "device name", t->device, sizeof(t->device), &fail);
+    get_str(r, "header", "cc", 0, "compute capability", t->cc, sizeof(t->cc), &fail);
+    get_str(r, "header", "apis", 0, "API records enabled", t->apis, sizeof(t->apis), &fail);
+    get_str(r, "header", "kinds", 0, "activity kinds enabled", t->kinds, sizeof(t->kinds), &fail);
+    get_i64(r, "header", "start_unix_ns", 0, "wall clock at start", &t->start_unix_ns, &fail);
+    get_i64(r, "header", "steps", 0, "steps the traced program ran", &t->steps, &fail);
+    if (get_i64(r, "header", "pid", 0, "process id", &v, &fail)) t->pid = (int)v;
+    if (get_i64(r, "header", "driver_version", 0, "CUDA driver version", &v, &fail)) t->driver_version = (int)v;
+    if (get_i64(r, "header", "runtime_version", 0, "CUDA runtime version", &v, &fail)) t->runtime_version = (int)v;
+    if (get_i64(r, "header", "cupti_version", 0, "CUPTI API version", &v, &fail)) t->cupti_version = (int)v;
+    const gr_jfield *lat = field(r, "header", "latency", GR_JV_BOOL, 0, "queued/submitted timestamps collected", &fail);
+    if (lat) t->latency = lat->d != 0;
+    if (t->steps < 0) return bad(r, gr_jline_get(r->jl, "steps")->col, "header: \"steps\" must be >= 0");
+    return fail ? r->err->code : GR_OK;
+}
+
+static gr_status read_gpu(rd *r, const char *rec, gr_gpu_kind kind) {
+    gr_tr_gpu *g;
+    PUSH(r, r->t->gpu, g);
+    int fail = 0;
+    g->kind = (uint8_t)kind;
+    g->line = r->line;
+    g->name = -1;
+    get_i64(r, rec, "s", 1, "start, ns since t0", &g->s, &fail);
+    get_i64(r, rec, "e", 1, "end, ns since t0", &g->e, &fail);
+    get_u32(r, rec, "corr", 1, "correlation id of the launching API call", &g->corr, &fail);
+    get_u32(r, rec, "str", 1, "stream id", &g->stream, &fail);
+    get_u32(r, rec, "ctx", 0, "context id", &g->ctx, &fail);
+    get_u32(r, rec, "dev", 0, "device id", &g->dev, &fail);
+    get_u32(r, rec, "gid", 0, "graph id", &g->graph, &fail);
+    get_u64(r, rec, "nid", 0, "graph node id", &g->node, &fail);
+    int64_t inc = 0;
+    if (get_i64(r, rec, "inc", 0, "1 when CUPTI collected no timestamps", &inc, &fail)) g->incomplete = inc != 0;
+    if (kind == GR_GPU_KERNEL) {
+        int64_t n = 0;
+        if (get_i64(r, rec, "n", 1, "name id, defined by a \"name\" record", &n, &fail)) {
+            if (n < 1 || n > MAX_NAME_ID) {
+                bad(r, gr_jline_get(r->jl, "n")->col, "\"k\" record: name id %" PRId64 " out of range", n);
+                fail = 1;
+            }
+            g->name = (int32_t)n; /* file id; resolved to a string index at the end */
+        }
+        get_i64(r, rec, "q", 0, "queued, ns since t0", &g->q, &fail);
+        get_i64(r, rec, "sub", 0, "submitted, ns since t0", &g->sub, &fail);
+        get_dim3(r, rec, "g", g->grid, &fail);
+        get_dim3(r, rec, "b", g->block, &fail);
+    } else {
+        get_u64(r, rec, "bytes", 1, "bytes", &g->bytes, &fail);
+        if (kind == GR_GPU_MEMCPY) g->name = get_str_idx(r, rec, "kind", 0, "copy kind, e.g. HtoD", &fail);
+    }
+    if (!fail && !g->incomplete) check_times(r, rec, g->s, g->e, &fail);
+    r->t->activity_records++;
+    return fail ? r->err->code : GR_OK;
+}
+
+static gr_status read_api(rd *r) {
+    gr_tr_api *a;
+    PUSH(r, r->t->api, a);
+    int fail = 0;
+    a->line = r->line;
+    char d[8] = "";
+    get_str(r, "api", "d", 1, "\"rt\" for the runtime API, \"drv\" for the driver API", d, sizeof(d), &fail);
+    if (!fail && strcmp(d, "rt") != 0 && strcmp(d, "drv") != 0) {
+        bad(r, gr_jline_get(r->jl, "d")->col, "\"api\" record: \"d\" must be \"rt\" or \"drv\", got \"%s\"", d);
+        fail = 1;
+    }
+    a->driver = !strcmp(d, "drv");
+    int64_t v = 0;
+    if (get_i64(r, "api", "cb", 1, "CUPTI callback id", &v, &fail)) a->cbid = (int32_t)v;
+    if (get_i64(r, "api", "n", 1, "name id, defined by a \"name\" record", &v, &fail)) {
+        if (v < 1 || v > MAX_NAME_ID) {
+            bad(r, gr_jline_get(r->jl, "n")->col, "\"api\" record: name id %" PRId64 " out of range", v);
+            fail = 1;
+        }
+        a->name = (int32_t)v;
+    }
+    get_i64(r, "api", "s", 1, "entry, ns since t0", &a->s, &fail);
+    get_i64(r, "api", "e", 1, "exit, ns since t0", &a->e, &fail);
+    get_u32(r, "api", "tid", 0, "thread id", &a->tid, &fail);
+    get_u32(r, "api", "corr", 1, "correlation id", &a->corr, &fail);
+    if (get_i64(r, "api", "ret", 0, "return value", &v, &fail)) a->ret = (int32_t)v;
+    if (!fail) check_times(r, "api", a->s, a->e, &fail);
+    r->t->activity_records++;
+    return fail ? r->err->code : GR_OK;
+}
+
+static gr_status read_line(rd *r, char *line, size_t len) {
+    gr_trace *t = r->t;
+    int col = 0;
+    char msg[256];
+    if (!gr_jline_parse(line, len, r->jl, &col, msg, sizeof(msg))) return bad(r, col, "invalid record: %s", msg);
+    int fail = 0;
+    const gr_jfield *tf = gr_jline_get(r->jl, "t");
+    if (!tf || tf->type != GR_JV_STR)
+        return bad(r, tf ? tf->col : 1, "record without a string \"t\" (its kind)%s",
+                   r->seen_header ? "" : ": not a cupti-launchstat trace");
+    const char *kind = tf->s;
+    if (!r->seen_header) {
+        if (strcmp(kind, "header") != 0)
+            return bad(r, tf->col, "not a cupti-launchstat trace: the first record must be the header "
+                                   "({\"t\":\"header\",...}), found \"%s\"", kind);
+        r->seen_header = 1;
+        return read_header(r);
+    }
+    if (r->seen_end) return bad(r, tf->col, "\"%s\" record after the end record (were two traces concatenated?)", kind);
+    if (!strcmp(kind, "header")) return bad(r, tf->col, "a second header record (were two traces concatenated?)");
+    if (!strcmp(kind, "k")) return read_gpu(r, "k", GR_GPU_KERNEL);
+    if (!strcmp(kind, "api")) return read_api(r);
+    if (!strcmp(kind, "cpy")) return read_gpu(r, "cpy", GR_GPU_MEMCPY);
+    if (!strcmp(kind, "set")) return read_gpu(r, "set", GR_GPU_MEMSET);
+    if (!strcmp(kind, "name")) {
+        int64_t id = 0;
+        const gr_jfield *s = field(r, "name", "s", GR_JV_STR, 1, "the name", &fail);
+        if (!get_i64(r, "name", "id", 1, "name id that records refer to with \"n\"", &id, &fail) || fail)
+            return r->err->code;
+        if (id < 1 || id > MAX_NAME_ID) return bad(r, gr_jline_get(r->jl, "id")->col, "name id %" PRId64 " out of range", id);
+        int32_t idx = add_str(r, s->s);
+        if (idx < 0) return nomem(r);
+        if (!gr_u64map_put_new(&r->names, (uint64_t)id, idx)) {
+            if (r->names.oom) return nomem(r);
+            return bad(r, gr_jline_get(r->jl, "id")->col, "name id %" PRId64 " is defined twice", id);
+        }
+        return GR_OK;
+    }
+    if (!strcmp(kind, "ext")) {
+        gr_tr_ext *x;
+        PUSH(r, t->ext, x);
+        int64_t k = 0;
+        get_u32(r, "ext", "corr", 1, "correlation id of the API call", &x->corr, &fail);
+        get_u64(r, "ext", "id", 1, "external correlation id (graphrun: op tag)", &x->id, &fail);
+        if (get_i64(r, "ext", "kind", 0, "CUPTI external correlation kind", &k, &fail)) x->kind = (int)k;
+        t->activity_records++;
+        return fail ? r->err->code : GR_OK;
+    }
+    if (!strcmp(kind, "ovh")) {
+        gr_tr_ovh *o;
+        PUSH(r, t->ovh, o);
+        o->kind = get_str_idx(r, "ovh", "kind", 1, "what the overhead was", &fail);
+        get_i64(r, "ovh", "s", 1, "start, ns since t0", &o->s, &fail);
+        get_i64(r, "ovh", "e", 1, "end, ns since t0", &o->e, &fail);
+        if (!fail) check_times(r, "ovh", o->s, o->e, &fail);
+        t->activity_records++;
+        return fail ? r->err->code : GR_OK;
+    }
+    if (!strcmp(kind, "node")) {
+        gr_tr_node *n;
+        PUSH(r, t->node, n);
+        int64_t v = 0;
+        n->line = r->line;
+        n->api = -1;
+        get_u64(r, "node", "nid", 1, "graph node id", &n->node, &fail);
+        get_u64(r, "node", "orig", 0, "node it was cloned from", &n->orig, &fail);
+        get_u32(r, "node", "gid", 0, "graph id", &n->graph, &fail);
+        get_u32(r, "node", "corr", 0, "correlation id of the creating API call", &n->corr, &fail);
+        get_u64(r, "node", "tag", 0, "op tag", &n->tag, &fail);
+        if (get_i64(r, "node", "ty", 0, "CUgraphNodeType", &v, &fail)) n->type = (int)v;
+        n->api = get_str_idx(r, "node", "api", 0, "creating API", &fail);
+        return fail ? r->err->code : GR_OK;
+    }
+    if (!strcmp(kind, "op")) {
+        gr_tr_op *o;
+        PUSH(r, t->op, o);
+        int64_t v = 0;
+        get_u64(r, "op", "tag", 1, "op tag", &o->tag, &fail);
+        if (get_i64(r, "op", "index", 0, "op index in the plan", &v, &fail)) o->index = (int)v;
+        o->name = get_str_idx(r, "op", "name", 1, "op name", &fail);
+        o->kernel = get_str_idx(r, "op", "kernel", 0, "kernel", &fail);
+        o->variant = get_str_idx(r, "op", "variant", 0, "variant", &fail);
+        return fail ? r->err->code : GR_OK;
+    }
+    if (!strcmp(kind, "region")) {
+        gr_tr_region *g;
+        PUSH(r, t->region, g);
+        g->line = r->line;
+        g->name = get_str_idx(r, "region", "name", 1, "region name", &fail);
+        g->variant = get_str_idx(r, "region", "variant", 0, "variant", &fail);
+        g->mode = get_str_idx(r, "region", "mode", 0, "eager or graph", &fail);
+        get_i64(r, "region", "s", 1, "host start, ns since t0", &g->s, &fail);
+        get_i64(r, "region", "e", 1, "host end, ns since t0", &g->e, &fail);
+        get_i64(r, "region", "steps", 0, "steps run inside the region", &g->steps, &fail);
+        get_dbl(r, "region", "traced_step_us", "traced step time (CUDA events)", &g->traced_step_us, &fail);
+        get_dbl(r, "region", "untraced_step_us", "untraced step time", &g->untraced_step_us, &fail);
+        if (!fail && g->e < g->s) return bad(r, gr_jline_get(r->jl, "e")->col, "\"region\" record ends before it starts");
+        if (!fail && g->steps < 0) return bad(r, gr_jline_get(r->jl, "steps")->col, "\"region\" record: steps must be >= 0");
+        return fail ? r->err->code : GR_OK;
+    }
+    if (!strcmp(kind, "ctx")) {
+        gr_tr_ctx *c;
+        PUSH(r, t->ctx, c);
+        int64_t v = 0;
+        get_u32(r, "ctx", "ctx", 1, "context id", &c->ctx, &fail);
+        get_u32(r, "ctx", "dev", 0, "device id", &c->dev, &fail);
+        c->name = get_str_idx(r, "ctx", "name", 0, "device name", &fail);
+        get_str(r, "ctx", "cc", 0, "compute capability", c->cc, sizeof(c->cc), &fail);
+        if (get_i64(r, "ctx", "sms", 0, "SM count", &v, &fail)) c->sms = (int)v;
+        if (!fail && !t->device[0] && c->name >= 0) {
+            snprintf(t->device, sizeof(t->device), "%s", gr_trace_str(t, c->name));
+            snprintf(t->cc, sizeof(t->cc), "%s", c->cc);
+        }
+        return fail ? r->err->code : GR_OK;
+    }
+    if (!strcmp(kind, "end")) {
+        r->seen_end = 1;
+        t->has_end = 1;
+        get_u64(r, "end", "records", 1, "activity records written", &t->end_records, &fail);
+        get_u64(r, "end", "dropped", 1, "records CUPTI dropped", &t->dropped, &fail);
+        get_u64(r, "end", "buffers", 0, "activity buffers allocated", &t->buffers, &fail);
+        get_u64(r, "end", "waits", 0, "buffer requests that waited for the writer", &t->buffer_waits, &fail);
+        get_u64(r, "end", "write_errors", 0, "failed writes", &t->write_errors, &fail);
+        get_i64(r, "end", "e", 0, "end of tracing, ns since t0", &t->end_ts, &fail);
+        get_str(r, "end", "reason", 0, "why tracing ended", t->end_reason, sizeof(t->end_reason), &fail);
+        get_str(r, "end", "error", 0, "why nothing was traced", t->end_error, sizeof(t->end_error), &fail);
+        return fail ? r->err->code : GR_OK;
+    }
+    t->unknown_records++;
+    return GR_OK;
+}
+
+static gr_status finish(rd *r, int partial) {
+    gr_trace *t = r->t;
+    if (!r->seen_header)
+        return gr_error_at(r->err, GR_ERR_INPUT, r->label, 0, 0,
+                           "empty file: not a cupti-launchstat trace (no header record)");
+    if (!t->has_end && !partial)
+        return at_line(r, r->line,
+                           "the trace has no end record (line %d is the last): it was cut off, or the "
+                           "traced program was killed (SIGKILL) before the trace was flushed. "
+                           "`report --partial` analyses what is there",
+                           r->line);
+    if (t->has_end && t->end_records != t->activity_records)
+        return at_line(r, r->line,
+                           "the end record counts %llu activity records but the file holds %zu: lines "
+                           "were lost or added (the file was modified or cut)",
+                           (unsigned long long)t->end_records, t->activity_records);
+    /* name ids to string indexes */
+    for (size_t i = 0; i < t->gpu.n; i++) {
+        gr_tr_gpu *g = &t->gpu.v[i];
+        if (g->kind != GR_GPU_KERNEL) continue;
+        int64_t idx;
+        if (!gr_u64map_get(&r->names, (uint64_t)g->name, &idx))
+            return at_line(r, g->line,
+                               "kernel record refers to name id %d, which no \"name\" record defines", g->name);
+        g->name = (int32_t)idx;
+    }
+    for (size_t i = 0; i < t->api.n; i++) {
+        gr_tr_api *a = &t->api.v[i];
+        int64_t idx;
+        if (!gr_u64map_get(&r->names, (uint64_t)a->name, &idx))
+            return at_line(r, a->line,
+                               "api record refers to name id %d, which no \"name\" record defines", a->name);
+        a->name = (int32_t)idx;
+        a->cat = (uint8_t)gr_api_category(gr_trace_str(t, a->name));
+    }
+    return GR_OK;
+}
+
+static gr_status rd_init(rd *r, gr_trace **out, const char *label, gr_error *err) {
+    memset(r, 0, sizeof(*r));
+    *out = NULL;
+    r->err = err;
+    r->label = label;
+    r->t = calloc(1, sizeof(gr_trace));
+    r->jl = malloc(sizeof(gr_jline));
+    gr_u64map_init(&r->names);
+    if (!r->t || !r->jl) {
+        free(r->t);
+        free(r->jl);
+        r->t = NULL;
+        r->jl = NULL;
+        gr_error_set(err, GR_ERR_NOMEM, label, "out of host memory");
+        return GR_ERR_NOMEM;
+    }
+    snprintf(r->t->path, sizeof(r->t->path), "%s", label);
+    return GR_OK;
+}
+
+static gr_status rd_done(rd *r, gr_status st, gr_trace **out) {
+    free(r->jl);
+    gr_u64map_free(&r->names);
+    if (st != GR_OK) {
+        gr_trace_destroy(r->t);
+        return st;
+    }
+    r->t->lines = r->line;
+    *out = r->t;
+    return GR_OK;
+}
+
+/* One physical line; `has_nl` is 0 for a last line without newline. */
+static gr_status one_line(rd *r, char *line, size_t len, int has_nl, int partial) {
+    r->line++;
+    while (len > 0 && (line[len - 1] == '\r')) len--;
+    size_t k = 0;
+    while (k < len && (line[k] == ' ' || line[k] == '\t')) k++;
+    if (k == len) return GR_OK; /* blank */
+    if (has_nl) return read_line(r, line, len);
+    /* the last line has no newline: when it does not parse, the file ends inside it; say so
+     * rather than what the parser tripped on */
+    gr_error *real = r->err;
+    gr_error *tmp = malloc(sizeof(*tmp));
+    if (!tmp) return nomem(r);
+    gr_error_clear(tmp);
+    r->err = tmp;
+    gr_trace *t = r->t;
+    size_t snap[10] = {t->gpu.n, t->api.n, t->ext.n, t->node.n, t->op.n, t->region.n, t->ovh.n, t->ctx.n,
+                       t->activity_records, t->str.n};
+    int snap_end = r->seen_end;
+    gr_status st = read_line(r, line, len);
+    r->err = real;
+    if (st == GR_OK) {
+        free(tmp);
+        return GR_OK;
+    }
+    if (st == GR_ERR_NOMEM) {
+        *real = *tmp;
+        free(tmp);
+        return st;
+    }
+    free(tmp);
+    /* forget whatever the cut line had added */
+    t->gpu.n = snap[0], t->api.n = snap[1], t->ext.n = snap[2], t->node.n = snap[3], t->op.n = snap[4];
+    t->region.n = snap[5], t->ovh.n = snap[6], t->ctx.n = snap[7], t->activity_records = snap[8];
+    while (t->str.n > snap[9]) free(t->str.v[--t->str.n]);
+    r->seen_end = snap_end;
+    t->has_end = snap_end;
+    if (partial && r->seen_header) {
+        snprintf(r->t->notes, sizeof(r->t->notes), "the last line (%d) was cut off and skipped", r->line);
+        return GR_OK;
+    }
+    return gr_error_at(real, GR_ERR_INPUT, r->label, r->line, (int)len + 1,
+                       "truncated record: the file ends in the middle of this line (the trace was "
+                       "cut off)%s", partial ? "" : "; `report --partial` analyses what is there");
+}
+
+gr_status gr_trace_load(const char *path, int partial, gr_trace **out, gr_error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return gr_error_set(err, GR_ERR_IO, path, "cannot open the trace: %s (check the path)", strerror(errno));
+    rd r;
+    gr_status st = rd_init(&r, out, path, err);
+    if (st != GR_OK) {
+        fclose(f);
+        return st;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while (st == GR_OK && (n = getline(&line, &cap, f)) >= 0) {
+        int has_nl = n > 0 && line[n - 1] == '\n';
+        if (has_nl) line[--n] = '\0';
+        if (memchr(line, '\0', (size_t)n)) {
+            r.line++;
+            st = gr_error_at(err, GR_ERR_INPUT, path, r.line, (int)strlen(line) + 1,
+                             "NUL byte in the line: the file is binary or damaged, not a trace");
+            break;
+        }
+        st = one_line(&r, line, (size_t)n, has_nl, partial);
+    }
+    if (st == GR_OK && ferror(f)) st = gr_error_set(err, GR_ERR_IO, path, "read error: %s", strerror(errno));
+    free(line);
+    fclose(f);
+    if (st == GR_OK) st = finish(&r, partial);
+    return rd_done(&r, st, out);
+}
+
+gr_status gr_trace_load_mem(const char *text, size_t len, const char *label, int partial, gr_trace **out,
+                            gr_error *err) {
+    rd r;
+    gr_status st = rd_init(&r, out, label, err);
+    if (st != GR_OK) return st;
+    char *buf = NULL;
+    size_t cap = 0;
+    size_t pos = 0;
+    while (st == GR_OK && pos < len) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
+        if (n + 1 > cap) {
+            char *b = realloc(buf, n + 1);
+            if (!b) {
+                st = nomem(&r);
+                break;
+            }
+            buf = b;
+            cap = n + 1;
+        }
+        memcpy(buf, text + pos, n);
+        buf[n] = '\0';
+        if (memchr(buf, '\0', n)) {
+            r.line++;
+            st = gr_error_at(err, GR_ERR_INPUT, label, r.line, (int)strlen(buf) + 1,
+                             "NUL byte in the line: the file is binary or damaged, not a trace");
+            break;
+        }
+        st = one_line(&r, buf, n, nl != NULL, partial);
+        pos += n + (nl ? 1 : 0);
+    }
+    free(buf);
+    if (st == GR_OK) st = finish(&r, partial);
+    return rd_done(&r, st, out);
+}
+
+void gr_trace_destroy(gr_trace *t) {
+    if (!t) return;
+    for (size_t i = 0; i < t->str.n; i++) free(t->str.v[i]);
+    free(t->str.v);
+    free(t->gpu.v);
+    free(t->api.v);
+    free(t->ext.v);
+    free(t->node.v);
+    free(t->op.v);
+    free(t->region.v);
+    free(t->ovh.v);
+    free(t->ctx.v);
+    free(t);
+}
+
+const char *gr_trace_str(const gr_trace *t, int32_t idx) {
+    if (!t || idx < 0 || (size_t)idx >= t->str.n) return "";
+    return t->str.v[idx];
+}

@@ -1,0 +1,677 @@
+/* DLRM kernel family, host side: registry entries (argument schemas), checks (shapes, dtypes,
+ * index ranges, launch dims, byte/flop accounting), CPU references (double accumulation), and
+ * the cuBLASLt path of linear_act (descriptors and algorithm chosen in setup(), before any
+ * capture). Device code: dlrm.cu. */
+#include "kernels/dlrm.h"
+
+#include <cublasLt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cuda_check.h"
+#include "kernels/common.h"
+
+static const gr_dtype fp32_only[] = {GR_FP32, GR_DTYPE_INVALID};
+static const gr_dtype index_dtypes[] = {GR_INT32, GR_INT64, GR_DTYPE_INVALID};
+
+void gr_tril_pair(int64_t p, int *i, int *j) {
+    int r = (int)((1.0 + sqrt(1.0 + 8.0 * (double)p)) / 2.0);
+    while (r > 1 && (int64_t)r * (r - 1) / 2 > p) r--;
+    while ((int64_t)(r + 1) * r / 2 <= p) r++;
+    *i = r;
+    *j = (int)(p - (int64_t)r * (r - 1) / 2);
+}
+
+static int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static const char *shp(const gr_buffer *b, char *s, size_t n) {
+    gr_shape_str(b, s, n);
+    return s;
+}
+
+/* ---------- embedding_bag / embedding_bag_tbe ---------- */
+
+/* Smallest and largest index an integer init can produce; 0 when the init does not say. */
+static int index_bounds(const gr_buffer *ix, double *lo, double *hi) {
+    const gr_init *in = &ix->init;
+    switch (in->kind) {
+    case GR_INIT_ZIPF: *lo = 0; *hi = floor(in->b) - 1; return 1;
+    case GR_INIT_RANDINT: *lo = in->a; *hi = ceil(in->b) - 1; return 1;
+    case GR_INIT_CONST: *lo = *hi = in->a; return 1;
+    case GR_INIT_ZEROS: *lo = *hi = 0; return 1;
+    case GR_INIT_ONES: *lo = *hi = 1; return 1;
+    case GR_INIT_IOTA: {
+        double last = in->a + in->b * (double)(ix->numel - 1);
+        *lo = in->a < last ? in->a : last;
+        *hi = in->a < last ? last : in->a;
+        return 1;
+    }
+    default: return 0;
+    }
+}
+
+static gr_status check_embedding(gr_op *op, const gr_plan *plan, gr_error *err) {
+    const char *kn = op->kernel->name;
+    int tbe = !strcmp(kn, "embedding_bag_tbe");
+    char s1[96], s2[96];
+    if (op->ninputs % 2 != 0)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": inputs are the T tables, then their T index buffers "
+                            "(2 x T inputs); got %d inputs",
+                            kn, op->ninputs);
+    int T = op->ninputs / 2;
+    const gr_buffer *Y = gr_out(op, plan, 0);
+    const gr_buffer *t0 = gr_in(op, plan, 0), *i0 = gr_in(op, plan, T);
+    GR_TRY(gr_check_dtype(op, Y, "outputs[0]", fp32_only, err));
+    if (t0->ndim != 2)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": table \"%s\" has shape %s; a table is [rows, D]", kn,
+                            t0->name, shp(t0, s1, sizeof(s1)));
+    if (i0->ndim < 1 || i0->ndim > 2)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": index buffer \"%s\" has shape %s; it must be [B] or "
+                            "[B, bag]",
+                            kn, i0->name, shp(i0, s1, sizeof(s1)));
+    int64_t D = t0->shape[1], B = i0->shape[0], bag = i0->ndim == 2 ? i0->shape[1] : 1;
+    gr_status st = GR_OK;
+    for (int t = 0; t < T; t++) {
+        const gr_buffer *tab = gr_in(op, plan, t), *ix = gr_in(op, plan, T + t);
+        char role[48];
+        snprintf(role, sizeof(role), "inputs[%d] (table %d)", t, t);
+        if (gr_check_dtype(op, tab, role, fp32_only, err) != GR_OK) st = GR_ERR_INPUT;
+        snprintf(role, sizeof(role), "inputs[%d] (indices of table %d)", T + t, t);
+        if (gr_check_dtype(op, ix, role, index_dtypes, err) != GR_OK) st = GR_ERR_INPUT;
+        else if (ix->dtype != i0->dtype)
+            st = gr_error_set(err, GR_ERR_INPUT, op->path,
+                              "kernel \"%s\": index buffer \"%s\" is %s but \"%s\" is %s; the "
+                              "index buffers share one dtype",
+                              kn, ix->name, gr_dtype_name(ix->dtype), i0->name,
+                              gr_dtype_name(i0->dtype));
+        if (tab->ndim != 2 || tab->shape[1] != D)
+            st = gr_error_set(err, GR_ERR_INPUT, op->path,
+                              "kernel \"%s\": table \"%s\" has shape %s; tables are [rows, D] with "
+                              "one D (table \"%s\" has D = %lld)",
+                              kn, tab->name, shp(tab, s1, sizeof(s1)), t0->name, (long long)D);
+        int64_t ibag = ix->ndim == 2 ? ix->shape[1] : 1;
+        if (ix->ndim < 1 || ix->ndim > 2 || ix->shape[0] != B || ibag != bag)
+            st = gr_error_set(err, GR_ERR_INPUT, op->path,
+                              "kernel \"%s\": index buffer \"%s\" has shape %s; every index buffer "
+                              "has the shape of \"%s\" %s ([B] or [B, bag])",
+                              kn, ix->name, shp(ix, s1, sizeof(s1)), i0->name,
+                              shp(i0, s2, sizeof(s2)));
+        double lo, hi;
+        if (tab->ndim == 2 && index_bounds(ix, &lo, &hi) && (lo < 0 || hi >= (double)tab->shape[0]))
+            st = gr_error_set(err, GR_ERR_INPUT, op->path,
+                              "kernel \"%s\": index buffer \"%s\" holds rows %.0f..%.0f but table "
+                              "\"%s\" has %lld rows (0..%lld); make the init's range at most the "
+                              "table's rows, e.g. \"range\": \"min(card_{t}, rows_cap)\"",
+                              kn, ix->name, lo, hi, tab->name, (long long)tab->shape[0],
+                              (long long)tab->shape[0] - 1);
+    }
+    if (st != GR_OK) return st;
+    int shape_ok = tbe ? (Y->numel == B * T * D && Y->shape[0] == B &&
+                          ((Y->ndim == 3 && Y->shape[1] == T) || (Y->ndim == 2 && Y->shape[1] == T * D)))
+                       : (Y->numel == B * D && Y->shape[0] == B && Y->shape[Y->ndim - 1] == D);
+    if (!shape_ok) {
+        if (tbe)
+            return gr_error_set(err, GR_ERR_INPUT, op->path,
+                                "kernel \"%s\": outputs[0] \"%s\" has shape %s; %d tables of D = "
+                                "%lld looked up for B = %lld rows give [%lld, %d, %lld]",
+                                kn, Y->name, shp(Y, s1, sizeof(s1)), T, (long long)D, (long long)B,
+                                (long long)B, T, (long long)D);
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": outputs[0] \"%s\" has shape %s; a table of D = %lld "
+                            "looked up for B = %lld rows gives [%lld, %lld]",
+                            kn, Y->name, shp(Y, s1, sizeof(s1)), (long long)D, (long long)B,
+                            (long long)B, (long long)D);
+    }
+    if (B * T * D > ((int64_t)1 << 40))
+        return gr_error_set(err, GR_ERR_INPUT, op->path, "kernel \"%s\": output too large", kn);
+    int vec = D % 4 == 0;
+    const char *pool = gr_op_attr_str(op, "pooling", "sum");
+    op->ip[GR_EMB_B] = B;
+    op->ip[GR_EMB_T] = T;
+    op->ip[GR_EMB_D] = D;
+    op->ip[GR_EMB_BAG] = bag;
+    op->ip[GR_EMB_IDX64] = i0->dtype == GR_INT64;
+    op->ip[GR_EMB_VEC] = vec;
+    op->ip[GR_EMB_MEAN] = !strcmp(pool, "mean");
+    op->fp[0] = op->ip[GR_EMB_MEAN] ? 1.0 / (double)bag : 1.0;
+    /* one thread per 16-byte piece of an output row: D = 16 is 4 threads per (row, table) */
+    int64_t work = B * T * (vec ? D / 4 : D);
+    gr_grid_stride(op, plan, work, 128, 1, 16);
+    /* Only the looked-up rows move, not the tables: B x T x bag rows of D floats, plus the
+     * indices. (An upper bound: hot Zipf rows hit in L2.) */
+    op->bytes_read = (double)i0->bytes * T + (double)(B * T * bag * D) * 4.0;
+    op->bytes_written = (double)Y->bytes;
+    op->flops = (double)(B * T * bag * D);
+    op->launches = 1;
+    return GR_OK;
+}
+
+static gr_status ref_embedding(const gr_op *op, const gr_plan *plan, void *const *host,
+                               gr_error *err) {
+    (void)err;
+    int64_t B = op->ip[GR_EMB_B], T = op->ip[GR_EMB_T], D = op->ip[GR_EMB_D], bag = op->ip[GR_EMB_BAG];
+    int idx64 = (int)op->ip[GR_EMB_IDX64];
+    double scale = op->fp[0];
+    float *y = host[op->outputs[0]];
+    for (int64_t t = 0; t < T; t++) {
+        const float *tab = host[op->inputs[t]];
+        const void *ix = host[op->inputs[T + t]];
+        int64_t rows = gr_in(op, plan, (int)t)->shape[0];
+        for (int64_t b = 0; b < B; b++) {
+            float *out = y + (b * T + t) * D;
+            for (int64_t k = 0; k < D; k++) {
+                double s = 0;
+                for (int64_t j = 0; j < bag; j++) {
+                    int64_t r = idx64 ? ((const int64_t *)ix)[b * bag + j] : ((const int32_t *)ix)[b * bag + j];
+                    if (r < 0 || r >= rows) continue; /* out-of-range rows are skipped, as on the device */
+                    s += tab[r * D + k];
+                }
+                out[k] = (float)(s * scale);
+            }
+        }
+    }
+    return GR_OK;
+}
+
+/* ---------- bias_add, sigmoid ---------- */
+
+static gr_status check_bias_add(gr_op *op, const gr_plan *plan, gr_error *err) {
+    const gr_buffer *X = gr_in(op, plan, 0), *b = gr_in(op, plan, 1), *Y = gr_out(op, plan, 0);
+    char s1[96], s2[96];
+    GR_TRY(gr_check_dtype(op, X, "inputs[0] (x)", fp32_only, err));
+    GR_TRY(gr_check_dtype(op, b, "inputs[1] (bias)", fp32_only, err));
+    GR_TRY(gr_check_dtype(op, Y, "outputs[0]", fp32_only, err));
+    int64_t N = X->shape[X->ndim - 1];
+    if (b->numel != N)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"bias_add\": bias \"%s\" has shape %s; x \"%s\" %s needs [%lld] "
+                            "(its last dim)",
+                            b->name, shp(b, s1, sizeof(s1)), X->name, shp(X, s2, sizeof(s2)),
+                            (long long)N);
+    if (Y->numel != X->numel)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"bias_add\": outputs[0] \"%s\" has shape %s; it must have x's "
+                            "shape %s",
+                            Y->name, shp(Y, s1, sizeof(s1)), shp(X, s2, sizeof(s2)));
+    op->ip[GR_BIAS_N_TOTAL] = X->numel;
+    op->ip[GR_BIAS_N] = N;
+    gr_grid_stride(op, plan, X->numel, 256, 1, 8);
+    op->bytes_read = (double)X->bytes + (double)b->bytes;
+    op->bytes_written = (double)Y->bytes;
+    op->flops = (double)X->numel;
+    op->launches = 1;
+    return GR_OK;
+}
+
+static gr_status ref_bias_add(const gr_op *op, const gr_plan *plan, void *const *host, gr_error *err) {
+    (void)plan;
+    (void)err;
+    const float *x = host[op->inputs[0]], *b = host[op->inputs[1]];
+    float *y = host[op->outputs[0]];
+    int64_t n = op->ip[GR_BIAS_N_TOTAL], N = op->ip[GR_BIAS_N];
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] + b[i % N]; /* one fp32 add, as on the device */
+    return GR_OK;
+}
+
+static gr_status check_sigmoid(gr_op *op, const gr_plan *plan, gr_error *err) {
+    GR_TRY(gr_check_elementwise(op, plan, err));
+    GR_TRY(gr_check_dtype(op, gr_in(op, plan, 0), "inputs[0]", fp32_only, err));
+    gr_grid_stride(op, plan, op->ip[0], 256, 1, 8);
+    op->bytes_read = gr_bytes_in(op, plan);
+    op->bytes_written = gr_bytes_out(op, plan);
+    op->flops = 4.0 * (double)op->ip[0]; /* exp, add, div */
+    op->launches = 1;
+    return GR_OK;
+}
+
+static gr_status ref_sigmoid(const gr_op *op, const gr_plan *plan, void *const *host, gr_error *err) {
+    (void)plan;
+    (void)err;
+    const float *x = host[op->inputs[0]];
+    float *y = host[op->outputs[0]];
+    for (int64_t i = 0; i < op->ip[0]; i++) y[i] = (float)(1.0 / (1.0 + exp(-(double)x[i])));
+    return GR_OK;
+}
+
+/* ---------- concat, tril_gather ---------- */
+
+static gr_status check_concat(gr_op *op, const gr_plan *plan, gr_error *err) {
+    const gr_buffer *Y = gr_out(op, plan, 0);
+    char s1[96], s2[96];
+    GR_TRY(gr_check_dtype(op, Y, "outputs[0]", fp32_only, err));
+    int64_t R = Y->shape[0], sum = 0, maxc = 0;
+    gr_status st = GR_OK;
+    for (int i = 0; i < op->ninputs; i++) {
+        const gr_buffer *X = gr_in(op, plan, i);
+        char role[32];
+        snprintf(role, sizeof(role), "inputs[%d]", i);
+        if (gr_check_dtype(op, X, role, fp32_only, err) != GR_OK) st = GR_ERR_INPUT;
+        if (X->shape[0] != R) {
+            st = gr_error_set(err, GR_ERR_INPUT, op->path,
+                              "kernel \"concat\": %s \"%s\" has shape %s but outputs[0] \"%s\" has "
+                              "%s; inputs are joined along dim 1, so every first dim must be %lld",
+                              role, X->name, shp(X, s1, sizeof(s1)), Y->name,
+                              shp(Y, s2, sizeof(s2)), (long long)R);
+            continue;
+        }
+        int64_t c = X->numel / R;
+        sum += c;
+        if (c > maxc) maxc = c;
+    }
+    if (st != GR_OK) return st;
+    if (sum * R != Y->numel)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"concat\": outputs[0] \"%s\" has shape %s (%lld per row) but "
+                            "the inputs give %lld per row; it must be [%lld, %lld] or the same "
+                            "count split over more dims",
+                            Y->name, shp(Y, s1, sizeof(s1)), (long long)(Y->numel / R),
+                            (long long)sum, (long long)R, (long long)sum);
+    op->ip[GR_CAT_ROWS] = R;
+    op->ip[GR_CAT_COLS] = sum;
+    op->ip[GR_CAT_MAXCOLS] = maxc;
+    gr_grid_stride(op, plan, R * maxc, 256, 1, 4);
+    op->grid[1] = (unsigned)op->ninputs; /* one grid row per input */
+    op->bytes_read = gr_bytes_in(op, plan);
+    op->bytes_written = (double)Y->bytes;
+    op->flops = 0;
+    op->launches = 1;
+    return GR_OK;
+}
+
+static gr_status ref_concat(const gr_op *op, const gr_plan *plan, void *const *host, gr_error *err) {
+    (void)err;
+    int64_t R = op->ip[GR_CAT_ROWS], C = op->ip[GR_CAT_COLS], off = 0;
+    float *y = host[op->outputs[0]];
+    for (int i = 0; i < op->ninputs; i++) {
+        const float *x = host[op->inputs[i]];
+        int64_t c = gr_in(op, plan, i)->numel / R;
+        for (int64_t r = 0; r < R; r++) memcpy(y + r * C + off, x + r * c, (size_t)c * sizeof(float));
+        off += c;
+    }
+    return GR_OK;
+}
+
+static gr_status check_tril(gr_op *op, const gr_plan *plan, gr_error *err) {
+    const gr_buffer *Z = gr_in(op, plan, 0), *Y = gr_out(op, plan, 0);
+    char s1[96], s2[96];
+    GR_TRY(gr_check_dtype(op, Z, "inputs[0]", fp32_only, err));
+    GR_TRY(gr_check_dtype(op, Y, "outputs[0]", fp32_only, err));
+    if (Z->ndim != 3 || Z->shape[1] != Z->shape[2] || Z->shape[1] < 2)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"tril_gather\": inputs[0] \"%s\" has shape %s; it must be "
+                            "[B, n, n] with n >= 2",
+                            Z->name, shp(Z, s1, sizeof(s1)));
+    int64_t B = Z->shape[0], n = Z->shape[1], P = n * (n - 1) / 2;
+    if (Y->numel != B * P || Y->shape[0] != B)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"tril_gather\": outputs[0] \"%s\" has shape %s; the strict "
+                            "lower triangle of %s is [%lld, %lld]",
+                            Y->name, shp(Y, s1, sizeof(s1)), shp(Z, s2, sizeof(s2)), (long long)B,
+                            (long long)P);
+    op->ip[GR_TRIL_B] = B;
+    op->ip[GR_TRIL_N] = n;
+    op->ip[GR_TRIL_P] = P;
+    gr_grid_stride(op, plan, B * P, 256, 1, 8);
+    op->bytes_read = (double)(B * P) * 4.0; /* the elements gathered (whole 32 B sectors in truth) */
+    op->bytes_written = (double)Y->bytes;
+    op->flops = 0;
+    op->launches = 1;
+    return GR_OK;
+}
+
+static gr_status ref_tril(const gr_op *op, const gr_plan *plan, void *const *host, gr_error *err) {
+    (void)plan;
+    (void)err;
+    int64_t B = op->ip[GR_TRIL_B], n = op->ip[GR_TRIL_N], P = op->ip[GR_TRIL_P];
+    const float *z = host[op->inputs[0]];
+    float *y = host[op->outputs[0]];
+    for (int64_t p = 0; p < P; p++) {
+        int i, j;
+        gr_tril_pair(p, &i, &j);
+        for (int64_t b = 0; b < B; b++) y[b * P + p] = z[(b * n + i) * n + j];
+    }
+    return GR_OK;
+}
+
+/* ---------- dot_interaction ---------- */
+
+static gr_status check_interaction(gr_op *op, const gr_plan *plan, gr_error *err) {
+    const gr_buffer *X = gr_in(op, plan, 0), *E = gr_in(op, plan, 1), *Y = gr_out(op, plan, 0);
+    char s1[96], s2[96];
+    GR_TRY(gr_check_dtype(op, X, "inputs[0] (x)", fp32_only, err));
+    GR_TRY(gr_check_dtype(op, E, "inputs[1] (E)", fp32_only, err));
+    GR_TRY(gr_check_dtype(op, Y, "outputs[0]", fp32_only, err));
+    if (X->ndim != 2)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"dot_interaction\": x \"%s\" has shape %s; it must be [B, D] "
+                            "(the bottom MLP's output)",
+                            X->name, shp(X, s1, sizeof(s1)));
+    int64_t B = X->shape[0], D = X->shape[1];
+    if (E->ndim != 3 || E->shape[0] != B || E->shape[2] != D)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"dot_interaction\": E \"%s\" has shape %s; with x %s it must be "
+                            "[%lld, T, %lld] (the T embeddings of each row)",
+                            E->name, shp(E, s1, sizeof(s1)), shp(X, s2, sizeof(s2)), (long long)B,
+                            (long long)D);
+    int64_t T = E->shape[1], F = T + 1, P = F * T / 2;
+    if (Y->ndim != 2 || Y->shape[0] != B || Y->shape[1] != D + P)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"dot_interaction\": outputs[0] \"%s\" has shape %s; x and %lld "
+                            "embeddings give [%lld, %lld] (%lld of x, then %lld pairwise dots)",
+                            Y->name, shp(Y, s1, sizeof(s1)), (long long)T, (long long)B,
+                            (long long)(D + P), (long long)D, (long long)P);
+    size_t smem = (size_t)(F * (D + 1)) * sizeof(float);
+    if (smem > 48 * 1024)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"dot_interaction\": %lld vectors of %lld floats need %zu bytes "
+                            "of shared memory; at most 48 KB (fewer tables or a smaller D)",
+                            (long long)F, (long long)D, smem);
+    op->ip[GR_INT_B] = B;
+    op->ip[GR_INT_T] = T;
+    op->ip[GR_INT_D] = D;
+    op->ip[GR_INT_P] = P;
+    /* one block per row of the batch (grid-stride beyond 8 blocks per SM) */
+    int64_t blocks = B < (int64_t)plan->target.sm_count * 8 ? B : (int64_t)plan->target.sm_count * 8;
+    op->grid[0] = (unsigned)(blocks > 0 ? blocks : 1);
+    op->grid[1] = op->grid[2] = 1;
+    op->block[0] = 128;
+    op->block[1] = op->block[2] = 1;
+    op->smem = smem;
+    op->bytes_read = (double)X->bytes + (double)E->bytes;
+    op->bytes_written = (double)Y->bytes;
+    op->flops = 2.0 * (double)(B * P * D);
+    op->launches = 1;
+    return GR_OK;
+}
+
+static gr_status ref_interaction(const gr_op *op, const gr_plan *plan, void *const *host,
+                                 gr_error *err) {
+    (void)plan;
+    (void)err;
+    int64_t B = op->ip[GR_INT_B], T = op->ip[GR_INT_T], D = op->ip[GR_INT_D], P = op->ip[GR_INT_P];
+    const float *x = host[op->inputs[0]], *E = host[op->inputs[1]];
+    float *y = host[op->outputs[0]];
+    for (int64_t b = 0; b < B; b++) {
+        float *out = y + b * (D + P);
+        const float *xb = x + b * D, *eb = E + b * T * D;
+        for (int64_t k = 0; k < D; k++) out[k] = xb[k];
+        for (int64_t p = 0; p < P; p++) {
+            int i, j;
+            gr_tril_pair(p, &i, &j);
+            const float *fi = eb + (int64_t)(i - 1) * D; /* i >= 1: an embedding */
+            const float *fj = j == 0 ? xb : eb + (int64_t)(j - 1) * D;
+            double s = 0;
+            for (int64_t k = 0; k < D; k++) s += (double)fi[k] * (double)fj[k];
+            out[D + p] = (float)s;
+        }
+    }
+    return GR_OK;
+}
+
+/* ---------- linear_act ---------- */
+
+static int parse_act(const char *s) {
+    if (!strcmp(s, "relu")) return GR_DLRM_ACT_RELU;
+    if (!strcmp(s, "sigmoid")) return GR_DLRM_ACT_SIGMOID;
+    return GR_DLRM_ACT_NONE;
+}
+
+/* The SIMT kernel wins while the batch is small: a library GEMM's large tiles leave most of
+ * the 132 SMs idle and its launch path costs more than the math (B = 128: 64 KFLOP per
+ * output column block). Past that, cuBLASLt's tensor-core-free SGEMM tiles (128 x 128 and
+ * up, far more reuse per byte) win; the SIMT kernel's 32 x 32 tiles read 4x more from L2. */
+#define GR_LIN_AUTO_MAX_ROWS 256
+
+static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
+    const gr_buffer *X = gr_in(op, plan, 0), *W = gr_in(op, plan, 1), *b = gr_in(op, plan, 2),
+                    *Y = gr_out(op, plan, 0);
+    char s1[96], s2[96];
+    GR_TRY(gr_check_dtype(op, X, "inputs[0] (x)", fp32_only, err));
+    GR_TRY(gr_check_dtype(op, W, "inputs[1] (W)", fp32_only, err));
+    GR_TRY(gr_check_dtype(op, b, "inputs[2] (bias)", fp32_only, err));
+    GR_TRY(gr_check_dtype(op, Y, "outputs[0]", fp32_only, err));
+    if (W->ndim != 2)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"linear_act\": W \"%s\" has shape %s; a Linear weight is "
+                            "[out, in]",
+                            W->name, shp(W, s1, sizeof(s1)));
+    int64_t N = W->shape[0], K = W->shape[1];
+    if (X->shape[X->ndim - 1] != K)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"linear_act\": x \"%s\" %s has %lld features but W \"%s\" %s "
+                            "takes %lld (W is [out, in])",
+                            X->name, shp(X, s1, sizeof(s1)), (long long)X->shape[X->ndim - 1],
+                            W->name, shp(W, s2, sizeof(s2)), (long long)K);
+    int64_t M = X->numel / K;
+    if (b->numel != N)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"linear_act\": bias \"%s\" has shape %s; W %s needs [%lld]",
+                            b->name, shp(b, s1, sizeof(s1)), shp(W, s2, sizeof(s2)), (long long)N);
+    if (Y->numel != M * N || Y->shape[Y->ndim - 1] != N)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"linear_act\": outputs[0] \"%s\" has shape %s; x %s times W^T "
+                            "gives [%lld, %lld]",
+                            Y->name, shp(Y, s1, sizeof(s1)), shp(X, s2, sizeof(s2)), (long long)M,
+                            (long long)N);
+    int act = parse_act(gr_op_attr_str(op, "act", "relu"));
+    const char *impl_s = gr_op_attr_str(op, "impl", "auto");
+    int impl;
+    if (!strcmp(impl_s, "simt")) impl = GR_LINEAR_SIMT;
+    else if (!strcmp(impl_s, "lt")) impl = GR_LINEAR_LT;
+    else impl = (M <= GR_LIN_AUTO_MAX_ROWS || act == GR_DLRM_ACT_SIGMOID) ? GR_LINEAR_SIMT : GR_LINEAR_LT;
+    if (impl == GR_LINEAR_LT && act == GR_DLRM_ACT_SIGMOID)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"linear_act\": impl \"lt\" has no sigmoid epilogue in "
+                            "cuBLASLt; use impl \"simt\" or \"auto\" for act \"sigmoid\"");
+    if (M > 2147483647 || N > 2147483647 || K > 2147483647 ||
+        (impl == GR_LINEAR_SIMT && cdiv64(M, GR_LIN_BM) > 65535))
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"linear_act\": %lld x %lld x %lld is too large for impl "
+                            "\"%s\" (at most %d rows for simt, 2^31 per dim)",
+                            (long long)M, (long long)N, (long long)K,
+                            impl == GR_LINEAR_SIMT ? "simt" : "lt", 65535 * GR_LIN_BM);
+    op->ip[GR_LIN_M] = M;
+    op->ip[GR_LIN_N] = N;
+    op->ip[GR_LIN_K] = K;
+    op->ip[GR_LIN_ACT] = act;
+    op->ip[GR_LIN_IMPL] = impl;
+    op->ip[GR_LIN_VEC] = K % 4 == 0;
+    if (impl == GR_LINEAR_SIMT) {
+        /* 32 x 32 tiles when they alone fill the SMs, else 32 x 16 (twice the blocks) */
+        int64_t tiles32 = cdiv64(N, 32) * cdiv64(M, GR_LIN_BM);
+        int bn = tiles32 >= plan->target.sm_count ? 32 : 16;
+        op->ip[GR_LIN_BN] = bn;
+        op->grid[0] = (unsigned)cdiv64(N, bn);
+        op->grid[1] = (unsigned)cdiv64(M, GR_LIN_BM);
+        op->grid[2] = 1;
+        op->block[0] = GR_LIN_THREADS;
+        op->block[1] = op->block[2] = 1;
+        op->smem = 0;
+        op->launches = 1;
+    } else {
+        op->ip[GR_LIN_BN] = 0;
+        op->grid[0] = op->grid[1] = op->grid[2] = 0;
+        op->block[0] = op->block[1] = op->block[2] = 0;
+        op->smem = 0;
+        op->launches = -1;
+    }
+    op->bytes_read = (double)X->bytes + (double)W->bytes + (double)b->bytes;
+    op->bytes_written = (double)Y->bytes;
+    op->flops = 2.0 * (double)M * (double)N * (double)K + (act == GR_DLRM_ACT_NONE ? 1.0 : 2.0) * (double)(M * N);
+    return GR_OK;
+}
+
+static gr_status ref_linear(const gr_op *op, const gr_plan *plan, void *const *host, gr_error *err) {
+    (void)plan;
+    (void)err;
+    int64_t M = op->ip[GR_LIN_M], N = op->ip[GR_LIN_N], K = op->ip[GR_LIN_K];
+    int act = (int)op->ip[GR_LIN_ACT];
+    const float *x = host[op->inputs[0]], *w = host[op->inputs[1]], *bias = host[op->inputs[2]];
+    float *y = host[op->outputs[0]];
+    for (int64_t m = 0; m < M; m++) {
+        const float *xr = x + m * K;
+        for (int64_t n = 0; n < N; n++) {
+            const float *wr = w + n * K;
+            double s = 0;
+            for (int64_t k = 0; k < K; k++) s += (double)xr[k] * (double)wr[k];
+            s += bias[n];
+            if (act == GR_DLRM_ACT_RELU) s = s > 0 ? s : 0;
+            else if (act == GR_DLRM_ACT_SIGMOID) s = 1.0 / (1.0 + exp(-s));
+            y[m * N + n] = (float)s;
+        }
+    }
+    return GR_OK;
+}
+
+/* cuBLASLt state of one op: row-major Y[M,N] = X[M,K] W[N,K]^T + bias is the column-major
+ * Y^T (N x M) = W (op T of the K x N column-major view) times X^T (K x M), bias along the N
+ * rows of D: the epilogue's bias vector is per output feature, as needed. */
+typedef struct lt_state {
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t a, b, c;
+    cublasLtMatmulAlgo_t algo;
+} lt_state;
+
+static void teardown_linear(void *state) {
+    lt_state *s = state;
+    if (!s) return;
+    if (s->a) cublasLtMatrixLayoutDestroy(s->a);
+    if (s->b) cublasLtMatrixLayoutDestroy(s->b);
+    if (s->c) cublasLtMatrixLayoutDestroy(s->c);
+    if (s->desc) cublasLtMatmulDescDestroy(s->desc);
+    free(s);
+}
+
+static gr_status lt_make(const gr_op *op, const gr_launch_ctx *ctx, lt_state *s, gr_error *err) {
+    uint64_t M = (uint64_t)op->ip[GR_LIN_M], N = (uint64_t)op->ip[GR_LIN_N], K = (uint64_t)op->ip[GR_LIN_K];
+    cublasLtHandle_t lt = (cublasLtHandle_t)ctx->cublaslt;
+    GR_CUBLAS(cublasLtMatmulDescCreate(&s->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), err);
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    GR_CUBLAS(cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)), err);
+    GR_CUBLAS(cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)), err);
+    cublasLtEpilogue_t epi = op->ip[GR_LIN_ACT] == GR_DLRM_ACT_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    GR_CUBLAS(cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), err);
+    const void *bias = ctx->dptr[op->inputs[2]];
+    GR_CUBLAS(cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), err);
+    GR_CUBLAS(cublasLtMatrixLayoutCreate(&s->a, CUDA_R_32F, K, N, (int64_t)K), err);
+    GR_CUBLAS(cublasLtMatrixLayoutCreate(&s->b, CUDA_R_32F, K, M, (int64_t)K), err);
+    GR_CUBLAS(cublasLtMatrixLayoutCreate(&s->c, CUDA_R_32F, N, M, (int64_t)N), err);
+    cublasLtMatmulPreference_t pref = NULL;
+    GR_CUBLAS(cublasLtMatmulPreferenceCreate(&pref), err);
+    uint64_t ws = ctx->workspace_bytes;
+    int rc = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+    cublasLtMatmulHeuristicResult_t heur;
+    memset(&heur, 0, sizeof(heur));
+    int found = 0;
+    if (rc == 0)
+        rc = cublasLtMatmulAlgoGetHeuristic(lt, s->desc, s->a, s->b, s->c, s->c, pref, 1, &heur, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (rc != 0) return gr_cublas_fail(rc, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__, err);
+    if (found < 1 || heur.state != CUBLAS_STATUS_SUCCESS)
+        return gr_error_set(err, GR_ERR_CUDA, op->path,
+                            "kernel \"linear_act\": cuBLASLt has no algorithm for %llu x %llu x %llu "
+                            "fp32 with a bias epilogue on this GPU; use attr impl \"simt\"",
+                            (unsigned long long)M, (unsigned long long)N, (unsigned long long)K);
+    if (heur.workspaceSize > ctx->workspace_bytes)
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path,
+                            "cuBLASLt algorithm wants %zu bytes of workspace; %zu are there",
+                            heur.workspaceSize, ctx->workspace_bytes);
+    s->algo = heur.algo;
+    return GR_OK;
+}
+
+static gr_status setup_linear(const gr_op *op, const gr_launch_ctx *ctx, void **state, gr_error *err) {
+    *state = NULL;
+    if (op->ip[GR_LIN_IMPL] != GR_LINEAR_LT) return GR_OK;
+    if (!ctx->cublaslt)
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path, "cuBLASLt handle missing (linear_act "
+                            "must carry GR_KF_LIBRARY so the device state creates one)");
+    lt_state *s = calloc(1, sizeof(*s));
+    if (!s) return gr_error_set(err, GR_ERR_NOMEM, op->path, "out of host memory");
+    gr_status st = lt_make(op, ctx, s, err);
+    if (st != GR_OK) {
+        teardown_linear(s);
+        return st;
+    }
+    *state = s;
+    return GR_OK;
+}
+
+static gr_status launch_linear(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_SIMT) return gr_launch_linear_simt(op, ctx, err);
+    const lt_state *s = ctx->op_state;
+    if (!s) return gr_error_set(err, GR_ERR_INTERNAL, op->path, "linear_act (lt): setup() did not run");
+    float alpha = 1.0f, beta = 0.0f;
+    const void *X = ctx->dptr[op->inputs[0]], *W = ctx->dptr[op->inputs[1]];
+    void *Y = ctx->dptr[op->outputs[0]];
+    GR_CUBLAS(cublasLtMatmul((cublasLtHandle_t)ctx->cublaslt, s->desc, &alpha, W, s->a, X, s->b,
+                             &beta, Y, s->c, Y, s->c, &s->algo, ctx->workspace,
+                             ctx->workspace_bytes, (cudaStream_t)ctx->stream),
+              err);
+    return GR_OK;
+}
+
+/* ---------- registry ---------- */
+
+static const char *const pooling_choices[] = {"sum", "mean", NULL};
+static const char *const act_choices[] = {"relu", "none", "sigmoid", NULL};
+static const char *const impl_choices[] = {"auto", "simt", "lt", NULL};
+
+static const gr_attr_spec emb_attrs[] = {
+    {"pooling", GR_ATTR_ENUM, 0, 0, "sum", pooling_choices, "bag pooling: sum (default) or mean"}};
+static const gr_attr_spec linear_attrs[] = {
+    {"act", GR_ATTR_ENUM, 0, 0, "relu", act_choices, "activation after the bias: relu (default), none, sigmoid"},
+    {"impl", GR_ATTR_ENUM, 0, 0, "auto", impl_choices,
+     "simt (own kernel), lt (cuBLASLt with bias/ReLU epilogue) or auto: simt up to 256 rows or "
+     "for sigmoid, else lt"}};
+
+static const gr_kernel_def k_embedding_bag = {
+    "embedding_bag", "one table: y[b] = sum (or mean) of table rows idx[b, 0..bag-1]; rows outside "
+    "the table are skipped",
+    "table [rows, D] fp32, idx [B] or [B, bag] int32/int64", "y [B, D]", 2, 2, 1, 1, emb_attrs, 1,
+    GR_KF_PDL, check_embedding, gr_launch_embedding, ref_embedding, NULL, NULL};
+static const gr_kernel_def k_embedding_bag_tbe = {
+    "embedding_bag_tbe",
+    "table-batched embedding bags: T tables in one launch (FBGEMM TBE style), y[b, t] = pooled rows "
+    "of table t",
+    "table_0 .. table_{T-1} [rows_t, D] fp32, then idx_0 .. idx_{T-1} [B] or [B, bag] (T <= 32)",
+    "y [B, T, D]", 2, 2 * GR_EMB_MAX_TABLES, 1, 1, emb_attrs, 1, GR_KF_PDL, check_embedding,
+    gr_launch_embedding, ref_embedding, NULL, NULL};
+static const gr_kernel_def k_bias_add = {
+    "bias_add", "y = x + bias, bias broadcast over the rows of x", "x [..., N], bias [N]",
+    "y (x's shape)", 2, 2, 1, 1, NULL, 0, GR_KF_PDL | GR_KF_INPLACE, check_bias_add,
+    gr_launch_bias_add, ref_bias_add, NULL, NULL};
+static const gr_kernel_def k_sigmoid = {
+    "sigmoid", "y = 1 / (1 + exp(-x)), fp32", "x", "y (x's shape)", 1, 1, 1, 1, NULL, 0,
+    GR_KF_PDL | GR_KF_INPLACE, check_sigmoid, gr_launch_sigmoid, ref_sigmoid, NULL, NULL};
+static const gr_kernel_def k_concat = {
+    "concat", "y = inputs joined along dim 1 (each input viewed as [rows, numel / rows])",
+    "x_0 .. x_{n-1}, each [rows, ...] fp32", "y [rows, sum of the inputs' columns]", 1,
+    GR_CONCAT_MAX_INPUTS, 1, 1, NULL, 0, GR_KF_PDL, check_concat, gr_launch_concat, ref_concat,
+    NULL, NULL};
+static const gr_kernel_def k_tril = {
+    "tril_gather", "y[b, p] = Z[b, i, j] for the strict lower triangle j < i, row by row",
+    "Z [B, n, n] fp32", "y [B, n (n - 1) / 2]", 1, 1, 1, 1, NULL, 0, GR_KF_PDL, check_tril,
+    gr_launch_tril_gather, ref_tril, NULL, NULL};
+static const gr_kernel_def k_interaction = {
+    "dot_interaction",
+    "fused DLRM interaction: y[b] = [x[b], dots of every pair (i, j), j < i, of the vectors "
+    "(x[b], E[b, 0], ..., E[b, T-1])] in one pass",
+    "x [B, D], E [B, T, D] fp32", "y [B, D + (T + 1) T / 2]", 2, 2, 1, 1, NULL, 0, GR_KF_PDL,
+    check_interaction, gr_launch_dot_interaction, ref_interaction, NULL, NULL};
+static const gr_kernel_def k_linear = {
+    "linear_act",
+    "y = act(x W^T + bias), fused (W [out, in] as in a Linear layer); own SIMT kernel or cuBLASLt "
+    "epilogue",
+    "x [..., K], W [N, K], bias [N] fp32", "y [..., N]", 3, 3, 1, 1, linear_attrs, 2,
+    GR_KF_LIBRARY | GR_KF_PDL, check_linear, launch_linear, ref_linear, setup_linear,
+    teardown_linear};
+
+const gr_kernel_def *const gr_dlrm_kernels[] = {
+    &k_embedding_bag, &k_embedding_bag_tbe, &k_bias_add,  &k_sigmoid, &k_concat,
+    &k_tril,          &k_interaction,       &k_linear,    NULL};

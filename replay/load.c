@@ -1,0 +1,109 @@
+/* Workload file -> workload -> plans, shared by the CLI and the replay service so that a capture
+ * in the service resolves exactly what `graphrun run` would. */
+#include "replay/load.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/expr.h"
+#include "kernels/registry.h"
+
+uint64_t gr_fnv1a(uint64_t h, const void *data, size_t len) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* The whole file, NUL-terminated (the loader takes a length, the NUL is for safety). */
+static gr_status read_file(const char *path, char **out, size_t *len, gr_error *err) {
+    *out = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return gr_error_set(err, GR_ERR_IO, path,
+                            "cannot open the workload file (check the path; bundled workloads "
+                            "are in workloads/)");
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (n + 1 < cap) break; /* short read: end of file or an error */
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    int failed = ferror(f);
+    int saved = errno;
+    fclose(f);
+    if (!buf) return gr_error_set(err, GR_ERR_NOMEM, path, "out of memory reading the file");
+    if (failed) {
+        free(buf);
+        return gr_error_set(err, GR_ERR_IO, path, "cannot read the workload file: %s (is it a file?)",
+                            strerror(saved));
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return GR_OK;
+}
+
+gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_loaded *l,
+                          gr_error *e) {
+    memset(l, 0, sizeof(*l));
+    char *text = NULL;
+    size_t len = 0;
+    gr_status st = read_file(req->path, &text, &len, e);
+    if (st != GR_OK) return st;
+    l->source_hash = gr_fnv1a(GR_FNV_OFFSET, text, len);
+    l->source_bytes = len;
+    st = gr_workload_load_string(text, len, req->path, &l->wl, e);
+    free(text);
+    if (st != GR_OK) return st;
+    for (int i = 0; i < req->nsets; i++)
+        if (gr_workload_set(l->wl, req->sets[i], e) != GR_OK) return e->code;
+    if (req->seed) {
+        double s;
+        if (!gr_parse_number(req->seed, &s) || s < 0 || s != (double)(long long)s)
+            return gr_error_set(e, GR_ERR_USAGE, "--seed", "expected a whole number >= 0, got \"%s\"",
+                                req->seed);
+        l->wl->seed = (uint64_t)s;
+    }
+    if (req->before_resolve && req->before_resolve(req->user, l->wl, e) != GR_OK) return e->code;
+    const char *names[GR_MAX_VARIANTS];
+    int n = 0;
+    if (req->variant || req->one_variant || l->wl->nvariants == 0) {
+        const char *v = gr_workload_variant(l->wl, req->variant, e);
+        if (!v) return e->code;
+        names[n++] = v;
+    } else {
+        for (int i = 0; i < l->wl->nvariants; i++) names[n++] = l->wl->variants[i];
+    }
+    for (int i = 0; i < n; i++) {
+        gr_plan *p = NULL;
+        if (gr_plan_resolve(l->wl, names[i], target, gr_kernel_find, gr_kernel_all_names, &p, e) == GR_OK)
+            l->plans[l->nplans++] = p;
+    }
+    if (gr_error_failed(e)) {
+        gr_error_prefix(e, "%s: ", req->path);
+        return e->code;
+    }
+    return GR_OK;
+}
+
+void gr_loaded_free(gr_loaded *l) {
+    if (!l) return;
+    for (int i = 0; i < l->nplans; i++) gr_plan_destroy(l->plans[i]);
+    gr_workload_destroy(l->wl);
+    memset(l, 0, sizeof(*l));
+}

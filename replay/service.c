@@ -1,0 +1,1689 @@
+/* The replay service: lifetime lock and socket, the I/O thread (poll loop over the listening
+ * socket, the clients and a wake pipe), the GPU worker thread and its queue, the graphs it holds
+ * and the log. Only the worker calls CUDA; the I/O thread reads the graphs' metadata under the
+ * mutex, so status and list answer while a replay runs. */
+#define _GNU_SOURCE /* struct ucred, accept4, pipe2 */
+#include "replay/service.h"
+
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/cuda_check.h"
+#include "core/device.h"
+#include "core/timer.h"
+#include "kernels/registry.h"
+#include "replay/client.h"
+#include "replay/load.h"
+#include "replay/protocol.h"
+#include "replay/run.h"
+#include "replay/session.h"
+
+#define HARD_MAX_GRAPHS 1024
+#define HARD_MAX_CLIENTS 1000
+#define READ_CHUNK 65536
+#define PROGRESS_DROP_BYTES (256 * 1024) /* a client this far behind gets no more progress lines */
+#define PROGRESS_INTERVAL_US 100000.0
+#define LOCK_WAIT_US 25e6  /* how long a starting service waits for another one's lock (the
+                              * client waits 30 s for it) */
+#define SHUTDOWN_FLUSH_US 3e6
+#define LOG_KEEP_BYTES (8L << 20)
+
+void gr_service_opts_default(gr_service_opts *o) {
+    memset(o, 0, sizeof(*o));
+    o->notify_fd = -1;
+    o->max_graphs = 32;
+    o->client_timeout_ms = 30000;
+    o->max_clients = 64;
+    o->max_queue = 64;
+}
+
+/* ---------------------------------------------------------------- log */
+
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void slog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void slog(const char *fmt, ...) {
+    char line[8192];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tmv;
+    localtime_r(&ts.tv_sec, &tmv);
+    size_t n = strftime(line, sizeof(line), "%Y-%m-%d %H:%M:%S", &tmv);
+    n += (size_t)snprintf(line + n, sizeof(line) - n, ".%03ld graphrun[%d] ", ts.tv_nsec / 1000000,
+                          (int)getpid());
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&log_mu);
+    fputs(line, stderr);
+    fputc('\n', stderr);
+    fflush(stderr);
+    pthread_mutex_unlock(&log_mu);
+}
+
+/* The first line of a message, for one-line log entries. */
+static const char *first_line(const char *msg, char *buf, size_t size) {
+    const char *nl = strchr(msg, '\n');
+    size_t n = nl ? (size_t)(nl - msg) : strlen(msg);
+    if (n >= size) n = size - 1;
+    memcpy(buf, msg, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* ---------------------------------------------------------------- state */
+
+/* A captured graph held between requests. The fields above `ld` are metadata the I/O thread
+ * reads under the mutex; the rest belongs to the worker. */
+typedef struct held {
+    char name[GR_PROTO_NAME_MAX + 1];
+    char hash[17];
+    char workload[128];
+    char source[GR_PROTO_PATH_MAX];
+    char variant[64];
+    char params[1024];
+    gr_capture_mode mode;
+    size_t nodes, kernel_nodes, edges;
+    double device_bytes;
+    time_t created;
+    double last_used_us;
+    long replays;
+    uint64_t seq;
+    gr_loaded ld;
+    gr_session *s;
+    gr_variant_run *vr;    /* capture results: checks, graph counts and times */
+    char *report_text;     /* the capture's report */
+    json_t *report_json;
+} held;
+
+typedef struct job {
+    uint64_t conn;
+    gr_request req;
+    atomic_int cancel; /* 1: the client went away, 2: the service is stopping */
+    char what[160];    /* for status and the log */
+    double queued_us, started_us;
+    struct job *next;
+} job;
+
+typedef struct msg {
+    uint64_t conn;
+    char *line; /* NULL with final: the reply could not be made (out of memory) */
+    int final;
+    struct msg *next;
+} msg;
+
+typedef struct conn {
+    uint64_t id;
+    int fd;
+    unsigned uid;
+    int pid;
+    gr_linebuf in;
+    char *out;
+    size_t out_len, out_cap;
+    double last_us;     /* connect, last byte read, or last reply completed */
+    double stalled_us;  /* when pending output last made progress */
+    int busy;           /* a queued request of this connection is waiting or running */
+    int read_closed;    /* the peer shut down its sending side */
+    int closing;        /* close once the output is flushed */
+    int progress_dropped;
+} conn;
+
+enum { DEV_PROBING = 0, DEV_READY, DEV_NONE };
+
+typedef struct svc {
+    gr_service_opts o;
+    gr_service_paths paths;
+    int listen_fd, lock_fd, wake[2];
+    pthread_t worker;
+    int worker_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    /* under mu */
+    job *qhead, *qtail;
+    int qlen;
+    job *running;
+    msg *ohead, *otail;
+    held *graphs[HARD_MAX_GRAPHS];
+    int ngraphs;
+    uint64_t seq;
+    char latest[GR_PROTO_NAME_MAX + 1];
+    int dev_state;
+    gr_device_info dev;
+    char dev_error[1024];
+    double max_memory;
+    int stopping, fatal, worker_done;
+    char fatal_msg[1024];
+    /* worker only */
+    int have_bw;
+    gr_bandwidth bw;
+    /* I/O thread only */
+    conn *conns[HARD_MAX_CLIENTS];
+    int nconns;
+    uint64_t next_conn;
+    long requests;
+    double started_us;
+    time_t started;
+    double shutdown_us;
+    char stop_reason[256];
+} svc;
+
+static volatile sig_atomic_t got_signal;
+static int signal_wake_fd = -1;
+
+static void on_signal(int sig) {
+    got_signal = sig;
+    if (signal_wake_fd >= 0) {
+        int saved = errno;
+        ssize_t rc = write(signal_wake_fd, "s", 1);
+        (void)rc;
+        errno = saved;
+    }
+}
+
+static void wake(svc *v) {
+    ssize_t rc = write(v->wake[1], "w", 1);
+    (void)rc; /* a full pipe already wakes the I/O thread */
+}
+
+/* Queue a line for a connection (any thread). Takes `line`. */
+static void post(svc *v, uint64_t conn_id, char *line, int final) {
+    msg *m = calloc(1, sizeof(*m));
+    if (!m) {
+        free(line);
+        if (!final) return;
+        /* the connection must not stay busy forever: retry once after a short pause */
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        m = calloc(1, sizeof(*m));
+        if (!m) return;
+        line = NULL;
+    }
+    m->conn = conn_id;
+    m->line = line;
+    m->final = final;
+    pthread_mutex_lock(&v->mu);
+    if (v->otail) v->otail->next = m;
+    else v->ohead = m;
+    v->otail = m;
+    pthread_mutex_unlock(&v->mu);
+    wake(v);
+}
+
+static double held_bytes_locked(const svc *v) {
+    double b = 0;
+    for (int i = 0; i < v->ngraphs; i++) b += v->graphs[i]->device_bytes;
+    return b;
+}
+
+static held *find_name_locked(const svc *v, const char *name) {
+    for (int i = 0; i < v->ngraphs; i++)
+        if (!strcmp(v->graphs[i]->name, name)) return v->graphs[i];
+    return NULL;
+}
+
+static held *find_hash_locked(const svc *v, const char *hash) {
+    for (int i = 0; i < v->ngraphs; i++)
+        if (!strcmp(v->graphs[i]->hash, hash)) return v->graphs[i];
+    return NULL;
+}
+
+static void names_locked(const svc *v, char *buf, size_t size) {
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < v->ngraphs && o + 1 < size; i++) {
+        int n = snprintf(buf + o, size - o, "%s%s", i ? ", " : "", v->graphs[i]->name);
+        if (n < 0) break;
+        o += (size_t)n;
+    }
+}
+
+static void iso_time(time_t t, char *buf, size_t size) {
+    struct tm tmv;
+    gmtime_r(&t, &tmv);
+    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+}
+
+/* Metadata of one graph (caller holds mu or is the worker). */
+static json_t *held_json(const svc *v, const held *h) {
+    char created[32];
+    iso_time(h->created, created, sizeof(created));
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:s, s:I, s:b}",
+                     "name", h->name, "hash", h->hash, "workload", h->workload, "source", h->source,
+                     "variant", h->variant, "params", h->params, "capture_mode",
+                     gr_capture_mode_name(h->mode), "nodes", (json_int_t)h->nodes, "kernel_nodes",
+                     (json_int_t)h->kernel_nodes, "edges", (json_int_t)h->edges, "device_bytes",
+                     h->device_bytes, "created", created, "replays", (json_int_t)h->replays,
+                     "latest", !strcmp(v->latest, h->name));
+}
+
+static void held_free(held *h) {
+    if (!h) return;
+    gr_session_destroy(h->s);
+    gr_loaded_free(&h->ld);
+    free(h->vr);
+    free(h->report_text);
+    json_decref(h->report_json);
+    free(h);
+}
+
+/* Remove from the registry (worker, under mu). */
+static void unregister_locked(svc *v, held *h) {
+    for (int i = 0; i < v->ngraphs; i++)
+        if (v->graphs[i] == h) {
+            memmove(&v->graphs[i], &v->graphs[i + 1], (size_t)(v->ngraphs - i - 1) * sizeof(held *));
+            v->ngraphs--;
+            break;
+        }
+    if (!strcmp(v->latest, h->name)) {
+        v->latest[0] = '\0';
+        uint64_t best = 0;
+        for (int i = 0; i < v->ngraphs; i++)
+            if (v->graphs[i]->seq >= best) {
+                best = v->graphs[i]->seq;
+                snprintf(v->latest, sizeof(v->latest), "%s", v->graphs[i]->name);
+            }
+    }
+}
+
+/* ---------------------------------------------------------------- worker */
+
+static int cancelled(const job *j) {
+    return atomic_load(&((job *)j)->cancel) != 0;
+}
+
+static gr_status cancel_error(const job *j, gr_error *err) {
+    int why = atomic_load(&((job *)j)->cancel);
+    return gr_error_set(err, GR_ERR_SERVICE, NULL, "cancelled: %s",
+                        why == 2 ? "the service is stopping" : "the client disconnected");
+}
+
+static void progress(svc *v, job *j, const char *phase, long long done, long long total) {
+    if (!j->req.progress) return;
+    char *line = gr_reply_progress(j->req.id, phase, done, total);
+    if (line) post(v, j->conn, line, 0);
+}
+
+typedef struct batch_ctx {
+    svc *v;
+    job *j;
+    const char *phase;
+    double last_us;
+} batch_ctx;
+
+static gr_status on_batch(void *user, int done, int total, gr_error *err) {
+    batch_ctx *b = user;
+    if (cancelled(b->j)) return cancel_error(b->j, err);
+    double now = gr_now_us();
+    if (done >= total || now - b->last_us >= PROGRESS_INTERVAL_US) {
+        b->last_us = now;
+        progress(b->v, b->j, b->phase, done, total);
+    }
+    return GR_OK;
+}
+
+static char *report_text(const gr_run_report *r) {
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    if (!f) return NULL;
+    gr_report_text(f, r);
+    fclose(f);
+    return buf;
+}
+
+static gr_run_report *report_for(svc *v, const held *h, const gr_variant_run *vr, int with_bw) {
+    gr_run_report *r = calloc(1, sizeof(*r));
+    if (!r) return NULL;
+    r->wl = h->ld.wl;
+    pthread_mutex_lock(&v->mu);
+    r->dev = v->dev;
+    pthread_mutex_unlock(&v->mu);
+    gr_run_opts_default(&r->opts);
+    r->opts.mode = h->mode;
+    if (with_bw && v->have_bw) {
+        r->bw = v->bw;
+        r->have_bw = 1;
+    }
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    strftime(r->date, sizeof(r->date), "%Y-%m-%d %H:%M UTC", &tmv);
+    r->nv = 1;
+    r->v[0] = *vr;
+    return r;
+}
+
+/* report_text and report (the `graphrun run --json` schema plus a "service" object) */
+static void add_report(json_t *body, svc *v, const held *h, const gr_variant_run *vr, int with_bw,
+                       int reused) {
+    gr_run_report *r = report_for(v, h, vr, with_bw);
+    if (!r) return;
+    char *text = report_text(r);
+    if (text) json_object_set_new(body, "report_text", json_string(text));
+    free(text);
+    json_t *j = gr_report_json(r);
+    if (j) {
+        json_object_set_new(j, "service", json_pack("{s:s, s:s, s:b, s:i}", "name", h->name, "hash",
+                                                    h->hash, "reused", reused, "pid", (int)getpid()));
+        json_object_set_new(body, "report", j);
+    }
+    free(r);
+}
+
+static void default_name(svc *v, const held *h, char *out, size_t size) {
+    char base[GR_PROTO_NAME_MAX + 1];
+    if (h->ld.wl->nvariants > 1) snprintf(base, sizeof(base), "%.40s.%.15s", h->workload, h->variant);
+    else snprintf(base, sizeof(base), "%.56s", h->workload);
+    for (char *c = base; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '_' || *c == '-' || *c == '.'))
+            *c = '_';
+    if (!gr_proto_valid_name(base)) snprintf(base, sizeof(base), "graph");
+    snprintf(out, size, "%s", base);
+    for (int k = 2; find_name_locked(v, out) && k < 100000; k++)
+        snprintf(out, size, "%.56s-%d", base, k);
+}
+
+static void fmt_bytes(double b, char *buf, size_t size) {
+    if (b >= 1e9) snprintf(buf, size, "%.2f GB", b / 1e9);
+    else if (b >= 1e6) snprintf(buf, size, "%.1f MB", b / 1e6);
+    else if (b >= 1e3) snprintf(buf, size, "%.1f KB", b / 1e3);
+    else snprintf(buf, size, "%.0f B", b);
+}
+
+static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
+    gr_request *r = &j->req;
+    pthread_mutex_lock(&v->mu);
+    int ready = v->dev_state == DEV_READY;
+    gr_device_info dev = v->dev;
+    double max_memory = v->max_memory;
+    char dev_error[1024];
+    snprintf(dev_error, sizeof(dev_error), "%s", v->dev_error);
+    pthread_mutex_unlock(&v->mu);
+
+    held *h = calloc(1, sizeof(*h));
+    if (h) h->vr = calloc(1, sizeof(*h->vr));
+    if (!h || !h->vr) {
+        held_free(h);
+        return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+    }
+    progress(v, j, "load", 0, 0);
+    const char *sets[GR_PROTO_MAX_SETS];
+    for (int i = 0; i < r->nsets; i++) sets[i] = r->sets[i];
+    gr_load_req lr = {r->workload, r->variant[0] ? r->variant : NULL, sets, r->nsets, NULL, 1, NULL, NULL};
+    gr_target t = ready ? gr_target_from_info(&dev) : gr_target_default();
+    gr_status st = gr_load_resolve(&lr, &t, &h->ld, err);
+    if (st != GR_OK) {
+        held_free(h);
+        return st;
+    }
+    gr_plan *p = h->ld.plans[0];
+    uint64_t hv = GR_FNV_OFFSET;
+    hv = gr_fnv1a(hv, &h->ld.source_hash, sizeof(h->ld.source_hash));
+    hv = gr_fnv1a(hv, p->params, strlen(p->params) + 1);
+    hv = gr_fnv1a(hv, p->variant, strlen(p->variant) + 1);
+    const char *mode = gr_capture_mode_name(r->mode);
+    hv = gr_fnv1a(hv, mode, strlen(mode) + 1);
+    snprintf(h->hash, sizeof(h->hash), "%016llx", (unsigned long long)hv);
+    snprintf(h->workload, sizeof(h->workload), "%s", h->ld.wl->name);
+    snprintf(h->source, sizeof(h->source), "%s", r->workload);
+    snprintf(h->variant, sizeof(h->variant), "%s", p->variant);
+    snprintf(h->params, sizeof(h->params), "%s", p->params);
+    h->mode = r->mode;
+
+    held *victims[2] = {NULL, NULL};
+    pthread_mutex_lock(&v->mu);
+    held *same = find_hash_locked(v, h->hash);
+    if (same && !r->force) {
+        same->last_used_us = gr_now_us();
+        snprintf(v->latest, sizeof(v->latest), "%s", same->name);
+        *body = held_json(v, same);
+        pthread_mutex_unlock(&v->mu);
+        if (*body) {
+            json_object_set_new(*body, "reused", json_true());
+            if (same->report_text) json_object_set_new(*body, "report_text", json_string(same->report_text));
+            json_t *rep = same->report_json ? json_deep_copy(same->report_json) : NULL;
+            if (rep) {
+                json_object_set_new(json_object_get(rep, "service"), "reused", json_true());
+                json_object_set_new(*body, "report", rep);
+            }
+        }
+        slog("capture %s: same content hash as \"%s\": not captured again", r->workload, same->name);
+        held_free(h);
+        return GR_OK;
+    }
+    if (r->force) victims[0] = same;
+    if (r->name[0]) {
+        held *byname = find_name_locked(v, r->name);
+        if (byname && byname != same) {
+            if (!r->force) {
+                st = gr_error_set(err, GR_ERR_USAGE, "name",
+                                  "a different graph is already held as \"%s\" (workload %s, "
+                                  "variant %s, params %s, hash %s): pick another --name, drop it "
+                                  "with `graphrun drop %s`, or replace it with --force",
+                                  byname->name, byname->workload, byname->variant, byname->params,
+                                  byname->hash, byname->name);
+                pthread_mutex_unlock(&v->mu);
+                held_free(h);
+                return st;
+            }
+            victims[1] = byname;
+        }
+        snprintf(h->name, sizeof(h->name), "%s", r->name);
+    } else if (same) {
+        snprintf(h->name, sizeof(h->name), "%s", same->name);
+    } else {
+        default_name(v, h, h->name, sizeof(h->name));
+    }
+    int count = v->ngraphs;
+    double bytes = held_bytes_locked(v);
+    for (int i = 0; i < 2; i++)
+        if (victims[i]) {
+            count--;
+            bytes -= victims[i]->device_bytes;
+        }
+    if (count >= v->o.max_graphs) {
+        char names[1024];
+        names_locked(v, names, sizeof(names));
+        st = gr_error_set(err, GR_ERR_SERVICE, "max_graphs",
+                          "graph limit reached: the service holds %d graphs (%s) and its limit is "
+                          "%d: drop one with `graphrun drop NAME`, or restart the service with a "
+                          "larger --max-graphs",
+                          v->ngraphs, names, v->o.max_graphs);
+    } else if (max_memory > 0 && bytes + p->used_bytes > max_memory) {
+        char need[32], have[32], lim[32];
+        fmt_bytes(p->used_bytes, need, sizeof(need));
+        fmt_bytes(bytes, have, sizeof(have));
+        fmt_bytes(max_memory, lim, sizeof(lim));
+        st = gr_error_set(err, GR_ERR_SERVICE, "max_memory",
+                          "device memory limit: %s %s needs %s of device buffers, the graphs held "
+                          "use %s and the limit is %s: drop graphs (`graphrun list`, `graphrun "
+                          "drop NAME`), make the workload smaller with --set, or restart the "
+                          "service with a larger --max-memory",
+                          h->workload, h->variant, need, have, lim);
+    }
+    pthread_mutex_unlock(&v->mu);
+    if (st != GR_OK) {
+        held_free(h);
+        return st;
+    }
+    if (!ready) {
+        st = gr_error_set(err, GR_ERR_NODEV, NULL,
+                          "%s: the workload is valid (variant %s: %d ops, %d kernel launches per "
+                          "step) but nothing was captured",
+                          dev_error, p->variant, p->nops, p->kernels);
+        held_free(h);
+        return st;
+    }
+    for (int i = 0; i < 2; i++)
+        if (victims[i] && (i == 0 || victims[i] != victims[0])) {
+            pthread_mutex_lock(&v->mu);
+            unregister_locked(v, victims[i]);
+            pthread_mutex_unlock(&v->mu);
+            slog("capture --force: dropping \"%s\" (hash %s)", victims[i]->name, victims[i]->hash);
+            held_free(victims[i]);
+        }
+
+    size_t free0 = 0, total = 0, free1 = 0;
+    GR_CUDA(cudaMemGetInfo(&free0, &total), err);
+    gr_variant_run *vr = h->vr;
+    vr->plan = p;
+    st = gr_session_create(p, dev.sm_count, &h->s, err);
+    if (st == GR_OK && cancelled(j)) st = cancel_error(j, err);
+    if (st == GR_OK && r->cpu_reference) {
+        progress(v, j, "reference", 0, 0);
+        st = gr_session_reference(h->s, err);
+        vr->reference_ms = h->s->reference_ms;
+    }
+    if (st == GR_OK && cancelled(j)) st = cancel_error(j, err);
+    if (st == GR_OK) {
+        progress(v, j, "eager", 0, 0);
+        st = gr_session_verify_eager(h->s, err);
+    }
+    if (st == GR_OK) {
+        progress(v, j, "capture", 0, 0);
+        st = gr_session_capture(h->s, r->mode, NULL, err);
+    }
+    if (st == GR_OK) {
+        vr->captured = 1;
+        vr->graph = h->s->graph;
+        vr->graph.graph = vr->graph.exec = NULL;
+        progress(v, j, "verify", 0, 0);
+        st = gr_session_verify_graph(h->s, err);
+    }
+    if (h->s) {
+        memcpy(vr->checks, h->s->checks, sizeof(vr->checks));
+        vr->nchecks = h->s->nchecks;
+        vr->verified = h->s->verified;
+    }
+    if (st == GR_OK) st = gr_session_require_verified(h->s, err);
+    if (st == GR_OK && cudaMemGetInfo(&free1, &total) != cudaSuccess)
+        st = gr_cuda_fail(cudaGetLastError(), "cudaMemGetInfo", __FILE__, __LINE__, err);
+    vr->status = st;
+    if (st != GR_OK) {
+        snprintf(vr->error, sizeof(vr->error), "%s", err->msg);
+        if (vr->nchecks > 0 || vr->captured) {
+            *body = json_object();
+            if (*body) add_report(*body, v, h, vr, 0, 0);
+        }
+        held_free(h);
+        return st;
+    }
+    /* the host copies only served verification: give their memory back */
+    gr_hoststate_destroy(h->s->ref);
+    h->s->ref = NULL;
+    for (int b = 0; b < p->nbufs; b++) {
+        free(h->s->eager_out[b]);
+        h->s->eager_out[b] = NULL;
+    }
+    double measured = free0 > free1 ? (double)(free0 - free1) : 0;
+    h->device_bytes = (double)h->s->dev->allocated_bytes > measured ? (double)h->s->dev->allocated_bytes
+                                                                     : measured;
+    h->nodes = vr->graph.nodes;
+    h->kernel_nodes = vr->graph.kernel_nodes;
+    h->edges = vr->graph.edges;
+    h->created = time(NULL);
+    h->last_used_us = gr_now_us();
+    json_t *rep = json_object();
+    if (rep) {
+        add_report(rep, v, h, vr, 0, 0);
+        json_t *text = json_object_get(rep, "report_text");
+        if (json_is_string(text)) h->report_text = strdup(json_string_value(text));
+        h->report_json = json_incref(json_object_get(rep, "report"));
+        json_decref(rep);
+    }
+    pthread_mutex_lock(&v->mu);
+    h->seq = ++v->seq;
+    v->graphs[v->ngraphs++] = h;
+    snprintf(v->latest, sizeof(v->latest), "%s", h->name);
+    *body = held_json(v, h);
+    pthread_mutex_unlock(&v->mu);
+    if (*body) {
+        json_object_set_new(*body, "reused", json_false());
+        if (h->report_text) json_object_set_new(*body, "report_text", json_string(h->report_text));
+        if (h->report_json) json_object_set_new(*body, "report", json_deep_copy(h->report_json));
+    }
+    char mem[32];
+    fmt_bytes(h->device_bytes, mem, sizeof(mem));
+    slog("captured \"%s\": %s variant %s (%s), %zu nodes, %s of device memory, hash %s", h->name,
+         h->workload, h->variant, h->params, h->nodes, mem, h->hash);
+    return GR_OK;
+}
+
+/* Is the context still usable after a failed call? A sticky error shows on every later call. */
+static int context_broken(void) {
+    cudaGetLastError();
+    return cudaDeviceSynchronize() != cudaSuccess;
+}
+
+static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
+    gr_request *r = &j->req;
+    pthread_mutex_lock(&v->mu);
+    int ready = v->dev_state == DEV_READY;
+    char dev_error[1024];
+    snprintf(dev_error, sizeof(dev_error), "%s", v->dev_error);
+    const char *want = r->name[0] ? r->name : v->latest;
+    held *h = want[0] ? find_name_locked(v, want) : NULL;
+    char names[1024];
+    names_locked(v, names, sizeof(names));
+    pthread_mutex_unlock(&v->mu);
+    if (!ready) return gr_error_set(err, GR_ERR_NODEV, NULL, "%s: nothing to replay", dev_error);
+    if (!h && r->name[0])
+        return gr_error_set(err, GR_ERR_USAGE, "name", "no graph named \"%s\" is held (%s%s)",
+                            r->name, names[0] ? "graphs: " : "none is; capture one first with "
+                                                             "`graphrun capture WORKLOAD`",
+                            names);
+    if (!h)
+        return gr_error_set(err, GR_ERR_USAGE, "name",
+                            "no graph captured yet: `graphrun capture WORKLOAD` first");
+    if (!v->have_bw) {
+        size_t fr = 0, tot = 0;
+        GR_CUDA(cudaMemGetInfo(&fr, &tot), err);
+        size_t bytes = (size_t)1 << 30;
+        if (fr / 8 < bytes) bytes = fr / 8;
+        progress(v, j, "bandwidth", 0, 0);
+        gr_error be;
+        gr_error_clear(&be);
+        if (bytes > 0 && gr_copy_bandwidth(bytes, 20, &v->bw, &be) == GR_OK) {
+            v->have_bw = 1;
+        } else {
+            char line[512];
+            slog("copy bandwidth probe failed (reports go without the roofline): %s",
+                 first_line(be.msg, line, sizeof(line)));
+            if (be.code == GR_ERR_CUDA && context_broken())
+                return gr_error_set(err, GR_ERR_CUDA, NULL, "copy bandwidth probe: %s", be.msg);
+        }
+    }
+    gr_variant_run *vr = malloc(sizeof(*vr));
+    if (!vr) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+    *vr = *h->vr;
+    batch_ctx bc = {v, j, "graph", 0};
+    gr_time_opts t;
+    memset(&t, 0, sizeof(t));
+    t.iters = r->iters;
+    t.batches = r->batches;
+    t.warmup = r->warmup >= 0 ? r->warmup : (r->iters / 10 < 3 ? 3 : r->iters / 10);
+    t.progress = 0;
+    t.on_batch = on_batch;
+    t.on_batch_user = &bc;
+    gr_status st = GR_OK;
+    if (r->compare_eager) {
+        bc.phase = "eager";
+        t.label = "eager";
+        st = gr_session_time_eager(h->s, &t, NULL, &vr->eager, err);
+    }
+    if (st == GR_OK) {
+        bc.phase = "graph";
+        t.label = "graph";
+        bc.last_us = 0;
+        st = gr_session_time_graph(h->s, &t, &vr->graph_t, err);
+    }
+    if (st == GR_OK) {
+        vr->timed = 1;
+        pthread_mutex_lock(&v->mu);
+        h->replays++;
+        h->last_used_us = gr_now_us();
+        *body = held_json(v, h);
+        pthread_mutex_unlock(&v->mu);
+        if (*body) {
+            json_object_set_new(*body, "iters", json_integer(vr->graph_t.batches * vr->graph_t.steps_per_batch));
+            add_report(*body, v, h, vr, 1, 0);
+        }
+        slog("replayed \"%s\": %d x %d steps, graph %.3f us/step median%s", h->name,
+             vr->graph_t.batches, vr->graph_t.steps_per_batch, vr->graph_t.step_us.median,
+             r->compare_eager ? " (eager timed too)" : "");
+    }
+    free(vr);
+    return st;
+}
+
+static gr_status job_drop(svc *v, job *j, json_t **body, gr_error *err) {
+    pthread_mutex_lock(&v->mu);
+    held *h = find_name_locked(v, j->req.name);
+    if (!h) {
+        char names[1024];
+        names_locked(v, names, sizeof(names));
+        pthread_mutex_unlock(&v->mu);
+        return gr_error_set(err, GR_ERR_USAGE, "name", "no graph named \"%s\" is held (%s%s)",
+                            j->req.name, names[0] ? "graphs: " : "none is held", names);
+    }
+    unregister_locked(v, h);
+    pthread_mutex_unlock(&v->mu);
+    *body = json_pack("{s:s, s:f}", "dropped", h->name, "freed_bytes", h->device_bytes);
+    slog("dropped \"%s\" (hash %s)", h->name, h->hash);
+    held_free(h);
+    /* make the free visible (and any error of it) before the next request */
+    GR_CUDA(cudaDeviceSynchronize(), err);
+    return GR_OK;
+}
+
+static gr_status job_sleep(svc *v, job *j, json_t **body, gr_error *err) {
+    double end = gr_now_us() + j->req.ms * 1e3;
+    long long total = j->req.ms, done = 0;
+    while (gr_now_us() < end) {
+        if (cancelled(j)) return cancel_error(j, err);
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        done = total - (long long)((end - gr_now_us()) / 1e3);
+        progress(v, j, "sleep", done < total ? done : total, total);
+    }
+    *body = json_pack("{s:i}", "slept_ms", j->req.ms);
+    return GR_OK;
+}
+
+/* Test hook: a kernel writes through a bad pointer, which leaves a sticky error in the context
+ * (cudaErrorIllegalAddress), exactly what a buggy kernel would do. */
+static gr_status job_fault(svc *v, job *j, json_t **body, gr_error *err) {
+    pthread_mutex_lock(&v->mu);
+    int ready = v->dev_state == DEV_READY;
+    int sm = v->dev.sm_count;
+    gr_device_info dev = v->dev;
+    pthread_mutex_unlock(&v->mu);
+    if (!ready) return gr_error_set(err, GR_ERR_NODEV, NULL, "no CUDA device: no fault to make");
+    static const char *wl_text =
+        "{\"name\": \"fault\", \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [256], "
+        "\"init\": \"ones\"}], \"outputs\": [\"x\"], \"ops\": [{\"kernel\": \"tiny\", \"inputs\": "
+        "[\"x\"], \"outputs\": [\"x\"]}]}";
+    gr_workload *wl = NULL;
+    GR_TRY(gr_workload_load_string(wl_text, strlen(wl_text), "debug_fault", &wl, err));
+    gr_plan *p = NULL;
+    gr_target t = gr_target_from_info(&dev);
+    const char *variant = gr_workload_variant(wl, NULL, err);
+    gr_status st = variant ? gr_plan_resolve(wl, variant, &t, gr_kernel_find, gr_kernel_all_names, &p, err)
+                           : err->code;
+    gr_devstate *d = NULL;
+    if (st == GR_OK) st = gr_devstate_create(p, sm, &d, err);
+    if (st == GR_OK) {
+        void *saved = d->dptr[0];
+        d->dptr[0] = (void *)(uintptr_t)0x10;
+        st = gr_exec_step(p, d, NULL, err);
+        cudaError_t rc = cudaDeviceSynchronize();
+        d->dptr[0] = saved;
+        if (st == GR_OK && rc != cudaSuccess)
+            st = gr_cuda_fail(rc, "debug_fault: kernel write through a bad pointer (on purpose)",
+                              __FILE__, __LINE__, err);
+        if (st == GR_OK) *body = json_pack("{s:b}", "fault", 0);
+    }
+    if (st != GR_ERR_CUDA) gr_devstate_destroy(d); /* else the context is gone: leave it */
+    gr_plan_destroy(p);
+    gr_workload_destroy(wl);
+    (void)j;
+    return st;
+}
+
+static gr_status run_job(svc *v, job *j) {
+    gr_error err;
+    gr_error_clear(&err);
+    json_t *body = NULL;
+    double t0 = gr_now_us();
+    gr_status st;
+    if (cancelled(j)) st = cancel_error(j, &err);
+    else switch (j->req.cmd) {
+    case GR_CMD_CAPTURE: st = job_capture(v, j, &body, &err); break;
+    case GR_CMD_REPLAY: st = job_replay(v, j, &body, &err); break;
+    case GR_CMD_DROP: st = job_drop(v, j, &body, &err); break;
+    case GR_CMD_DEBUG_SLEEP: st = job_sleep(v, j, &body, &err); break;
+    case GR_CMD_DEBUG_FAULT: st = job_fault(v, j, &body, &err); break;
+    default: st = gr_error_set(&err, GR_ERR_INTERNAL, NULL, "command not queued"); break;
+    }
+    /* a failure reported as something else (a capture, a check) may still have left a sticky
+     * error: never serve another request from a broken context */
+    if (st != GR_OK && st != GR_ERR_CUDA && j->req.cmd != GR_CMD_DEBUG_SLEEP) {
+        pthread_mutex_lock(&v->mu);
+        int ready = v->dev_state == DEV_READY;
+        pthread_mutex_unlock(&v->mu);
+        cudaError_t sticky = cudaSuccess;
+        if (ready) {
+            cudaGetLastError();
+            sticky = cudaDeviceSynchronize();
+        }
+        if (sticky != cudaSuccess) {
+            gr_error_set(&err, GR_ERR_CUDA, NULL,
+                         "the CUDA context is unusable after this failure (%s): the service exits; "
+                         "run the command again (a fresh service starts)",
+                         cudaGetErrorName(sticky));
+            err.code = st = GR_ERR_CUDA;
+        }
+    }
+    char *line;
+    if (st == GR_OK) line = gr_reply_ok(j->req.id, j->req.cmd, body);
+    else line = gr_reply_error(j->req.id, st, err.path, err.msg, body);
+    double secs = (gr_now_us() - t0) / 1e6;
+    char first[512];
+    if (st == GR_OK)
+        slog("conn %llu: %s: ok in %.2f s", (unsigned long long)j->conn, j->what, secs);
+    else if (cancelled(j))
+        slog("conn %llu: %s: %s after %.2f s", (unsigned long long)j->conn, j->what,
+             first_line(err.msg, first, sizeof(first)), secs);
+    else
+        slog("conn %llu: %s: error %s: %s", (unsigned long long)j->conn, j->what,
+             gr_proto_code_name(st), first_line(err.msg, first, sizeof(first)));
+    if (st == GR_ERR_CUDA) {
+        pthread_mutex_lock(&v->mu);
+        v->fatal = 1;
+        snprintf(v->fatal_msg, sizeof(v->fatal_msg), "%s", err.msg);
+        pthread_mutex_unlock(&v->mu);
+    }
+    post(v, j->conn, line, 1);
+    return st;
+}
+
+static void *worker_main(void *arg) {
+    svc *v = arg;
+    gr_device_info info;
+    gr_error e;
+    gr_error_clear(&e);
+    gr_status ds = gr_device_probe(v->o.device, &info, &e);
+    pthread_mutex_lock(&v->mu);
+    if (ds == GR_OK) {
+        v->dev = info;
+        v->dev_state = DEV_READY;
+        v->max_memory = v->o.max_memory > 0 ? v->o.max_memory : 0.9 * (double)info.mem_total;
+    } else {
+        v->dev_state = DEV_NONE;
+        snprintf(v->dev_error, sizeof(v->dev_error), "%s", e.msg);
+    }
+    double maxmem = v->max_memory;
+    pthread_mutex_unlock(&v->mu);
+    if (ds == GR_OK)
+        slog("device %d: %s, %d SMs, cc %d.%d, %.1f GB; graphs may hold up to %.1f GB", info.ordinal,
+             info.name, info.sm_count, info.cc_major, info.cc_minor, (double)info.mem_total / 1e9,
+             maxmem / 1e9);
+    else
+        slog("no usable CUDA device (%s): capture and replay requests will fail with exit code 3",
+             e.msg);
+    int fatal = 0;
+    for (;;) {
+        pthread_mutex_lock(&v->mu);
+        while (!v->qhead && !v->stopping) pthread_cond_wait(&v->cv, &v->mu);
+        job *j = v->qhead;
+        if (!j) {
+            pthread_mutex_unlock(&v->mu);
+            break;
+        }
+        v->qhead = j->next;
+        if (!v->qhead) v->qtail = NULL;
+        v->qlen--;
+        v->running = j;
+        j->started_us = gr_now_us();
+        pthread_mutex_unlock(&v->mu);
+        gr_status st = run_job(v, j);
+        pthread_mutex_lock(&v->mu);
+        v->running = NULL;
+        pthread_mutex_unlock(&v->mu);
+        gr_request_clear(&j->req);
+        free(j);
+        if (st == GR_ERR_CUDA) {
+            fatal = 1;
+            break;
+        }
+    }
+    pthread_mutex_lock(&v->mu);
+    held *all[HARD_MAX_GRAPHS];
+    int n = v->ngraphs;
+    memcpy(all, v->graphs, (size_t)n * sizeof(held *));
+    v->ngraphs = 0;
+    v->latest[0] = '\0';
+    pthread_mutex_unlock(&v->mu);
+    if (fatal) {
+        slog("the CUDA context is unusable: %d graphs are left to the process exit", n);
+    } else {
+        for (int i = 0; i < n; i++) held_free(all[i]);
+        if (n) slog("freed %d graphs", n);
+    }
+    pthread_mutex_lock(&v->mu);
+    v->worker_done = 1;
+    pthread_mutex_unlock(&v->mu);
+    wake(v);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- connections */
+
+static conn *find_conn(svc *v, uint64_t id) {
+    for (int i = 0; i < v->nconns; i++)
+        if (v->conns[i]->id == id) return v->conns[i];
+    return NULL;
+}
+
+/* 0 ok, -1 the connection is dead */
+static int conn_flush(conn *c) {
+    size_t off = 0;
+    int dead = 0;
+    while (off < c->out_len) {
+        ssize_t n = send(c->fd, c->out + off, c->out_len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            off += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        dead = 1; /* EPIPE, ECONNRESET: the client is gone */
+        break;
+    }
+    if (off > 0) {
+        memmove(c->out, c->out + off, c->out_len - off);
+        c->out_len -= off;
+        c->stalled_us = gr_now_us();
+    }
+    return dead ? -1 : 0;
+}
+
+static int conn_queue(conn *c, const char *line, size_t n) {
+    if (c->out_len == 0) c->stalled_us = gr_now_us();
+    if (c->out_len + n > c->out_cap) {
+        size_t cap = c->out_cap ? c->out_cap : 4096;
+        while (cap < c->out_len + n) cap *= 2;
+        char *b = realloc(c->out, cap);
+        if (!b) return -1;
+        c->out = b;
+        c->out_cap = cap;
+    }
+    memcpy(c->out + c->out_len, line, n);
+    c->out_len += n;
+    return conn_flush(c);
+}
+
+static void conn_free(conn *c) {
+    if (!c) return;
+    if (c->fd >= 0) close(c->fd);
+    gr_linebuf_free(&c->in);
+    free(c->out);
+    free(c);
+}
+
+/* Forget a connection: its waiting requests go, its running one is cancelled. */
+static void conn_drop(svc *v, conn *c, const char *why) {
+    int cancelled_running = 0, removed = 0;
+    pthread_mutex_lock(&v->mu);
+    job **pp = &v->qhead;
+    v->qtail = NULL;
+    while (*pp) {
+        job *j = *pp;
+        if (j->conn == c->id) {
+            *pp = j->next;
+            v->qlen--;
+            gr_request_clear(&j->req);
+            free(j);
+            removed++;
+        } else {
+            v->qtail = j;
+            pp = &j->next;
+        }
+    }
+    if (v->running && v->running->conn == c->id) {
+        int expect = 0;
+        atomic_compare_exchange_strong(&v->running->cancel, &expect, 1);
+        cancelled_running = 1;
+    }
+    pthread_mutex_unlock(&v->mu);
+    if (why)
+        slog("conn %llu (uid %u, pid %d): %s%s", (unsigned long long)c->id, c->uid, c->pid, why,
+             cancelled_running ? "; cancelling its running request"
+             : removed         ? "; dropping its waiting request"
+                               : "");
+    for (int i = 0; i < v->nconns; i++)
+        if (v->conns[i] == c) {
+            v->conns[i] = v->conns[--v->nconns];
+            break;
+        }
+    conn_free(c);
+}
+
+static void send_error(svc *v, conn *c, const void *id, gr_status code, const char *field,
+                       const char *message) {
+    char *line = gr_reply_error(id, code, field, message, NULL);
+    if (!line) line = strdup("{\"schema_version\":1,\"ok\":false,\"error\":{\"code\":\"out_of_memory\","
+                             "\"exit_code\":1,\"message\":\"out of memory\",\"field\":\"\"}}\n");
+    if (line && conn_queue(c, line, strlen(line)) != 0) c->closing = 1;
+    free(line);
+    v->requests++;
+}
+
+static json_t *status_json(svc *v) {
+    pthread_mutex_lock(&v->mu);
+    json_t *dev;
+    if (v->dev_state == DEV_READY) {
+        char cc[16];
+        snprintf(cc, sizeof(cc), "%d.%d", v->dev.cc_major, v->dev.cc_minor);
+        dev = json_pack("{s:s, s:i, s:s, s:i, s:s, s:I, s:i, s:i}", "state", "ready", "ordinal",
+                        v->dev.ordinal, "name", v->dev.name, "sm_count", v->dev.sm_count, "cc", cc,
+                        "memory_bytes", (json_int_t)v->dev.mem_total, "driver_version",
+                        v->dev.driver_version, "runtime_version", v->dev.runtime_version);
+    } else if (v->dev_state == DEV_NONE) {
+        dev = json_pack("{s:s, s:s}", "state", "none", "error", v->dev_error);
+    } else {
+        dev = json_pack("{s:s}", "state", "probing");
+    }
+    json_t *running = json_null();
+    if (v->running)
+        running = json_pack("{s:s, s:s, s:f}", "cmd", gr_cmd_name(v->running->req.cmd), "what",
+                            v->running->what, "seconds", (gr_now_us() - v->running->started_us) / 1e6);
+    json_t *s = json_pack(
+        "{s:i, s:i, s:s, s:s, s:f, s:I, s:i, s:o, s:i, s:f, s:o, s:{s:i, s:f, s:i, s:f, s:i, s:i}, "
+        "s:{s:o, s:i}}",
+        "pid", (int)getpid(), "protocol", GR_PROTO_SCHEMA_VERSION, "socket", v->paths.socket, "log",
+        v->o.foreground ? "(stderr)" : v->paths.log, "uptime_s", (gr_now_us() - v->started_us) / 1e6,
+        "requests_served", (json_int_t)v->requests, "connections", v->nconns, "device", dev,
+        "graphs", v->ngraphs, "graph_bytes", held_bytes_locked(v), "latest",
+        v->latest[0] ? json_string(v->latest) : json_null(), "limits", "max_graphs",
+        v->o.max_graphs, "max_memory_bytes", v->max_memory, "max_request_bytes",
+        (int)GR_PROTO_MAX_LINE, "client_timeout_s", v->o.client_timeout_ms / 1000.0, "max_clients",
+        v->o.max_clients, "max_queue", v->o.max_queue, "queue", "running", running, "waiting",
+        v->qlen);
+    pthread_mutex_unlock(&v->mu);
+    return s;
+}
+
+static json_t *list_json(svc *v) {
+    json_t *arr = json_array();
+    pthread_mutex_lock(&v->mu);
+    for (int i = 0; i < v->ngraphs; i++) json_array_append_new(arr, held_json(v, v->graphs[i]));
+    json_t *b = json_pack("{s:o, s:o}", "graphs", arr, "latest",
+                          v->latest[0] ? json_string(v->latest) : json_null());
+    pthread_mutex_unlock(&v->mu);
+    return b;
+}
+
+static void begin_shutdown(svc *v, const char *why) {
+    if (v->stopping) return;
+    snprintf(v->stop_reason, sizeof(v->stop_reason), "%s", why);
+    slog("stopping: %s", why);
+    v->shutdown_us = gr_now_us();
+    /* new clients start a fresh service at once (it waits for our lock) */
+    if (v->listen_fd >= 0) {
+        close(v->listen_fd);
+        v->listen_fd = -1;
+        unlink(v->paths.socket);
+    }
+    job *waiting;
+    pthread_mutex_lock(&v->mu);
+    v->stopping = 1;
+    waiting = v->qhead;
+    v->qhead = v->qtail = NULL;
+    v->qlen = 0;
+    if (v->running) {
+        int expect = 0;
+        atomic_compare_exchange_strong(&v->running->cancel, &expect, 2);
+    }
+    pthread_cond_broadcast(&v->cv);
+    pthread_mutex_unlock(&v->mu);
+    while (waiting) {
+        job *j = waiting;
+        waiting = j->next;
+        conn *c = find_conn(v, j->conn);
+        if (c) {
+            char m[512];
+            snprintf(m, sizeof(m), "the service is stopping (%s) and did not run this request: "
+                     "run the command again (a fresh service starts)", why);
+            send_error(v, c, j->req.id, GR_ERR_SERVICE, "", m);
+            c->busy = 0;
+        }
+        gr_request_clear(&j->req);
+        free(j);
+    }
+}
+
+static void describe(const gr_request *r, char *buf, size_t size) {
+    switch (r->cmd) {
+    case GR_CMD_CAPTURE:
+        snprintf(buf, size, "capture %.100s%s%s%s", r->workload, r->variant[0] ? " variant " : "",
+                 r->variant, r->force ? " --force" : "");
+        break;
+    case GR_CMD_REPLAY:
+        snprintf(buf, size, "replay %s%s%s x %d%s", r->name[0] ? "\"" : "(latest)", r->name,
+                 r->name[0] ? "\"" : "", r->iters, r->compare_eager ? " --compare-eager" : "");
+        break;
+    case GR_CMD_DROP: snprintf(buf, size, "drop \"%s\"", r->name); break;
+    case GR_CMD_DEBUG_SLEEP: snprintf(buf, size, "debug_sleep %d ms", r->ms); break;
+    default: snprintf(buf, size, "%s", gr_cmd_name(r->cmd)); break;
+    }
+}
+
+static void handle_line(svc *v, conn *c, const char *line, size_t len) {
+    gr_request req;
+    gr_error err;
+    gr_error_clear(&err);
+    gr_status st = gr_request_parse(line, len, &req, &err);
+    if (st != GR_OK) {
+        char first[512];
+        slog("conn %llu: bad request: %s", (unsigned long long)c->id,
+             first_line(err.msg, first, sizeof(first)));
+        send_error(v, c, req.id, st, err.path[0] ? err.path : "", err.msg);
+        gr_request_clear(&req);
+        return;
+    }
+    if ((req.cmd == GR_CMD_DEBUG_SLEEP || req.cmd == GR_CMD_DEBUG_FAULT) && !v->o.test_hooks) {
+        send_error(v, c, req.id, GR_ERR_PROTOCOL, "cmd",
+                   "cmd: this command is a test hook, off in this service (it is on only in a "
+                   "service started with GRAPHRUN_SERVICE_TEST_HOOKS=1)");
+        gr_request_clear(&req);
+        return;
+    }
+    char what[160];
+    describe(&req, what, sizeof(what));
+    if (!gr_cmd_is_queued(req.cmd)) {
+        json_t *body = NULL;
+        if (req.cmd == GR_CMD_STATUS) body = status_json(v);
+        else if (req.cmd == GR_CMD_LIST) body = list_json(v);
+        else if (req.cmd == GR_CMD_STOP) body = json_pack("{s:b, s:i}", "stopping", 1, "pid", (int)getpid());
+        char *out = gr_reply_ok(req.id, req.cmd, body);
+        if (out && conn_queue(c, out, strlen(out)) != 0) c->closing = 1;
+        if (!out) send_error(v, c, req.id, GR_ERR_NOMEM, "", "out of memory");
+        else v->requests++;
+        free(out);
+        slog("conn %llu (uid %u, pid %d): %s", (unsigned long long)c->id, c->uid, c->pid, what);
+        if (req.cmd == GR_CMD_STOP) {
+            char why[128];
+            snprintf(why, sizeof(why), "stop requested by pid %d", c->pid);
+            begin_shutdown(v, why);
+        }
+        gr_request_clear(&req);
+        return;
+    }
+    pthread_mutex_lock(&v->mu);
+    int refuse = v->stopping || v->fatal;
+    int full = v->qlen >= v->o.max_queue;
+    int ahead = v->qlen + (v->running ? 1 : 0);
+    pthread_mutex_unlock(&v->mu);
+    if (refuse || full) {
+        char m[512];
+        if (refuse)
+            snprintf(m, sizeof(m), "the service is stopping (%s): run the command again (a fresh "
+                     "service starts)", v->stop_reason[0] ? v->stop_reason : "after a CUDA error");
+        else
+            snprintf(m, sizeof(m), "the GPU queue is full (%d requests waiting, --max-queue): try "
+                     "again when `graphrun status` shows fewer", v->o.max_queue);
+        send_error(v, c, req.id, GR_ERR_SERVICE, "", m);
+        gr_request_clear(&req);
+        return;
+    }
+    job *j = calloc(1, sizeof(*j));
+    if (!j) {
+        send_error(v, c, req.id, GR_ERR_NOMEM, "", "out of memory");
+        gr_request_clear(&req);
+        return;
+    }
+    j->conn = c->id;
+    j->req = req; /* the job owns the id now */
+    atomic_init(&j->cancel, 0);
+    snprintf(j->what, sizeof(j->what), "%s", what);
+    j->queued_us = gr_now_us();
+    c->busy = 1;
+    slog("conn %llu (uid %u, pid %d): %s%s", (unsigned long long)c->id, c->uid, c->pid, what,
+         ahead ? " (queued behind other GPU work)" : "");
+    if (ahead && req.progress) {
+        char *p = gr_reply_progress(req.id, "queued", ahead, ahead);
+        if (p && conn_queue(c, p, strlen(p)) != 0) c->closing = 1;
+        free(p);
+    }
+    pthread_mutex_lock(&v->mu);
+    if (v->qtail) v->qtail->next = j;
+    else v->qhead = j;
+    v->qtail = j;
+    v->qlen++;
+    pthread_cond_signal(&v->cv);
+    pthread_mutex_unlock(&v->mu);
+}
+
+/* Parse buffered lines while the connection may take another request. */
+static void conn_process(svc *v, conn *c) {
+    while (!c->busy && !c->closing) {
+        char *line;
+        size_t len;
+        int rc = gr_linebuf_next(&c->in, &line, &len);
+        if (rc == 0) return;
+        if (rc < 0) {
+            char m[256];
+            snprintf(m, sizeof(m), "request line longer than %u bytes (the limit): closing the "
+                     "connection", GR_PROTO_MAX_LINE);
+            slog("conn %llu (uid %u, pid %d): %s", (unsigned long long)c->id, c->uid, c->pid, m);
+            send_error(v, c, NULL, GR_ERR_PROTOCOL, "request", m);
+            c->closing = 1;
+            return;
+        }
+        c->last_us = gr_now_us();
+        if (len > 0) handle_line(v, c, line, len);
+        free(line);
+    }
+}
+
+static void accept_clients(svc *v) {
+    for (;;) {
+        int fd = accept4(v->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED)
+                slog("accept: %s", strerror(errno));
+            return;
+        }
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        memset(&cred, 0, sizeof(cred));
+        const char *refuse = NULL;
+        char m[256];
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+            refuse = "cannot read the peer's credentials";
+        } else if (cred.uid != geteuid()) {
+            snprintf(m, sizeof(m), "refused: this service serves uid %u only, and the client runs "
+                     "as uid %u", (unsigned)geteuid(), (unsigned)cred.uid);
+            refuse = m;
+            slog("refused a connection from uid %u (pid %d): only uid %u may use this service",
+                 (unsigned)cred.uid, (int)cred.pid, (unsigned)geteuid());
+        } else if (v->nconns >= v->o.max_clients || v->nconns >= HARD_MAX_CLIENTS) {
+            snprintf(m, sizeof(m), "too many connections (%d, --max-clients): try again shortly",
+                     v->nconns);
+            refuse = m;
+            slog("refused a connection from pid %d: %s", (int)cred.pid, m);
+        }
+        if (refuse) {
+            char *line = gr_reply_error(NULL, GR_ERR_SERVICE, "", refuse, NULL);
+            if (line) {
+                ssize_t rc = send(fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT);
+                (void)rc;
+            }
+            free(line);
+            close(fd);
+            continue;
+        }
+        conn *c = calloc(1, sizeof(*c));
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->id = ++v->next_conn;
+        c->fd = fd;
+        c->uid = (unsigned)cred.uid;
+        c->pid = (int)cred.pid;
+        gr_linebuf_init(&c->in, GR_PROTO_MAX_LINE);
+        c->last_us = gr_now_us();
+        v->conns[v->nconns++] = c;
+    }
+}
+
+static void conn_read(svc *v, conn *c) {
+    char buf[READ_CHUNK];
+    for (;;) {
+        ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n > 0) {
+            if (gr_linebuf_append(&c->in, buf, (size_t)n) != GR_OK) {
+                c->closing = 1;
+                return;
+            }
+            c->last_us = gr_now_us();
+            /* stop reading once a too-long line is certain; conn_process reports it */
+            if (c->in.len >= GR_PROTO_MAX_LINE && !memchr(c->in.buf, '\n', c->in.len)) return;
+            if ((size_t)n < sizeof(buf)) return;
+            continue;
+        }
+        if (n == 0) {
+            c->read_closed = 1;
+            return;
+        }
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) c->read_closed = 2; /* reset: gone */
+        return;
+    }
+}
+
+/* Deliver what the worker posted. */
+static void drain_outbox(svc *v) {
+    pthread_mutex_lock(&v->mu);
+    msg *m = v->ohead;
+    v->ohead = v->otail = NULL;
+    pthread_mutex_unlock(&v->mu);
+    while (m) {
+        msg *next = m->next;
+        conn *c = find_conn(v, m->conn);
+        if (c) {
+            if (m->final) {
+                const char *fallback = "{\"schema_version\":1,\"ok\":false,\"error\":{\"code\":"
+                                       "\"out_of_memory\",\"exit_code\":1,\"message\":\"the "
+                                       "service ran out of memory making the reply\",\"field\":\"\"}}\n";
+                const char *line = m->line ? m->line : fallback;
+                if (conn_queue(c, line, strlen(line)) != 0) c->closing = 1;
+                c->busy = 0;
+                c->last_us = gr_now_us();
+                v->requests++;
+            } else if (c->out_len < PROGRESS_DROP_BYTES) {
+                if (conn_queue(c, m->line, strlen(m->line)) != 0) c->closing = 1;
+            } else {
+                c->progress_dropped++;
+            }
+        }
+        free(m->line);
+        free(m);
+        m = next;
+    }
+}
+
+/* ---------------------------------------------------------------- startup */
+
+static void notify(svc *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void notify(svc *v, const char *fmt, ...) {
+    if (v->o.notify_fd < 0) return;
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    for (char *p = line; *p; p++)
+        if (*p == '\n') *p = ' ';
+    dprintf(v->o.notify_fd, "%s\n", line);
+    close(v->o.notify_fd);
+    v->o.notify_fd = -1;
+}
+
+static int try_connect_path(const char *path) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    int ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    close(fd);
+    return ok;
+}
+
+/* Take the lifetime lock, or find the service that has it. 1: locked, 0: another one runs. */
+static gr_status take_lock(svc *v, int *locked, gr_error *err) {
+    *locked = 0;
+    v->lock_fd = open(v->paths.lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (v->lock_fd < 0)
+        return gr_error_set(err, GR_ERR_IO, v->paths.lock, "cannot open the service lock file: %s",
+                            strerror(errno));
+    double deadline = gr_now_us() + LOCK_WAIT_US;
+    for (;;) {
+        if (flock(v->lock_fd, LOCK_EX | LOCK_NB) == 0) {
+            *locked = 1;
+            return GR_OK;
+        }
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return gr_error_set(err, GR_ERR_IO, v->paths.lock, "cannot lock: %s", strerror(errno));
+        if (try_connect_path(v->paths.socket)) return GR_OK; /* it runs and answers */
+        if (gr_now_us() > deadline)
+            return gr_error_set(err, GR_ERR_SERVICE, v->paths.lock,
+                                "another graphrun service (pid %d) holds the lock but does not "
+                                "answer on %s after %.0f s; if it is stuck, stop it (kill %d)",
+                                gr_service_lock_pid(&v->paths), v->paths.socket, LOCK_WAIT_US / 1e6,
+                                gr_service_lock_pid(&v->paths));
+        struct timespec ts = {0, 20 * 1000 * 1000}; /* it is starting, or on its way out */
+        nanosleep(&ts, NULL);
+    }
+}
+
+static gr_status bind_socket(svc *v, gr_error *err) {
+    struct stat st;
+    if (lstat(v->paths.socket, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode))
+            return gr_error_set(err, GR_ERR_IO, v->paths.socket,
+                                "exists and is not a socket: remove it, or choose another socket "
+                                "path (--socket)");
+        /* we hold the lock, so no service of ours is behind it: a crashed one left it */
+        if (unlink(v->paths.socket) != 0)
+            return gr_error_set(err, GR_ERR_IO, v->paths.socket,
+                                "cannot remove the stale socket file: %s", strerror(errno));
+        slog("removed the stale socket file %s (left by a service that did not stop cleanly)",
+             v->paths.socket);
+    }
+    v->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (v->listen_fd < 0)
+        return gr_error_set(err, GR_ERR_IO, v->paths.socket, "socket: %s", strerror(errno));
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", v->paths.socket);
+    mode_t old = umask(0177);
+    int rc = bind(v->listen_fd, (struct sockaddr *)&sa, sizeof(sa));
+    int e = errno;
+    umask(old);
+    if (rc != 0)
+        return gr_error_set(err, GR_ERR_IO, v->paths.socket, "cannot bind the socket: %s",
+                            strerror(e));
+    if (chmod(v->paths.socket, 0600) != 0 || listen(v->listen_fd, 64) != 0) {
+        e = errno;
+        unlink(v->paths.socket);
+        return gr_error_set(err, GR_ERR_IO, v->paths.socket, "cannot listen on the socket: %s",
+                            strerror(e));
+    }
+    return GR_OK;
+}
+
+/* ---------------------------------------------------------------- the loop */
+
+/* Drop what is finished: clients silent or not reading past the timeout, peers that closed
+ * with no complete request left, connections closing after their last reply. */
+static void conn_sweep(svc *v, double timeout_us) {
+    double now = gr_now_us();
+    for (int i = v->nconns - 1; i >= 0; i--) {
+        if (i >= v->nconns) continue;
+        conn *c = v->conns[i];
+        if (c->out_len && now - c->stalled_us > timeout_us) {
+            conn_drop(v, c, "client did not read its reply: timed out");
+            continue;
+        }
+        if (!c->busy && !c->closing && now - c->last_us > timeout_us) {
+            if (!gr_linebuf_pending(&c->in)) {
+                conn_drop(v, c, NULL); /* idle */
+                continue;
+            }
+            char m[200];
+            snprintf(m, sizeof(m), "timed out: the request line was not completed within %g s "
+                     "(end every request with a newline)", timeout_us / 1e6);
+            slog("conn %llu (uid %u, pid %d): %s", (unsigned long long)c->id, c->uid, c->pid, m);
+            send_error(v, c, NULL, GR_ERR_PROTOCOL, "request", m);
+            c->closing = 1;
+        }
+        if (c->busy || c->out_len) continue;
+        int complete_line = c->in.len > 0 && memchr(c->in.buf, '\n', c->in.len) != NULL;
+        if (c->closing || (c->read_closed && !complete_line)) conn_drop(v, c, NULL);
+    }
+}
+
+static void io_loop(svc *v) {
+    struct pollfd *pfd = calloc((size_t)HARD_MAX_CLIENTS + 2, sizeof(*pfd));
+    conn **pconn = calloc((size_t)HARD_MAX_CLIENTS + 2, sizeof(*pconn));
+    if (!pfd || !pconn) {
+        free(pfd);
+        free(pconn);
+        begin_shutdown(v, "out of memory");
+        return;
+    }
+    double timeout_us = v->o.client_timeout_ms * 1e3;
+    for (;;) {
+        if (got_signal && !v->stopping) {
+            char why[64];
+            snprintf(why, sizeof(why), "signal %d", (int)got_signal);
+            begin_shutdown(v, why);
+        }
+        pthread_mutex_lock(&v->mu);
+        int fatal = v->fatal, done = v->worker_done;
+        char fatal_msg[1024];
+        snprintf(fatal_msg, sizeof(fatal_msg), "%s", v->fatal_msg);
+        pthread_mutex_unlock(&v->mu);
+        if (fatal && !v->stopping) {
+            char why[1200];
+            char first[600];
+            snprintf(why, sizeof(why), "a CUDA error made the context unusable (%s)",
+                     first_line(fatal_msg, first, sizeof(first)));
+            begin_shutdown(v, why);
+        }
+        if (v->stopping && done) {
+            int pending = 0;
+            for (int i = 0; i < v->nconns; i++) pending |= v->conns[i]->out_len > 0;
+            if (!pending || gr_now_us() - v->shutdown_us > SHUTDOWN_FLUSH_US) break;
+        }
+        int n = 0;
+        pfd[n] = (struct pollfd){v->wake[0], POLLIN, 0};
+        pconn[n++] = NULL;
+        int listen_slot = -1;
+        if (v->listen_fd >= 0) {
+            listen_slot = n;
+            pfd[n] = (struct pollfd){v->listen_fd, POLLIN, 0};
+            pconn[n++] = NULL;
+        }
+        double now = gr_now_us(), next = now + 1e6;
+        for (int i = 0; i < v->nconns; i++) {
+            conn *c = v->conns[i];
+            short ev = 0;
+            if (!c->busy && !c->closing && !c->read_closed) ev |= POLLIN;
+            if (c->out_len) ev |= POLLOUT;
+            pfd[n] = (struct pollfd){c->fd, ev, 0};
+            pconn[n++] = c;
+            if (c->out_len && c->stalled_us + timeout_us < next) next = c->stalled_us + timeout_us;
+            if (!c->busy && c->last_us + timeout_us < next) next = c->last_us + timeout_us;
+        }
+        int wait_ms = (int)((next - now) / 1e3) + 1;
+        if (wait_ms < 1) wait_ms = 1;
+        if (v->stopping && wait_ms > 50) wait_ms = 50;
+        int r = poll(pfd, (nfds_t)n, wait_ms);
+        if (r < 0 && errno != EINTR) {
+            slog("poll: %s", strerror(errno));
+            begin_shutdown(v, "poll failed");
+        }
+        if (r > 0 && (pfd[0].revents & POLLIN)) {
+            char buf[256];
+            while (read(v->wake[0], buf, sizeof(buf)) > 0) {
+            }
+        }
+        drain_outbox(v);
+        if (r > 0 && listen_slot >= 0 && v->listen_fd >= 0 && (pfd[listen_slot].revents & POLLIN))
+            accept_clients(v);
+        for (int k = 0; r > 0 && k < n; k++) {
+            conn *c = pconn[k];
+            if (!c || !pfd[k].revents) continue;
+            if (pfd[k].revents & (POLLERR | POLLNVAL)) {
+                conn_drop(v, c, "connection error");
+                continue;
+            }
+            if ((pfd[k].revents & POLLHUP) && !(pfd[k].revents & POLLIN)) {
+                /* the peer closed both directions: nobody reads replies any more */
+                conn_drop(v, c, c->busy ? "client went away" : NULL);
+                continue;
+            }
+            if (pfd[k].revents & POLLIN) conn_read(v, c);
+            if (c->read_closed == 2) {
+                conn_drop(v, c, c->busy ? "client went away (connection reset)" : NULL);
+                continue;
+            }
+            if (pfd[k].revents & POLLOUT) {
+                if (conn_flush(c) != 0) {
+                    conn_drop(v, c, "client went away before reading its reply");
+                    continue;
+                }
+            }
+        }
+        /* closes first (status counts live connections), then requests, then what they ended */
+        conn_sweep(v, timeout_us);
+        for (int i = v->nconns - 1; i >= 0; i--)
+            if (i < v->nconns) conn_process(v, v->conns[i]);
+        conn_sweep(v, timeout_us);
+    }
+    free(pfd);
+    free(pconn);
+}
+
+gr_status gr_service_run(const gr_service_opts *o, int *already_running, gr_error *err) {
+    *already_running = 0;
+    svc *v = calloc(1, sizeof(*v));
+    if (!v) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of memory");
+    v->o = *o;
+    v->listen_fd = v->lock_fd = -1;
+    v->wake[0] = v->wake[1] = -1;
+    if (v->o.max_graphs < 1) v->o.max_graphs = 1;
+    if (v->o.max_graphs > HARD_MAX_GRAPHS) v->o.max_graphs = HARD_MAX_GRAPHS;
+    if (v->o.max_clients < 1) v->o.max_clients = 1;
+    if (v->o.max_clients > HARD_MAX_CLIENTS) v->o.max_clients = HARD_MAX_CLIENTS;
+    if (v->o.max_queue < 1) v->o.max_queue = 1;
+    if (v->o.client_timeout_ms < 100) v->o.client_timeout_ms = 100;
+    v->max_memory = o->max_memory;
+    pthread_mutex_init(&v->mu, NULL);
+    pthread_cond_init(&v->cv, NULL);
+    /* a client gone before it reads a reply (or the notify pipe) must not kill the service */
+    struct sigaction old_int, old_term, old_hup, old_pipe, ign;
+    memset(&ign, 0, sizeof(ign));
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGPIPE, &ign, &old_pipe);
+    gr_status st = gr_service_paths_resolve(o->socket, &v->paths, err);
+    if (st == GR_OK) st = gr_service_dir_prepare(&v->paths, err);
+    int locked = 0;
+    if (st == GR_OK) st = take_lock(v, &locked, err);
+    if (st == GR_OK && !locked) {
+        int pid = gr_service_lock_pid(&v->paths);
+        *already_running = 1;
+        notify(v, "running %d", pid);
+        st = gr_error_set(err, GR_ERR_SERVICE, v->paths.socket,
+                          "a replay service is already running here (pid %d); `graphrun stop` "
+                          "stops it",
+                          pid);
+    }
+    if (st == GR_OK && !o->foreground) {
+        /* from here on, everything written to stderr (ours, CUDA's) goes to the log */
+        struct stat ls;
+        if (stat(v->paths.log, &ls) == 0 && ls.st_size > LOG_KEEP_BYTES) {
+            char old[PATH_MAX + 8];
+            snprintf(old, sizeof(old), "%s.1", v->paths.log);
+            rename(v->paths.log, old); /* keep one previous log */
+        }
+        int fd = open(v->paths.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (fd < 0) st = gr_error_set(err, GR_ERR_IO, v->paths.log, "cannot open the log: %s", strerror(errno));
+        else {
+            dup2(fd, 2);
+            close(fd);
+        }
+    }
+    if (st == GR_OK) st = bind_socket(v, err);
+    if (st == GR_OK && pipe2(v->wake, O_NONBLOCK | O_CLOEXEC) != 0)
+        st = gr_error_set(err, GR_ERR_IO, NULL, "pipe: %s", strerror(errno));
+    if (st == GR_OK) {
+        got_signal = 0;
+        signal_wake_fd = v->wake[1];
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
+        sigaction(SIGHUP, &sa, &old_hup);
+        /* the worker (and CUDA's threads, which inherit its mask) never take these signals */
+        sigset_t block, prev;
+        sigemptyset(&block);
+        sigaddset(&block, SIGINT);
+        sigaddset(&block, SIGTERM);
+        sigaddset(&block, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &block, &prev);
+        int rc = pthread_create(&v->worker, NULL, worker_main, v);
+        pthread_sigmask(SIG_SETMASK, &prev, NULL);
+        if (rc != 0) st = gr_error_set(err, GR_ERR_SERVICE, NULL, "cannot start the GPU worker: %s", strerror(rc));
+        else v->worker_started = 1;
+    }
+    if (st == GR_OK) {
+        if (ftruncate(v->lock_fd, 0) == 0) dprintf(v->lock_fd, "%d\n", (int)getpid());
+        v->started_us = gr_now_us();
+        v->started = time(NULL);
+        slog("service started: socket %s, uid %u, limits: %d graphs, %s device memory, %d clients, "
+             "%d waiting requests, client timeout %.1f s%s",
+             v->paths.socket, (unsigned)geteuid(), v->o.max_graphs,
+             v->o.max_memory > 0 ? "explicit" : "90% of the", v->o.max_clients, v->o.max_queue,
+             v->o.client_timeout_ms / 1000.0, v->o.test_hooks ? "; TEST HOOKS ON" : "");
+        notify(v, "ready %d", (int)getpid());
+        io_loop(v);
+    } else if (!*already_running) {
+        notify(v, "error %s %s", gr_proto_code_name(err->code), err->msg);
+    }
+    if (v->worker_started) {
+        if (!v->stopping) begin_shutdown(v, "exiting");
+        pthread_join(v->worker, NULL);
+        drain_outbox(v);
+        while (v->nconns) conn_drop(v, v->conns[v->nconns - 1], NULL);
+        signal_wake_fd = -1;
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        sigaction(SIGHUP, &old_hup, NULL);
+        if (v->fatal) {
+            st = gr_error_set(err, GR_ERR_CUDA, NULL, "the service stopped after a CUDA error: %s",
+                              v->fatal_msg);
+        }
+        slog("service stopped (%s); %ld requests served", v->stop_reason, v->requests);
+    }
+    if (v->listen_fd >= 0) {
+        close(v->listen_fd);
+        unlink(v->paths.socket);
+    }
+    for (int i = 0; i < 2; i++)
+        if (v->wake[i] >= 0) close(v->wake[i]);
+    if (v->lock_fd >= 0) close(v->lock_fd); /* releases the lock: a new service may start */
+    if (v->o.notify_fd >= 0) close(v->o.notify_fd);
+    /* whatever the worker posted last, nobody will read it */
+    for (msg *m = v->ohead; m;) {
+        msg *next = m->next;
+        free(m->line);
+        free(m);
+        m = next;
+    }
+    sigaction(SIGPIPE, &old_pipe, NULL);
+    pthread_mutex_destroy(&v->mu);
+    pthread_cond_destroy(&v->cv);
+    free(v);
+    return st;
+}

@@ -1,0 +1,287 @@
+/* graphrun's traced run: sessions made again per variant, the collector started once around
+ * all of them, op tags pushed by executor hooks, one trace region per (variant, mode). */
+#include "replay/trace.h"
+
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/cuda_check.h"
+#include "cupti_tools/jsonl.h"
+#include "cupti_tools/report.h"
+
+gr_status gr_trace_check_path(const char *path, gr_error *err) {
+    if (!path || !path[0]) return gr_error_set(err, GR_ERR_USAGE, "--trace", "needs a file name");
+    char dir[1024];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        if (!slash[1]) return gr_error_set(err, GR_ERR_USAGE, "--trace", "\"%s\" is a directory; give a file name", path);
+        *slash = '\0';
+        if (!dir[0]) snprintf(dir, sizeof(dir), "/");
+    } else {
+        snprintf(dir, sizeof(dir), ".");
+    }
+    if (access(dir, W_OK) != 0)
+        return gr_error_set(err, GR_ERR_IO, "--trace", "cannot write the trace to %s: %s (does the directory exist "
+                            "and is it writable?)", path, strerror(errno));
+    return GR_OK;
+}
+
+typedef struct tag_hooks {
+    uint64_t base;
+    const gr_exec_hooks *inner;
+} tag_hooks;
+
+static uint64_t op_tag(uint64_t base, const gr_op *op) {
+    return base | (uint64_t)(op->index + 1);
+}
+
+static void before_op(void *user, const gr_op *op) {
+    tag_hooks *h = user;
+    gr_cupti_tag_push(op_tag(h->base, op));
+    if (h->inner && h->inner->before_op) h->inner->before_op(h->inner->user, op);
+}
+
+static void after_op(void *user, const gr_op *op) {
+    tag_hooks *h = user;
+    if (h->inner && h->inner->after_op) h->inner->after_op(h->inner->user, op);
+    gr_cupti_tag_pop();
+}
+
+static void emit_ops(const gr_plan *p, uint64_t base) {
+    gr_sbuf b;
+    gr_sb_init(&b);
+    for (int i = 0; i < p->nops; i++) {
+        const gr_op *op = &p->ops[i];
+        b.len = 0;
+        gr_sb_raw(&b, "{\"t\":\"op\"", 9);
+        gr_sb_kv_u64(&b, "tag", op_tag(base, op));
+        gr_sb_kv_str(&b, "variant", p->variant);
+        gr_sb_kv_i64(&b, "index", op->index);
+        gr_sb_kv_str(&b, "name", op->name[0] ? op->name : op->path);
+        gr_sb_kv_str(&b, "kernel", op->kind == GR_OP_KERNEL ? op->kernel->name : op->kind == GR_OP_FORK ? "fork" : "join");
+        gr_sb_raw(&b, "}", 1);
+        if (!b.oom) gr_cupti_line(b.p, b.len);
+    }
+    gr_sb_free(&b);
+}
+
+static void emit_region(const gr_plan *p, const char *mode, uint64_t s, uint64_t e, int64_t steps, double traced,
+                        double untraced) {
+    gr_sbuf b;
+    gr_sb_init(&b);
+    char name[160];
+    snprintf(name, sizeof(name), "%s %s", p->variant, mode);
+    gr_sb_raw(&b, "{\"t\":\"region\"", 13);
+    gr_sb_kv_str(&b, "name", name);
+    gr_sb_kv_str(&b, "variant", p->variant);
+    gr_sb_kv_str(&b, "mode", mode);
+    gr_sb_kv_i64(&b, "s", gr_cupti_rel(s));
+    gr_sb_kv_i64(&b, "e", gr_cupti_rel(e));
+    gr_sb_kv_i64(&b, "steps", steps);
+    gr_sb_kv_dbl(&b, "traced_step_us", traced);
+    if (untraced > 0) gr_sb_kv_dbl(&b, "untraced_step_us", untraced);
+    gr_sb_raw(&b, "}", 1);
+    if (!b.oom) gr_cupti_line(b.p, b.len);
+    gr_sb_free(&b);
+}
+
+static int64_t plan_steps(const gr_timing *t) {
+    int per_launch = t->steps_per_launch > 0 ? t->steps_per_launch : 1;
+    return ((int64_t)t->warmup + (int64_t)t->batches * t->steps_per_batch) * per_launch;
+}
+
+static gr_status trace_variant(const gr_variant_run *u, int vi, const gr_device_info *dev, const gr_run_opts *o,
+                               const gr_trace_result *r, gr_traced_variant *tv, gr_error *err) {
+    const gr_plan *p = u->plan;
+    gr_session *s = NULL;
+    GR_TRY(gr_session_create(p, dev->sm_count, &s, err));
+    s->dev->pdl = o->pdl;
+    uint64_t base = (uint64_t)(vi + 1) << 32;
+    tag_hooks th = {base, o->hooks};
+    gr_exec_hooks hooks = {before_op, after_op, &th};
+    emit_ops(p, base);
+    gr_status st = gr_devstate_init_buffers(s->dev, err);
+    if (st == GR_OK) st = gr_session_capture(s, o->mode, &hooks, err);
+    if (st == GR_OK && o->unroll > 1) st = gr_session_capture_unrolled(s, o->mode, o->unroll, &hooks, err);
+    gr_time_opts t;
+    memset(&t, 0, sizeof(t));
+    t.warmup = r->warmup;
+    t.iters = r->iters;
+    t.batches = o->batches < r->iters ? o->batches : r->iters;
+    t.progress = o->progress;
+    char label[96];
+    snprintf(label, sizeof(label), "%s eager, traced", p->variant);
+    t.label = label;
+    if (st == GR_OK) {
+        uint64_t t0 = gr_cupti_now();
+        st = gr_session_time_eager(s, &t, &hooks, &tv->eager, err);
+        uint64_t t1 = gr_cupti_now();
+        if (st == GR_OK)
+            emit_region(p, "eager", t0, t1, plan_steps(&tv->eager), tv->eager.step_us.median, tv->untraced_eager_us);
+    }
+    if (st == GR_OK) {
+        snprintf(label, sizeof(label), "%s graph, traced", p->variant);
+        uint64_t t0 = gr_cupti_now();
+        st = gr_session_time_graph(s, &t, &tv->graph, err);
+        uint64_t t1 = gr_cupti_now();
+        if (st == GR_OK)
+            emit_region(p, "graph", t0, t1, plan_steps(&tv->graph), tv->graph.step_us.median, tv->untraced_graph_us);
+    }
+    if (st == GR_OK) {
+        cudaError_t rc = cudaDeviceSynchronize();
+        if (rc != cudaSuccess) st = gr_cuda_fail(rc, "cudaDeviceSynchronize", __FILE__, __LINE__, err);
+    }
+    gr_session_destroy(s);
+    return st;
+}
+
+gr_status gr_trace_run(const gr_run_report *untraced, const gr_run_opts *o, const gr_trace_opts *topt,
+                       gr_trace_result *out, gr_error *err) {
+    memset(out, 0, sizeof(*out));
+    snprintf(out->path, sizeof(out->path), "%s", topt->path);
+    out->iters = topt->iters > 0 ? topt->iters : (o->iters < 200 ? o->iters : 200);
+    out->warmup = out->iters / 10 < 3 ? 3 : out->iters / 10;
+    const gr_device_info *dev = &untraced->dev;
+    int any = 0;
+    for (int i = 0; i < untraced->nv; i++) any |= untraced->v[i].timed;
+    if (!any)
+        return gr_error_set(err, GR_ERR_INTERNAL, "--trace", "no variant was timed untraced, so none is traced");
+    gr_cupti_config c;
+    gr_cupti_config_default(&c);
+    c.trace_path = topt->path;
+    c.mode = "in-process";
+    c.command = topt->command;
+    c.tags = 1;
+    c.device = dev->name;
+    char cc[16];
+    snprintf(cc, sizeof(cc), "%d.%d", dev->cc_major, dev->cc_minor);
+    c.cc = cc;
+    c.runtime_version = dev->runtime_version;
+    GR_CUDA(cudaDeviceSynchronize(), err);
+    gr_status cst = gr_cupti_start(&c, err);
+    if (cst != GR_OK) {
+        gr_error_prefix(err, "--trace: ");
+        return cst;
+    }
+    gr_status st = GR_OK;
+    for (int i = 0; i < untraced->nv && i < 32; i++) {
+        const gr_variant_run *u = &untraced->v[i];
+        if (!u->timed) continue;
+        gr_traced_variant *tv = &out->v[out->nv++];
+        tv->plan = u->plan;
+        tv->untraced_eager_us = u->eager.step_us.median;
+        tv->untraced_graph_us = u->graph_t.step_us.median;
+        tv->kernels = gr_variant_kernels(u);
+        gr_error e;
+        gr_error_clear(&e);
+        tv->status = trace_variant(u, i, dev, o, out, tv, &e);
+        tv->done = tv->status == GR_OK;
+        if (tv->status != GR_OK) {
+            snprintf(tv->error, sizeof(tv->error), "%s", e.msg);
+            gr_error_set(err, tv->status, "--trace", "variant %s: %s", u->plan->variant, e.msg);
+            if (st == GR_OK) st = tv->status;
+            if (tv->status == GR_ERR_CUDA) break;
+        }
+    }
+    cudaError_t rc = cudaDeviceSynchronize();
+    if (rc != cudaSuccess && st == GR_OK) st = gr_cuda_fail(rc, "cudaDeviceSynchronize", __FILE__, __LINE__, err);
+    gr_error se;
+    gr_error_clear(&se);
+    gr_status sst = gr_cupti_stop(st == GR_OK ? "graphrun traced run complete" : "graphrun traced run failed", 1,
+                                  &out->cupti, &se);
+    if (sst != GR_OK) {
+        gr_error_set(err, sst, "--trace", "%s", se.msg);
+        if (st == GR_OK) st = sst;
+    }
+    if (st != GR_OK) return st;
+    st = gr_trace_load(out->path, 0, &out->trace, err);
+    if (st == GR_OK) {
+        gr_ls_opts lo;
+        gr_ls_opts_default(&lo);
+        st = gr_ls_analyze(out->trace, &lo, &out->analysis, err);
+    }
+    if (st != GR_OK) gr_error_prefix(err, "reading back the trace: ");
+    return st;
+}
+
+void gr_trace_result_free(gr_trace_result *r) {
+    if (!r) return;
+    gr_ls_report_destroy(r->analysis);
+    gr_trace_destroy(r->trace);
+    r->analysis = NULL;
+    r->trace = NULL;
+}
+
+void gr_trace_print(FILE *f, const gr_trace_result *r) {
+    fprintf(f, "\ntraced run (CUPTI activity tracing on, in this process; %d steps per mode after %d warm-up "
+               "steps): trace %s, %llu records, %llu dropped, %.1f MB\n",
+            r->iters, r->warmup, r->path, (unsigned long long)r->cupti.records, (unsigned long long)r->cupti.dropped,
+            (double)r->cupti.bytes / 1e6);
+    if (r->cupti.dropped)
+        fprintf(f, "  WARNING: CUPTI dropped %llu records; traced counts and gaps are incomplete\n",
+                (unsigned long long)r->cupti.dropped);
+    fprintf(f, "  %-16s %7s %20s %20s %10s %20s %20s %10s\n", "variant", "kernels", "eager us untraced",
+            "eager us traced", "inflation", "graph us untraced", "graph us traced", "inflation");
+    for (int i = 0; i < r->nv; i++) {
+        const gr_traced_variant *v = &r->v[i];
+        if (!v->done) {
+            fprintf(f, "  %-16s not traced: %s\n", v->plan->variant, v->error);
+            continue;
+        }
+        double e = v->eager.step_us.median, g = v->graph.step_us.median;
+        fprintf(f, "  %-16s %7d %20.2f %20.2f %9.2fx %20.2f %20.2f %9.2fx\n", v->plan->variant, v->kernels,
+                v->untraced_eager_us, e, v->untraced_eager_us > 0 ? e / v->untraced_eager_us : 0.0,
+                v->untraced_graph_us, g, v->untraced_graph_us > 0 ? g / v->untraced_graph_us : 0.0);
+    }
+    fprintf(f, "  (us per step, median over batches, CUDA events on the main stream in both runs; inflation = "
+               "traced / untraced. The untraced numbers above are graphrun's measurement; the traced ones only "
+               "show what tracing costs)\n");
+    if (!r->analysis) return;
+    gr_ls_print_regions(f, r->analysis);
+    const gr_ls_scope *e[32], *g[32];
+    size_t np = gr_ls_mode_pairs(r->analysis, e, g, 32);
+    for (size_t i = 0; i < np; i++) {
+        fprintf(f, "\n");
+        gr_ls_print_compare(f, e[i]->name, e[i], g[i]->name, g[i]);
+    }
+    fprintf(f, "\nfull traced report: cupti-launchstat report %s\n", r->path);
+}
+
+void *gr_trace_json(const gr_trace_result *r) {
+    json_t *j = json_object();
+    json_object_set_new(j, "path", json_string(r->path));
+    json_object_set_new(j, "traced", json_true());
+    json_object_set_new(j, "note", json_string(gr_ls_inflation_note));
+    json_object_set_new(j, "steps_per_mode", json_integer(r->iters));
+    json_object_set_new(j, "warmup", json_integer(r->warmup));
+    json_object_set_new(j, "records", json_integer((json_int_t)r->cupti.records));
+    json_object_set_new(j, "dropped", json_integer((json_int_t)r->cupti.dropped));
+    json_object_set_new(j, "bytes", json_integer((json_int_t)r->cupti.bytes));
+    json_t *vs = json_array();
+    for (int i = 0; i < r->nv; i++) {
+        const gr_traced_variant *v = &r->v[i];
+        json_t *jv = json_object();
+        json_object_set_new(jv, "variant", json_string(v->plan->variant));
+        json_object_set_new(jv, "status", json_string(gr_status_name((gr_status)v->status)));
+        if (v->error[0]) json_object_set_new(jv, "error", json_string(v->error));
+        if (v->done) {
+            double e = v->eager.step_us.median, g = v->graph.step_us.median;
+            json_object_set_new(jv, "kernels_per_step", json_integer(v->kernels));
+            json_object_set_new(jv, "eager_untraced_us", json_real(v->untraced_eager_us));
+            json_object_set_new(jv, "eager_traced_us", json_real(e));
+            json_object_set_new(jv, "eager_inflation", json_real(v->untraced_eager_us > 0 ? e / v->untraced_eager_us : 0));
+            json_object_set_new(jv, "graph_untraced_us", json_real(v->untraced_graph_us));
+            json_object_set_new(jv, "graph_traced_us", json_real(g));
+            json_object_set_new(jv, "graph_inflation", json_real(v->untraced_graph_us > 0 ? g / v->untraced_graph_us : 0));
+        }
+        json_array_append_new(vs, jv);
+    }
+    json_object_set_new(j, "variants", vs);
+    if (r->analysis) json_object_set_new(j, "analysis", (json_t *)gr_ls_json(r->analysis));
+    return j;
+}

@@ -1,0 +1,550 @@
+/* DLRM suites (CPU): the kernel family's CPU references on hand-computed values, every check
+ * error (each names the op), the triangle pair mapping, launch-dim and impl choices, the
+ * accounting of dlrm_small's variants, and the CPU reference of the whole model at a small size
+ * against an independent naive forward pass, with the three variants agreeing. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hoststate.h"
+#include "core/workload.h"
+#include "kernels/dlrm.h"
+#include "kernels/registry.h"
+#include "tests.h"
+
+static int bidx(const gr_plan *p, const char *name) {
+    for (int b = 0; b < p->nbufs; b++)
+        if (!strcmp(p->bufs[b].name, name)) return b;
+    return -1;
+}
+
+static const float *hbuf(const gr_plan *p, const gr_hoststate *hs, const char *name) {
+    int b = bidx(p, name);
+    CU_ASSERT_TRUE_FATAL(b >= 0);
+    return hs->hptr[b];
+}
+
+/* A one-op workload: buffers (JSON array body), outputs, op. */
+static const char *one_op(const char *bufs, const char *outputs, const char *op) {
+    static char json[16384];
+    snprintf(json, sizeof(json), "{\"name\": \"k\", \"buffers\": [%s], \"outputs\": [%s], \"ops\": [%s]}",
+             bufs, outputs, op);
+    return json;
+}
+
+/* Resolve, fill the host copies, run the references. */
+static gr_hoststate *run_ref(const char *json, gr_plan **pp) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_plan *p = gr_test_plan(json, NULL, &e);
+    if (!p) fprintf(stderr, "\n    %s", e.msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gr_hoststate *hs = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_hoststate_create(p, &hs, &e), GR_OK);
+    CU_ASSERT_EQUAL_FATAL(gr_hoststate_fill(hs, &e), GR_OK);
+    CU_ASSERT_EQUAL_FATAL(gr_reference_step(p, hs, &e), GR_OK);
+    *pp = p;
+    return hs;
+}
+
+static void expect_floats(const float *got, const double *want, int n, double tol) {
+    for (int i = 0; i < n; i++) {
+        if (fabs(got[i] - want[i]) > tol) fprintf(stderr, "\n    [%d] got %.7g want %.7g", i, got[i], want[i]);
+        CU_ASSERT_DOUBLE_EQUAL(got[i], want[i], tol);
+    }
+}
+
+static void test_registry_names(void) {
+    /* every name of the family finds this family's definition (no other family shadows it) */
+    int n = 0;
+    for (const gr_kernel_def *const *k = gr_dlrm_kernels; *k; k++, n++) {
+        if (gr_kernel_find((*k)->name) != *k) fprintf(stderr, "\n    \"%s\" is shadowed", (*k)->name);
+        CU_ASSERT_PTR_EQUAL(gr_kernel_find((*k)->name), *k);
+        CU_ASSERT_PTR_NOT_NULL((*k)->reference);
+        CU_ASSERT_TRUE(((*k)->flags & GR_KF_PDL) != 0);
+    }
+    CU_ASSERT_EQUAL(n, 8);
+}
+
+static void test_tril_pairs(void) {
+    int64_t p = 0;
+    for (int i = 1; i < 70; i++)
+        for (int j = 0; j < i; j++, p++) {
+            int a, b;
+            gr_tril_pair(p, &a, &b);
+            if (a != i || b != j) fprintf(stderr, "\n    p %lld -> (%d, %d), want (%d, %d)", (long long)p, a, b, i, j);
+            CU_ASSERT_TRUE(a == i && b == j);
+        }
+    int a, b;
+    gr_tril_pair(350, &a, &b); /* the last of DLRM's 351 */
+    CU_ASSERT_TRUE(a == 26 && b == 25);
+    gr_tril_pair((int64_t)100000 * 99999 / 2 + 5, &a, &b);
+    CU_ASSERT_TRUE(a == 100000 && b == 5);
+}
+
+static void test_embedding_reference(void) {
+    /* two tables; indices given by the program: one row out of range in each bag */
+    const char *bufs =
+        "{\"name\": \"t0\", \"dtype\": \"fp32\", \"shape\": [3, 2], \"init\": \"iota\"},"
+        "{\"name\": \"t1\", \"dtype\": \"fp32\", \"shape\": [4, 2], \"init\": {\"kind\": \"iota\", \"start\": 10}},"
+        "{\"name\": \"i0\", \"dtype\": \"int32\", \"shape\": [2, 2], \"init\": \"host\"},"
+        "{\"name\": \"i1\", \"dtype\": \"int32\", \"shape\": [2, 2], \"init\": \"host\"},"
+        "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [2, 2, 2]},"
+        "{\"name\": \"ym\", \"dtype\": \"fp32\", \"shape\": [2, 2, 2]},"
+        "{\"name\": \"y1\", \"dtype\": \"fp32\", \"shape\": [2, 2]}";
+    char json[8192];
+    snprintf(json, sizeof(json),
+             "{\"name\": \"k\", \"buffers\": [%s], \"outputs\": [\"y\", \"ym\", \"y1\"], \"ops\": ["
+             "{\"kernel\": \"embedding_bag_tbe\", \"inputs\": [\"t0\", \"t1\", \"i0\", \"i1\"], \"outputs\": [\"y\"]},"
+             "{\"kernel\": \"embedding_bag_tbe\", \"inputs\": [\"t0\", \"t1\", \"i0\", \"i1\"], \"outputs\": [\"ym\"], \"attrs\": {\"pooling\": \"mean\"}},"
+             "{\"kernel\": \"embedding_bag\", \"inputs\": [\"t1\", \"i1\"], \"outputs\": [\"y1\"]}]}",
+             bufs);
+    gr_error e;
+    gr_error_clear(&e);
+    gr_plan *p = gr_test_plan(json, NULL, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    static const int32_t i0[] = {2, 0, -1, 1}, i1[] = {3, 3, 99, 0};
+    p->bufs[bidx(p, "i0")].host_data = i0;
+    p->bufs[bidx(p, "i1")].host_data = i1;
+    gr_hoststate *hs = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_hoststate_create(p, &hs, &e), GR_OK);
+    CU_ASSERT_EQUAL_FATAL(gr_hoststate_fill(hs, &e), GR_OK);
+    CU_ASSERT_EQUAL_FATAL(gr_reference_step(p, hs, &e), GR_OK);
+    /* t0 rows (0,1) (2,3) (4,5); t1 rows (10,11) .. (16,17) */
+    const double y[] = {4, 6, 32, 34, 2, 3, 10, 11};
+    expect_floats(hbuf(p, hs, "y"), y, 8, 0);
+    const double ym[] = {2, 3, 16, 17, 1, 1.5, 5, 5.5}; /* mean divides by bag even when a row is skipped */
+    expect_floats(hbuf(p, hs, "ym"), ym, 8, 0);
+    const double y1[] = {32, 34, 10, 11};
+    expect_floats(hbuf(p, hs, "y1"), y1, 4, 0);
+    /* accounting: rows gathered, not whole tables */
+    CU_ASSERT_DOUBLE_EQUAL(p->ops[0].bytes_read, 2 * 16 + 2 * 2 * 2 * 2 * 4, 0);
+    CU_ASSERT_DOUBLE_EQUAL(p->ops[0].bytes_written, 32, 0);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_EMB_VEC], 0); /* D = 2: scalar path */
+    gr_hoststate_destroy(hs);
+    gr_plan_destroy(p);
+}
+
+static void test_small_kernel_references(void) {
+    gr_plan *p;
+    gr_hoststate *hs;
+    hs = run_ref(one_op("{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [2, 3], \"init\": \"iota\"},"
+                        "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [3], \"init\": {\"kind\": \"iota\", \"start\": 10, \"step\": 10}},"
+                        "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [2, 3]}",
+                        "\"y\"", "{\"kernel\": \"bias_add\", \"inputs\": [\"x\", \"b\"], \"outputs\": [\"y\"]}"),
+                 &p);
+    const double ba[] = {10, 21, 32, 13, 24, 35};
+    expect_floats(hbuf(p, hs, "y"), ba, 6, 0);
+    gr_hoststate_destroy(hs);
+    gr_plan_destroy(p);
+
+    hs = run_ref(one_op("{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [3], \"init\": {\"kind\": \"iota\", \"start\": -1}},"
+                        "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [3]}",
+                        "\"y\"", "{\"kernel\": \"sigmoid\", \"inputs\": [\"x\"], \"outputs\": [\"y\"]}"),
+                 &p);
+    const double sg[] = {1 / (1 + exp(1.0)), 0.5, 1 / (1 + exp(-1.0))};
+    expect_floats(hbuf(p, hs, "y"), sg, 3, 1e-7);
+    gr_hoststate_destroy(hs);
+    gr_plan_destroy(p);
+
+    hs = run_ref(one_op("{\"name\": \"a\", \"dtype\": \"fp32\", \"shape\": [2, 1], \"init\": \"iota\"},"
+                        "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [2, 2], \"init\": {\"kind\": \"iota\", \"start\": 10}},"
+                        "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [2, 3]}",
+                        "\"y\"", "{\"kernel\": \"concat\", \"inputs\": [\"a\", \"b\"], \"outputs\": [\"y\"]}"),
+                 &p);
+    const double cc[] = {0, 10, 11, 1, 12, 13};
+    expect_floats(hbuf(p, hs, "y"), cc, 6, 0);
+    CU_ASSERT_EQUAL(p->ops[0].grid[1], 2); /* one grid row per input */
+    gr_hoststate_destroy(hs);
+    gr_plan_destroy(p);
+
+    hs = run_ref(one_op("{\"name\": \"z\", \"dtype\": \"fp32\", \"shape\": [2, 3, 3], \"init\": \"iota\"},"
+                        "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [2, 3]}",
+                        "\"y\"", "{\"kernel\": \"tril_gather\", \"inputs\": [\"z\"], \"outputs\": [\"y\"]}"),
+                 &p);
+    const double tr[] = {3, 6, 7, 12, 15, 16};
+    expect_floats(hbuf(p, hs, "y"), tr, 6, 0);
+    gr_hoststate_destroy(hs);
+    gr_plan_destroy(p);
+
+    /* vectors (1,2), (3,4), (5,6): pairs (1,0) = 11, (2,0) = 17, (2,1) = 39 */
+    hs = run_ref(one_op("{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [1, 2], \"init\": {\"kind\": \"iota\", \"start\": 1}},"
+                        "{\"name\": \"E\", \"dtype\": \"fp32\", \"shape\": [1, 2, 2], \"init\": {\"kind\": \"iota\", \"start\": 3}},"
+                        "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [1, 5]}",
+                        "\"y\"", "{\"kernel\": \"dot_interaction\", \"inputs\": [\"x\", \"E\"], \"outputs\": [\"y\"]}"),
+                 &p);
+    const double di[] = {1, 2, 11, 17, 39};
+    expect_floats(hbuf(p, hs, "y"), di, 5, 0);
+    CU_ASSERT_EQUAL(p->ops[0].smem, 3 * 3 * sizeof(float));
+    gr_hoststate_destroy(hs);
+    gr_plan_destroy(p);
+
+    /* x (0,1; 2,3), W rows (-2,-1) (0,1) (2,3), bias 0.5: x W^T + b = (-0.5, 1.5, 3.5; -6.5, 3.5, 13.5) */
+    hs = run_ref(one_op("{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [2, 2], \"init\": \"iota\"},"
+                        "{\"name\": \"W\", \"dtype\": \"fp32\", \"shape\": [3, 2], \"init\": {\"kind\": \"iota\", \"start\": -2}},"
+                        "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [3], \"init\": {\"kind\": \"const\", \"value\": 0.5}},"
+                        "{\"name\": \"yr\", \"dtype\": \"fp32\", \"shape\": [2, 3]},"
+                        "{\"name\": \"yn\", \"dtype\": \"fp32\", \"shape\": [2, 3]},"
+                        "{\"name\": \"ys\", \"dtype\": \"fp32\", \"shape\": [2, 3]}",
+                        "\"yr\", \"yn\", \"ys\"",
+                        "{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W\", \"b\"], \"outputs\": [\"yr\"]},"
+                        "{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W\", \"b\"], \"outputs\": [\"yn\"], \"attrs\": {\"act\": \"none\"}},"
+                        "{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W\", \"b\"], \"outputs\": [\"ys\"], \"attrs\": {\"act\": \"sigmoid\"}}"),
+                 &p);
+    const double yn[] = {-0.5, 1.5, 3.5, -6.5, 3.5, 13.5};
+    double yr[6], ys[6];
+    for (int i = 0; i < 6; i++) {
+        yr[i] = yn[i] > 0 ? yn[i] : 0;
+        ys[i] = 1 / (1 + exp(-yn[i]));
+    }
+    expect_floats(hbuf(p, hs, "yr"), yr, 6, 0);
+    expect_floats(hbuf(p, hs, "yn"), yn, 6, 0);
+    expect_floats(hbuf(p, hs, "ys"), ys, 6, 1e-7);
+    CU_ASSERT_DOUBLE_EQUAL(p->ops[0].flops, 2 * 2 * 3 * 2 + 2 * 6, 0);
+    CU_ASSERT_DOUBLE_EQUAL(p->ops[1].flops, 2 * 2 * 3 * 2 + 6, 0);
+    gr_hoststate_destroy(hs);
+    gr_plan_destroy(p);
+}
+
+#define F32(name, shape) "{\"name\": \"" name "\", \"dtype\": \"fp32\", \"shape\": " shape ", \"init\": \"normal\"}"
+#define OUT(name, shape) "{\"name\": \"" name "\", \"dtype\": \"fp32\", \"shape\": " shape "}"
+#define IDX(name, dt, shape, init) "{\"name\": \"" name "\", \"dtype\": \"" dt "\", \"shape\": " shape ", \"init\": " init "}"
+#define OP(kernel, ins, outs, attrs) "{\"kernel\": \"" kernel "\", \"inputs\": " ins ", \"outputs\": " outs attrs "}"
+
+typedef struct err_case {
+    const char *bufs, *op, *want;
+} err_case;
+
+static void test_check_errors(void) {
+    static const err_case cases[] = {
+        /* embedding bags */
+        {F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," F32("t1", "[5, 4]") "," OUT("y", "[3, 1, 4]"),
+         OP("embedding_bag_tbe", "[\"t0\", \"i0\", \"t1\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"embedding_bag_tbe\": inputs are the T tables, then their T index buffers (2 x T inputs); got 3 inputs"},
+        {F32("t0", "[5]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," OUT("y", "[3, 4]"),
+         OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"embedding_bag\": table \"t0\" has shape [5]; a table is [rows, D]"},
+        {F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3, 1, 1]", "\"zeros\"") "," OUT("y", "[3, 4]"),
+         OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"embedding_bag\": index buffer \"i0\" has shape [3, 1, 1]; it must be [B] or [B, bag]"},
+        {F32("t0", "[5, 4]") "," F32("i0", "[3]") "," OUT("y", "[3, 4]"),
+         OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"embedding_bag\": inputs[1] (indices of table 0) \"i0\" is fp32; it takes int32, int64"},
+        {F32("t0", "[5, 4]") "," F32("t1", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," IDX("i1", "int64", "[3]", "\"zeros\"") "," OUT("y", "[3, 2, 4]"),
+         OP("embedding_bag_tbe", "[\"t0\", \"t1\", \"i0\", \"i1\"]", "[\"y\"]", ""),
+         "index buffer \"i1\" is int64 but \"i0\" is int32; the index buffers share one dtype"},
+        {F32("t0", "[5, 4]") "," F32("t1", "[5, 8]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," IDX("i1", "int32", "[3]", "\"zeros\"") "," OUT("y", "[3, 2, 4]"),
+         OP("embedding_bag_tbe", "[\"t0\", \"t1\", \"i0\", \"i1\"]", "[\"y\"]", ""),
+         "table \"t1\" has shape [5, 8]; tables are [rows, D] with one D (table \"t0\" has D = 4)"},
+        {F32("t0", "[5, 4]") "," F32("t1", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," IDX("i1", "int32", "[3, 2]", "\"zeros\"") "," OUT("y", "[3, 2, 4]"),
+         OP("embedding_bag_tbe", "[\"t0\", \"t1\", \"i0\", \"i1\"]", "[\"y\"]", ""),
+         "index buffer \"i1\" has shape [3, 2]; every index buffer has the shape of \"i0\" [3] ([B] or [B, bag])"},
+        {F32("t0", "[50, 4]") "," IDX("i0", "int32", "[3]", "{\"kind\": \"zipf\", \"range\": 100}") "," OUT("y", "[3, 4]"),
+         OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"embedding_bag\": index buffer \"i0\" holds rows 0..99 but table \"t0\" has 50 rows (0..49); make the init's range at most the table's rows"},
+        {F32("t0", "[50, 4]") "," IDX("i0", "int64", "[3]", "{\"kind\": \"randint\", \"low\": -1, \"high\": 10}") "," OUT("y", "[3, 4]"),
+         OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""), "holds rows -1..9 but table \"t0\" has 50 rows"},
+        {F32("t0", "[5, 4]") "," F32("t1", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," IDX("i1", "int32", "[3]", "\"zeros\"") "," OUT("y", "[3, 4]"),
+         OP("embedding_bag_tbe", "[\"t0\", \"t1\", \"i0\", \"i1\"]", "[\"y\"]", ""),
+         "outputs[0] \"y\" has shape [3, 4]; 2 tables of D = 4 looked up for B = 3 rows give [3, 2, 4]"},
+        {F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," OUT("y", "[4, 3]"),
+         OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""),
+         "outputs[0] \"y\" has shape [4, 3]; a table of D = 4 looked up for B = 3 rows gives [3, 4]"},
+        {F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") ",{\"name\": \"y\", \"dtype\": \"bf16\", \"shape\": [3, 4]}",
+         OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""), "outputs[0] \"y\" is bf16; it takes fp32"},
+        /* bias_add, sigmoid */
+        {F32("x", "[2, 3]") "," F32("b", "[2]") "," OUT("y", "[2, 3]"), OP("bias_add", "[\"x\", \"b\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"bias_add\": bias \"b\" has shape [2]; x \"x\" [2, 3] needs [3] (its last dim)"},
+        {F32("x", "[2, 3]") "," F32("b", "[3]") "," OUT("y", "[3, 3]"), OP("bias_add", "[\"x\", \"b\"]", "[\"y\"]", ""),
+         "outputs[0] \"y\" has shape [3, 3]; it must have x's shape [2, 3]"},
+        {"{\"name\": \"x\", \"dtype\": \"bf16\", \"shape\": [4], \"init\": \"normal\"},{\"name\": \"y\", \"dtype\": \"bf16\", \"shape\": [4]}",
+         OP("sigmoid", "[\"x\"]", "[\"y\"]", ""), "ops[0]: kernel \"sigmoid\": inputs[0] \"x\" is bf16; it takes fp32"},
+        /* concat, tril_gather */
+        {F32("a", "[2, 3]") "," F32("b", "[3, 3]") "," OUT("y", "[2, 6]"), OP("concat", "[\"a\", \"b\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"concat\": inputs[1] \"b\" has shape [3, 3] but outputs[0] \"y\" has [2, 6]; inputs are joined along dim 1, so every first dim must be 2"},
+        {F32("a", "[2, 3]") "," F32("b", "[2, 3]") "," OUT("y", "[2, 5]"), OP("concat", "[\"a\", \"b\"]", "[\"y\"]", ""),
+         "outputs[0] \"y\" has shape [2, 5] (5 per row) but the inputs give 6 per row"},
+        {F32("z", "[2, 3, 4]") "," OUT("y", "[2, 3]"), OP("tril_gather", "[\"z\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"tril_gather\": inputs[0] \"z\" has shape [2, 3, 4]; it must be [B, n, n] with n >= 2"},
+        {F32("z", "[2, 4, 4]") "," OUT("y", "[2, 5]"), OP("tril_gather", "[\"z\"]", "[\"y\"]", ""),
+         "outputs[0] \"y\" has shape [2, 5]; the strict lower triangle of [2, 4, 4] is [2, 6]"},
+        /* dot_interaction */
+        {F32("x", "[2, 2, 1]") "," F32("E", "[2, 2, 2]") "," OUT("y", "[2, 5]"), OP("dot_interaction", "[\"x\", \"E\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"dot_interaction\": x \"x\" has shape [2, 2, 1]; it must be [B, D]"},
+        {F32("x", "[2, 2]") "," F32("E", "[2, 2, 3]") "," OUT("y", "[2, 5]"), OP("dot_interaction", "[\"x\", \"E\"]", "[\"y\"]", ""),
+         "E \"E\" has shape [2, 2, 3]; with x [2, 2] it must be [2, T, 2]"},
+        {F32("x", "[2, 2]") "," F32("E", "[2, 2, 2]") "," OUT("y", "[2, 6]"), OP("dot_interaction", "[\"x\", \"E\"]", "[\"y\"]", ""),
+         "outputs[0] \"y\" has shape [2, 6]; x and 2 embeddings give [2, 5] (2 of x, then 3 pairwise dots)"},
+        {F32("x", "[1, 300]") "," F32("E", "[1, 40, 300]") "," OUT("y", "[1, 1120]"), OP("dot_interaction", "[\"x\", \"E\"]", "[\"y\"]", ""),
+         "41 vectors of 300 floats need 49364 bytes of shared memory; at most 48 KB"},
+        /* linear_act */
+        {F32("x", "[2, 3]") "," F32("W", "[9]") "," F32("b", "[3]") "," OUT("y", "[2, 3]"), OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"linear_act\": W \"W\" has shape [9]; a Linear weight is [out, in]"},
+        {F32("x", "[2, 3]") "," F32("W", "[4, 5]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"), OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ""),
+         "x \"x\" [2, 3] has 3 features but W \"W\" [4, 5] takes 5 (W is [out, in])"},
+        {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[3]") "," OUT("y", "[2, 4]"), OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ""),
+         "bias \"b\" has shape [3]; W [4, 3] needs [4]"},
+        {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[4]") "," OUT("y", "[2, 3]"), OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ""),
+         "outputs[0] \"y\" has shape [2, 3]; x [2, 3] times W^T gives [2, 4]"},
+        {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"),
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ", \"attrs\": {\"act\": \"sigmoid\", \"impl\": \"lt\"}"),
+         "ops[0]: kernel \"linear_act\": impl \"lt\" has no sigmoid epilogue in cuBLASLt; use impl \"simt\" or \"auto\""},
+        {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"),
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ", \"attrs\": {\"impl\": \"gpu\"}"), "\"gpu\""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *msg = gr_test_plan_error(one_op(cases[i].bufs, "\"y\"", cases[i].op), NULL);
+        if (!strstr(msg, cases[i].want)) fprintf(stderr, "\n    case %zu:", i);
+        GR_ASSERT_CONTAINS(msg, cases[i].want);
+    }
+}
+
+static gr_plan *dlrm(const char *variant, const char *s1, const char *s2, const char *s3) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_workload *wl = NULL;
+    if (gr_workload_load_file(gr_test_src("workloads/dlrm_small.json"), &wl, &e) != GR_OK) {
+        fprintf(stderr, "\n    %s", e.msg);
+        return NULL;
+    }
+    const char *sets[] = {s1, s2, s3};
+    for (int i = 0; i < 3; i++)
+        if (sets[i] && gr_workload_set(wl, sets[i], &e) != GR_OK) fprintf(stderr, "\n    %s", e.msg);
+    gr_plan *p = NULL;
+    gr_target t = gr_target_default();
+    if (gr_plan_resolve(wl, variant, &t, gr_kernel_find, gr_kernel_all_names, &p, &e) != GR_OK)
+        fprintf(stderr, "\n    %s", e.msg);
+    gr_workload_destroy(wl);
+    return p;
+}
+
+static const gr_op *op_named(const gr_plan *p, const char *name) {
+    for (int i = 0; i < p->nops; i++)
+        if (!strcmp(p->ops[i].name, name)) return &p->ops[i];
+    CU_FAIL("op not found");
+    return &p->ops[0];
+}
+
+static void test_dlrm_accounting(void) {
+    gr_plan *u = dlrm("unfused", NULL, NULL, NULL), *f = dlrm("fused", NULL, NULL, NULL),
+            *f2 = dlrm("fused_2stream", NULL, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f2);
+    /* unfused: 26 bags, 7 x (gemm, bias, act), concat, bmm, tril, concat */
+    CU_ASSERT_EQUAL(u->kernels, 26 + 7 * 3 + 4);
+    CU_ASSERT_EQUAL(u->library_ops, 8);
+    CU_ASSERT_EQUAL(u->nstreams, 1);
+    /* fused: TBE, 4 + 3 linear_act, interaction; all own kernels at B = 128 */
+    CU_ASSERT_EQUAL(f->kernels, 9);
+    CU_ASSERT_EQUAL(f->library_ops, 0);
+    CU_ASSERT_EQUAL(f2->kernels, 9);
+    CU_ASSERT_EQUAL(f2->nstreams, 2);
+    const gr_op *tbe = op_named(f2, "tbe");
+    CU_ASSERT_STRING_EQUAL(f2->streams[tbe->stream], "emb");
+    /* TBE reads the indices and the 128 x 26 rows it gathers, not the 357 MB of tables */
+    CU_ASSERT_DOUBLE_EQUAL(tbe->bytes_read, 26.0 * 128 * 4 + 128.0 * 26 * 16 * 4, 0);
+    CU_ASSERT_DOUBLE_EQUAL(tbe->bytes_written, 128.0 * 26 * 16 * 4, 0);
+    CU_ASSERT_EQUAL(tbe->ip[GR_EMB_VEC], 1);
+    CU_ASSERT_EQUAL(tbe->block[0], 128);
+    CU_ASSERT_EQUAL(tbe->grid[0], 128 * 26 * 4 / 128);
+    const gr_op *b1 = op_named(f, "bot.1");
+    CU_ASSERT_DOUBLE_EQUAL(b1->flops, 2.0 * 128 * 256 * 512 + 2.0 * 128 * 256, 0);
+    CU_ASSERT_EQUAL(b1->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+    CU_ASSERT_EQUAL(b1->ip[GR_LIN_BN], 16); /* 8 x 4 tiles of 32 x 32 would leave SMs idle */
+    CU_ASSERT_EQUAL(b1->grid[0], 16);
+    CU_ASSERT_EQUAL(b1->grid[1], 4);
+    CU_ASSERT_EQUAL(b1->ip[GR_LIN_VEC], 1);
+    CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_VEC], 0); /* K = 13 */
+    const gr_op *it = op_named(f, "interaction");
+    CU_ASSERT_DOUBLE_EQUAL(it->flops, 2.0 * 128 * 351 * 16, 0);
+    CU_ASSERT_EQUAL(it->grid[0], 128);
+    CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_ACT], GR_DLRM_ACT_SIGMOID);
+    /* fusion removes HBM round trips */
+    CU_ASSERT_TRUE(f->intermediates < u->intermediates);
+    CU_ASSERT_TRUE(f->bytes_read + f->bytes_written < u->bytes_read + u->bytes_written);
+    gr_plan_destroy(u);
+    gr_plan_destroy(f);
+    gr_plan_destroy(f2);
+    /* B = 2048: auto takes cuBLASLt for the ReLU layers, the sigmoid layer stays SIMT */
+    f = dlrm("fused", "B=2048", NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->library_ops, 6);
+    CU_ASSERT_EQUAL(op_named(f, "bot.1")->launches, -1);
+    CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+    CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 132 * 8);
+    gr_plan_destroy(f);
+    f = dlrm("fused", "B=2048", "linear_impl=simt", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->library_ops, 0);
+    b1 = op_named(f, "bot.1");
+    CU_ASSERT_EQUAL(b1->ip[GR_LIN_BN], 32);
+    CU_ASSERT_EQUAL(b1->grid[0], 8);
+    CU_ASSERT_EQUAL(b1->grid[1], 64);
+    gr_plan_destroy(f);
+    f = dlrm("fused", "B=7", "linear_impl=lt", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->library_ops, 6);
+    gr_plan_destroy(f);
+    /* multi-hot bags: bytes scale with bag */
+    f = dlrm("fused", "bag=4", NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_DOUBLE_EQUAL(op_named(f, "tbe")->bytes_read, 26.0 * 128 * 4 * 4 + 128.0 * 26 * 4 * 16 * 4, 0);
+    gr_plan_destroy(f);
+}
+
+/* An independent forward pass from the host buffers (double throughout). */
+static void naive_forward(const gr_plan *p, const gr_hoststate *hs, int64_t B, int64_t D, int64_t bag,
+                          double *y, double *R) {
+    static const int bot_dims[] = {13, 512, 256, 64, 0}, top_dims[] = {0, 512, 256, 1};
+    const int64_t P = 351, RC = D + P;
+    double *h = malloc(1024 * sizeof(double)), *h2 = malloc(1024 * sizeof(double));
+    double feat[27][256];
+    for (int64_t b = 0; b < B; b++) {
+        const float *dense = hbuf(p, hs, "dense");
+        for (int k = 0; k < 13; k++) h[k] = dense[b * 13 + k];
+        int in = 13;
+        for (int l = 0; l < 4; l++) {
+            int outd = l == 3 ? (int)D : bot_dims[l + 1];
+            char wn[16], bn[16];
+            snprintf(wn, sizeof(wn), "bot.%d.w", l);
+            snprintf(bn, sizeof(bn), "bot.%d.b", l);
+            const float *W = hbuf(p, hs, wn), *bb = hbuf(p, hs, bn);
+            for (int o = 0; o < outd; o++) {
+                double s = bb[o];
+                for (int k = 0; k < in; k++) s += W[o * in + k] * h[k];
+                h2[o] = s > 0 ? s : 0;
+            }
+            memcpy(h, h2, (size_t)outd * sizeof(double));
+            in = outd;
+        }
+        for (int k = 0; k < D; k++) feat[0][k] = h[k];
+        for (int t = 0; t < 26; t++) {
+            char en[16], in_[16];
+            snprintf(en, sizeof(en), "emb.%d", t);
+            snprintf(in_, sizeof(in_), "idx.%d", t);
+            const float *E = hbuf(p, hs, en);
+            const int32_t *I = hs->hptr[bidx(p, in_)];
+            for (int k = 0; k < D; k++) feat[t + 1][k] = 0;
+            for (int64_t j = 0; j < bag; j++)
+                for (int k = 0; k < D; k++) feat[t + 1][k] += E[I[b * bag + j] * D + k];
+        }
+        double *r = R + b * RC;
+        for (int k = 0; k < D; k++) r[k] = feat[0][k];
+        int64_t q = D;
+        for (int i = 1; i < 27; i++)
+            for (int j = 0; j < i; j++) {
+                double s = 0;
+                for (int k = 0; k < D; k++) s += feat[i][k] * feat[j][k];
+                r[q++] = s;
+            }
+        for (int k = 0; k < RC; k++) h[k] = r[k];
+        in = (int)RC;
+        for (int l = 0; l < 3; l++) {
+            int outd = top_dims[l + 1];
+            char wn[16], bn[16];
+            snprintf(wn, sizeof(wn), "top.%d.w", l);
+            snprintf(bn, sizeof(bn), "top.%d.b", l);
+            const float *W = hbuf(p, hs, wn), *bb = hbuf(p, hs, bn);
+            for (int o = 0; o < outd; o++) {
+                double s = bb[o];
+                for (int k = 0; k < in; k++) s += W[o * in + k] * h[k];
+                h2[o] = l == 2 ? 1 / (1 + exp(-s)) : (s > 0 ? s : 0);
+            }
+            memcpy(h, h2, (size_t)outd * sizeof(double));
+            in = outd;
+        }
+        y[b] = h[0];
+    }
+    free(h);
+    free(h2);
+}
+
+static double rel_l2(const float *a, const double *ref, int64_t n) {
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        num += (a[i] - ref[i]) * (a[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    return sqrt(num / (den > 0 ? den : 1));
+}
+
+static double rel_l2f(const float *a, const float *b, int64_t n) {
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)b[i] * b[i];
+    }
+    return sqrt(num / (den > 0 ? den : 1));
+}
+
+static void whole_model(const char *bset, const char *bagset, int64_t B, int64_t bag) {
+    const char *variants[] = {"unfused", "fused", "fused_2stream"};
+    gr_plan *p[3];
+    gr_hoststate *hs[3];
+    gr_error e;
+    for (int v = 0; v < 3; v++) {
+        p[v] = dlrm(variants[v], bset, "rows_cap=50", bagset);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p[v]);
+        gr_error_clear(&e);
+        CU_ASSERT_EQUAL_FATAL(gr_hoststate_create(p[v], &hs[v], &e), GR_OK);
+        CU_ASSERT_EQUAL_FATAL(gr_hoststate_fill(hs[v], &e), GR_OK);
+        CU_ASSERT_EQUAL_FATAL(gr_reference_step(p[v], hs[v], &e), GR_OK);
+    }
+    double *y = malloc((size_t)B * sizeof(double)), *R = malloc((size_t)B * 367 * sizeof(double));
+    naive_forward(p[1], hs[1], B, 16, bag, y, R);
+    for (int v = 0; v < 3; v++) {
+        double ey = rel_l2(hbuf(p[v], hs[v], "y"), y, B), eR = rel_l2(hbuf(p[v], hs[v], "R"), R, B * 367);
+        if (ey > 1e-6 || eR > 1e-6) fprintf(stderr, "\n    %s: y rel %.2e R rel %.2e", variants[v], ey, eR);
+        CU_ASSERT_TRUE(ey < 1e-6);
+        CU_ASSERT_TRUE(eR < 1e-6);
+        /* the outputs are not degenerate: y spreads over (0, 1) */
+        const float *yv = hbuf(p[v], hs[v], "y");
+        float lo = 1, hi = 0;
+        for (int64_t b = 0; b < B; b++) {
+            lo = yv[b] < lo ? yv[b] : lo;
+            hi = yv[b] > hi ? yv[b] : hi;
+        }
+        CU_ASSERT_TRUE(lo > 0.0f && hi < 1.0f);
+        if (B > 4) CU_ASSERT_TRUE(hi - lo > 0.05f);
+    }
+    /* variants agree with each other far inside the workload's 1e-4 */
+    const char *outs[] = {"bot", "R", "y"};
+    for (int o = 0; o < 3; o++) {
+        int64_t n = p[0]->bufs[bidx(p[0], outs[o])].numel;
+        CU_ASSERT_TRUE(rel_l2f(hbuf(p[1], hs[1], outs[o]), hbuf(p[0], hs[0], outs[o]), n) < 1e-6);
+        CU_ASSERT_EQUAL(memcmp(hbuf(p[1], hs[1], outs[o]), hbuf(p[2], hs[2], outs[o]), (size_t)n * 4), 0);
+    }
+    /* the unfused E pieces equal the fused TBE output */
+    const float *E = hbuf(p[1], hs[1], "E");
+    for (int t = 0; t < 26; t += 5) {
+        char n[16];
+        snprintf(n, sizeof(n), "ebag.%d", t);
+        const float *eb = hbuf(p[0], hs[0], n);
+        for (int64_t b = 0; b < B; b++) CU_ASSERT_EQUAL(memcmp(eb + b * 16, E + (b * 26 + t) * 16, 64), 0);
+    }
+    free(y);
+    free(R);
+    for (int v = 0; v < 3; v++) {
+        gr_hoststate_destroy(hs[v]);
+        gr_plan_destroy(p[v]);
+    }
+}
+
+static void test_whole_model_reference(void) {
+    whole_model("B=5", NULL, 5, 1);
+    whole_model("B=3", "bag=3", 3, 3);
+}
+
+static CU_TestInfo dlrm_tests[] = {{"registry names", test_registry_names},
+                                   {"tril pair mapping", test_tril_pairs},
+                                   {"embedding references", test_embedding_reference},
+                                   {"bias/sigmoid/concat/tril/interaction/linear references", test_small_kernel_references},
+                                   {"check errors name the op", test_check_errors},
+                                   {"dlrm_small accounting and impl choice", test_dlrm_accounting},
+                                   {"whole model reference vs naive forward", test_whole_model_reference},
+                                   CU_TEST_INFO_NULL};
+
+static gr_suite_def gr_dlrm_suites[] = {{"dlrm", dlrm_tests, 0}, {NULL, NULL, 0}};
+GR_REGISTER_SUITES(gr_dlrm_suites)

@@ -1,0 +1,353 @@
+/* GPU suite for cupti-launchstat: graphrun's in-process traced run of small plans (launch counts
+ * match the plan, every eager kernel and every graph node kernel maps to its op, the callback
+ * layer's listeners see the launches), cupti-launchstat around graphrun end to end (counts,
+ * latency timestamps, node mapping), exit code passthrough of a failing command, another CUPTI
+ * subscriber, and zero dropped records with a deliberately tiny buffer pool. Without a device
+ * every test prints "SKIPPED: no CUDA device" and passes. */
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/device.h"
+#include "core/workload.h"
+#include "cupti_tools/analysis.h"
+#include "cupti_tools/collector.h"
+#include "cupti_tools/report.h"
+#include "cupti_tools/trace.h"
+#include "kernels/registry.h"
+#include "replay/run.h"
+#include "replay/trace.h"
+#include "tests.h"
+
+static gr_device_info info;
+
+static int device_ready(void) {
+    gr_error e;
+    gr_error_clear(&e);
+    return gr_device_probe(0, &info, &e) == GR_OK;
+}
+
+static const char *bin(const char *name) {
+    static char paths[4][PATH_MAX];
+    static int slot;
+    char *p = paths[slot++ % 4];
+    const char *dir = getenv("GR_BUILD_DIR");
+    if (dir) {
+        snprintf(p, PATH_MAX, "%s/%s", dir, name);
+    } else {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        self[n > 0 ? n : 0] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) *slash = '\0';
+        snprintf(p, PATH_MAX, "%s/../%s", self, name);
+    }
+    return p;
+}
+
+static char out[1 << 20];
+
+static int sh(const char *cmd_fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *cmd_fmt, ...) {
+    char cmd[8192], full[8400];
+    va_list ap;
+    va_start(ap, cmd_fmt);
+    vsnprintf(cmd, sizeof(cmd), cmd_fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof(full), "cd '%s' && %s 2>&1", GR_SOURCE_DIR, cmd);
+    FILE *p = popen(full, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static gr_plan *plan_for_device(const char *json, gr_workload **wl, gr_error *e) {
+    *wl = gr_test_load(json, e);
+    if (!*wl) return NULL;
+    const char *v = gr_workload_variant(*wl, NULL, e);
+    gr_plan *p = NULL;
+    gr_target t = gr_target_from_info(&info);
+    if (v) gr_plan_resolve(*wl, v, &t, gr_kernel_find, gr_kernel_all_names, &p, e);
+    return p;
+}
+
+typedef struct launch_count {
+    int enters, exits, max_depth;
+} launch_count;
+
+static void count_launches(void *user, const gr_cupti_api_call *c) {
+    launch_count *lc = user;
+    if (!c->name || !strstr(c->name, "LaunchKernel")) return;
+    if (c->enter) lc->enters++;
+    else lc->exits++;
+    if (c->depth > lc->max_depth) lc->max_depth = c->depth;
+}
+
+/* A fork/join plan (3 kernels on 2 streams) through graphrun's traced run. */
+static void test_in_process_trace(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    const char *json =
+        "{\"name\": \"fj\", \"buffers\": [{\"name\": \"a\", \"dtype\": \"fp32\", \"shape\": [4096], \"init\": \"normal\"},"
+        "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [4096]}, {\"name\": \"c\", \"dtype\": \"fp32\", \"shape\": [4096]},"
+        "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [4096]}], \"outputs\": [\"y\"],"
+        "\"ops\": [{\"fork\": \"side\"}, {\"name\": \"g\", \"kernel\": \"gelu\", \"inputs\": [\"a\"], \"outputs\": [\"b\"], \"stream\": \"side\"},"
+        "{\"name\": \"s\", \"kernel\": \"silu\", \"inputs\": [\"a\"], \"outputs\": [\"c\"]}, {\"join\": \"side\"},"
+        "{\"name\": \"sum\", \"kernel\": \"add\", \"inputs\": [\"b\", \"c\"], \"outputs\": [\"y\"]}]}";
+    gr_error e;
+    gr_error_clear(&e);
+    gr_workload *wl = NULL;
+    gr_plan *p = plan_for_device(json, &wl, &e);
+    if (!p) fprintf(stderr, "\n    %s", e.msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->kernels, 3);
+    gr_run_opts o;
+    gr_run_opts_default(&o);
+    o.iters = 40;
+    o.batches = 4;
+    o.bandwidth = 0;
+    o.progress = 0;
+    gr_run_report *r = calloc(1, sizeof(*r));
+    const gr_plan *plans[1] = {p};
+    CU_ASSERT_EQUAL_FATAL(gr_run_plans(wl, plans, 1, &info, &o, r, &e), GR_OK);
+    launch_count lc = {0, 0, 0};
+    CU_ASSERT_EQUAL(gr_cupti_add_listener(count_launches, &lc, &e), GR_OK);
+    const char *path = "/tmp/gr_gpu_cupti_inproc.jsonl";
+    gr_trace_opts topt = {path, 20, "test_in_process_trace"};
+    gr_trace_result *tr = calloc(1, sizeof(*tr));
+    gr_status st = gr_trace_run(r, &o, &topt, tr, &e);
+    if (st != GR_OK) fprintf(stderr, "\n    %s", e.msg);
+    CU_ASSERT_EQUAL_FATAL(st, GR_OK);
+    gr_cupti_remove_listener(count_launches, &lc);
+    CU_ASSERT_EQUAL(tr->cupti.dropped, 0);
+    CU_ASSERT_TRUE(tr->cupti.records > 0);
+    CU_ASSERT_EQUAL(tr->cupti.callback_errors, 0);
+    CU_ASSERT_EQUAL(tr->nv, 1);
+    CU_ASSERT_TRUE(tr->v[0].done);
+    CU_ASSERT_TRUE(tr->v[0].eager.step_us.median > 0 && tr->v[0].graph.step_us.median > 0);
+    const gr_ls_report *a = tr->analysis;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL_FATAL(a->nregions, 2);
+    const gr_ls_scope *eg[2], *gg[2];
+    CU_ASSERT_EQUAL_FATAL(gr_ls_mode_pairs(a, eg, gg, 2), 1);
+    const gr_ls_scope *ea = eg[0], *ga = gg[0];
+    int64_t steps = ea->steps;
+    CU_ASSERT_EQUAL(steps, (int64_t)tr->v[0].eager.warmup + (int64_t)tr->v[0].eager.batches * tr->v[0].eager.steps_per_batch);
+    /* launch counts match the plan: 3 kernels and 3 launch calls per eager step */
+    CU_ASSERT_EQUAL(ea->kernels, (size_t)(3 * steps));
+    CU_ASSERT_EQUAL(ea->eager_kernels, (size_t)(3 * steps));
+    CU_ASSERT_EQUAL(ea->launch_calls, (size_t)(3 * steps));
+    CU_ASSERT_EQUAL(ea->incomplete, 0);
+    CU_ASSERT_EQUAL(ea->kernels_with_op, ea->kernels); /* every eager kernel mapped to its op */
+    CU_ASSERT_EQUAL(ea->nstreams, 2);
+    /* graph: 3 node kernels per launch, one launch per step, every node mapped to API and op */
+    CU_ASSERT_EQUAL(ga->graph_kernels, (size_t)(3 * ga->steps));
+    CU_ASSERT_EQUAL(ga->graph_launch_calls, (size_t)ga->steps);
+    CU_ASSERT_EQUAL(ga->graph.launches, (size_t)ga->steps);
+    CU_ASSERT_EQUAL(ga->graph.mapped_api, ga->graph.node_kernels);
+    CU_ASSERT_EQUAL(ga->graph.mapped_op, ga->graph.node_kernels);
+    CU_ASSERT_EQUAL(ga->kernels_with_op, ga->kernels);
+    CU_ASSERT_TRUE(ga->graph.nodes.median == 3.0);
+    CU_ASSERT_EQUAL(ea->nops, 3);
+    for (size_t i = 0; i < ea->nops; i++) CU_ASSERT_EQUAL(ea->ops[i].eager, (size_t)steps);
+    for (size_t i = 0; i < ga->nops; i++) CU_ASSERT_EQUAL(ga->ops[i].graph, (size_t)ga->steps);
+    /* regions carry both timings */
+    CU_ASSERT_TRUE(ea->untraced_step_us > 0 && ea->traced_event_step_us > 0);
+    /* the listener saw every eager launch (runtime, and the driver inside it if traced) */
+    CU_ASSERT_TRUE(lc.enters >= 3 * (int)steps);
+    CU_ASSERT_EQUAL(lc.enters, lc.exits);
+    /* printing and JSON work on real data */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    gr_trace_print(f, tr);
+    fclose(f);
+    GR_ASSERT_CONTAINS(buf, "inflation");
+    GR_ASSERT_CONTAINS(buf, "compare (traced)");
+    free(buf);
+    void *j = gr_trace_json(tr);
+    CU_ASSERT_PTR_NOT_NULL(j);
+    json_decref((json_t *)j);
+    gr_trace_result_free(tr);
+    /* tracing starts again in the same process after a finalized stop */
+    memset(tr, 0, sizeof(*tr));
+    topt.iters = 5;
+    CU_ASSERT_EQUAL(gr_trace_run(r, &o, &topt, tr, &e), GR_OK);
+    CU_ASSERT_EQUAL(tr->cupti.dropped, 0);
+    gr_trace_result_free(tr);
+    free(tr);
+    free(r);
+    gr_plan_destroy(p);
+    gr_workload_destroy(wl);
+    unlink(path);
+}
+
+static void test_collector_twice(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    gr_cupti_config c;
+    gr_cupti_config_default(&c);
+    c.trace_path = "/tmp/gr_gpu_cupti_twice.jsonl";
+    gr_error e;
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL_FATAL(gr_cupti_start(&c, &e), GR_OK);
+    CU_ASSERT_TRUE(gr_cupti_active());
+    gr_error e2;
+    gr_error_clear(&e2);
+    CU_ASSERT_EQUAL(gr_cupti_start(&c, &e2), GR_ERR_INTERNAL);
+    GR_ASSERT_CONTAINS(e2.msg, "a CUPTI trace is already being written in this process");
+    gr_cupti_result res;
+    CU_ASSERT_EQUAL(gr_cupti_stop("test", 1, &res, &e), GR_OK);
+    CU_ASSERT_FALSE(gr_cupti_active());
+    gr_trace *t = NULL;
+    CU_ASSERT_EQUAL(gr_trace_load(c.trace_path, 0, &t, &e), GR_OK);
+    if (t) {
+        CU_ASSERT_STRING_EQUAL(t->end_reason, "test");
+        CU_ASSERT_STRING_EQUAL(t->device, info.name);
+    }
+    gr_trace_destroy(t);
+    unlink(c.trace_path);
+}
+
+/* cupti-launchstat around graphrun: counts are exact for the tiny kernel. */
+static void test_injection_end_to_end(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    const char *path = "/tmp/gr_gpu_cupti_e2e.jsonl";
+    int rc = sh("'%s' -o %s --latency --json /tmp/gr_gpu_cupti_e2e.json -- '%s' run workloads/launch_bound.json "
+                "--variant tiny --set K=50 --iters 100 --batches 20 --no-bandwidth --quiet",
+                bin("cupti-launchstat"), path, bin("graphrun"));
+    if (rc != 0) fprintf(stderr, "\n%s", out);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    GR_ASSERT_CONTAINS(out, "trace written to");
+    GR_ASSERT_CONTAINS(out, "all times are TRACED");
+    gr_error e;
+    gr_error_clear(&e);
+    gr_trace *t = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_trace_load(path, 0, &t, &e), GR_OK);
+    gr_ls_report *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_ls_analyze(t, NULL, &r, &e), GR_OK);
+    CU_ASSERT_EQUAL(t->dropped, 0);
+    CU_ASSERT_STRING_EQUAL(t->mode, "injection");
+    CU_ASSERT_STRING_EQUAL(t->device, info.name);
+    CU_ASSERT_TRUE(t->latency);
+    /* graphrun: 1 verification step + 10 warm-up + 100 timed, eager and graph, 50 tiny kernels each */
+    size_t tiny = 0;
+    for (size_t i = 0; i < r->all.nkern; i++) {
+        char nm[256];
+        if (strstr(gr_ls_kernel_name(gr_trace_str(t, r->all.kern[i].name), 0, nm, sizeof(nm)), "tiny"))
+            tiny += r->all.kern[i].count;
+    }
+    CU_ASSERT_EQUAL(tiny, (size_t)(2 * 111 * 50));
+    CU_ASSERT_EQUAL(r->all.graph_kernels, (size_t)(111 * 50));
+    CU_ASSERT_EQUAL(r->all.graph.launches, 111);
+    CU_ASSERT_EQUAL(r->all.graph.mapped_api, r->all.graph.node_kernels);
+    CU_ASSERT_TRUE(r->all.queued_us.n > 0); /* --latency */
+    CU_ASSERT_TRUE(r->all.launch_calls >= (size_t)(111 * 50));
+    gr_ls_report_destroy(r);
+    gr_trace_destroy(t);
+    json_error_t je;
+    json_t *j = json_load_file("/tmp/gr_gpu_cupti_e2e.json", 0, &je);
+    CU_ASSERT_PTR_NOT_NULL(j);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "command_exit_code")), 0);
+    json_decref(j);
+    unlink(path);
+    unlink("/tmp/gr_gpu_cupti_e2e.json");
+}
+
+/* The command's exit code passes through, and its trace is still complete. */
+static void test_injection_exit_code(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    const char *path = "/tmp/gr_gpu_cupti_fail.jsonl";
+    int rc = sh("'%s' -o %s -- '%s' run /nonexistent/workload.json", bin("cupti-launchstat"), path, bin("graphrun"));
+    CU_ASSERT_EQUAL(rc, 2); /* graphrun's own exit code for a missing file */
+    GR_ASSERT_CONTAINS(out, "exited with code 2");
+    gr_error e;
+    gr_error_clear(&e);
+    gr_trace *t = NULL;
+    CU_ASSERT_EQUAL(gr_trace_load(path, 0, &t, &e), GR_OK); /* initialised CUDA, so traced, and flushed at exit */
+    gr_trace_destroy(t);
+    unlink(path);
+    /* killed by SIGTERM: flushed by the injection's signal thread, 128+15 passed through */
+    rc = sh("'%s' -o %s -- sh -c \"'%s' run workloads/launch_bound.json --iters 1000000 --no-bandwidth --quiet & "
+            "sleep 8; kill -TERM \\$!; wait \\$!\"",
+            bin("cupti-launchstat"), path, bin("graphrun"));
+    CU_ASSERT_EQUAL(rc, 128 + 15);
+    gr_error_clear(&e);
+    t = NULL;
+    CU_ASSERT_EQUAL(gr_trace_load(path, 0, &t, &e), GR_OK);
+    if (t) GR_ASSERT_CONTAINS(t->end_reason, "SIGTERM");
+    else fprintf(stderr, "\n    %s", e.msg);
+    gr_trace_destroy(t);
+    unlink(path);
+}
+
+/* Under the injection graphrun's own --trace meets another subscriber: a clear message, the
+ * untraced results stand, exit 1 passed through. */
+static void test_other_subscriber(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    int rc = sh("'%s' -o /tmp/gr_gpu_cupti_outer.jsonl --no-report -- '%s' run workloads/launch_bound.json --set K=10 "
+                "--iters 20 --no-bandwidth --quiet --trace /tmp/gr_gpu_cupti_inner.jsonl",
+                bin("cupti-launchstat"), bin("graphrun"));
+    CU_ASSERT_EQUAL(rc, 1);
+    GR_ASSERT_CONTAINS(out, "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED");
+    GR_ASSERT_CONTAINS(out, "the results above are from the untraced run and stand");
+    GR_ASSERT_CONTAINS(out, "eager us/step"); /* the untraced report was printed */
+    gr_error e;
+    gr_error_clear(&e);
+    gr_trace *t = NULL;
+    CU_ASSERT_EQUAL(gr_trace_load("/tmp/gr_gpu_cupti_inner.jsonl", 0, &t, &e), GR_OK);
+    if (t) GR_ASSERT_CONTAINS(t->end_error, "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED");
+    gr_trace_destroy(t);
+    unlink("/tmp/gr_gpu_cupti_outer.jsonl");
+    unlink("/tmp/gr_gpu_cupti_inner.jsonl");
+}
+
+/* 1 MiB buffers, at most 4 in memory, 600k kernels: the program waits for the writer rather than
+ * losing records. (bench/suites/cupti.sh runs the full 10,000 x 300.) */
+static void test_zero_dropped_small_pool(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    const char *path = "/tmp/gr_gpu_cupti_pool.jsonl";
+    int rc = sh("'%s' -o %s --buffer-mb 1 --max-buffers 4 --no-report -- '%s' run workloads/launch_bound.json "
+                "--variant tiny --set K=300 --iters 1000 --no-bandwidth --no-cpu-ref --quiet",
+                bin("cupti-launchstat"), path, bin("graphrun"));
+    if (rc != 0) fprintf(stderr, "\n%s", out);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    gr_error e;
+    gr_error_clear(&e);
+    gr_trace *t = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_trace_load(path, 0, &t, &e), GR_OK);
+    CU_ASSERT_EQUAL(t->dropped, 0);
+    CU_ASSERT_TRUE(t->buffers <= 4);
+    gr_ls_report *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_ls_analyze(t, NULL, &r, &e), GR_OK);
+    /* 1 + 100 + 1000 eager steps and as many graph launches of 300 kernels, plus init kernels */
+    CU_ASSERT_TRUE(r->all.kernels >= (size_t)2 * 1101 * 300);
+    CU_ASSERT_EQUAL(r->all.graph_kernels, (size_t)1101 * 300);
+    printf("\n    %zu kernels traced with %llu buffers of 1 MiB, %llu waits for the writer, 0 dropped", r->all.kernels,
+           (unsigned long long)t->buffers, (unsigned long long)t->buffer_waits);
+    gr_ls_report_destroy(r);
+    gr_trace_destroy(t);
+    unlink(path);
+}
+
+static CU_TestInfo gpu_cupti_tests[] = {{"graphrun traced run maps kernels to ops", test_in_process_trace},
+                                        {"one collector at a time", test_collector_twice},
+                                        {"cupti-launchstat around graphrun", test_injection_end_to_end},
+                                        {"exit codes pass through, SIGTERM flushes", test_injection_exit_code},
+                                        {"another CUPTI subscriber", test_other_subscriber},
+                                        {"zero dropped with a tiny buffer pool", test_zero_dropped_small_pool},
+                                        CU_TEST_INFO_NULL};
+
+static gr_suite_def gr_gpu_cupti_suites[] = {{"gpu_cupti", gpu_cupti_tests, 1}, {NULL, NULL, 0}};
+GR_REGISTER_SUITES(gr_gpu_cupti_suites)

@@ -1,0 +1,539 @@
+/* DLRM GPU suites: every kernel of the family against its CPU reference at odd sizes (both
+ * linear_act impls, every activation, out-of-range indices), eager == graph == reference for
+ * every dlrm_small variant at B in {1, 7, 128, 2048} (with PDL, multi-hot bags and both Linear
+ * impls too) and the variants against each other, the 2-stream graph's parallel branch (roots
+ * and critical path of the captured graph), and --input end to end. Without a device each test
+ * prints "SKIPPED: no CUDA device" and passes. */
+#include <cuda_runtime_api.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/criteo.h"
+#include "core/device.h"
+#include "core/workload.h"
+#include "kernels/registry.h"
+#include "replay/run.h"
+#include "replay/session.h"
+#include "tests.h"
+
+static gr_device_info info;
+
+static int device_ready(void) {
+    gr_error e;
+    gr_error_clear(&e);
+    return gr_device_probe(0, &info, &e) == GR_OK;
+}
+
+static gr_plan *plan_for_device(const char *json, gr_error *e) {
+    gr_workload *wl = gr_test_load(json, e);
+    if (!wl) return NULL;
+    const char *v = gr_workload_variant(wl, NULL, e);
+    gr_plan *p = NULL;
+    gr_target t = gr_target_from_info(&info);
+    if (v) gr_plan_resolve(wl, v, &t, gr_kernel_find, gr_kernel_all_names, &p, e);
+    gr_workload_destroy(wl);
+    return p;
+}
+
+static gr_plan *dlrm_for_device(const char *variant, const char *const *sets, int nsets) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_workload *wl = NULL;
+    if (gr_workload_load_file(gr_test_src("workloads/dlrm_small.json"), &wl, &e) != GR_OK) {
+        fprintf(stderr, "\n    %s", e.msg);
+        return NULL;
+    }
+    for (int i = 0; i < nsets; i++)
+        if (gr_workload_set(wl, sets[i], &e) != GR_OK) fprintf(stderr, "\n    %s", e.msg);
+    gr_plan *p = NULL;
+    gr_target t = gr_target_from_info(&info);
+    if (gr_plan_resolve(wl, variant, &t, gr_kernel_find, gr_kernel_all_names, &p, &e) != GR_OK)
+        fprintf(stderr, "\n    %s", e.msg);
+    gr_workload_destroy(wl);
+    return p;
+}
+
+static void print_failed_checks(const gr_session *s) {
+    for (int i = 0; i < s->nchecks; i++)
+        if (!s->checks[i].passed)
+            fprintf(stderr, "\n    %s %s: rel %.3e nonfinite %lld first_bad %lld", s->checks[i].buffer,
+                    s->checks[i].what, s->checks[i].rel_l2, (long long)s->checks[i].nonfinite,
+                    (long long)s->checks[i].first_bad);
+}
+
+/* reference, eager, capture, graph; 1 when every check passed. With keep, the session stays. */
+static int verify(gr_plan *p, int pdl, gr_session **keep) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_session *s = NULL;
+    int ok = 0;
+    if (gr_session_create(p, info.sm_count, &s, &e) == GR_OK) {
+        s->dev->pdl = pdl;
+        if (gr_session_reference(s, &e) == GR_OK && gr_session_verify_eager(s, &e) == GR_OK &&
+            gr_session_capture(s, GR_CAPTURE_GLOBAL, NULL, &e) == GR_OK &&
+            gr_session_verify_graph(s, &e) == GR_OK) {
+            ok = s->verified && s->nchecks >= 2;
+            if (!ok) print_failed_checks(s);
+        }
+    }
+    if (gr_error_failed(&e)) fprintf(stderr, "\n    %s", e.msg);
+    if (keep) *keep = s;
+    else gr_session_destroy(s);
+    return ok;
+}
+
+static int verify_json(const char *json, const char *what) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_plan *p = plan_for_device(json, &e);
+    if (!p) fprintf(stderr, "\n    %s: %s", what, e.msg);
+    CU_ASSERT_PTR_NOT_NULL(p);
+    if (!p) return 0;
+    int ok = verify(p, 0, NULL) && verify(p, 1, NULL);
+    if (!ok) fprintf(stderr, "\n    failed: %s", what);
+    gr_plan_destroy(p);
+    return ok;
+}
+
+static void test_embedding_kernels(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    struct { int B, bag, D; const char *idt, *pool; } cases[] = {
+        {1, 1, 16, "int32", "sum"}, {37, 3, 16, "int32", "sum"}, {7, 2, 13, "int64", "mean"},
+        {300, 1, 4, "int64", "sum"}, {2048, 1, 16, "int32", "sum"}, {5, 5, 1, "int32", "mean"}};
+    const int rows[5] = {1, 3, 17, 1000, 7};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char json[8192];
+        int o = snprintf(json, sizeof(json), "{\"name\": \"emb\", \"buffers\": [");
+        for (int t = 0; t < 5; t++)
+            o += snprintf(json + o, sizeof(json) - (size_t)o,
+                          "{\"name\": \"t%d\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": \"normal\"},"
+                          "{\"name\": \"i%d\", \"dtype\": \"%s\", \"shape\": [%d, %d], \"init\": {\"kind\": \"zipf\", \"range\": %d}},",
+                          t, rows[t], cases[c].D, t, cases[c].idt, cases[c].B, cases[c].bag, rows[t]);
+        o += snprintf(json + o, sizeof(json) - (size_t)o,
+                      "{\"name\": \"E\", \"dtype\": \"fp32\", \"shape\": [%d, 5, %d]},"
+                      "{\"name\": \"y3\", \"dtype\": \"fp32\", \"shape\": [%d, %d]}],"
+                      " \"outputs\": [\"E\", \"y3\"], \"ops\": ["
+                      "{\"kernel\": \"embedding_bag_tbe\", \"inputs\": [\"t0\", \"t1\", \"t2\", \"t3\", \"t4\", \"i0\", \"i1\", \"i2\", \"i3\", \"i4\"], \"outputs\": [\"E\"], \"attrs\": {\"pooling\": \"%s\"}},"
+                      "{\"kernel\": \"embedding_bag\", \"inputs\": [\"t3\", \"i3\"], \"outputs\": [\"y3\"], \"attrs\": {\"pooling\": \"%s\"}}]}",
+                      cases[c].B, cases[c].D, cases[c].B, cases[c].D, cases[c].pool, cases[c].pool);
+        char what[96];
+        snprintf(what, sizeof(what), "embedding B=%d bag=%d D=%d %s %s", cases[c].B, cases[c].bag,
+                 cases[c].D, cases[c].idt, cases[c].pool);
+        CU_ASSERT_TRUE(verify_json(json, what));
+    }
+    /* out-of-range rows (negative, == rows, far past) are skipped on the device as in the
+     * reference: the indices come from the program (init "host") */
+    const char *json =
+        "{\"name\": \"oob\", \"buffers\": ["
+        "{\"name\": \"t0\", \"dtype\": \"fp32\", \"shape\": [10, 16], \"init\": \"normal\"},"
+        "{\"name\": \"t1\", \"dtype\": \"fp32\", \"shape\": [3, 16], \"init\": \"normal\"},"
+        "{\"name\": \"i0\", \"dtype\": \"int32\", \"shape\": [4, 2], \"init\": \"host\"},"
+        "{\"name\": \"i1\", \"dtype\": \"int32\", \"shape\": [4, 2], \"init\": \"host\"},"
+        "{\"name\": \"E\", \"dtype\": \"fp32\", \"shape\": [4, 2, 16]}], \"outputs\": [\"E\"], \"ops\": ["
+        "{\"kernel\": \"embedding_bag_tbe\", \"inputs\": [\"t0\", \"t1\", \"i0\", \"i1\"], \"outputs\": [\"E\"]}]}";
+    static const int32_t i0[] = {0, 9, -1, 10, 5, 2000000000, 3, 3};
+    static const int32_t i1[] = {2, -7, 3, 0, 1, 1, -2147483647 - 1, 2};
+    gr_error e;
+    gr_error_clear(&e);
+    gr_plan *p = plan_for_device(json, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    for (int b = 0; b < p->nbufs; b++) {
+        if (!strcmp(p->bufs[b].name, "i0")) p->bufs[b].host_data = i0;
+        if (!strcmp(p->bufs[b].name, "i1")) p->bufs[b].host_data = i1;
+    }
+    CU_ASSERT_TRUE(verify(p, 0, NULL));
+    gr_plan_destroy(p);
+}
+
+static void test_linear_kernels(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    /* odd sizes around the 32-row tiles, N not a multiple of 4 or of the tile, K = 13 (scalar
+     * loads), 367 (DLRM's top input), both impls, every activation */
+    int shapes[][3] = {{1, 1, 13}, {7, 5, 16}, {33, 17, 64}, {31, 33, 1}, {128, 512, 13},
+                       {128, 256, 512}, {300, 33, 367}, {2048, 512, 367}, {2048, 1, 256}, {65, 16, 64}};
+    for (size_t c = 0; c < sizeof(shapes) / sizeof(shapes[0]); c++) {
+        int M = shapes[c][0], N = shapes[c][1], K = shapes[c][2];
+        char json[8192];
+        int o = snprintf(json, sizeof(json),
+                         "{\"name\": \"lin\", \"buffers\": ["
+                         "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": \"normal\"},"
+                         "{\"name\": \"W\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": {\"kind\": \"uniform\", \"low\": -0.2, \"high\": 0.2}},"
+                         "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": \"normal\"}",
+                         M, K, N, K, N);
+        const char *combos[][2] = {{"relu", "simt"}, {"none", "simt"}, {"sigmoid", "simt"}, {"relu", "lt"}, {"none", "lt"}};
+        for (int k = 0; k < 5; k++)
+            o += snprintf(json + o, sizeof(json) - (size_t)o,
+                          ",{\"name\": \"y%d\", \"dtype\": \"fp32\", \"shape\": [%d, %d]}", k, M, N);
+        o += snprintf(json + o, sizeof(json) - (size_t)o, "], \"outputs\": [");
+        for (int k = 0; k < 5; k++)
+            o += snprintf(json + o, sizeof(json) - (size_t)o, "%s{\"buffer\": \"y%d\", \"rtol\": 1e-4}", k ? ", " : "", k);
+        o += snprintf(json + o, sizeof(json) - (size_t)o, "], \"ops\": [");
+        for (int k = 0; k < 5; k++)
+            o += snprintf(json + o, sizeof(json) - (size_t)o,
+                          "%s{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W\", \"b\"], \"outputs\": [\"y%d\"], \"attrs\": {\"act\": \"%s\", \"impl\": \"%s\"}}",
+                          k ? ", " : "", k, combos[k][0], combos[k][1]);
+        snprintf(json + o, sizeof(json) - (size_t)o, "]}");
+        char what[64];
+        snprintf(what, sizeof(what), "linear_act %d x %d x %d", M, N, K);
+        CU_ASSERT_TRUE(verify_json(json, what));
+    }
+}
+
+static void test_interaction_kernels(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    /* fused interaction vs the unfused chain (concat, batched GEMM, tril, concat), both against
+     * the reference; B = 1500 exceeds 8 blocks per SM, so the kernel's row loop is exercised */
+    struct { int B, T, D; } cases[] = {{7, 26, 16}, {130, 3, 5}, {1500, 2, 4}, {1, 1, 1}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        int B = cases[c].B, T = cases[c].T, D = cases[c].D, F = T + 1, P = F * T / 2;
+        char json[8192];
+        int o = snprintf(json, sizeof(json),
+                         "{\"name\": \"int\", \"buffers\": ["
+                         "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": \"normal\"},"
+                         "{\"name\": \"E\", \"dtype\": \"fp32\", \"shape\": [%d, %d, %d], \"init\": \"normal\"},"
+                         "{\"name\": \"R\", \"dtype\": \"fp32\", \"shape\": [%d, %d]},"
+                         "{\"name\": \"Tm\", \"dtype\": \"fp32\", \"shape\": [%d, %d, %d]},"
+                         "{\"name\": \"Z\", \"dtype\": \"fp32\", \"shape\": [%d, %d, %d]},"
+                         "{\"name\": \"zf\", \"dtype\": \"fp32\", \"shape\": [%d, %d]},"
+                         "{\"name\": \"R2\", \"dtype\": \"fp32\", \"shape\": [%d, %d]},"
+                         "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": \"normal\"},"
+                         "{\"name\": \"Rb\", \"dtype\": \"fp32\", \"shape\": [%d, %d]},"
+                         "{\"name\": \"s\", \"dtype\": \"fp32\", \"shape\": [%d, %d]}],"
+                         " \"outputs\": [{\"buffer\": \"R\", \"rtol\": 1e-5}, {\"buffer\": \"R2\", \"rtol\": 1e-5}, \"Rb\", \"s\"], \"ops\": ["
+                         "{\"kernel\": \"dot_interaction\", \"inputs\": [\"x\", \"E\"], \"outputs\": [\"R\"]},"
+                         "{\"kernel\": \"concat\", \"inputs\": [\"x\", \"E\"], \"outputs\": [\"Tm\"]},"
+                         "{\"kernel\": \"gemm\", \"inputs\": [\"Tm\", \"Tm\"], \"outputs\": [\"Z\"], \"attrs\": {\"trans_b\": true}},"
+                         "{\"kernel\": \"tril_gather\", \"inputs\": [\"Z\"], \"outputs\": [\"zf\"]},"
+                         "{\"kernel\": \"concat\", \"inputs\": [\"x\", \"zf\"], \"outputs\": [\"R2\"]},"
+                         "{\"kernel\": \"bias_add\", \"inputs\": [\"R\", \"b\"], \"outputs\": [\"Rb\"]},"
+                         "{\"kernel\": \"sigmoid\", \"inputs\": [\"Rb\"], \"outputs\": [\"s\"]}]}",
+                         B, D, B, T, D, B, D + P, B, F, D, B, F, F, B, P, B, D + P, D + P, B, D + P, B, D + P);
+        (void)o;
+        char what[64];
+        snprintf(what, sizeof(what), "interaction B=%d T=%d D=%d", B, T, D);
+        CU_ASSERT_TRUE(verify_json(json, what));
+    }
+}
+
+/* Every variant through the run driver: reference, eager, graph, graph == eager, later variants
+ * against the first, and timing (a few steps). */
+static void run_variants(const char *const *sets, int nsets, int pdl, const char *label) {
+    const char *variants[] = {"unfused", "fused", "fused_2stream"};
+    gr_plan *plans[3];
+    for (int v = 0; v < 3; v++) {
+        plans[v] = dlrm_for_device(variants[v], sets, nsets);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(plans[v]);
+    }
+    gr_error e;
+    gr_error_clear(&e);
+    gr_workload *wl = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_workload_load_file(gr_test_src("workloads/dlrm_small.json"), &wl, &e), GR_OK);
+    gr_run_opts o;
+    gr_run_opts_default(&o);
+    o.iters = 20;
+    o.batches = 2;
+    o.progress = 0;
+    o.bandwidth = 0;
+    o.pdl = pdl;
+    gr_run_report *r = calloc(1, sizeof(*r));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    gr_status st = gr_run_plans(wl, (const gr_plan *const *)plans, 3, &info, &o, r, &e);
+    if (st != GR_OK) fprintf(stderr, "\n    %s: %s", label, e.msg);
+    CU_ASSERT_EQUAL(st, GR_OK);
+    CU_ASSERT_EQUAL(r->nv, 3);
+    for (int v = 0; v < r->nv; v++) {
+        const gr_variant_run *vr = &r->v[v];
+        if (!vr->verified) {
+            fprintf(stderr, "\n    %s %s not verified:", label, variants[v]);
+            for (int c = 0; c < vr->nchecks; c++)
+                if (!vr->checks[c].passed)
+                    fprintf(stderr, " %s %s rel %.2e;", vr->checks[c].buffer, vr->checks[c].what, vr->checks[c].rel_l2);
+        }
+        CU_ASSERT_TRUE(vr->verified);
+        CU_ASSERT_TRUE(vr->captured && vr->timed);
+        int vs_ref = 0, vs_eager = 0, vs_first = 0;
+        for (int c = 0; c < vr->nchecks; c++) {
+            vs_ref += strstr(vr->checks[c].what, "vs ref") != NULL;
+            vs_eager += strstr(vr->checks[c].what, "graph vs eager") != NULL;
+            vs_first += strstr(vr->checks[c].what, "vs unfused") != NULL;
+        }
+        CU_ASSERT_EQUAL(vs_ref, 6);   /* bot, R, y: eager and graph */
+        CU_ASSERT_EQUAL(vs_eager, 3);
+        CU_ASSERT_EQUAL(vs_first, v == 0 ? 0 : 3);
+    }
+    free(r);
+    for (int v = 0; v < 3; v++) gr_plan_destroy(plans[v]);
+    gr_workload_destroy(wl);
+}
+
+static void test_dlrm_variants(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    const char *b1[] = {"B=1", "rows_cap=1000"};
+    const char *b7[] = {"B=7", "rows_cap=1000"};
+    const char *b128[] = {"B=128", "rows_cap=1000"};
+    const char *b2048[] = {"B=2048", "rows_cap=1000"};
+    run_variants(b1, 2, 0, "B=1");
+    run_variants(b7, 2, 0, "B=7");
+    run_variants(b128, 2, 0, "B=128");
+    run_variants(b2048, 2, 0, "B=2048");
+}
+
+static void test_dlrm_variants_more(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    const char *pdl[] = {"B=128", "rows_cap=1000"};
+    run_variants(pdl, 2, 1, "B=128 --pdl");
+    const char *lt[] = {"B=7", "rows_cap=1000", "linear_impl=lt"};
+    run_variants(lt, 3, 0, "B=7 lt");
+    const char *simt[] = {"B=2048", "rows_cap=1000", "linear_impl=simt"};
+    run_variants(simt, 3, 1, "B=2048 simt --pdl");
+    const char *bag[] = {"B=128", "rows_cap=5000", "bag=4"};
+    run_variants(bag, 3, 0, "B=128 bag=4");
+}
+
+static void test_dlrm_default_cap(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    /* B = 128 with the default 1M-row cap (357 MB of tables): the reference stays fast */
+    gr_plan *p = dlrm_for_device("fused", NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gr_session *s = NULL;
+    CU_ASSERT_TRUE(verify(p, 0, &s));
+    if (s) printf("\n    fused B=128 rows_cap=1e6: CPU reference %.0f ms", s->reference_ms);
+    CU_ASSERT_TRUE(s && s->reference_ms < 10000);
+    gr_session_destroy(s);
+    gr_plan_destroy(p);
+}
+
+/* Roots and the longest chain of kernel nodes in a captured graph. */
+static int graph_shape(const gr_session *s, size_t *roots, int *depth) {
+    cudaGraph_t g = (cudaGraph_t)s->graph.graph;
+    size_t n = 0, ne = 0;
+    if (cudaGraphGetNodes(g, NULL, &n) != cudaSuccess || cudaGraphGetRootNodes(g, NULL, roots) != cudaSuccess ||
+        cudaGraphGetEdges(g, NULL, NULL, NULL, &ne) != cudaSuccess)
+        return 0;
+    cudaGraphNode_t *nodes = calloc(n + 1, sizeof(*nodes)), *from = calloc(ne + 1, sizeof(*from)),
+                    *to = calloc(ne + 1, sizeof(*to));
+    cudaGraphEdgeData *ed = calloc(ne + 1, sizeof(*ed));
+    int *d = calloc(n + 1, sizeof(int)), ok = 0;
+    if (nodes && from && to && ed && d && cudaGraphGetNodes(g, nodes, &n) == cudaSuccess &&
+        cudaGraphGetEdges(g, from, to, ed, &ne) == cudaSuccess) {
+        int *kern = calloc(n + 1, sizeof(int));
+        for (size_t i = 0; kern && i < n; i++) {
+            enum cudaGraphNodeType t;
+            kern[i] = cudaGraphNodeGetType(nodes[i], &t) == cudaSuccess && t == cudaGraphNodeTypeKernel;
+            d[i] = kern[i];
+        }
+        /* relax n times: depth[to] = max(depth[from] + kernel(to)) */
+        for (size_t it = 0; kern && it < n; it++)
+            for (size_t k = 0; k < ne; k++) {
+                size_t a = n, b = n;
+                for (size_t i = 0; i < n; i++) {
+                    if (nodes[i] == from[k]) a = i;
+                    if (nodes[i] == to[k]) b = i;
+                }
+                if (a < n && b < n && d[a] + kern[b] > d[b]) d[b] = d[a] + kern[b];
+            }
+        *depth = 0;
+        for (size_t i = 0; i < n; i++)
+            if (d[i] > *depth) *depth = d[i];
+        ok = kern != NULL;
+        free(kern);
+    }
+    free(nodes);
+    free(from);
+    free(to);
+    free(ed);
+    free(d);
+    return ok;
+}
+
+static void test_dlrm_2stream_branches(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    const char *sets[] = {"B=128", "rows_cap=1000", "linear_impl=simt"};
+    for (int pdl = 0; pdl < 2; pdl++) {
+        size_t roots[2] = {0, 0};
+        int depth[2] = {0, 0};
+        const char *variants[] = {"fused", "fused_2stream"};
+        for (int v = 0; v < 2; v++) {
+            gr_plan *p = dlrm_for_device(variants[v], sets, 3);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            gr_session *s = NULL;
+            CU_ASSERT_TRUE(verify(p, pdl, &s));
+            CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+            CU_ASSERT_EQUAL(s->graph.kernel_nodes, 9);
+            CU_ASSERT_TRUE(graph_shape(s, &roots[v], &depth[v]));
+            gr_session_destroy(s);
+            gr_plan_destroy(p);
+        }
+        /* one stream: a chain of 9; two streams: TBE is a second root beside the bottom MLP,
+         * so the longest chain is 8 (4 bottom layers, interaction, 3 top layers) */
+        if (roots[0] != 1 || depth[0] != 9 || roots[1] != 2 || depth[1] != 8)
+            fprintf(stderr, "\n    pdl %d: fused roots %zu depth %d; fused_2stream roots %zu depth %d", pdl,
+                    roots[0], depth[0], roots[1], depth[1]);
+        CU_ASSERT_EQUAL(roots[0], 1);
+        CU_ASSERT_EQUAL(depth[0], 9);
+        CU_ASSERT_EQUAL(roots[1], 2);
+        CU_ASSERT_EQUAL(depth[1], 8);
+    }
+}
+
+/* ---------- --input end to end ---------- */
+
+static size_t tsv_line(int r, char *out, size_t size) {
+    size_t o = (size_t)snprintf(out, size, "%d", (r * 13) % 3 == 0);
+    for (int i = 1; i <= 13; i++) {
+        if ((r + i) % 6 == 0) o += (size_t)snprintf(out + o, size - o, "\t");
+        else o += (size_t)snprintf(out + o, size - o, "\t%d", (r * 31 + i * 7) % 200 - 5);
+    }
+    for (int j = 1; j <= 26; j++) {
+        if ((r * 3 + j) % 11 == 0) o += (size_t)snprintf(out + o, size - o, "\t");
+        else o += (size_t)snprintf(out + o, size - o, "\t%08x", (unsigned)r * 2246822519u + (unsigned)j * 3266489917u);
+    }
+    o += (size_t)snprintf(out + o, size - o, r % 10 == 3 ? "\r\n" : "\n");
+    return o;
+}
+
+static const char *graphrun_bin(void) {
+    static char path[PATH_MAX];
+    if (path[0]) return path;
+    const char *dir = getenv("GR_BUILD_DIR");
+    if (dir) {
+        snprintf(path, sizeof(path), "%s/graphrun", dir);
+    } else {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        self[n > 0 ? n : 0] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) *slash = '\0';
+        snprintf(path, sizeof(path), "%s/../graphrun", self);
+    }
+    return path;
+}
+
+static int run_cli(const char *args, char *out, size_t size) {
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s 2>&1", GR_SOURCE_DIR, graphrun_bin(), args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, size - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char out[1 << 20];
+
+static int json_all_verified(const char *path, int want_variants) {
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) return 0;
+    json_t *vars = json_object_get(root, "variants");
+    int ok = json_is_array(vars) && (int)json_array_size(vars) == want_variants;
+    size_t i;
+    json_t *v;
+    json_array_foreach(vars, i, v) ok = ok && json_is_true(json_object_get(v, "verified"));
+    json_decref(root);
+    return ok;
+}
+
+static void test_dlrm_input(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    /* 61 lines, line 20 malformed (bad hex), some CRLF, empty and negative fields */
+    size_t cap = 61 * 512, o = 0;
+    char *text = malloc(cap);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    for (int r = 1; r <= 61; r++) {
+        size_t n = tsv_line(r, text + o, cap - o);
+        if (r == 20) memcpy(strrchr(text + o, '\t') + 1, "xyz", 3);
+        o += n;
+    }
+    const char *path = gr_test_tmpfile(".tsv", text, o);
+    free(text);
+    /* in process: the device buffers hold exactly the file's preprocessed rows */
+    gr_error e;
+    gr_error_clear(&e);
+    gr_criteo_data *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_criteo_read(path, 0, 0, 1, &d, &e), GR_OK);
+    CU_ASSERT_EQUAL(d->rows, 60);
+    CU_ASSERT_EQUAL(d->skipped, 1);
+    const char *sets[] = {"B=60", "rows_cap=1000"};
+    gr_plan *p = dlrm_for_device("fused_2stream", sets, 2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gr_criteo_binding *bd = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_criteo_bind(p, d, &bd, &e), GR_OK);
+    gr_session *s = NULL;
+    CU_ASSERT_TRUE(verify(p, 0, &s));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(gr_devstate_init_buffers(s->dev, &e), GR_OK);
+    for (int b = 0; b < p->nbufs; b++) {
+        const gr_buffer *buf = &p->bufs[b];
+        if (strcmp(buf->name, "dense") && strcmp(buf->name, "idx.2") && strcmp(buf->name, "idx.8")) continue;
+        void *host = malloc(buf->bytes);
+        CU_ASSERT_EQUAL(gr_devstate_download(s->dev, b, host, &e), GR_OK);
+        CU_ASSERT_EQUAL(memcmp(host, buf->host_data, buf->bytes), 0);
+        free(host);
+    }
+    gr_session_destroy(s);
+    gr_criteo_binding_destroy(bd);
+    gr_plan_destroy(p);
+    gr_criteo_destroy(d);
+    /* through the CLI: every variant verified, B = the 60 good rows */
+    char json_out[300], args[1200];
+    snprintf(json_out, sizeof(json_out), "/tmp/gr_test_%d_dlrm_input.json", (int)getpid());
+    snprintf(args, sizeof(args),
+             "run workloads/dlrm_small.json --input %s --skip-bad-lines --set rows_cap=1000 --iters 20 "
+             "--batches 2 --no-bandwidth --quiet --json %s",
+             path, json_out);
+    int rc = run_cli(args, out, sizeof(out));
+    if (rc != 0) fprintf(stderr, "\n    %s", out);
+    CU_ASSERT_EQUAL(rc, 0);
+    GR_ASSERT_CONTAINS(out, ": 60 rows (B) from 61 lines, 1 malformed line skipped");
+    GR_ASSERT_CONTAINS(out, ":20:");
+    CU_ASSERT_TRUE(json_all_verified(json_out, 3));
+    /* without --skip-bad-lines the run stops at line 20, exit 2, before any GPU work */
+    snprintf(args, sizeof(args), "run workloads/dlrm_small.json --input %s", path);
+    CU_ASSERT_EQUAL(run_cli(args, out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, ":20:");
+    GR_ASSERT_CONTAINS(out, "is not 8 hex digits");
+    /* the 200-row Kaggle sample, when the checkout has it */
+    const char *sample = gr_test_src("tests/data/criteo_sample.tsv");
+    if (access(sample, R_OK) == 0) {
+        snprintf(args, sizeof(args),
+                 "run workloads/dlrm_small.json --input %s --set B=128 --iters 20 --batches 2 "
+                 "--no-bandwidth --quiet --json %s",
+                 sample, json_out);
+        rc = run_cli(args, out, sizeof(out));
+        if (rc != 0) fprintf(stderr, "\n    %s", out);
+        CU_ASSERT_EQUAL(rc, 0);
+        CU_ASSERT_TRUE(json_all_verified(json_out, 3));
+    }
+    unlink(json_out);
+}
+
+static CU_TestInfo gpu_dlrm_kernel_tests[] = {{"embedding bags vs reference", test_embedding_kernels},
+                                              {"linear_act (simt, lt) vs reference", test_linear_kernels},
+                                              {"interaction fused and unfused vs reference", test_interaction_kernels},
+                                              CU_TEST_INFO_NULL};
+static CU_TestInfo gpu_dlrm_tests[] = {{"variants at B = 1, 7, 128, 2048", test_dlrm_variants},
+                                       {"variants with PDL, both impls, bags", test_dlrm_variants_more},
+                                       {"default rows cap at B = 128", test_dlrm_default_cap},
+                                       {"2-stream graph has a parallel branch", test_dlrm_2stream_branches},
+                                       {"--input end to end", test_dlrm_input},
+                                       CU_TEST_INFO_NULL};
+
+static gr_suite_def gr_gpu_dlrm_suites[] = {{"gpu_dlrm_kernels", gpu_dlrm_kernel_tests, 1},
+                                            {"gpu_dlrm", gpu_dlrm_tests, 1},
+                                            {NULL, NULL, 0}};
+GR_REGISTER_SUITES(gr_gpu_dlrm_suites)

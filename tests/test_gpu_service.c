@@ -1,0 +1,328 @@
+/* GPU suite of the replay service: capture and replay from separate graphrun invocations give
+ * the verification results of one-shot `graphrun run` and timings in its range; a client
+ * killed with -9 mid-replay leaves the service serving with its graph; 10,000-step replays;
+ * limits; names and content hashes; a sticky CUDA error makes the service answer, exit, and
+ * the next capture start a fresh one. Without a device each test prints "SKIPPED". */
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/timer.h"
+#include "service_util.h"
+#include "tests.h"
+
+static json_t *variant0(json_t *report) {
+    return json_array_get(json_object_get(report, "variants"), 0);
+}
+
+static double median_of(json_t *v, const char *timing) {
+    return json_number_value(json_object_get(json_object_get(json_object_get(v, timing), "step_us"), "median"));
+}
+
+/* The checks of a capture (service) and of `graphrun run`: same buffers, same comparisons, same
+ * outcome and the same errors (the same kernels on the same data). */
+static void same_checks(json_t *service, json_t *run) {
+    json_t *a = json_object_get(service, "checks"), *b = json_object_get(run, "checks");
+    CU_ASSERT_TRUE(json_array_size(a) >= 2);
+    CU_ASSERT_EQUAL(json_array_size(a), json_array_size(b));
+    for (size_t i = 0; i < json_array_size(a) && i < json_array_size(b); i++) {
+        json_t *x = json_array_get(a, i), *y = json_array_get(b, i);
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(x, "buffer")),
+                               json_string_value(json_object_get(y, "buffer")));
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(x, "what")),
+                               json_string_value(json_object_get(y, "what")));
+        CU_ASSERT_TRUE(json_is_true(json_object_get(x, "passed")));
+        CU_ASSERT_EQUAL(json_is_true(json_object_get(x, "passed")), json_is_true(json_object_get(y, "passed")));
+        double rx = json_number_value(json_object_get(x, "rel_l2"));
+        double ry = json_number_value(json_object_get(y, "rel_l2"));
+        if (fabs(rx - ry) > 1e-9 * fmax(fabs(rx), fabs(ry)) + 1e-300)
+            fprintf(stderr, "\n    check %zu: rel_l2 %.17g (service) vs %.17g (run)", i, rx, ry);
+        CU_ASSERT_TRUE(fabs(rx - ry) <= 1e-9 * fmax(fabs(rx), fabs(ry)) + 1e-300);
+    }
+}
+
+static void in_range(const char *what, double service, double run) {
+    double ratio = run > 0 ? service / run : 0;
+    printf("\n    %s: service %.3f us/step, run %.3f us/step (x%.2f)", what, service, run, ratio);
+    CU_ASSERT_TRUE(service > 0);
+    CU_ASSERT_TRUE(ratio > 0.5 && ratio < 2.0);
+}
+
+static void test_capture_replay_like_run(void) {
+    GR_REQUIRE_GPU();
+    svc_env s;
+    svc_env_make(&s);
+    static const char *cases[][2] = {{"workloads/launch_bound.json", "--set K=200"},
+                                     {"workloads/pointwise_fusion.json", "--set n=1048576 --variant unfused"}};
+    char args[1024], path[256];
+    for (int c = 0; c < 2; c++) {
+        const char *wl = cases[c][0], *sets = cases[c][1];
+        snprintf(args, sizeof(args), "capture %s %s --socket %s --json %s/cap%d.json --quiet", wl, sets,
+                 s.sock, s.dir, c);
+        CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+        if (c == 0) GR_ASSERT_CONTAINS(svc_out, "started a replay service");
+        GR_ASSERT_CONTAINS(svc_out, "verification");
+        GR_ASSERT_CONTAINS(svc_out, "instantiate us");
+        GR_ASSERT_CONTAINS(svc_out, "captured as \"");
+        snprintf(path, sizeof(path), "%s/cap%d.json", s.dir, c);
+        json_t *cap = json_load_file(path, 0, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(cap);
+        const char *name = json_string_value(json_object_get(json_object_get(cap, "service"), "name"));
+        const char *variant = json_string_value(json_object_get(variant0(cap), "variant"));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(name);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(variant);
+        CU_ASSERT_TRUE(json_is_true(json_object_get(variant0(cap), "verified")));
+        /* one-shot run of the same variant */
+        snprintf(args, sizeof(args), "run %s %s --variant %s --iters 2000 --json %s/run%d.json --quiet", wl,
+                 strstr(sets, "--variant") ? "--set n=1048576" : sets, variant, s.dir, c);
+        CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+        snprintf(path, sizeof(path), "%s/run%d.json", s.dir, c);
+        json_t *run = json_load_file(path, 0, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+        same_checks(variant0(cap), variant0(run));
+        /* replay from another invocation, eager timed too */
+        snprintf(args, sizeof(args), "replay %s --iters 2000 --compare-eager --socket %s --json %s/rep%d.json --quiet",
+                 name, s.sock, s.dir, c);
+        CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+        GR_ASSERT_CONTAINS(svc_out, "timing per step, untraced");
+        GR_ASSERT_CONTAINS(svc_out, "HBM roofline");
+        snprintf(path, sizeof(path), "%s/rep%d.json", s.dir, c);
+        json_t *rep = json_load_file(path, 0, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+        json_t *rv = variant0(rep), *uv = variant0(run);
+        json_t *gt = json_object_get(rv, "graph_replay");
+        CU_ASSERT_EQUAL(json_integer_value(json_object_get(gt, "batches")) *
+                            json_integer_value(json_object_get(gt, "steps_per_batch")),
+                        2000);
+        same_checks(rv, uv); /* the capture's checks, reported with the replay */
+        in_range(c == 0 ? "launch_bound graph" : "pointwise unfused graph", median_of(rv, "graph_replay"),
+                 median_of(uv, "graph_replay"));
+        in_range(c == 0 ? "launch_bound eager" : "pointwise unfused eager", median_of(rv, "eager"),
+                 median_of(uv, "eager"));
+        json_decref(cap);
+        json_decref(run);
+        json_decref(rep);
+    }
+    /* the same content is not captured twice; --force captures it again */
+    snprintf(args, sizeof(args), "capture workloads/launch_bound.json --set K=200 --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    GR_ASSERT_CONTAINS(svc_out, "already captured as \"");
+    snprintf(args, sizeof(args), "capture workloads/launch_bound.json --set K=200 --set n=256 --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0); /* n=256 is the default */
+    GR_ASSERT_CONTAINS(svc_out, "already captured as \"");
+    snprintf(args, sizeof(args), "capture workloads/launch_bound.json --set K=200 --force --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    GR_ASSERT_CONTAINS(svc_out, "captured as \"");
+    snprintf(args, sizeof(args), "list --socket %s --json -", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    json_t *l = json_loads(svc_out, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(l, "graphs")), 2);
+    json_decref(l);
+    char *log = svc_slurp(s.log);
+    GR_ASSERT_CONTAINS(log, "capture --force: dropping");
+    free(log);
+    svc_env_done(&s);
+}
+
+static void test_killed_client_mid_replay(void) {
+    GR_REQUIRE_GPU();
+    svc_env s;
+    svc_env_make(&s);
+    char args[1024];
+    snprintf(args, sizeof(args), "capture workloads/launch_bound.json --name lb --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL_FATAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    snprintf(args, sizeof(args), "status --socket %s --json -", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    json_t *st = json_loads(svc_out, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+    double bytes_before = json_number_value(json_object_get(st, "graph_bytes"));
+    json_decref(st);
+    CU_ASSERT_TRUE(bytes_before > 0);
+    /* a long replay (about 200 s), killed with -9 after a second */
+    pid_t child = fork();
+    if (child == 0) {
+        execl(svc_graphrun_bin(), "graphrun", "replay", "lb", "--iters", "400000", "--batches", "400",
+              "--socket", s.sock, "--quiet", (char *)NULL);
+        _exit(127);
+    }
+    CU_ASSERT_TRUE_FATAL(child > 0);
+    usleep(1500000);
+    double t0 = gr_now_us();
+    snprintf(args, sizeof(args), "status --socket %s", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    CU_ASSERT_TRUE((gr_now_us() - t0) / 1e6 < 2); /* answered while the GPU is busy */
+    GR_ASSERT_CONTAINS(svc_out, "running: replay \"lb\" x 400000");
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    /* the replay stops after its batch; the next one is served */
+    t0 = gr_now_us();
+    snprintf(args, sizeof(args), "replay lb --iters 1000 --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    CU_ASSERT_TRUE((gr_now_us() - t0) / 1e6 < 20);
+    GR_ASSERT_CONTAINS(svc_out, "timing per step");
+    snprintf(args, sizeof(args), "list --socket %s --json -", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    json_t *l = json_loads(svc_out, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+    json_t *g = json_array_get(json_object_get(l, "graphs"), 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(g, "name")), "lb");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(g, "replays")), 1); /* the finished one */
+    json_decref(l);
+    snprintf(args, sizeof(args), "status --socket %s --json -", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    st = json_loads(svc_out, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+    CU_ASSERT_EQUAL(json_number_value(json_object_get(st, "graph_bytes")), bytes_before);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(st, "connections")), 1);
+    json_decref(st);
+    char *log = svc_slurp(s.log);
+    GR_ASSERT_CONTAINS(log, "client went away; cancelling its running request");
+    GR_ASSERT_CONTAINS(log, "cancelled: the client disconnected");
+    free(log);
+    svc_env_done(&s);
+}
+
+static void test_replay_10000(void) {
+    GR_REQUIRE_GPU();
+    svc_env s;
+    svc_env_make(&s);
+    char args[1024], path[256];
+    static const char *cases[][2] = {{"workloads/launch_bound.json", ""},
+                                     {"workloads/pointwise_fusion.json", "--set n=4096"},
+                                     {"workloads/decode_step.json", ""}};
+    for (int c = 0; c < 3; c++) {
+        struct stat sb;
+        char src[1024];
+        snprintf(src, sizeof(src), "%s/%s", svc_source_dir(), cases[c][0]);
+        if (stat(src, &sb) != 0) {
+            printf("\n    (%s is not there: skipped)", cases[c][0]);
+            continue;
+        }
+        snprintf(args, sizeof(args), "capture %s %s --name w%d --socket %s --quiet", cases[c][0], cases[c][1],
+                 c, s.sock);
+        int rc = svc_grun(NULL, args, svc_out, sizeof(svc_out));
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc != 0) printf("\n    %s", svc_out);
+        snprintf(args, sizeof(args), "replay w%d --iters 10000 --socket %s --json %s/r%d.json --quiet", c, s.sock,
+                 s.dir, c);
+        double t0 = gr_now_us();
+        CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+        snprintf(path, sizeof(path), "%s/r%d.json", s.dir, c);
+        json_t *r = json_load_file(path, 0, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        json_t *v = variant0(r), *gt = json_object_get(v, "graph_replay");
+        int steps = (int)(json_integer_value(json_object_get(gt, "batches")) *
+                          json_integer_value(json_object_get(gt, "steps_per_batch")));
+        CU_ASSERT_EQUAL(steps, 10000);
+        CU_ASSERT_TRUE(median_of(v, "graph_replay") > 0);
+        CU_ASSERT_TRUE(json_is_true(json_object_get(v, "verified")));
+        CU_ASSERT_PTR_NULL(json_object_get(v, "eager")); /* not asked for */
+        printf("\n    %s: 10000 replays, %.3f us/step median, %.1f s for the command", cases[c][0],
+               median_of(v, "graph_replay"), (gr_now_us() - t0) / 1e6);
+        json_decref(r);
+    }
+    svc_env_done(&s);
+}
+
+static void test_limits_and_names(void) {
+    GR_REQUIRE_GPU();
+    svc_env s;
+    svc_env_make(&s);
+    char args[1024];
+    CU_ASSERT_EQUAL_FATAL(svc_start_service(&s, NULL, "--max-graphs 2 --max-memory 64M"), 0);
+    snprintf(args, sizeof(args), "capture workloads/launch_bound.json --set K=10 --name a --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    snprintf(args, sizeof(args), "capture workloads/launch_bound.json --set K=20 --name b --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    /* replay without a name: the most recent capture */
+    snprintf(args, sizeof(args), "replay --iters 100 --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    GR_ASSERT_CONTAINS(svc_out, "graph    \"b\"");
+    /* a name held by other content */
+    snprintf(args, sizeof(args), "capture workloads/launch_bound.json --set K=30 --name a --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 2);
+    GR_ASSERT_CONTAINS(svc_out, "a different graph is already held as \"a\"");
+    /* the graph limit */
+    snprintf(args, sizeof(args), "capture workloads/launch_bound.json --set K=30 --name c --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 1);
+    GR_ASSERT_CONTAINS(svc_out, "graph limit reached: the service holds 2 graphs (a, b) and its limit is 2");
+    /* --force replaces "a" in place: within the limit */
+    snprintf(args, sizeof(args), "capture workloads/launch_bound.json --set K=30 --name a --force --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    snprintf(args, sizeof(args), "drop b --socket %s", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    GR_ASSERT_CONTAINS(svc_out, "dropped \"b\"");
+    /* the memory limit: 4 buffers of 10^7 fp32 are 160 MB > 64 MB */
+    snprintf(args, sizeof(args), "capture workloads/pointwise_fusion.json --set n=10000000 --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 1);
+    GR_ASSERT_CONTAINS(svc_out, "device memory limit: pointwise_fusion fused_vec needs 160.0 MB");
+    snprintf(args, sizeof(args), "status --socket %s", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    GR_ASSERT_CONTAINS(svc_out, "graphs    1 held");
+    svc_env_done(&s);
+}
+
+static void test_cuda_error_exits(void) {
+    GR_REQUIRE_GPU();
+    svc_env s;
+    svc_env_make(&s);
+    CU_ASSERT_EQUAL_FATAL(svc_start_service(&s, "GRAPHRUN_SERVICE_TEST_HOOKS=1", NULL), 0);
+    int pid = svc_read_pid(&s);
+    char args[1024];
+    snprintf(args, sizeof(args), "capture workloads/launch_bound.json --set K=10 --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    int a = svc_raw_connect(s.sock), b = svc_raw_connect(s.sock);
+    CU_ASSERT_TRUE_FATAL(a >= 0 && b >= 0);
+    const char *fault = "{\"schema_version\": 1, \"cmd\": \"debug_fault\", \"id\": 1}\n";
+    const char *next = "{\"schema_version\": 1, \"cmd\": \"replay\", \"iters\": 100, \"id\": 2}\n";
+    svc_raw_send(a, fault, strlen(fault));
+    svc_raw_send(b, next, strlen(next));
+    char buf[65536];
+    CU_ASSERT_TRUE(svc_raw_line(a, buf, sizeof(buf), 30000) > 0);
+    json_t *j = json_loads(buf, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(svc_err_code(j), "cuda");
+    GR_ASSERT_CONTAINS(svc_err_msg(j), "debug_fault");
+    json_decref(j);
+    /* the request behind it never runs on the broken context */
+    CU_ASSERT_TRUE(svc_raw_line(b, buf, sizeof(buf), 30000) > 0);
+    j = json_loads(buf, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(svc_err_code(j), "service");
+    GR_ASSERT_CONTAINS(svc_err_msg(j), "the service is stopping");
+    json_decref(j);
+    close(a);
+    close(b);
+    CU_ASSERT_TRUE(svc_wait_gone(pid, 30));
+    struct stat sb;
+    CU_ASSERT_NOT_EQUAL(stat(s.sock, &sb), 0);
+    char *log = svc_slurp(s.log);
+    GR_ASSERT_CONTAINS(log, "stopping: a CUDA error made the context unusable");
+    GR_ASSERT_CONTAINS(log, "the CUDA context is unusable: 1 graphs are left to the process exit");
+    free(log);
+    /* the next capture starts a fresh service */
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    GR_ASSERT_CONTAINS(svc_out, "started a replay service");
+    int pid2 = svc_read_pid(&s);
+    CU_ASSERT_NOT_EQUAL(pid, pid2);
+    CU_ASSERT_TRUE(svc_pid_alive(pid2));
+    svc_env_done(&s);
+}
+
+static CU_TestInfo gpu_service_tests[] = {
+    {"capture + replay == run", test_capture_replay_like_run},
+    {"kill -9 of a client mid-replay", test_killed_client_mid_replay},
+    {"10000-step replays", test_replay_10000},
+    {"limits and names", test_limits_and_names},
+    {"sticky CUDA error: reply, exit, restart", test_cuda_error_exits},
+    CU_TEST_INFO_NULL};
+
+static gr_suite_def gr_gpu_service_suites[] = {{"gpu_service", gpu_service_tests, 1}, {NULL, NULL, 0}};
+GR_REGISTER_SUITES(gr_gpu_service_suites)
