@@ -48,4 +48,18 @@ const char *svc_err_field(json_t *j);
 const char *svc_err_msg(json_t *j);
 const char *svc_err_code(json_t *j);
 
+/* A string field of a reply equals `want`; a missing field fails (and prints the reply) instead of
+ * crashing strcmp. */
+#define SVC_ASSERT_STR(j, got, want)                                                               \
+    do {                                                                                           \
+        const char *g_ = (got);                                                                    \
+        int ok_ = g_ && !strcmp(g_, (want));                                                       \
+        if (!ok_) {                                                                                \
+            char *dump_ = json_dumps((j), JSON_COMPACT);                                           \
+            fprintf(stderr, "\n    expected \"%s\", reply was: %s", (want), dump_ ? dump_ : "?");  \
+            free(dump_);                                                                           \
+        }                                                                                          \
+        CU_ASSERT(ok_);                                                                            \
+    } while (0)
+
 #endif

@@ -92,8 +92,18 @@ static gr_session *run_checked(gr_plan *p, double rtol, int pdl, gr_capture_mode
     return s;
 }
 
+/* Against its own CPU reference: fp32 agrees to ~1e-6 at any depth. In bf16 the reference
+ * rounds at the same points, but accumulation order differs (cuBLAS, atomics), and each bf16
+ * rounding that lands the other way is carried through every later layer: measured on the
+ * H200 at L=16, B=1..4: unfused 2.2e-2, fused 1.1e-2. Shallow sizes stay under 1e-2; the
+ * default depth gets the workload's documented 5e-2, and the fp32 run at the default size is
+ * the strict check that the fused kernels compute the right function there. */
+static double own_rtol_depth(const char *dtype, int L) {
+    if (!strcmp(dtype, "fp32")) return 1e-4;
+    return L <= 4 ? 1e-2 : 5e-2;
+}
 static double own_rtol(const char *dtype) {
-    return !strcmp(dtype, "fp32") ? 1e-4 : 1e-2;
+    return own_rtol_depth(dtype, 1);
 }
 /* fused vs unfused: different rounding points; ~0.65% x sqrt(L) apart in bf16 (see the
  * workload's outputs doc), fp32 to ~1e-6 */
@@ -132,7 +142,7 @@ static int run_size(const char *dtype, int B, int L, int d, int f, int r, int pd
             if (!strcmp(op->kernel->name, "decode_gate_up")) tw_seen[0][op->ip[GR_DEC_TW]] = 1;
             if (!strcmp(op->kernel->name, "decode_down")) tw_seen[1][op->ip[GR_DEC_TW]] = 1;
         }
-        gr_session *s = run_checked(p, own_rtol(dtype), pdl, GR_CAPTURE_GLOBAL, 1, label);
+        gr_session *s = run_checked(p, own_rtol_depth(dtype, L), pdl, GR_CAPTURE_GLOBAL, 1, label);
         if (!s) {
             fails++;
             gr_plan_destroy(p);
@@ -320,13 +330,14 @@ static void test_steps_carry_state(void) {
     }
 }
 
-/* The default size (L16 d2048 f8192 r16, B = 1 and 4, bf16): every variant against its CPU
- * reference, graph == eager, fused against unfused. */
+/* The default size (L16 d2048 f8192 r16, B = 1 and 4, bf16; B = 1 fp32): every variant against
+ * its CPU reference, graph == eager, fused against unfused. */
 static void test_default_size(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
     int fails = run_size("bf16", 1, 16, 2048, 8192, 16, 0, NULL);
     fails += run_size("bf16", 4, 16, 2048, 8192, 16, 0, NULL);
+    fails += run_size("fp32", 1, 16, 2048, 8192, 16, 0, NULL);
     CU_ASSERT_EQUAL(fails, 0);
 }
 

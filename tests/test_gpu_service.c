@@ -288,14 +288,14 @@ static void test_cuda_error_exits(void) {
     CU_ASSERT_TRUE(svc_raw_line(a, buf, sizeof(buf), 30000) > 0);
     json_t *j = json_loads(buf, 0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    CU_ASSERT_STRING_EQUAL(svc_err_code(j), "cuda");
+    SVC_ASSERT_STR(j, svc_err_code(j), "cuda");
     GR_ASSERT_CONTAINS(svc_err_msg(j), "debug_fault");
     json_decref(j);
     /* the request behind it never runs on the broken context */
     CU_ASSERT_TRUE(svc_raw_line(b, buf, sizeof(buf), 30000) > 0);
     j = json_loads(buf, 0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    CU_ASSERT_STRING_EQUAL(svc_err_code(j), "service");
+    SVC_ASSERT_STR(j, svc_err_code(j), "service");
     GR_ASSERT_CONTAINS(svc_err_msg(j), "the service is stopping");
     json_decref(j);
     close(a);

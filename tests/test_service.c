@@ -744,16 +744,16 @@ static void test_malformed_requests(void) {
         json_t *j = svc_raw_call(fd, bad_cases[i].line, 5000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(j);
         CU_ASSERT_TRUE(json_is_false(json_object_get(j, "ok")));
-        CU_ASSERT_STRING_EQUAL(svc_err_code(j), "protocol");
+        SVC_ASSERT_STR(j, svc_err_code(j), "protocol");
         CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(j, "error"), "exit_code")), 2);
-        CU_ASSERT_STRING_EQUAL(svc_err_field(j), bad_cases[i].field[0] ? bad_cases[i].field : "");
+        SVC_ASSERT_STR(j, svc_err_field(j), bad_cases[i].field[0] ? bad_cases[i].field : "");
         GR_ASSERT_CONTAINS(svc_err_msg(j), bad_cases[i].message);
         json_decref(j);
     }
     /* test hooks are off in a normal service */
     json_t *j = svc_raw_call(fd, "{\"schema_version\": 1, \"cmd\": \"debug_sleep\", \"ms\": 1}", 5000);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    CU_ASSERT_STRING_EQUAL(svc_err_field(j), "cmd");
+    SVC_ASSERT_STR(j, svc_err_field(j), "cmd");
     GR_ASSERT_CONTAINS(svc_err_msg(j), "test hook");
     json_decref(j);
     /* ids come back, on errors too */
@@ -799,7 +799,7 @@ static void test_malformed_requests(void) {
     CU_ASSERT_TRUE(svc_raw_line(fd, buf, sizeof(buf), 5000) > 0);
     j = json_loads(buf, 0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    CU_ASSERT_STRING_EQUAL(svc_err_field(j), "request");
+    SVC_ASSERT_STR(j, svc_err_field(j), "request");
     GR_ASSERT_CONTAINS(svc_err_msg(j), "request line longer than 1048576 bytes");
     json_decref(j);
     long eof = svc_raw_line(fd, buf, sizeof(buf), 5000);
