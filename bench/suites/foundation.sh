@@ -12,4 +12,7 @@ bench_foundation() {
     one pointwise_4096_pdl run workloads/pointwise_fusion.json --set n=4096 --iters 20000 --batches 40 --pdl --quiet
     one pointwise_4096_unroll20 run workloads/pointwise_fusion.json --set n=4096 --iters 20000 --batches 40 --unroll 20 --quiet
     one pointwise_4096_unroll20_pdl run workloads/pointwise_fusion.json --set n=4096 --iters 20000 --batches 40 --unroll 20 --pdl --quiet
+    # fewer, larger blocks for the tiny size: 4 blocks of 1024 threads instead of 16 of 256
+    one pointwise_4096_t1024 run workloads/pointwise_fusion.json --set n=4096 --set threads=1024 --iters 20000 --batches 40 --quiet
+    one pointwise_4096_t1024_unroll20_pdl run workloads/pointwise_fusion.json --set n=4096 --set threads=1024 --iters 20000 --batches 40 --unroll 20 --pdl --quiet
 }
