@@ -52,19 +52,23 @@ static int index_bounds(const gr_buffer *ix, double *lo, double *hi) {
     }
 }
 
-static gr_status check_embedding(gr_op *op, const gr_plan *plan, gr_error *err) {
+/* 1 when no op of the plan writes inputs[from .. to) of op: a kernel may read them before its
+ * PDL wait (griddepcontrol.wait), overlapping the previous kernel, without a race. (Device-side
+ * initialisation always completes, with a synchronisation, before the first op runs.) */
+static int written_by_no_op(const gr_op *op, const gr_plan *plan, int from, int to) {
+    for (int i = from; i < to; i++)
+        if (gr_in(op, plan, i)->first_write >= 0) return 0;
+    return 1;
+}
+
+/* The T tables at inputs[first ..] and their T index buffers after them: dtypes, one D, one
+ * index shape ([B] or [B, bag]) and dtype, index inits within their tables. Every problem found
+ * is reported. Fills D, B and bag. */
+static gr_status check_tables(const gr_op *op, const gr_plan *plan, int first, int T, int64_t *D,
+                              int64_t *B, int64_t *bag, gr_error *err) {
     const char *kn = op->kernel->name;
-    int tbe = !strcmp(kn, "embedding_bag_tbe");
     char s1[96], s2[96];
-    if (op->ninputs % 2 != 0)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\": inputs are the T tables, then their T index buffers "
-                            "(2 x T inputs); got %d inputs",
-                            kn, op->ninputs);
-    int T = op->ninputs / 2;
-    const gr_buffer *Y = gr_out(op, plan, 0);
-    const gr_buffer *t0 = gr_in(op, plan, 0), *i0 = gr_in(op, plan, T);
-    GR_TRY(gr_check_dtype(op, Y, "outputs[0]", fp32_only, err));
+    const gr_buffer *t0 = gr_in(op, plan, first), *i0 = gr_in(op, plan, first + T);
     if (t0->ndim != 2)
         return gr_error_set(err, GR_ERR_INPUT, op->path,
                             "kernel \"%s\": table \"%s\" has shape %s; a table is [rows, D]", kn,
@@ -74,14 +78,16 @@ static gr_status check_embedding(gr_op *op, const gr_plan *plan, gr_error *err) 
                             "kernel \"%s\": index buffer \"%s\" has shape %s; it must be [B] or "
                             "[B, bag]",
                             kn, i0->name, shp(i0, s1, sizeof(s1)));
-    int64_t D = t0->shape[1], B = i0->shape[0], bag = i0->ndim == 2 ? i0->shape[1] : 1;
+    *D = t0->shape[1];
+    *B = i0->shape[0];
+    *bag = i0->ndim == 2 ? i0->shape[1] : 1;
     gr_status st = GR_OK;
     for (int t = 0; t < T; t++) {
-        const gr_buffer *tab = gr_in(op, plan, t), *ix = gr_in(op, plan, T + t);
+        const gr_buffer *tab = gr_in(op, plan, first + t), *ix = gr_in(op, plan, first + T + t);
         char role[48];
-        snprintf(role, sizeof(role), "inputs[%d] (table %d)", t, t);
+        snprintf(role, sizeof(role), "inputs[%d] (table %d)", first + t, t);
         if (gr_check_dtype(op, tab, role, fp32_only, err) != GR_OK) st = GR_ERR_INPUT;
-        snprintf(role, sizeof(role), "inputs[%d] (indices of table %d)", T + t, t);
+        snprintf(role, sizeof(role), "inputs[%d] (indices of table %d)", first + T + t, t);
         if (gr_check_dtype(op, ix, role, index_dtypes, err) != GR_OK) st = GR_ERR_INPUT;
         else if (ix->dtype != i0->dtype)
             st = gr_error_set(err, GR_ERR_INPUT, op->path,
@@ -89,13 +95,13 @@ static gr_status check_embedding(gr_op *op, const gr_plan *plan, gr_error *err) 
                               "index buffers share one dtype",
                               kn, ix->name, gr_dtype_name(ix->dtype), i0->name,
                               gr_dtype_name(i0->dtype));
-        if (tab->ndim != 2 || tab->shape[1] != D)
+        if (tab->ndim != 2 || tab->shape[1] != *D)
             st = gr_error_set(err, GR_ERR_INPUT, op->path,
                               "kernel \"%s\": table \"%s\" has shape %s; tables are [rows, D] with "
                               "one D (table \"%s\" has D = %lld)",
-                              kn, tab->name, shp(tab, s1, sizeof(s1)), t0->name, (long long)D);
+                              kn, tab->name, shp(tab, s1, sizeof(s1)), t0->name, (long long)*D);
         int64_t ibag = ix->ndim == 2 ? ix->shape[1] : 1;
-        if (ix->ndim < 1 || ix->ndim > 2 || ix->shape[0] != B || ibag != bag)
+        if (ix->ndim < 1 || ix->ndim > 2 || ix->shape[0] != *B || ibag != *bag)
             st = gr_error_set(err, GR_ERR_INPUT, op->path,
                               "kernel \"%s\": index buffer \"%s\" has shape %s; every index buffer "
                               "has the shape of \"%s\" %s ([B] or [B, bag])",
@@ -110,6 +116,23 @@ static gr_status check_embedding(gr_op *op, const gr_plan *plan, gr_error *err) 
                               kn, ix->name, lo, hi, tab->name, (long long)tab->shape[0],
                               (long long)tab->shape[0] - 1);
     }
+    return st;
+}
+
+static gr_status check_embedding(gr_op *op, const gr_plan *plan, gr_error *err) {
+    const char *kn = op->kernel->name;
+    int tbe = !strcmp(kn, "embedding_bag_tbe");
+    char s1[96];
+    if (op->ninputs % 2 != 0)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": inputs are the T tables, then their T index buffers "
+                            "(2 x T inputs); got %d inputs",
+                            kn, op->ninputs);
+    int T = op->ninputs / 2;
+    const gr_buffer *Y = gr_out(op, plan, 0), *i0 = gr_in(op, plan, T);
+    GR_TRY(gr_check_dtype(op, Y, "outputs[0]", fp32_only, err));
+    int64_t D, B, bag;
+    gr_status st = check_tables(op, plan, 0, T, &D, &B, &bag, err);
     if (st != GR_OK) return st;
     int shape_ok = tbe ? (Y->numel == B * T * D && Y->shape[0] == B &&
                           ((Y->ndim == 3 && Y->shape[1] == T) || (Y->ndim == 2 && Y->shape[1] == T * D)))
@@ -138,6 +161,7 @@ static gr_status check_embedding(gr_op *op, const gr_plan *plan, gr_error *err) 
     op->ip[GR_EMB_IDX64] = i0->dtype == GR_INT64;
     op->ip[GR_EMB_VEC] = vec;
     op->ip[GR_EMB_MEAN] = !strcmp(pool, "mean");
+    op->ip[GR_EMB_PRE] = written_by_no_op(op, plan, 0, 2 * T);
     op->fp[0] = op->ip[GR_EMB_MEAN] ? 1.0 / (double)bag : 1.0;
     /* one thread per 16-byte piece of an output row: D = 16 is 4 threads per (row, table) */
     int64_t work = B * T * (vec ? D / 4 : D);
@@ -151,29 +175,32 @@ static gr_status check_embedding(gr_op *op, const gr_plan *plan, gr_error *err) 
     return GR_OK;
 }
 
+/* The pooled bag of batch row b of one table, rounded to fp32 as the device stores it. Rows
+ * outside [0, rows) are skipped, as on the device. */
+static void ref_pool(const float *tab, const void *ix, int idx64, int64_t rows, int64_t D,
+                     int64_t bag, int64_t b, double scale, float *out) {
+    for (int64_t k = 0; k < D; k++) {
+        double s = 0;
+        for (int64_t j = 0; j < bag; j++) {
+            int64_t r =
+                idx64 ? ((const int64_t *)ix)[b * bag + j] : ((const int32_t *)ix)[b * bag + j];
+            if (r < 0 || r >= rows) continue;
+            s += tab[r * D + k];
+        }
+        out[k] = (float)(s * scale);
+    }
+}
+
 static gr_status ref_embedding(const gr_op *op, const gr_plan *plan, void *const *host,
                                gr_error *err) {
     (void)err;
     int64_t B = op->ip[GR_EMB_B], T = op->ip[GR_EMB_T], D = op->ip[GR_EMB_D], bag = op->ip[GR_EMB_BAG];
-    int idx64 = (int)op->ip[GR_EMB_IDX64];
-    double scale = op->fp[0];
     float *y = host[op->outputs[0]];
     for (int64_t t = 0; t < T; t++) {
-        const float *tab = host[op->inputs[t]];
-        const void *ix = host[op->inputs[T + t]];
         int64_t rows = gr_in(op, plan, (int)t)->shape[0];
-        for (int64_t b = 0; b < B; b++) {
-            float *out = y + (b * T + t) * D;
-            for (int64_t k = 0; k < D; k++) {
-                double s = 0;
-                for (int64_t j = 0; j < bag; j++) {
-                    int64_t r = idx64 ? ((const int64_t *)ix)[b * bag + j] : ((const int32_t *)ix)[b * bag + j];
-                    if (r < 0 || r >= rows) continue; /* out-of-range rows are skipped, as on the device */
-                    s += tab[r * D + k];
-                }
-                out[k] = (float)(s * scale);
-            }
-        }
+        for (int64_t b = 0; b < B; b++)
+            ref_pool(host[op->inputs[t]], host[op->inputs[T + t]], (int)op->ip[GR_EMB_IDX64], rows,
+                     D, bag, b, op->fp[0], y + (b * T + t) * D);
     }
     return GR_OK;
 }
@@ -389,6 +416,24 @@ static gr_status check_interaction(gr_op *op, const gr_plan *plan, gr_error *err
     return GR_OK;
 }
 
+/* One output row: x (D floats), then the dots of the pairs (i, j), j < i, of the vectors
+ * (x, e_0 .. e_{T-1}) row by row; e is [T, D]. */
+static void ref_interaction_row(const float *xb, const float *eb, int64_t D, int64_t P,
+                                float *out) {
+    for (int64_t k = 0; k < D; k++)
+        out[k] = xb[k];
+    for (int64_t p = 0; p < P; p++) {
+        int i, j;
+        gr_tril_pair(p, &i, &j);
+        const float *fi = eb + (int64_t)(i - 1) * D; /* i >= 1: an embedding */
+        const float *fj = j == 0 ? xb : eb + (int64_t)(j - 1) * D;
+        double s = 0;
+        for (int64_t k = 0; k < D; k++)
+            s += (double)fi[k] * (double)fj[k];
+        out[D + p] = (float)s;
+    }
+}
+
 static gr_status ref_interaction(const gr_op *op, const gr_plan *plan, void *const *host,
                                  gr_error *err) {
     (void)plan;
@@ -396,20 +441,90 @@ static gr_status ref_interaction(const gr_op *op, const gr_plan *plan, void *con
     int64_t B = op->ip[GR_INT_B], T = op->ip[GR_INT_T], D = op->ip[GR_INT_D], P = op->ip[GR_INT_P];
     const float *x = host[op->inputs[0]], *E = host[op->inputs[1]];
     float *y = host[op->outputs[0]];
+    for (int64_t b = 0; b < B; b++)
+        ref_interaction_row(x + b * D, E + b * T * D, D, P, y + b * (D + P));
+    return GR_OK;
+}
+
+/* ---------- embedding_interaction: the table-batched gather fused into the interaction ----------
+ */
+
+static gr_status check_emb_interaction(gr_op *op, const gr_plan *plan, gr_error *err) {
+    const char *kn = op->kernel->name;
+    char s1[96];
+    if (op->ninputs < 3 || op->ninputs % 2 != 1)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": inputs are x [B, D], then the T tables, then their T "
+                            "index buffers (1 + 2 x T inputs); got %d inputs",
+                            kn, op->ninputs);
+    int T = (op->ninputs - 1) / 2;
+    const gr_buffer *X = gr_in(op, plan, 0), *Y = gr_out(op, plan, 0), *i0 = gr_in(op, plan, 1 + T);
+    GR_TRY(gr_check_dtype(op, X, "inputs[0] (x)", fp32_only, err));
+    GR_TRY(gr_check_dtype(op, Y, "outputs[0]", fp32_only, err));
+    int64_t D, B, bag;
+    GR_TRY(check_tables(op, plan, 1, T, &D, &B, &bag, err));
+    if (X->ndim != 2 || X->shape[0] != B || X->shape[1] != D)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": x \"%s\" has shape %s; with tables of D = %lld and "
+                            "indices for B = %lld rows it must be [%lld, %lld] (the bottom MLP's "
+                            "output)",
+                            kn, X->name, shp(X, s1, sizeof(s1)), (long long)D, (long long)B,
+                            (long long)B, (long long)D);
+    int64_t F = T + 1, P = F * T / 2;
+    if (Y->ndim != 2 || Y->shape[0] != B || Y->shape[1] != D + P)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": outputs[0] \"%s\" has shape %s; x and %d embeddings "
+                            "give [%lld, %lld] (%lld of x, then %lld pairwise dots)",
+                            kn, Y->name, shp(Y, s1, sizeof(s1)), T, (long long)B,
+                            (long long)(D + P), (long long)D, (long long)P);
+    size_t smem = (size_t)(F * (D + 1)) * sizeof(float);
+    if (smem > 48 * 1024)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": %lld vectors of %lld floats need %zu bytes of shared "
+                            "memory; at most 48 KB (fewer tables or a smaller D)",
+                            kn, (long long)F, (long long)D, smem);
+    int mean = !strcmp(gr_op_attr_str(op, "pooling", "sum"), "mean");
+    op->ip[GR_EI_B] = B;
+    op->ip[GR_EI_T] = T;
+    op->ip[GR_EI_D] = D;
+    op->ip[GR_EI_BAG] = bag;
+    op->ip[GR_EI_IDX64] = i0->dtype == GR_INT64;
+    op->ip[GR_EI_VEC] = D % 4 == 0;
+    op->ip[GR_EI_P] = P;
+    op->ip[GR_EI_PRE] = written_by_no_op(op, plan, 1, 1 + 2 * T);
+    op->fp[0] = mean ? 1.0 / (double)bag : 1.0;
+    /* one block per row of the batch, as dot_interaction (grid-stride beyond 8 blocks per SM) */
+    int64_t blocks =
+        B < (int64_t)plan->target.sm_count * 8 ? B : (int64_t)plan->target.sm_count * 8;
+    op->grid[0] = (unsigned)(blocks > 0 ? blocks : 1);
+    op->grid[1] = op->grid[2] = 1;
+    op->block[0] = 128;
+    op->block[1] = op->block[2] = 1;
+    op->smem = smem;
+    /* the gathered rows and the indices (not the tables), x; R written: no E round trip */
+    op->bytes_read = (double)i0->bytes * T + (double)(B * T * bag * D) * 4.0 + (double)X->bytes;
+    op->bytes_written = (double)Y->bytes;
+    op->flops = (double)(B * T * bag * D) + 2.0 * (double)(B * P * D);
+    op->launches = 1;
+    return GR_OK;
+}
+
+static gr_status ref_emb_interaction(const gr_op *op, const gr_plan *plan, void *const *host,
+                                     gr_error *err) {
+    int64_t B = op->ip[GR_EI_B], T = op->ip[GR_EI_T], D = op->ip[GR_EI_D], P = op->ip[GR_EI_P];
+    const float *x = host[op->inputs[0]];
+    float *y = host[op->outputs[0]];
+    float *e = malloc((size_t)(T * D) * sizeof(float));
+    if (!e) return gr_error_set(err, GR_ERR_NOMEM, op->path, "out of host memory");
     for (int64_t b = 0; b < B; b++) {
-        float *out = y + b * (D + P);
-        const float *xb = x + b * D, *eb = E + b * T * D;
-        for (int64_t k = 0; k < D; k++) out[k] = xb[k];
-        for (int64_t p = 0; p < P; p++) {
-            int i, j;
-            gr_tril_pair(p, &i, &j);
-            const float *fi = eb + (int64_t)(i - 1) * D; /* i >= 1: an embedding */
-            const float *fj = j == 0 ? xb : eb + (int64_t)(j - 1) * D;
-            double s = 0;
-            for (int64_t k = 0; k < D; k++) s += (double)fi[k] * (double)fj[k];
-            out[D + p] = (float)s;
-        }
+        /* the same fp32 pooled vectors as embedding_bag_tbe's reference, then the same dots */
+        for (int64_t t = 0; t < T; t++)
+            ref_pool(host[op->inputs[1 + t]], host[op->inputs[1 + T + t]], (int)op->ip[GR_EI_IDX64],
+                     gr_in(op, plan, 1 + (int)t)->shape[0], D, op->ip[GR_EI_BAG], b, op->fp[0],
+                     e + t * D);
+        ref_interaction_row(x + b * D, e, D, P, y + b * (D + P));
     }
+    free(e);
     return GR_OK;
 }
 
@@ -423,9 +538,29 @@ static int parse_act(const char *s) {
 
 /* The SIMT kernel wins while the batch is small: a library GEMM's large tiles leave most of
  * the 132 SMs idle and its launch path costs more than the math (B = 128: 64 KFLOP per
- * output column block). Past that, cuBLASLt's tensor-core-free SGEMM tiles (128 x 128 and
- * up, far more reuse per byte) win; the SIMT kernel's 32 x 32 tiles read 4x more from L2. */
+ * output column block). Past that, cuBLASLt's tiles (128 x 128 and up, far more reuse per
+ * byte; TF32 tensor cores with math tf32) win; the SIMT kernel's 32 x 32 tiles read 4x more
+ * from L2. */
 #define GR_LIN_AUTO_MAX_ROWS 256
+
+/* The SIMT tile width: the tiles of one column block land ceil(tiles / SMs) to an SM, each
+ * costing ~BN (32 rows x BN columns x K FMAs), so pick the BN with the least work on the
+ * busiest SM, the wider tile on a tie (wider tiles re-read x from L2 fewer times). B = 128:
+ * N = 512 takes 16 (128 tiles), N = 256 takes 8 (128 tiles instead of 64); B = 2048: 32. */
+static int linear_bn(int64_t M, int64_t N, int sm_count) {
+    static const int widths[] = {32, 16, 8};
+    int best = 32;
+    int64_t best_cost = -1;
+    for (int i = 0; i < 3; i++) {
+        int64_t tiles = cdiv64(N, widths[i]) * cdiv64(M, GR_LIN_BM);
+        int64_t cost = cdiv64(tiles, sm_count > 0 ? sm_count : 1) * widths[i];
+        if (best_cost < 0 || cost < best_cost) {
+            best_cost = cost;
+            best = widths[i];
+        }
+    }
+    return best;
+}
 
 static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
     const gr_buffer *X = gr_in(op, plan, 0), *W = gr_in(op, plan, 1), *b = gr_in(op, plan, 2),
@@ -459,6 +594,7 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
                             Y->name, shp(Y, s1, sizeof(s1)), shp(X, s2, sizeof(s2)), (long long)M,
                             (long long)N);
     int act = parse_act(gr_op_attr_str(op, "act", "relu"));
+    int tf32 = !strcmp(gr_op_attr_str(op, "math", "fp32"), "tf32");
     const char *impl_s = gr_op_attr_str(op, "impl", "auto");
     int impl;
     if (!strcmp(impl_s, "simt")) impl = GR_LINEAR_SIMT;
@@ -481,10 +617,10 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
     op->ip[GR_LIN_ACT] = act;
     op->ip[GR_LIN_IMPL] = impl;
     op->ip[GR_LIN_VEC] = K % 4 == 0;
+    op->ip[GR_LIN_FLAGS] =
+        (written_by_no_op(op, plan, 1, 3) ? GR_LIN_F_PRE : 0) | (tf32 ? GR_LIN_F_TF32 : 0);
     if (impl == GR_LINEAR_SIMT) {
-        /* 32 x 32 tiles when they alone fill the SMs, else 32 x 16 (twice the blocks) */
-        int64_t tiles32 = cdiv64(N, 32) * cdiv64(M, GR_LIN_BM);
-        int bn = tiles32 >= plan->target.sm_count ? 32 : 16;
+        int bn = linear_bn(M, N, plan->target.sm_count);
         op->ip[GR_LIN_BN] = bn;
         op->grid[0] = (unsigned)cdiv64(N, bn);
         op->grid[1] = (unsigned)cdiv64(M, GR_LIN_BM);
@@ -535,53 +671,149 @@ typedef struct lt_state {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
+    int tf32; /* the descriptor's compute type is CUBLAS_COMPUTE_32F_FAST_TF32 */
 } lt_state;
 
-static void teardown_linear(void *state) {
-    lt_state *s = state;
-    if (!s) return;
+static void lt_release(lt_state *s) {
     if (s->a) cublasLtMatrixLayoutDestroy(s->a);
     if (s->b) cublasLtMatrixLayoutDestroy(s->b);
     if (s->c) cublasLtMatrixLayoutDestroy(s->c);
     if (s->desc) cublasLtMatmulDescDestroy(s->desc);
+    s->a = s->b = s->c = NULL;
+    s->desc = NULL;
+}
+
+static void teardown_linear(void *state) {
+    lt_state *s = state;
+    if (!s) return;
+    lt_release(s);
     free(s);
 }
 
-static gr_status lt_make(const gr_op *op, const gr_launch_ctx *ctx, lt_state *s, gr_error *err) {
+#define GR_LT_CANDIDATES 8 /* algorithms asked of the heuristic */
+#define GR_LT_REPS 5       /* timed calls per candidate */
+
+static int lt_run(const gr_op *op, const gr_launch_ctx *ctx, const lt_state *s,
+                  const cublasLtMatmulAlgo_t *algo) {
+    float alpha = 1.0f, beta = 0.0f;
+    void *Y = ctx->dptr[op->outputs[0]];
+    return (int)cublasLtMatmul((cublasLtHandle_t)ctx->cublaslt, s->desc, &alpha,
+                               ctx->dptr[op->inputs[1]], s->a, ctx->dptr[op->inputs[0]], s->b,
+                               &beta, Y, s->c, Y, s->c, algo, ctx->workspace, ctx->workspace_bytes,
+                               (cudaStream_t)ctx->stream);
+}
+
+/* The heuristic's first choice is not always the fastest on these small, oddly shaped GEMMs
+ * (wave quantization: a 2048 x 512 output is 64 tiles of 128 x 128 on 132 SMs). With more than
+ * one candidate, each is timed on the op's stream (one warm-up call, then GR_LT_REPS calls
+ * between events) and the fastest kept. setup() runs before the buffers are initialised: the
+ * time does not depend on the values, and every output is rewritten before it is checked. A
+ * candidate that fails is skipped; if timing itself fails, the heuristic's order stands. */
+static int lt_fastest(const gr_op *op, const gr_launch_ctx *ctx, const lt_state *s,
+                      const cublasLtMatmulHeuristicResult_t *h, int n) {
+    if (n <= 1) return 0;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess) {
+        cudaGetLastError();
+        if (e0) cudaEventDestroy(e0);
+        return 0;
+    }
+    int best = 0;
+    float best_ms = -1.0f;
+    for (int i = 0; i < n; i++) {
+        if (h[i].state != CUBLAS_STATUS_SUCCESS || h[i].workspaceSize > ctx->workspace_bytes)
+            continue;
+        if (lt_run(op, ctx, s, &h[i].algo) != 0) continue;
+        int ok = cudaEventRecord(e0, (cudaStream_t)ctx->stream) == cudaSuccess;
+        for (int r = 0; r < GR_LT_REPS && ok; r++)
+            ok = lt_run(op, ctx, s, &h[i].algo) == 0;
+        ok = ok && cudaEventRecord(e1, (cudaStream_t)ctx->stream) == cudaSuccess;
+        float ms = 0.0f;
+        ok = ok && cudaEventSynchronize(e1) == cudaSuccess &&
+             cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
+        if (!ok) {
+            cudaGetLastError();
+            continue;
+        }
+        if (best_ms < 0.0f || ms < best_ms) {
+            best_ms = ms;
+            best = i;
+        }
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return best;
+}
+
+/* Descriptors for compute type `ct` and the heuristic's candidates; 0 and *found = 0 when it
+ * has none for this shape (e.g. TF32 where the layout does not suit the tensor cores). */
+static int lt_describe(const gr_op *op, const gr_launch_ctx *ctx, lt_state *s,
+                       cublasComputeType_t ct, cublasLtMatmulHeuristicResult_t *heur, int *found) {
     uint64_t M = (uint64_t)op->ip[GR_LIN_M], N = (uint64_t)op->ip[GR_LIN_N], K = (uint64_t)op->ip[GR_LIN_K];
     cublasLtHandle_t lt = (cublasLtHandle_t)ctx->cublaslt;
-    GR_CUBLAS(cublasLtMatmulDescCreate(&s->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), err);
+    *found = 0;
+    int rc = cublasLtMatmulDescCreate(&s->desc, ct, CUDA_R_32F);
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    GR_CUBLAS(cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)), err);
-    GR_CUBLAS(cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)), err);
-    cublasLtEpilogue_t epi = op->ip[GR_LIN_ACT] == GR_DLRM_ACT_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-    GR_CUBLAS(cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), err);
-    const void *bias = ctx->dptr[op->inputs[2]];
-    GR_CUBLAS(cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), err);
-    GR_CUBLAS(cublasLtMatrixLayoutCreate(&s->a, CUDA_R_32F, K, N, (int64_t)K), err);
-    GR_CUBLAS(cublasLtMatrixLayoutCreate(&s->b, CUDA_R_32F, K, M, (int64_t)K), err);
-    GR_CUBLAS(cublasLtMatrixLayoutCreate(&s->c, CUDA_R_32F, N, M, (int64_t)N), err);
-    cublasLtMatmulPreference_t pref = NULL;
-    GR_CUBLAS(cublasLtMatmulPreferenceCreate(&pref), err);
-    uint64_t ws = ctx->workspace_bytes;
-    int rc = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
-    cublasLtMatmulHeuristicResult_t heur;
-    memset(&heur, 0, sizeof(heur));
-    int found = 0;
     if (rc == 0)
-        rc = cublasLtMatmulAlgoGetHeuristic(lt, s->desc, s->a, s->b, s->c, s->c, pref, 1, &heur, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (rc != 0) return gr_cublas_fail(rc, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__, err);
-    if (found < 1 || heur.state != CUBLAS_STATUS_SUCCESS)
+        rc = cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
+    if (rc == 0)
+        rc = cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
+    cublasLtEpilogue_t epi = op->ip[GR_LIN_ACT] == GR_DLRM_ACT_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    if (rc == 0)
+        rc = cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
+                                            sizeof(epi));
+    const void *bias = ctx->dptr[op->inputs[2]];
+    if (rc == 0)
+        rc = cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                            sizeof(bias));
+    if (rc == 0) rc = cublasLtMatrixLayoutCreate(&s->a, CUDA_R_32F, K, N, (int64_t)K);
+    if (rc == 0) rc = cublasLtMatrixLayoutCreate(&s->b, CUDA_R_32F, K, M, (int64_t)K);
+    if (rc == 0) rc = cublasLtMatrixLayoutCreate(&s->c, CUDA_R_32F, N, M, (int64_t)N);
+    cublasLtMatmulPreference_t pref = NULL;
+    if (rc == 0) rc = cublasLtMatmulPreferenceCreate(&pref);
+    uint64_t ws = ctx->workspace_bytes;
+    if (rc == 0)
+        rc = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                  &ws, sizeof(ws));
+    if (rc == 0)
+        rc = cublasLtMatmulAlgoGetHeuristic(lt, s->desc, s->a, s->b, s->c, s->c, pref,
+                                            GR_LT_CANDIDATES, heur, found);
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (rc == CUBLAS_STATUS_NOT_SUPPORTED) { /* no algorithm for this shape: not an error */
+        *found = 0;
+        rc = 0;
+    }
+    return rc;
+}
+
+static gr_status lt_make(const gr_op *op, const gr_launch_ctx *ctx, lt_state *s, gr_error *err) {
+    uint64_t M = (uint64_t)op->ip[GR_LIN_M], N = (uint64_t)op->ip[GR_LIN_N],
+             K = (uint64_t)op->ip[GR_LIN_K];
+    cublasLtMatmulHeuristicResult_t heur[GR_LT_CANDIDATES];
+    memset(heur, 0, sizeof(heur));
+    int found = 0, rc = 0;
+    s->tf32 = (op->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32) != 0;
+    if (s->tf32) { /* TF32 where cuBLASLt has it for this shape; fp32 where it does not */
+        rc = lt_describe(op, ctx, s, CUBLAS_COMPUTE_32F_FAST_TF32, heur, &found);
+        if (rc != 0 || found < 1 || heur[0].state != CUBLAS_STATUS_SUCCESS) {
+            lt_release(s);
+            s->tf32 = 0;
+        }
+    }
+    if (!s->tf32) rc = lt_describe(op, ctx, s, CUBLAS_COMPUTE_32F, heur, &found);
+    if (rc != 0)
+        return gr_cublas_fail(rc, "cuBLASLt descriptors / cublasLtMatmulAlgoGetHeuristic", __FILE__,
+                              __LINE__, err);
+    if (found < 1 || heur[0].state != CUBLAS_STATUS_SUCCESS)
         return gr_error_set(err, GR_ERR_CUDA, op->path,
                             "kernel \"linear_act\": cuBLASLt has no algorithm for %llu x %llu x %llu "
                             "fp32 with a bias epilogue on this GPU; use attr impl \"simt\"",
                             (unsigned long long)M, (unsigned long long)N, (unsigned long long)K);
-    if (heur.workspaceSize > ctx->workspace_bytes)
+    if (heur[0].workspaceSize > ctx->workspace_bytes)
         return gr_error_set(err, GR_ERR_INTERNAL, op->path,
                             "cuBLASLt algorithm wants %zu bytes of workspace; %zu are there",
-                            heur.workspaceSize, ctx->workspace_bytes);
-    s->algo = heur.algo;
+                            heur[0].workspaceSize, ctx->workspace_bytes);
+    s->algo = heur[lt_fastest(op, ctx, s, heur, found)].algo;
     return GR_OK;
 }
 
@@ -606,13 +838,7 @@ static gr_status launch_linear(const gr_op *op, const gr_launch_ctx *ctx, gr_err
     if (op->ip[GR_LIN_IMPL] == GR_LINEAR_SIMT) return gr_launch_linear_simt(op, ctx, err);
     const lt_state *s = ctx->op_state;
     if (!s) return gr_error_set(err, GR_ERR_INTERNAL, op->path, "linear_act (lt): setup() did not run");
-    float alpha = 1.0f, beta = 0.0f;
-    const void *X = ctx->dptr[op->inputs[0]], *W = ctx->dptr[op->inputs[1]];
-    void *Y = ctx->dptr[op->outputs[0]];
-    GR_CUBLAS(cublasLtMatmul((cublasLtHandle_t)ctx->cublaslt, s->desc, &alpha, W, s->a, X, s->b,
-                             &beta, Y, s->c, Y, s->c, &s->algo, ctx->workspace,
-                             ctx->workspace_bytes, (cudaStream_t)ctx->stream),
-              err);
+    GR_CUBLAS(lt_run(op, ctx, s, &s->algo), err);
     return GR_OK;
 }
 
@@ -621,14 +847,20 @@ static gr_status launch_linear(const gr_op *op, const gr_launch_ctx *ctx, gr_err
 static const char *const pooling_choices[] = {"sum", "mean", NULL};
 static const char *const act_choices[] = {"relu", "none", "sigmoid", NULL};
 static const char *const impl_choices[] = {"auto", "simt", "lt", NULL};
+static const char *const math_choices[] = {"fp32", "tf32", NULL};
 
 static const gr_attr_spec emb_attrs[] = {
     {"pooling", GR_ATTR_ENUM, 0, 0, "sum", pooling_choices, "bag pooling: sum (default) or mean"}};
 static const gr_attr_spec linear_attrs[] = {
-    {"act", GR_ATTR_ENUM, 0, 0, "relu", act_choices, "activation after the bias: relu (default), none, sigmoid"},
+    {"act", GR_ATTR_ENUM, 0, 0, "relu", act_choices,
+     "activation after the bias: relu (default), none, sigmoid"},
     {"impl", GR_ATTR_ENUM, 0, 0, "auto", impl_choices,
      "simt (own kernel), lt (cuBLASLt with bias/ReLU epilogue) or auto: simt up to 256 rows or "
-     "for sigmoid, else lt"}};
+     "for sigmoid, else lt"},
+    {"math", GR_ATTR_ENUM, 0, 0, "fp32", math_choices,
+     "fp32 (default) or tf32: cuBLASLt may use TF32 tensor cores (~1e-3 relative error; it "
+     "falls back to fp32 for shapes without a TF32 algorithm); the simt kernel is fp32 either "
+     "way"}};
 
 static const gr_kernel_def k_embedding_bag = {
     "embedding_bag", "one table: y[b] = sum (or mean) of table rows idx[b, 0..bag-1]; rows outside "
@@ -664,14 +896,44 @@ static const gr_kernel_def k_interaction = {
     "(x[b], E[b, 0], ..., E[b, T-1])] in one pass",
     "x [B, D], E [B, T, D] fp32", "y [B, D + (T + 1) T / 2]", 2, 2, 1, 1, NULL, 0, GR_KF_PDL,
     check_interaction, gr_launch_dot_interaction, ref_interaction, NULL, NULL};
+static const gr_kernel_def k_emb_interaction = {
+    "embedding_interaction",
+    "embedding_bag_tbe fused into dot_interaction: y[b] = [x[b], dots of every pair (i, j), j < i, "
+    "of (x[b], pooled rows of table 0, ..., of table T-1)]; no [B, T, D] intermediate",
+    "x [B, D] fp32, then table_0 .. table_{T-1} [rows_t, D] fp32, then idx_0 .. idx_{T-1} [B] or "
+    "[B, bag] int32/int64 (T <= 31)",
+    "y [B, D + (T + 1) T / 2]",
+    3,
+    GR_MAX_INPUTS - 1,
+    1,
+    1,
+    emb_attrs,
+    1,
+    GR_KF_PDL,
+    check_emb_interaction,
+    gr_launch_embedding_interaction,
+    ref_emb_interaction,
+    NULL,
+    NULL};
 static const gr_kernel_def k_linear = {
     "linear_act",
     "y = act(x W^T + bias), fused (W [out, in] as in a Linear layer); own SIMT kernel or cuBLASLt "
     "epilogue",
-    "x [..., K], W [N, K], bias [N] fp32", "y [..., N]", 3, 3, 1, 1, linear_attrs, 2,
-    GR_KF_LIBRARY | GR_KF_PDL, check_linear, launch_linear, ref_linear, setup_linear,
+    "x [..., K], W [N, K], bias [N] fp32",
+    "y [..., N]",
+    3,
+    3,
+    1,
+    1,
+    linear_attrs,
+    3,
+    GR_KF_LIBRARY | GR_KF_PDL,
+    check_linear,
+    launch_linear,
+    ref_linear,
+    setup_linear,
     teardown_linear};
 
 const gr_kernel_def *const gr_dlrm_kernels[] = {
-    &k_embedding_bag, &k_embedding_bag_tbe, &k_bias_add,  &k_sigmoid, &k_concat,
-    &k_tril,          &k_interaction,       &k_linear,    NULL};
+    &k_embedding_bag, &k_embedding_bag_tbe, &k_bias_add,        &k_sigmoid, &k_concat,
+    &k_tril,          &k_interaction,       &k_emb_interaction, &k_linear,  NULL};

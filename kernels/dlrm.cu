@@ -1,13 +1,30 @@
-// DLRM kernels (device side), fp32. Every kernel calls gr_pdl_enter() before touching memory and
-// is launched through gr_launch(), so --pdl may overlap its launch with the previous kernel.
+// DLRM kernels (device side), fp32. Every kernel is launched through gr_launch(), so --pdl may
+// overlap its launch with the previous kernel's tail.
+//
+// PDL protocol of the fused-path kernels (embedding bags, both interactions, linear_act): read
+// only data that no op writes (tables, indices, weights: the check sets *_PRE when that holds
+// for the plan) before griddepcontrol.wait, everything else after it; and signal
+// griddepcontrol.launch_dependents only after that wait, never before. Signalling at entry,
+// before waiting (what gr_pdl_enter() does, and what these kernels did first), lets the next
+// kernel launch at once, that one signals at its entry and lets the one after it launch, and so
+// on: the blocks of several later kernels sit on the SMs waiting, and when each finally runs,
+// its blocks are wherever there was room, several to an SM, instead of one per SM. That is our
+// reading of the H200 measurement with entry signalling: B = 128 fused took 58.3 us per batch
+// with PDL against 40.8 us without (and nothing was read before the wait, so PDL bought no
+// overlap). A kernel that signals only after its own wait has at most one successor on the
+// SMs. The light kernels (embedding bags, interactions) signal right after the wait, so the
+// next Linear layer loads its first weights while they work; the Linear kernel, whose
+// successor is as heavy as itself, signals after its K loop (as CUTLASS's kernels do). The
+// small unfused-path kernels (bias_add, sigmoid, concat, tril_gather) keep gr_pdl_enter():
+// they are short grid-stride loops with nothing to prefetch.
 //
 // Napkin math at B = 128, D = 16, 26 tables, bag 1 (the reference DLRM Kaggle shape):
 // - embedding: 128 x 26 rows of 64 B gathered = 213 KB read, 213 KB written; one launch for all
-//   tables (TBE) instead of 26. Latency-bound: ~3 K independent 16-byte loads.
+//   tables (TBE) instead of 26, or no launch of its own when fused into the interaction.
+//   Latency-bound: two dependent loads (index, then row) per 16-byte piece.
 // - MLPs: bottom 13-512-256-64-16 is 155 K MAC per row, top 367-512-256-1 is 319 K MAC per row:
-//   61 M MAC at B = 128 (~1 us of the H200's 67 TFLOP/s fp32 if the SMs were all busy; they are
-//   not: a 128 x 256 output is 32 tiles of 32 x 32), 971 M MAC at B = 2048 (~29 us at peak).
-//   Weights: 1.4 MB, read once per step.
+//   61 M MAC at B = 128 (~1.8 us of the H200's 67 TFLOP/s fp32 with all 132 SMs busy), 971 M MAC
+//   at B = 2048 (~29 us at the fp32 peak). Weights: 1.4 MB, read once per step (from L2).
 // - interaction: 351 dots of 16 per row = 11 K flop per row; the fused kernel reads x and E
 //   once (1.7 KB per row) and writes 367 floats; unfused it is concat (write T), a batched GEMM
 //   (27 x 27 per row, half of it wasted), the triangle gather and a second concat.
@@ -22,7 +39,48 @@
 
 namespace {
 
+// The two halves of gr_pdl_enter(), to be placed apart (see the protocol above). Without PDL
+// both are no-ops.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // ---------- embedding bags (one table, or T tables in one launch) ----------
+
+// Pooled piece q (16 bytes when VEC, D % 4 == 0; else one float, in .x) of one bag: the rows
+// ix[0 .. bag-1] of a table, summed and scaled. Rows outside [0, rows) are skipped (they add
+// nothing), as in the CPU reference: a bad index never reads outside a table.
+template <typename IDX, bool VEC>
+__device__ __forceinline__ float4 bag_piece(const float *tab, const IDX *ix, int64_t rows, int D,
+                                            int bag, int q, float scale) {
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int j = 0; j < bag; j++) {
+        const int64_t r = (int64_t)ix[j];
+        if (r < 0 || r >= rows) continue;
+        if (VEC) {
+            const float4 v = __ldg(reinterpret_cast<const float4 *>(tab + r * D) + q);
+            acc.x += v.x;
+            acc.y += v.y;
+            acc.z += v.z;
+            acc.w += v.w;
+        } else {
+            acc.x += __ldg(tab + r * D + q);
+        }
+    }
+    acc.x *= scale;
+    acc.y *= scale;
+    acc.z *= scale;
+    acc.w *= scale;
+    return acc;
+}
 
 // Table and index pointers travel by value in the kernel's parameter block (at most 32 tables:
 // 800 bytes of the 4 KB limit). The parameter block is copied into the graph node at capture,
@@ -36,51 +94,40 @@ struct emb_args {
     int64_t B;
     int T, D, bag;
     float scale;
+    int pre; // tables and indices are written by no op: gather before the PDL wait
 };
 
-// One thread per 16-byte piece (VEC, D % 4 == 0) or per float of an output row (b, t); adjacent
-// threads take adjacent pieces, then adjacent tables of one batch row, so the output is written
-// contiguously. Rows outside [0, rows) are skipped (they contribute zeros), as in the CPU
-// reference: a bad index never reads outside a table.
+template <typename IDX, bool VEC>
+__device__ __forceinline__ float4 emb_piece(const emb_args &a, int64_t g, int per_row) {
+    const int q = (int)(g % per_row);
+    const int64_t bt = g / per_row; // b * T + t
+    const int t = (int)(bt % a.T);
+    const int64_t b = bt / a.T;
+    return bag_piece<IDX, VEC>(a.table[t], static_cast<const IDX *>(a.idx[t]) + b * a.bag,
+                               a.rows[t], a.D, a.bag, q, a.scale);
+}
+
+// One thread per 16-byte piece (VEC) or per float of an output row (b, t); adjacent threads take
+// adjacent pieces, then adjacent tables of one batch row, so the output is written
+// contiguously. With `pre`, a thread's first piece (the only one at small B) is gathered before
+// the PDL wait: the two dependent loads overlap the previous kernel; only the store waits.
+// Signals its dependents right after the wait (see the protocol at the top).
 template <typename IDX, bool VEC>
 __global__ void __launch_bounds__(128) embedding_kernel(const __grid_constant__ emb_args a) {
-    gr_pdl_enter();
     const int per_row = VEC ? a.D / 4 : a.D;
     const int64_t total = a.B * a.T * per_row;
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += stride) {
-        const int q = (int)(g % per_row);
-        const int64_t bt = g / per_row; // b * T + t
-        const int t = (int)(bt % a.T);
-        const int64_t b = bt / a.T;
-        const IDX *ix = static_cast<const IDX *>(a.idx[t]) + b * a.bag;
-        const float *tab = a.table[t];
-        const int64_t rows = a.rows[t];
-        if (VEC) {
-            float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-            for (int j = 0; j < a.bag; j++) {
-                const int64_t r = (int64_t)ix[j];
-                if (r < 0 || r >= rows) continue;
-                const float4 v = __ldg(reinterpret_cast<const float4 *>(tab + r * a.D) + q);
-                acc.x += v.x;
-                acc.y += v.y;
-                acc.z += v.z;
-                acc.w += v.w;
-            }
-            acc.x *= a.scale;
-            acc.y *= a.scale;
-            acc.z *= a.scale;
-            acc.w *= a.scale;
-            reinterpret_cast<float4 *>(a.out + bt * a.D)[q] = acc;
-        } else {
-            float acc = 0.f;
-            for (int j = 0; j < a.bag; j++) {
-                const int64_t r = (int64_t)ix[j];
-                if (r < 0 || r >= rows) continue;
-                acc += __ldg(tab + r * a.D + q);
-            }
-            a.out[bt * a.D + q] = acc * a.scale;
-        }
+    int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (a.pre && g < total) v = emb_piece<IDX, VEC>(a, g, per_row);
+    pdl_wait();
+    pdl_trigger();
+    for (bool first = true; g < total; g += stride, first = false) {
+        if (!first || !a.pre) v = emb_piece<IDX, VEC>(a, g, per_row);
+        if (VEC)
+            reinterpret_cast<float4 *>(a.out)[g] = v; // piece g is floats 4g .. 4g + 3
+        else
+            a.out[g] = v.x;
     }
 }
 
@@ -124,9 +171,13 @@ __global__ void concat_kernel(const __grid_constant__ cat_args a) {
     }
 }
 
-// Pair p of the strict lower triangle, row by row: p = i (i - 1) / 2 + j, j < i.
+// Pair p of the strict lower triangle, row by row: p = i (i - 1) / 2 + j, j < i. The row comes
+// from a single-precision square root (the fp64 one is a long instruction sequence, paid for
+// every pair of every row) and is then corrected exactly in integers, so the result is exact
+// for every p: the estimate is off by at most one for p < 2^24 and by a few far beyond.
 __device__ __forceinline__ void tril_pair(int64_t p, int &i, int &j) {
-    int64_t r = (int64_t)((1.0 + sqrt(1.0 + 8.0 * (double)p)) * 0.5);
+    int64_t r = (int64_t)((1.0f + sqrtf(8.0f * (float)p + 1.0f)) * 0.5f);
+    if (r < 1) r = 1;
     while (r > 1 && r * (r - 1) / 2 > p) r--;
     while ((r + 1) * r / 2 <= p) r++;
     i = (int)r;
@@ -145,17 +196,35 @@ __global__ void tril_kernel(const float *__restrict__ z, float *__restrict__ y, 
     }
 }
 
-// ---------- fused dot interaction ----------
+// ---------- dot interaction (alone, or with the embedding gather fused in) ----------
 
-// One block per batch row (grid-stride over rows): the F = T + 1 vectors (x first, then the T
-// embeddings) go to shared memory once, padded to D + 1 floats so that the threads of a warp,
-// each on a different pair, mostly hit different banks; each thread then makes whole dots.
-// Output row: x (D floats), then the P = F (F - 1) / 2 dots of pairs j < i, row by row.
+// One output row from the F = T + 1 vectors in shared memory (row stride ld = D + 1, so that
+// the threads of a warp, each on a different pair, mostly hit different banks): the D floats of
+// vector 0 (the bottom MLP's output), then the P = F (F - 1) / 2 dots of pairs j < i, row by
+// row, each thread making whole dots.
+__device__ __forceinline__ void interaction_row(const float *f, int ld, int D, int P,
+                                                float *__restrict__ out) {
+    for (int k = threadIdx.x; k < D; k += blockDim.x)
+        out[k] = f[k];
+    for (int p = threadIdx.x; p < P; p += blockDim.x) {
+        int i, j;
+        tril_pair(p, i, j);
+        const float *fi = f + i * ld, *fj = f + j * ld;
+        float s = 0.f;
+        for (int k = 0; k < D; k++)
+            s = fmaf(fi[k], fj[k], s);
+        out[D + p] = s;
+    }
+}
+
+// dot_interaction: one block per batch row (grid-stride over rows); x and E both come from the
+// kernels before, so nothing can be read before the PDL wait.
 __global__ void __launch_bounds__(128)
 interaction_kernel(const float *__restrict__ x, const float *__restrict__ E, float *__restrict__ R,
                    int64_t B, int T, int D, int P) {
     extern __shared__ float f[];
-    gr_pdl_enter();
+    pdl_wait();
+    pdl_trigger();
     const int F = T + 1, ld = D + 1;
     for (int64_t b = blockIdx.x; b < B; b += gridDim.x) {
         const float *xb = x + b * D;
@@ -165,16 +234,62 @@ interaction_kernel(const float *__restrict__ x, const float *__restrict__ E, flo
             f[i * ld + k] = i == 0 ? xb[k] : eb[e - D];
         }
         __syncthreads();
-        float *out = R + b * (int64_t)(D + P);
-        for (int k = threadIdx.x; k < D; k += blockDim.x) out[k] = f[k];
-        for (int p = threadIdx.x; p < P; p += blockDim.x) {
-            int i, j;
-            tril_pair(p, i, j);
-            const float *fi = f + i * ld, *fj = f + j * ld;
-            float s = 0.f;
-            for (int k = 0; k < D; k++) s = fmaf(fi[k], fj[k], s);
-            out[D + p] = s;
+        interaction_row(f, ld, D, P, R + b * (int64_t)(D + P));
+        __syncthreads(); // the next row overwrites f
+    }
+}
+
+// embedding_interaction: the table-batched embedding gather fused into the interaction. The
+// pooled embeddings go straight from the tables to shared memory (no E in device memory, no
+// TBE launch). With `pre` (tables and indices written by no op), a block gathers its first row
+// before the PDL wait, so the two dependent loads (index, then row) overlap the bottom MLP's
+// last layer; only x, the bottom MLP's output, is read after it.
+struct ei_args {
+    const float *table[GR_EMB_MAX_TABLES];
+    const void *idx[GR_EMB_MAX_TABLES];
+    int64_t rows[GR_EMB_MAX_TABLES];
+    const float *x;
+    float *R;
+    int64_t B;
+    int T, D, bag, P;
+    float scale;
+    int pre;
+};
+
+// Vectors 1 .. T of row b (the pooled embeddings) into f.
+template <typename IDX, bool VEC>
+__device__ __forceinline__ void ei_gather(const ei_args &a, int64_t b, float *f, int ld) {
+    const int per_row = VEC ? a.D / 4 : a.D;
+    for (int e = threadIdx.x; e < a.T * per_row; e += blockDim.x) {
+        const int t = e / per_row, q = e - t * per_row;
+        const float4 v =
+            bag_piece<IDX, VEC>(a.table[t], static_cast<const IDX *>(a.idx[t]) + b * a.bag,
+                                a.rows[t], a.D, a.bag, q, a.scale);
+        float *dst = f + (t + 1) * ld + (VEC ? 4 * q : q); // ld is odd: no 16-byte stores
+        dst[0] = v.x;
+        if (VEC) {
+            dst[1] = v.y;
+            dst[2] = v.z;
+            dst[3] = v.w;
         }
+    }
+}
+
+template <typename IDX, bool VEC>
+__global__ void __launch_bounds__(128) emb_interaction_kernel(const __grid_constant__ ei_args a) {
+    extern __shared__ float f[];
+    const int ld = a.D + 1;
+    int64_t b = blockIdx.x;
+    if (a.pre && b < a.B) ei_gather<IDX, VEC>(a, b, f, ld);
+    pdl_wait();
+    pdl_trigger();
+    for (; b < a.B; b += gridDim.x) {
+        if (!a.pre || b != (int64_t)blockIdx.x) ei_gather<IDX, VEC>(a, b, f, ld);
+        const float *xb = a.x + b * a.D;
+        for (int k = threadIdx.x; k < a.D; k += blockDim.x)
+            f[k] = xb[k];
+        __syncthreads();
+        interaction_row(f, ld, a.D, a.P, a.R + b * (int64_t)(a.D + a.P));
         __syncthreads(); // the next row overwrites f
     }
 }
@@ -209,94 +324,130 @@ __device__ __forceinline__ void load4(const float *__restrict__ A, int rows, int
     }
 }
 
-// Y[M, N] = act(X[M, K] W[N, K]^T + bias). A block owns a 32 x BN output tile; its 256 threads
-// form G = 256 / TPG groups of TPG = 8 x BN/4 threads, each thread a 4 x 4 micro-tile, and the
-// groups split every 32-wide K chunk between them (G-way split-K inside the block, reduced
-// through shared memory at the end). Small batches give few tiles, so the split is what keeps
-// each block's dependent chain short. Chunks are staged k-major in shared memory (transposed on
-// the way in) so each k step is two 16-byte shared loads and 16 FMAs; the next chunk's global
-// loads are issued before the current chunk is consumed.
+// One thread's share of a K chunk of row r: LPT pieces of 4 k, 32 apart, from k on. The loads
+// are independent, so all LPT are in flight together.
+template <bool VEC, int LPT>
+__device__ __forceinline__ void load_chunk(const float *__restrict__ A, int rows, int K, int r,
+                                           int k, float v[LPT][4]) {
+#pragma unroll
+    for (int u = 0; u < LPT; u++)
+        load4<VEC>(A, rows, K, r, k + 32 * u, v[u]);
+}
+
+// Y[M, N] = act(X[M, K] W[N, K]^T + bias). A block owns a 32 x BN output tile (BN = 8, 16 or
+// 32: the check picks it so that the tiles spread over the SMs); its 256 threads form
+// G = 256 / TPG groups of TPG = 8 x BN/4 threads, each thread 4 x 4 outputs: rows ty + 8 i and
+// columns tx + BN/4 j (strided, see banks below). K is consumed in chunks of KC = 128: every
+// thread issues its LPT = 4 16-byte loads of X (and of W) for the next chunk before the current
+// one is consumed, so one load latency covers 128 k instead of 32 (the old 32-wide chunk paid a
+// full L2 round trip per 32 k: 12 round trips for K = 367, which made each B = 128 layer take
+// ~3-4 us). Each chunk is split between the G groups (KPG = KC / G consecutive k each), and a
+// group steps through its k four at a time: four 16-byte loads of X rows, four of W rows, 64
+// FMAs. At the end the groups' partial tiles meet in shared memory (reusing xs) and all 256
+// threads reduce them, add the bias and apply the activation before the only store, adjacent
+// threads on adjacent columns. With `pre` (W and bias written by no op) the first W chunk is
+// loaded before the PDL wait.
+//
+// Shared-memory banks (32 banks of 4 bytes; a 16-byte access is served 8 threads at a time):
+// chunks are staged as loaded, k contiguous, rows XS = KC + 4 floats apart (33 16-byte units,
+// so row r starts in unit r mod 8). Staging: the 8 threads of a quarter-warp store 8 consecutive
+// units of one row: conflict-free. Reading: at one k, the 8 threads ty = 0..7 of a group read
+// rows ty + 8 i, which start in 8 different units: conflict-free (rows 4 ty + i would collide 4
+// ways), and likewise for W's rows tx + BN/4 j. (A k-major layout, transposed on the way in,
+// costs 4-way-conflicted scalar stores: ~3x the shared-memory time of the FMAs at BN = 8.)
 template <int BN, int ACT, bool VEC>
-__global__ void __launch_bounds__(GR_LIN_THREADS)
-linear_simt_kernel(const float *__restrict__ X, const float *__restrict__ W,
-                   const float *__restrict__ bias, float *__restrict__ Y, int M, int N, int K,
-                   int vec_out) {
-    constexpr int BM = GR_LIN_BM, KC = 32;
+__global__ void __launch_bounds__(GR_LIN_THREADS, 1)
+    linear_simt_kernel(const float *__restrict__ X, const float *__restrict__ W,
+                       const float *__restrict__ bias, float *__restrict__ Y, int M, int N, int K,
+                       int pre) {
+    constexpr int BM = GR_LIN_BM, KC = GR_LIN_KC, NT = GR_LIN_THREADS;
     constexpr int TPG = (BM / 4) * (BN / 4);
-    constexpr int G = GR_LIN_THREADS / TPG;
+    constexpr int G = NT / TPG;
     constexpr int KPG = KC / G;
-    constexpr int XS = BM + 4, WS = BN + 4; // row strides, multiples of 4 floats
-    static_assert(GR_LIN_THREADS == 256 && BM == 32 && (BN == 16 || BN == 32), "tile shape");
-    static_assert(KPG * G == KC, "K chunk split");
-    __shared__ __align__(16) float xs[KC * XS];
-    __shared__ __align__(16) float ws[KC * WS];
-    __shared__ float red[(G - 1) * 16 * TPG];
-    gr_pdl_enter();
+    constexpr int XS = KC + 4; // row stride in floats, for X and W
+    constexpr int LPT = KC / 32;
+    constexpr int CS = BN / 4; // column stride of a thread's outputs
+    static_assert(NT == 256 && BM == 32 && (BN == 8 || BN == 16 || BN == 32), "tile shape");
+    static_assert(KPG * G == KC && KPG % 4 == 0 && KC % 32 == 0, "K chunk split");
+    static_assert(G * 16 * TPG <= BM * XS, "the partial tiles fit in xs");
+    __shared__ __align__(16) float xs[BM * XS];
+    __shared__ __align__(16) float ws[BN * XS];
     const int tid = threadIdx.x, g = tid / TPG, t = tid % TPG;
-    const int tx = t % (BN / 4), ty = t / (BN / 4);
+    const int tx = t % CS, ty = t / CS;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    const int lr = tid / 8, lk = (tid % 8) * 4; // loader: row, first k of a 32 x 32 chunk
-    float xr[4], wr[4];
+    const int lr = tid / 8, lk = (tid % 8) * 4; // loader: row, first k of a 32-wide slice
+    const bool wload = lr < BN;                 // threads that also load W rows
+    float xr[LPT][4], wr[LPT][4];
     float acc[4][4];
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
         for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
 
-    load4<VEC>(X, M, K, m0 + lr, lk, xr);
-    if (lr < BN) load4<VEC>(W, N, K, n0 + lr, lk, wr);
+    if (pre && wload) load_chunk<VEC, LPT>(W, N, K, n0 + lr, lk, wr);
+    pdl_wait(); // X is the previous kernel's output
+    if (!pre && wload) load_chunk<VEC, LPT>(W, N, K, n0 + lr, lk, wr);
+    load_chunk<VEC, LPT>(X, M, K, m0 + lr, lk, xr);
     for (int k0 = 0; k0 < K; k0 += KC) {
 #pragma unroll
-        for (int u = 0; u < 4; u++) xs[(lk + u) * XS + lr] = xr[u];
-        if (lr < BN)
+        for (int u = 0; u < LPT; u++)
+            *reinterpret_cast<float4 *>(&xs[lr * XS + lk + 32 * u]) =
+                make_float4(xr[u][0], xr[u][1], xr[u][2], xr[u][3]);
+        if (wload)
 #pragma unroll
-            for (int u = 0; u < 4; u++) ws[(lk + u) * WS + lr] = wr[u];
+            for (int u = 0; u < LPT; u++)
+                *reinterpret_cast<float4 *>(&ws[lr * XS + lk + 32 * u]) =
+                    make_float4(wr[u][0], wr[u][1], wr[u][2], wr[u][3]);
         __syncthreads();
-        if (k0 + KC < K) { // next chunk in flight while this one is consumed
-            load4<VEC>(X, M, K, m0 + lr, k0 + KC + lk, xr);
-            if (lr < BN) load4<VEC>(W, N, K, n0 + lr, k0 + KC + lk, wr);
+        if (k0 + KC < K) { // the next chunk in flight while this one is consumed
+            load_chunk<VEC, LPT>(X, M, K, m0 + lr, k0 + KC + lk, xr);
+            if (wload) load_chunk<VEC, LPT>(W, N, K, n0 + lr, k0 + KC + lk, wr);
         }
+        if (k0 + g * KPG < K) { // groups wholly past K (small K, the last chunk) skip
 #pragma unroll
-        for (int kk = 0; kk < KPG; kk++) {
-            const int k = g * KPG + kk;
-            const float4 a = *reinterpret_cast<const float4 *>(&xs[k * XS + ty * 4]);
-            const float4 b = *reinterpret_cast<const float4 *>(&ws[k * WS + tx * 4]);
-            const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
+            for (int k4 = 0; k4 < KPG; k4 += 4) {
+                const int k = g * KPG + k4;
+                float4 a[4], b[4];
 #pragma unroll
-            for (int i = 0; i < 4; i++)
+                for (int i = 0; i < 4; i++)
+                    a[i] = *reinterpret_cast<const float4 *>(&xs[(ty + 8 * i) * XS + k]);
 #pragma unroll
-                for (int j = 0; j < 4; j++) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+                for (int j = 0; j < 4; j++)
+                    b[j] = *reinterpret_cast<const float4 *>(&ws[(tx + CS * j) * XS + k]);
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        float c = acc[i][j];
+                        c = fmaf(a[i].x, b[j].x, c);
+                        c = fmaf(a[i].y, b[j].y, c);
+                        c = fmaf(a[i].z, b[j].z, c);
+                        acc[i][j] = fmaf(a[i].w, b[j].w, c);
+                    }
+            }
         }
         __syncthreads();
     }
-    if (g > 0) {
+    pdl_trigger(); // only the reduction and the stores are left
+    // Partial tiles, thread-major (red[((g * 4 + i) * 4 + j) * TPG + t]: adjacent threads,
+    // adjacent words); xs is no longer read.
+    float *red = xs;
 #pragma unroll
-        for (int e = 0; e < 16; e++) red[((g - 1) * 16 + e) * TPG + t] = acc[e / 4][e % 4];
-    }
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            red[((g * 4 + i) * 4 + j) * TPG + t] = acc[i][j];
     __syncthreads();
-    if (g != 0) return;
-    for (int gg = 1; gg < G; gg++)
 #pragma unroll
-        for (int e = 0; e < 16; e++) acc[e / 4][e % 4] += red[((gg - 1) * 16 + e) * TPG + t];
-    const int n = n0 + tx * 4;
-    float bv[4];
+    for (int r = 0; r < BM * BN / NT; r++) {
+        const int e = tid + r * NT, row = e / BN, col = e % BN;
+        const int i = row / 8, j = col / CS, owner = (row % 8) * CS + col % CS;
+        float s = 0.f;
 #pragma unroll
-    for (int j = 0; j < 4; j++) bv[j] = n + j < N ? __ldg(bias + n + j) : 0.f;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int m = m0 + ty * 4 + i;
-        if (m >= M || n >= N) break;
-        float v[4];
-#pragma unroll
-        for (int j = 0; j < 4; j++) v[j] = act_f<ACT>(acc[i][j] + bv[j]);
-        float *yr = Y + (size_t)m * N + n;
-        if (vec_out) { // N % 4 == 0, so n..n+3 are inside and 16-byte aligned
-            *reinterpret_cast<float4 *>(yr) = make_float4(v[0], v[1], v[2], v[3]);
-        } else {
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                if (n + j < N) yr[j] = v[j];
-        }
+        for (int gg = 0; gg < G; gg++)
+            s += red[((gg * 4 + i) * 4 + j) * TPG + owner];
+        const int m = m0 + row, n = n0 + col;
+        if (m < M && n < N) Y[(size_t)m * N + n] = act_f<ACT>(s + __ldg(bias + n));
     }
 }
 
@@ -317,19 +468,19 @@ gr_status finish(cudaError_t rc, const gr_op *op, gr_error *err) {
 }
 
 template <int BN, bool VEC>
-cudaError_t linear_dispatch_act(int act, const gr_op *op, const gr_launch_ctx *ctx,
-                                const float *X, const float *W, const float *b, float *Y, int M,
-                                int N, int K, int vec_out) {
+cudaError_t linear_dispatch_act(int act, const gr_op *op, const gr_launch_ctx *ctx, const float *X,
+                                const float *W, const float *b, float *Y, int M, int N, int K,
+                                int pre) {
     switch (act) {
     case GR_DLRM_ACT_RELU:
-        return gr_launch(linear_simt_kernel<BN, GR_DLRM_ACT_RELU, VEC>, grid_of(op), block_of(op), 0,
-                         ctx, X, W, b, Y, M, N, K, vec_out);
+        return gr_launch(linear_simt_kernel<BN, GR_DLRM_ACT_RELU, VEC>, grid_of(op), block_of(op),
+                         0, ctx, X, W, b, Y, M, N, K, pre);
     case GR_DLRM_ACT_SIGMOID:
-        return gr_launch(linear_simt_kernel<BN, GR_DLRM_ACT_SIGMOID, VEC>, grid_of(op), block_of(op),
-                         0, ctx, X, W, b, Y, M, N, K, vec_out);
+        return gr_launch(linear_simt_kernel<BN, GR_DLRM_ACT_SIGMOID, VEC>, grid_of(op),
+                         block_of(op), 0, ctx, X, W, b, Y, M, N, K, pre);
     default:
-        return gr_launch(linear_simt_kernel<BN, GR_DLRM_ACT_NONE, VEC>, grid_of(op), block_of(op), 0,
-                         ctx, X, W, b, Y, M, N, K, vec_out);
+        return gr_launch(linear_simt_kernel<BN, GR_DLRM_ACT_NONE, VEC>, grid_of(op), block_of(op),
+                         0, ctx, X, W, b, Y, M, N, K, pre);
     }
 }
 
@@ -352,6 +503,7 @@ extern "C" gr_status gr_launch_embedding(const gr_op *op, const gr_launch_ctx *c
     a.D = (int)op->ip[GR_EMB_D];
     a.bag = (int)op->ip[GR_EMB_BAG];
     a.scale = (float)op->fp[0];
+    a.pre = (int)op->ip[GR_EMB_PRE];
     const bool vec = op->ip[GR_EMB_VEC] != 0, i64 = op->ip[GR_EMB_IDX64] != 0;
     cudaError_t rc;
     if (i64)
@@ -416,20 +568,66 @@ extern "C" gr_status gr_launch_dot_interaction(const gr_op *op, const gr_launch_
     return finish(rc, op, err);
 }
 
+extern "C" gr_status gr_launch_embedding_interaction(const gr_op *op, const gr_launch_ctx *ctx,
+                                                     gr_error *err) {
+    ei_args a;
+    memset(&a, 0, sizeof(a));
+    const int T = (int)op->ip[GR_EI_T];
+    if (T < 1 || T > GR_EMB_MAX_TABLES || op->ninputs != 1 + 2 * T)
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path,
+                            "embedding_interaction: %d tables, %d inputs", T, op->ninputs);
+    for (int t = 0; t < T; t++) {
+        a.table[t] = static_cast<const float *>(ctx->dptr[op->inputs[1 + t]]);
+        a.idx[t] = ctx->dptr[op->inputs[1 + T + t]];
+        a.rows[t] = ctx->plan->bufs[op->inputs[1 + t]].shape[0];
+    }
+    a.x = static_cast<const float *>(ctx->dptr[op->inputs[0]]);
+    a.R = static_cast<float *>(ctx->dptr[op->outputs[0]]);
+    a.B = op->ip[GR_EI_B];
+    a.T = T;
+    a.D = (int)op->ip[GR_EI_D];
+    a.bag = (int)op->ip[GR_EI_BAG];
+    a.P = (int)op->ip[GR_EI_P];
+    a.scale = (float)op->fp[0];
+    a.pre = (int)op->ip[GR_EI_PRE];
+    const bool vec = op->ip[GR_EI_VEC] != 0, i64 = op->ip[GR_EI_IDX64] != 0;
+    const dim3 g = grid_of(op), bl = block_of(op);
+    const size_t sm = op->smem;
+    cudaError_t rc;
+    if (i64)
+        rc = vec ? gr_launch(emb_interaction_kernel<int64_t, true>, g, bl, sm, ctx, a)
+                 : gr_launch(emb_interaction_kernel<int64_t, false>, g, bl, sm, ctx, a);
+    else
+        rc = vec ? gr_launch(emb_interaction_kernel<int32_t, true>, g, bl, sm, ctx, a)
+                 : gr_launch(emb_interaction_kernel<int32_t, false>, g, bl, sm, ctx, a);
+    return finish(rc, op, err);
+}
+
 extern "C" gr_status gr_launch_linear_simt(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
     const float *X = static_cast<const float *>(ctx->dptr[op->inputs[0]]);
     const float *W = static_cast<const float *>(ctx->dptr[op->inputs[1]]);
     const float *b = static_cast<const float *>(ctx->dptr[op->inputs[2]]);
     float *Y = static_cast<float *>(ctx->dptr[op->outputs[0]]);
     const int M = (int)op->ip[GR_LIN_M], N = (int)op->ip[GR_LIN_N], K = (int)op->ip[GR_LIN_K];
-    const int act = (int)op->ip[GR_LIN_ACT], vec_out = N % 4 == 0;
+    const int act = (int)op->ip[GR_LIN_ACT], pre = (op->ip[GR_LIN_FLAGS] & GR_LIN_F_PRE) != 0;
     const bool vec = op->ip[GR_LIN_VEC] != 0;
     cudaError_t rc;
-    if (op->ip[GR_LIN_BN] == 32)
-        rc = vec ? linear_dispatch_act<32, true>(act, op, ctx, X, W, b, Y, M, N, K, vec_out)
-                 : linear_dispatch_act<32, false>(act, op, ctx, X, W, b, Y, M, N, K, vec_out);
-    else
-        rc = vec ? linear_dispatch_act<16, true>(act, op, ctx, X, W, b, Y, M, N, K, vec_out)
-                 : linear_dispatch_act<16, false>(act, op, ctx, X, W, b, Y, M, N, K, vec_out);
+    switch (op->ip[GR_LIN_BN]) {
+    case 32:
+        rc = vec ? linear_dispatch_act<32, true>(act, op, ctx, X, W, b, Y, M, N, K, pre)
+                 : linear_dispatch_act<32, false>(act, op, ctx, X, W, b, Y, M, N, K, pre);
+        break;
+    case 16:
+        rc = vec ? linear_dispatch_act<16, true>(act, op, ctx, X, W, b, Y, M, N, K, pre)
+                 : linear_dispatch_act<16, false>(act, op, ctx, X, W, b, Y, M, N, K, pre);
+        break;
+    case 8:
+        rc = vec ? linear_dispatch_act<8, true>(act, op, ctx, X, W, b, Y, M, N, K, pre)
+                 : linear_dispatch_act<8, false>(act, op, ctx, X, W, b, Y, M, N, K, pre);
+        break;
+    default:
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path, "linear_act: tile width %lld",
+                            (long long)op->ip[GR_LIN_BN]);
+    }
     return finish(rc, op, err);
 }

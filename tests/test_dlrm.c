@@ -1,8 +1,10 @@
 /* DLRM suites (CPU): the kernel family's CPU references on hand-computed values, every check
- * error (each names the op), the triangle pair mapping, launch-dim and impl choices, the
- * accounting of dlrm_small's variants, and the CPU reference of the whole model at a small size
- * against an independent naive forward pass, with the three variants agreeing. */
+ * error (each names the op), the triangle pair mapping, launch-dim, tile-width, impl and PDL
+ * prefetch choices, the accounting of dlrm_small's variants, the CPU reference of the whole
+ * model at a small size against an independent naive forward pass with every variant agreeing,
+ * and fused_tf32's tolerances against TF32 emulated on the CPU. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +66,7 @@ static void test_registry_names(void) {
         CU_ASSERT_PTR_NOT_NULL((*k)->reference);
         CU_ASSERT_TRUE(((*k)->flags & GR_KF_PDL) != 0);
     }
-    CU_ASSERT_EQUAL(n, 8);
+    CU_ASSERT_EQUAL(n, 9);
 }
 
 static void test_tril_pairs(void) {
@@ -207,6 +209,144 @@ static void test_small_kernel_references(void) {
     gr_plan_destroy(p);
 }
 
+static void test_emb_interaction_reference(void) {
+    /* x = (1, 2) and (0, 1); t0 rows (0,1) (2,3) (4,5); t1 rows (10,11) .. (16,17) */
+    const char *bufs =
+        "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [2, 2], \"init\": \"host\"},"
+        "{\"name\": \"t0\", \"dtype\": \"fp32\", \"shape\": [3, 2], \"init\": \"iota\"},"
+        "{\"name\": \"t1\", \"dtype\": \"fp32\", \"shape\": [4, 2], \"init\": {\"kind\": \"iota\", \"start\": 10}},"
+        "{\"name\": \"i0\", \"dtype\": \"int64\", \"shape\": [2, 2], \"init\": \"host\"},"
+        "{\"name\": \"i1\", \"dtype\": \"int64\", \"shape\": [2, 2], \"init\": \"host\"},"
+        "{\"name\": \"R\", \"dtype\": \"fp32\", \"shape\": [2, 5]},"
+        "{\"name\": \"Rm\", \"dtype\": \"fp32\", \"shape\": [2, 5]},"
+        "{\"name\": \"E\", \"dtype\": \"fp32\", \"shape\": [2, 2, 2]},"
+        "{\"name\": \"R2\", \"dtype\": \"fp32\", \"shape\": [2, 5]}";
+    char json[8192];
+    snprintf(json, sizeof(json),
+             "{\"name\": \"k\", \"buffers\": [%s], \"outputs\": [\"R\", \"Rm\", \"R2\"], \"ops\": ["
+             "{\"kernel\": \"embedding_interaction\", \"inputs\": [\"x\", \"t0\", \"t1\", \"i0\", \"i1\"], \"outputs\": [\"R\"]},"
+             "{\"kernel\": \"embedding_interaction\", \"inputs\": [\"x\", \"t0\", \"t1\", \"i0\", \"i1\"], \"outputs\": [\"Rm\"], \"attrs\": {\"pooling\": \"mean\"}},"
+             "{\"kernel\": \"embedding_bag_tbe\", \"inputs\": [\"t0\", \"t1\", \"i0\", \"i1\"], \"outputs\": [\"E\"]},"
+             "{\"kernel\": \"dot_interaction\", \"inputs\": [\"x\", \"E\"], \"outputs\": [\"R2\"]}]}",
+             bufs);
+    gr_error e;
+    gr_error_clear(&e);
+    gr_plan *p = gr_test_plan(json, NULL, &e);
+    if (!p) fprintf(stderr, "\n    %s", e.msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    static const float x[] = {1, 2, 0, 1};
+    static const int64_t i0[] = {1, 7, 0, 2}, i1[] = {0, -1, 3, 3}; /* 7 and -1: out of range, skipped */
+    p->bufs[bidx(p, "x")].host_data = x;
+    p->bufs[bidx(p, "i0")].host_data = i0;
+    p->bufs[bidx(p, "i1")].host_data = i1;
+    gr_hoststate *hs = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_hoststate_create(p, &hs, &e), GR_OK);
+    CU_ASSERT_EQUAL_FATAL(gr_hoststate_fill(hs, &e), GR_OK);
+    CU_ASSERT_EQUAL_FATAL(gr_reference_step(p, hs, &e), GR_OK);
+    /* row 0: e0 = (2,3), e1 = (10,11): x.e0 = 8, x.e1 = 32, e1.e0 = 53;
+     * row 1: e0 = (0,1) + (4,5) = (4,6), e1 = 2 x (16,17) = (32,34): 6, 34, 332 */
+    const double R[] = {1, 2, 8, 32, 53, 0, 1, 6, 34, 332};
+    expect_floats(hbuf(p, hs, "R"), R, 10, 0);
+    /* mean divides by bag (2) even when a row is skipped: e0 = (1,1.5), e1 = (5,5.5); (2,3), (16,17) */
+    const double Rm[] = {1, 2, 4, 16, 13.25, 0, 1, 3, 17, 83};
+    expect_floats(hbuf(p, hs, "Rm"), Rm, 10, 0);
+    /* the fused reference is the chain's (TBE, then dot_interaction), bit for bit */
+    CU_ASSERT_EQUAL(memcmp(hbuf(p, hs, "R"), hbuf(p, hs, "R2"), 10 * sizeof(float)), 0);
+    const gr_op *op = &p->ops[0];
+    CU_ASSERT_EQUAL(op->ip[GR_EI_T], 2);
+    CU_ASSERT_EQUAL(op->ip[GR_EI_P], 3);
+    CU_ASSERT_EQUAL(op->ip[GR_EI_BAG], 2);
+    CU_ASSERT_EQUAL(op->ip[GR_EI_IDX64], 1);
+    CU_ASSERT_EQUAL(op->ip[GR_EI_VEC], 0);
+    CU_ASSERT_EQUAL(op->ip[GR_EI_PRE], 1); /* tables and indices: no op writes them */
+    CU_ASSERT_EQUAL(op->smem, 3 * 3 * sizeof(float));
+    CU_ASSERT_EQUAL(op->grid[0], 2);
+    /* indices, the gathered rows and x read; R written */
+    CU_ASSERT_DOUBLE_EQUAL(op->bytes_read, 2 * 32 + 2 * 2 * 2 * 2 * 4 + 16, 0);
+    CU_ASSERT_DOUBLE_EQUAL(op->bytes_written, 40, 0);
+    gr_hoststate_destroy(hs);
+    gr_plan_destroy(p);
+}
+
+/* PDL prefetch flags: reads before griddepcontrol.wait only of buffers no op writes. */
+static void test_pdl_prefetch_flags(void) {
+    const char *bufs =
+        "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [4, 8], \"init\": \"normal\"},"
+        "{\"name\": \"W\", \"dtype\": \"fp32\", \"shape\": [3, 8], \"init\": \"normal\"},"
+        "{\"name\": \"d\", \"dtype\": \"fp32\", \"shape\": [8], \"init\": \"normal\"},"
+        "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [3], \"init\": \"normal\"},"
+        "{\"name\": \"W2\", \"dtype\": \"fp32\", \"shape\": [3, 8]},"
+        "{\"name\": \"t0\", \"dtype\": \"fp32\", \"shape\": [5, 8], \"init\": \"normal\"},"
+        "{\"name\": \"t1\", \"dtype\": \"fp32\", \"shape\": [5, 8]},"
+        "{\"name\": \"i0\", \"dtype\": \"int32\", \"shape\": [4], \"init\": {\"kind\": \"randint\", \"low\": 0, \"high\": 5}},"
+        "{\"name\": \"y1\", \"dtype\": \"fp32\", \"shape\": [4, 3]},"
+        "{\"name\": \"y2\", \"dtype\": \"fp32\", \"shape\": [4, 3]},"
+        "{\"name\": \"E1\", \"dtype\": \"fp32\", \"shape\": [4, 1, 8]},"
+        "{\"name\": \"E2\", \"dtype\": \"fp32\", \"shape\": [4, 1, 8]},"
+        "{\"name\": \"x2\", \"dtype\": \"fp32\", \"shape\": [4, 8], \"init\": \"normal\"},"
+        "{\"name\": \"R1\", \"dtype\": \"fp32\", \"shape\": [4, 9]},"
+        "{\"name\": \"R2\", \"dtype\": \"fp32\", \"shape\": [4, 9]}";
+    char json[8192];
+    snprintf(json, sizeof(json),
+             "{\"name\": \"k\", \"buffers\": [%s], \"outputs\": [\"y1\", \"y2\", \"E1\", \"E2\", \"R1\", \"R2\"], \"ops\": ["
+             "{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W\", \"b\"], \"outputs\": [\"y1\"]},"
+             "{\"kernel\": \"bias_add\", \"inputs\": [\"W\", \"d\"], \"outputs\": [\"W2\"]},"
+             "{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W2\", \"b\"], \"outputs\": [\"y2\"], \"attrs\": {\"math\": \"tf32\"}},"
+             "{\"kernel\": \"embedding_bag_tbe\", \"inputs\": [\"t0\", \"i0\"], \"outputs\": [\"E1\"]},"
+             "{\"kernel\": \"bias_add\", \"inputs\": [\"t0\", \"d\"], \"outputs\": [\"t1\"]},"
+             "{\"kernel\": \"embedding_bag_tbe\", \"inputs\": [\"t1\", \"i0\"], \"outputs\": [\"E2\"]},"
+             "{\"kernel\": \"embedding_interaction\", \"inputs\": [\"x2\", \"t0\", \"i0\"], \"outputs\": [\"R1\"]},"
+             "{\"kernel\": \"embedding_interaction\", \"inputs\": [\"x2\", \"t1\", \"i0\"], \"outputs\": [\"R2\"]}]}",
+             bufs);
+    gr_error e;
+    gr_error_clear(&e);
+    gr_plan *p = gr_test_plan(json, NULL, &e);
+    if (!p) fprintf(stderr, "\n    %s", e.msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_FLAGS], GR_LIN_F_PRE);
+    CU_ASSERT_EQUAL(p->ops[2].ip[GR_LIN_FLAGS], GR_LIN_F_TF32); /* W2 is written by op 1 */
+    CU_ASSERT_EQUAL(p->ops[3].ip[GR_EMB_PRE], 1);
+    CU_ASSERT_EQUAL(p->ops[5].ip[GR_EMB_PRE], 0); /* t1 is written by op 4 */
+    CU_ASSERT_EQUAL(p->ops[6].ip[GR_EI_PRE], 1);
+    CU_ASSERT_EQUAL(p->ops[7].ip[GR_EI_PRE], 0);
+    gr_plan_destroy(p);
+}
+
+/* Tile width of the SIMT linear kernel for an M x N output (K = 64) on the default 132 SMs. */
+static int bn_for(int M, int N) {
+    char json[1024];
+    snprintf(json, sizeof(json),
+             "{\"name\": \"k\", \"buffers\": ["
+             "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [%d, 64], \"init\": \"normal\"},"
+             "{\"name\": \"W\", \"dtype\": \"fp32\", \"shape\": [%d, 64], \"init\": \"normal\"},"
+             "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": \"normal\"},"
+             "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [%d, %d]}], \"outputs\": [\"y\"], \"ops\": ["
+             "{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W\", \"b\"], \"outputs\": [\"y\"], \"attrs\": {\"impl\": \"simt\"}}]}",
+             M, N, N, M, N);
+    gr_error e;
+    gr_error_clear(&e);
+    gr_plan *p = gr_test_plan(json, NULL, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    int bn = (int)p->ops[0].ip[GR_LIN_BN];
+    CU_ASSERT_EQUAL(p->ops[0].grid[0], (unsigned)((N + bn - 1) / bn));
+    CU_ASSERT_EQUAL(p->ops[0].grid[1], (unsigned)((M + 31) / 32));
+    gr_plan_destroy(p);
+    return bn;
+}
+
+static void test_linear_tile_width(void) {
+    /* least work on the busiest SM (tiles per SM x BN), the wider tile on a tie */
+    CU_ASSERT_EQUAL(bn_for(128, 512), 16); /* 128 tiles of 32 x 16 (256 of 32 x 8 is as much per SM) */
+    CU_ASSERT_EQUAL(bn_for(128, 256), 8);  /* 128 tiles instead of 64 */
+    CU_ASSERT_EQUAL(bn_for(128, 64), 8);
+    CU_ASSERT_EQUAL(bn_for(128, 1), 8);
+    CU_ASSERT_EQUAL(bn_for(1, 1), 8);
+    CU_ASSERT_EQUAL(bn_for(2048, 512), 32); /* 8 tiles per SM however wide: the widest */
+    CU_ASSERT_EQUAL(bn_for(2048, 256), 32);
+    CU_ASSERT_EQUAL(bn_for(2048, 16), 8);
+    CU_ASSERT_EQUAL(bn_for(4224, 32), 32); /* exactly 132 tiles of 32 x 32 */
+}
+
 #define F32(name, shape) "{\"name\": \"" name "\", \"dtype\": \"fp32\", \"shape\": " shape ", \"init\": \"normal\"}"
 #define OUT(name, shape) "{\"name\": \"" name "\", \"dtype\": \"fp32\", \"shape\": " shape "}"
 #define IDX(name, dt, shape, init) "{\"name\": \"" name "\", \"dtype\": \"" dt "\", \"shape\": " shape ", \"init\": " init "}"
@@ -278,6 +418,25 @@ static void test_check_errors(void) {
          "outputs[0] \"y\" has shape [2, 6]; x and 2 embeddings give [2, 5] (2 of x, then 3 pairwise dots)"},
         {F32("x", "[1, 300]") "," F32("E", "[1, 40, 300]") "," OUT("y", "[1, 1120]"), OP("dot_interaction", "[\"x\", \"E\"]", "[\"y\"]", ""),
          "41 vectors of 300 floats need 49364 bytes of shared memory; at most 48 KB"},
+        /* embedding_interaction */
+        {F32("x", "[3, 4]") "," F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," F32("t1", "[5, 4]") "," OUT("y", "[3, 7]"),
+         OP("embedding_interaction", "[\"x\", \"t0\", \"t1\", \"i0\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"embedding_interaction\": inputs are x [B, D], then the T tables, then their T index buffers (1 + 2 x T inputs); got 4 inputs"},
+        {F32("x", "[3, 5]") "," F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," OUT("y", "[3, 5]"),
+         OP("embedding_interaction", "[\"x\", \"t0\", \"i0\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"embedding_interaction\": x \"x\" has shape [3, 5]; with tables of D = 4 and indices for B = 3 rows it must be [3, 4]"},
+        {F32("x", "[3, 4]") "," F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," OUT("y", "[3, 6]"),
+         OP("embedding_interaction", "[\"x\", \"t0\", \"i0\"]", "[\"y\"]", ""),
+         "outputs[0] \"y\" has shape [3, 6]; x and 1 embeddings give [3, 5] (4 of x, then 1 pairwise dots)"},
+        {F32("x", "[3, 4]") "," F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "{\"kind\": \"zipf\", \"range\": 9}") "," OUT("y", "[3, 5]"),
+         OP("embedding_interaction", "[\"x\", \"t0\", \"i0\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"embedding_interaction\": index buffer \"i0\" holds rows 0..8 but table \"t0\" has 5 rows"},
+        {F32("x", "[3, 4]") "," F32("t0", "[5, 4]") "," F32("i0", "[3]") "," OUT("y", "[3, 5]"),
+         OP("embedding_interaction", "[\"x\", \"t0\", \"i0\"]", "[\"y\"]", ""),
+         "inputs[2] (indices of table 0) \"i0\" is fp32; it takes int32, int64"},
+        {F32("x", "[1, 300]") "," F32("t0", "[2, 300]") "," IDX("i0", "int32", "[1]", "\"zeros\"") "," OUT("y", "[1, 301]"),
+         OP("embedding_interaction", "[\"x\", \"t0\", \"i0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\"]", "[\"y\"]", ""),
+         "\"embedding_interaction\""},
         /* linear_act */
         {F32("x", "[2, 3]") "," F32("W", "[9]") "," F32("b", "[3]") "," OUT("y", "[2, 3]"), OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ""),
          "ops[0]: kernel \"linear_act\": W \"W\" has shape [9]; a Linear weight is [out, in]"},
@@ -292,6 +451,8 @@ static void test_check_errors(void) {
          "ops[0]: kernel \"linear_act\": impl \"lt\" has no sigmoid epilogue in cuBLASLt; use impl \"simt\" or \"auto\""},
         {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"),
          OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ", \"attrs\": {\"impl\": \"gpu\"}"), "\"gpu\""},
+        {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"),
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ", \"attrs\": {\"math\": \"fp16\"}"), "\"fp16\""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *msg = gr_test_plan_error(one_op(cases[i].bufs, "\"y\"", cases[i].op), NULL);
@@ -328,17 +489,25 @@ static const gr_op *op_named(const gr_plan *p, const char *name) {
 
 static void test_dlrm_accounting(void) {
     gr_plan *u = dlrm("unfused", NULL, NULL, NULL), *f = dlrm("fused", NULL, NULL, NULL),
-            *f2 = dlrm("fused_2stream", NULL, NULL, NULL);
+            *ft = dlrm("fused_tbe", NULL, NULL, NULL), *f2 = dlrm("fused_2stream", NULL, NULL, NULL),
+            *f32 = dlrm("fused_tf32", NULL, NULL, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(u);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ft);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f32);
     /* unfused: 26 bags, 7 x (gemm, bias, act), concat, bmm, tril, concat */
     CU_ASSERT_EQUAL(u->kernels, 26 + 7 * 3 + 4);
     CU_ASSERT_EQUAL(u->library_ops, 8);
     CU_ASSERT_EQUAL(u->nstreams, 1);
-    /* fused: TBE, 4 + 3 linear_act, interaction; all own kernels at B = 128 */
-    CU_ASSERT_EQUAL(f->kernels, 9);
+    /* fused: 4 + 3 linear_act and the interaction with the lookups in it; fused_tbe and
+     * fused_2stream: TBE, 7 linear_act, interaction; all own kernels at B = 128 */
+    CU_ASSERT_EQUAL(f->kernels, 8);
     CU_ASSERT_EQUAL(f->library_ops, 0);
+    CU_ASSERT_EQUAL(f32->kernels, 8);
+    CU_ASSERT_EQUAL(f32->library_ops, 0);
+    CU_ASSERT_EQUAL(ft->kernels, 9);
+    CU_ASSERT_EQUAL(ft->nstreams, 1);
     CU_ASSERT_EQUAL(f2->kernels, 9);
     CU_ASSERT_EQUAL(f2->nstreams, 2);
     const gr_op *tbe = op_named(f2, "tbe");
@@ -347,34 +516,68 @@ static void test_dlrm_accounting(void) {
     CU_ASSERT_DOUBLE_EQUAL(tbe->bytes_read, 26.0 * 128 * 4 + 128.0 * 26 * 16 * 4, 0);
     CU_ASSERT_DOUBLE_EQUAL(tbe->bytes_written, 128.0 * 26 * 16 * 4, 0);
     CU_ASSERT_EQUAL(tbe->ip[GR_EMB_VEC], 1);
+    CU_ASSERT_EQUAL(tbe->ip[GR_EMB_PRE], 1); /* tables and indices: inputs no op writes */
     CU_ASSERT_EQUAL(tbe->block[0], 128);
     CU_ASSERT_EQUAL(tbe->grid[0], 128 * 26 * 4 / 128);
+    /* tile widths at B = 128: 128 blocks for N = 512 (BN 16) and N = 256 (BN 8) */
     const gr_op *b1 = op_named(f, "bot.1");
     CU_ASSERT_DOUBLE_EQUAL(b1->flops, 2.0 * 128 * 256 * 512 + 2.0 * 128 * 256, 0);
     CU_ASSERT_EQUAL(b1->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
-    CU_ASSERT_EQUAL(b1->ip[GR_LIN_BN], 16); /* 8 x 4 tiles of 32 x 32 would leave SMs idle */
-    CU_ASSERT_EQUAL(b1->grid[0], 16);
+    CU_ASSERT_EQUAL(b1->ip[GR_LIN_BN], 8);
+    CU_ASSERT_EQUAL(b1->grid[0], 32);
     CU_ASSERT_EQUAL(b1->grid[1], 4);
+    CU_ASSERT_EQUAL(b1->block[0], 256);
     CU_ASSERT_EQUAL(b1->ip[GR_LIN_VEC], 1);
+    CU_ASSERT_EQUAL(b1->ip[GR_LIN_FLAGS], GR_LIN_F_PRE); /* weights: inputs no op writes */
+    CU_ASSERT_EQUAL(op_named(f32, "bot.1")->ip[GR_LIN_FLAGS], GR_LIN_F_PRE | GR_LIN_F_TF32);
+    CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_BN], 16);
+    CU_ASSERT_EQUAL(op_named(f, "top.0")->grid[0], 32);
+    CU_ASSERT_EQUAL(op_named(f, "top.1")->grid[0] * op_named(f, "top.1")->grid[1], 128);
     CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_VEC], 0); /* K = 13 */
-    const gr_op *it = op_named(f, "interaction");
-    CU_ASSERT_DOUBLE_EQUAL(it->flops, 2.0 * 128 * 351 * 16, 0);
+    CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_BN], 16);
+    CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_BN], 8); /* N = 1 */
+    /* the interaction: fused with the lookups (fused) or alone (fused_tbe) */
+    const gr_op *it = op_named(f, "interaction"), *it2 = op_named(ft, "interaction");
+    CU_ASSERT_STRING_EQUAL(it->kernel->name, "embedding_interaction");
+    CU_ASSERT_STRING_EQUAL(it2->kernel->name, "dot_interaction");
+    CU_ASSERT_DOUBLE_EQUAL(it2->flops, 2.0 * 128 * 351 * 16, 0);
+    CU_ASSERT_DOUBLE_EQUAL(it->flops, 2.0 * 128 * 351 * 16 + 128.0 * 26 * 16, 0);
     CU_ASSERT_EQUAL(it->grid[0], 128);
+    CU_ASSERT_EQUAL(it2->grid[0], 128);
+    CU_ASSERT_EQUAL(it->ip[GR_EI_PRE], 1);
+    CU_ASSERT_EQUAL(it->ip[GR_EI_P], 351);
+    CU_ASSERT_EQUAL(it->smem, 27 * 17 * sizeof(float));
+    /* it moves what TBE and dot_interaction move, less E's round trip */
+    CU_ASSERT_DOUBLE_EQUAL(it->bytes_read, tbe->bytes_read + it2->bytes_read - tbe->bytes_written, 0);
+    CU_ASSERT_DOUBLE_EQUAL(it->bytes_written, it2->bytes_written, 0);
     CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_ACT], GR_DLRM_ACT_SIGMOID);
-    /* fusion removes HBM round trips */
+    /* fusion removes HBM round trips: E is one fewer */
     CU_ASSERT_TRUE(f->intermediates < u->intermediates);
-    CU_ASSERT_TRUE(f->bytes_read + f->bytes_written < u->bytes_read + u->bytes_written);
+    CU_ASSERT_EQUAL(f->intermediates + 1, ft->intermediates);
+    CU_ASSERT_TRUE(f->bytes_read + f->bytes_written < ft->bytes_read + ft->bytes_written);
+    CU_ASSERT_TRUE(ft->bytes_read + ft->bytes_written < u->bytes_read + u->bytes_written);
+    /* fused_tf32 checks at its own, looser tolerances; the others at the workload's 1e-4 */
+    CU_ASSERT_DOUBLE_EQUAL(f->bufs[bidx(f, "y")].rtol, 1e-4, 0);
+    CU_ASSERT_DOUBLE_EQUAL(f32->bufs[bidx(f32, "bot")].rtol, 1e-2, 0);
+    CU_ASSERT_DOUBLE_EQUAL(f32->bufs[bidx(f32, "R")].rtol, 1e-2, 0);
+    CU_ASSERT_DOUBLE_EQUAL(f32->bufs[bidx(f32, "y")].rtol, 5e-3, 0);
     gr_plan_destroy(u);
     gr_plan_destroy(f);
+    gr_plan_destroy(ft);
     gr_plan_destroy(f2);
+    gr_plan_destroy(f32);
     /* B = 2048: auto takes cuBLASLt for the ReLU layers, the sigmoid layer stays SIMT */
-    f = dlrm("fused", "B=2048", NULL, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    CU_ASSERT_EQUAL(f->library_ops, 6);
-    CU_ASSERT_EQUAL(op_named(f, "bot.1")->launches, -1);
-    CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
-    CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 132 * 8);
-    gr_plan_destroy(f);
+    const char *vs[] = {"fused", "fused_tf32"};
+    for (int v = 0; v < 2; v++) {
+        f = dlrm(vs[v], "B=2048", NULL, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT_EQUAL(f->library_ops, 6);
+        CU_ASSERT_EQUAL(op_named(f, "bot.1")->launches, -1);
+        CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32, v ? GR_LIN_F_TF32 : 0);
+        CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+        CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 132 * 8);
+        gr_plan_destroy(f);
+    }
     f = dlrm("fused", "B=2048", "linear_impl=simt", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(f->library_ops, 0);
@@ -388,15 +591,36 @@ static void test_dlrm_accounting(void) {
     CU_ASSERT_EQUAL(f->library_ops, 6);
     gr_plan_destroy(f);
     /* multi-hot bags: bytes scale with bag */
-    f = dlrm("fused", "bag=4", NULL, NULL);
+    f = dlrm("fused_tbe", "bag=4", NULL, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_DOUBLE_EQUAL(op_named(f, "tbe")->bytes_read, 26.0 * 128 * 4 * 4 + 128.0 * 26 * 4 * 16 * 4, 0);
     gr_plan_destroy(f);
+    f = dlrm("fused", "bag=4", NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_DOUBLE_EQUAL(op_named(f, "interaction")->bytes_read,
+                           26.0 * 128 * 4 * 4 + 128.0 * 26 * 4 * 16 * 4 + 128.0 * 16 * 4, 0);
+    CU_ASSERT_EQUAL(op_named(f, "interaction")->ip[GR_EI_BAG], 4);
+    gr_plan_destroy(f);
 }
 
-/* An independent forward pass from the host buffers (double throughout). */
+/* v rounded to TF32 (10 explicit mantissa bits): mode 1 to nearest (even), mode 2 toward zero
+ * (truncation: what a tensor core does with fp32 bits it is handed unconverted); mode 0: v. */
+static double tf32_round(double v, int mode) {
+    if (!mode) return v;
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    if (mode == 1) u += 0xFFFu + ((u >> 13) & 1u);
+    u &= 0xFFFFE000u;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+/* An independent forward pass from the host buffers (double throughout). With tf32 (a
+ * tf32_round mode), the operands of the six ReLU layers (the ones cuBLASLt may run in TF32)
+ * are rounded first and the activations stored as fp32, as the device does. */
 static void naive_forward(const gr_plan *p, const gr_hoststate *hs, int64_t B, int64_t D, int64_t bag,
-                          double *y, double *R) {
+                          double *y, double *R, int tf32) {
     static const int bot_dims[] = {13, 512, 256, 64, 0}, top_dims[] = {0, 512, 256, 1};
     const int64_t P = 351, RC = D + P;
     double *h = malloc(1024 * sizeof(double)), *h2 = malloc(1024 * sizeof(double));
@@ -413,8 +637,9 @@ static void naive_forward(const gr_plan *p, const gr_hoststate *hs, int64_t B, i
             const float *W = hbuf(p, hs, wn), *bb = hbuf(p, hs, bn);
             for (int o = 0; o < outd; o++) {
                 double s = bb[o];
-                for (int k = 0; k < in; k++) s += W[o * in + k] * h[k];
+                for (int k = 0; k < in; k++) s += tf32_round(W[o * in + k], tf32) * tf32_round(h[k], tf32);
                 h2[o] = s > 0 ? s : 0;
+                if (tf32) h2[o] = (float)h2[o];
             }
             memcpy(h, h2, (size_t)outd * sizeof(double));
             in = outd;
@@ -437,7 +662,7 @@ static void naive_forward(const gr_plan *p, const gr_hoststate *hs, int64_t B, i
             for (int j = 0; j < i; j++) {
                 double s = 0;
                 for (int k = 0; k < D; k++) s += feat[i][k] * feat[j][k];
-                r[q++] = s;
+                r[q++] = tf32 ? (double)(float)s : s;
             }
         for (int k = 0; k < RC; k++) h[k] = r[k];
         in = (int)RC;
@@ -447,10 +672,12 @@ static void naive_forward(const gr_plan *p, const gr_hoststate *hs, int64_t B, i
             snprintf(wn, sizeof(wn), "top.%d.w", l);
             snprintf(bn, sizeof(bn), "top.%d.b", l);
             const float *W = hbuf(p, hs, wn), *bb = hbuf(p, hs, bn);
+            int m = l == 2 ? 0 : tf32; /* the sigmoid layer is always the fp32 SIMT kernel */
             for (int o = 0; o < outd; o++) {
                 double s = bb[o];
-                for (int k = 0; k < in; k++) s += W[o * in + k] * h[k];
+                for (int k = 0; k < in; k++) s += tf32_round(W[o * in + k], m) * tf32_round(h[k], m);
                 h2[o] = l == 2 ? 1 / (1 + exp(-s)) : (s > 0 ? s : 0);
+                if (tf32) h2[o] = (float)h2[o];
             }
             memcpy(h, h2, (size_t)outd * sizeof(double));
             in = outd;
@@ -479,13 +706,15 @@ static double rel_l2f(const float *a, const float *b, int64_t n) {
     return sqrt(num / (den > 0 ? den : 1));
 }
 
+#define NVAR 5
+static const char *const all_variants[NVAR] = {"unfused", "fused", "fused_tbe", "fused_2stream", "fused_tf32"};
+
 static void whole_model(const char *bset, const char *bagset, int64_t B, int64_t bag) {
-    const char *variants[] = {"unfused", "fused", "fused_2stream"};
-    gr_plan *p[3];
-    gr_hoststate *hs[3];
+    gr_plan *p[NVAR];
+    gr_hoststate *hs[NVAR];
     gr_error e;
-    for (int v = 0; v < 3; v++) {
-        p[v] = dlrm(variants[v], bset, "rows_cap=50", bagset);
+    for (int v = 0; v < NVAR; v++) {
+        p[v] = dlrm(all_variants[v], bset, "rows_cap=50", bagset);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p[v]);
         gr_error_clear(&e);
         CU_ASSERT_EQUAL_FATAL(gr_hoststate_create(p[v], &hs[v], &e), GR_OK);
@@ -493,10 +722,10 @@ static void whole_model(const char *bset, const char *bagset, int64_t B, int64_t
         CU_ASSERT_EQUAL_FATAL(gr_reference_step(p[v], hs[v], &e), GR_OK);
     }
     double *y = malloc((size_t)B * sizeof(double)), *R = malloc((size_t)B * 367 * sizeof(double));
-    naive_forward(p[1], hs[1], B, 16, bag, y, R);
-    for (int v = 0; v < 3; v++) {
+    naive_forward(p[1], hs[1], B, 16, bag, y, R, 0);
+    for (int v = 0; v < NVAR; v++) {
         double ey = rel_l2(hbuf(p[v], hs[v], "y"), y, B), eR = rel_l2(hbuf(p[v], hs[v], "R"), R, B * 367);
-        if (ey > 1e-6 || eR > 1e-6) fprintf(stderr, "\n    %s: y rel %.2e R rel %.2e", variants[v], ey, eR);
+        if (ey > 1e-6 || eR > 1e-6) fprintf(stderr, "\n    %s: y rel %.2e R rel %.2e", all_variants[v], ey, eR);
         CU_ASSERT_TRUE(ey < 1e-6);
         CU_ASSERT_TRUE(eR < 1e-6);
         /* the outputs are not degenerate: y spreads over (0, 1) */
@@ -509,15 +738,21 @@ static void whole_model(const char *bset, const char *bagset, int64_t B, int64_t
         CU_ASSERT_TRUE(lo > 0.0f && hi < 1.0f);
         if (B > 4) CU_ASSERT_TRUE(hi - lo > 0.05f);
     }
-    /* variants agree with each other far inside the workload's 1e-4 */
+    /* the variants agree with each other far inside the workload's 1e-4; the fused ones (the
+     * same references in another grouping: the lookup inside the interaction or not, on one
+     * stream or two, TF32 allowed or not) bit for bit */
     const char *outs[] = {"bot", "R", "y"};
     for (int o = 0; o < 3; o++) {
         int64_t n = p[0]->bufs[bidx(p[0], outs[o])].numel;
         CU_ASSERT_TRUE(rel_l2f(hbuf(p[1], hs[1], outs[o]), hbuf(p[0], hs[0], outs[o]), n) < 1e-6);
-        CU_ASSERT_EQUAL(memcmp(hbuf(p[1], hs[1], outs[o]), hbuf(p[2], hs[2], outs[o]), (size_t)n * 4), 0);
+        for (int v = 2; v < NVAR; v++) {
+            int same = !memcmp(hbuf(p[1], hs[1], outs[o]), hbuf(p[v], hs[v], outs[o]), (size_t)n * 4);
+            if (!same) fprintf(stderr, "\n    %s: %s differs from fused", all_variants[v], outs[o]);
+            CU_ASSERT_TRUE(same);
+        }
     }
-    /* the unfused E pieces equal the fused TBE output */
-    const float *E = hbuf(p[1], hs[1], "E");
+    /* the unfused E pieces equal the TBE output */
+    const float *E = hbuf(p[2], hs[2], "E");
     for (int t = 0; t < 26; t += 5) {
         char n[16];
         snprintf(n, sizeof(n), "ebag.%d", t);
@@ -526,7 +761,7 @@ static void whole_model(const char *bset, const char *bagset, int64_t B, int64_t
     }
     free(y);
     free(R);
-    for (int v = 0; v < 3; v++) {
+    for (int v = 0; v < NVAR; v++) {
         gr_hoststate_destroy(hs[v]);
         gr_plan_destroy(p[v]);
     }
@@ -537,13 +772,68 @@ static void test_whole_model_reference(void) {
     whole_model("B=3", "bag=3", 3, 3);
 }
 
+/* fused_tf32's tolerances against TF32 emulated on the CPU over the whole model (the six ReLU
+ * layers' operands rounded, as cuBLASLt's TF32 kernels do): each tolerance must hold the
+ * truncating rounding with room to spare (2x), must not be a blanket (at most 20x), and the
+ * fp32 variants' 1e-4 must not hold TF32 (or a separate tolerance would not be needed). */
+static void test_tf32_tolerances(void) {
+    const int64_t B = 64, D = 16, RC = 367;
+    gr_plan *p = dlrm("fused_tf32", "B=64", "rows_cap=1000", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gr_error e;
+    gr_error_clear(&e);
+    gr_hoststate *hs = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_hoststate_create(p, &hs, &e), GR_OK);
+    CU_ASSERT_EQUAL_FATAL(gr_hoststate_fill(hs, &e), GR_OK);
+    double *y[3], *R[3], *bot[3];
+    for (int m = 0; m < 3; m++) {
+        y[m] = malloc((size_t)B * sizeof(double));
+        R[m] = malloc((size_t)(B * RC) * sizeof(double));
+        bot[m] = malloc((size_t)(B * D) * sizeof(double));
+        naive_forward(p, hs, B, D, 1, y[m], R[m], m);
+        for (int64_t b = 0; b < B; b++) memcpy(bot[m] + b * D, R[m] + b * RC, (size_t)D * sizeof(double));
+    }
+    const char *names[3] = {"bot", "R", "y"};
+    double *const *outs[3] = {bot, R, y};
+    const int64_t n[3] = {B * D, B * RC, B};
+    for (int o = 0; o < 3; o++) {
+        double err[3] = {0, 0, 0}, den = 0;
+        for (int64_t i = 0; i < n[o]; i++) den += outs[o][0][i] * outs[o][0][i];
+        for (int m = 1; m < 3; m++) {
+            for (int64_t i = 0; i < n[o]; i++) {
+                double d = outs[o][m][i] - outs[o][0][i];
+                err[m] += d * d;
+            }
+            err[m] = sqrt(err[m] / den);
+        }
+        double rtol = p->bufs[bidx(p, names[o])].rtol;
+        printf("\n    %s: TF32 emulated rel L2 %.1e (to nearest), %.1e (truncation); rtol %.0e", names[o],
+               err[1], err[2], rtol);
+        CU_ASSERT_TRUE(err[1] > 0 && err[2] > err[1]);
+        CU_ASSERT_TRUE(rtol >= 2 * err[2]);
+        CU_ASSERT_TRUE(rtol <= 20 * err[2]);
+        CU_ASSERT_TRUE(err[1] > 1e-4);
+    }
+    for (int m = 0; m < 3; m++) {
+        free(y[m]);
+        free(R[m]);
+        free(bot[m]);
+    }
+    gr_hoststate_destroy(hs);
+    gr_plan_destroy(p);
+}
+
 static CU_TestInfo dlrm_tests[] = {{"registry names", test_registry_names},
                                    {"tril pair mapping", test_tril_pairs},
                                    {"embedding references", test_embedding_reference},
                                    {"bias/sigmoid/concat/tril/interaction/linear references", test_small_kernel_references},
+                                   {"embedding_interaction reference", test_emb_interaction_reference},
+                                   {"PDL prefetch flags", test_pdl_prefetch_flags},
+                                   {"linear tile width", test_linear_tile_width},
                                    {"check errors name the op", test_check_errors},
                                    {"dlrm_small accounting and impl choice", test_dlrm_accounting},
                                    {"whole model reference vs naive forward", test_whole_model_reference},
+                                   {"fused_tf32 tolerances vs emulated TF32", test_tf32_tolerances},
                                    CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_dlrm_suites[] = {{"dlrm", dlrm_tests, 0}, {NULL, NULL, 0}};

@@ -1,9 +1,12 @@
 # DLRM targets (issue #4): dlrm_small at B = 128 (graph-fused <= 40 us per batch) and B = 2048
-# (graph-fused <= 60 us). One run per size gives all five numbers: eager-unfused, eager-fused,
-# graph-unfused, graph-fused, graph-fused_2stream (eager-fused_2stream too). Around them: the
-# same with --pdl, the fused Linear layers forced to the other impl (simt vs cuBLASLt) to check
-# the auto choice, and real Criteo rows (--input) when the checkout has the sample. Sourced by
-# bench/run.sh; `one LABEL graphrun-args...` runs and summarises.
+# (graph-fused <= 60 us). One run per size gives every variant, eager and graph: unfused,
+# fused (8 kernels: the lookups inside the interaction), fused_tbe (9 kernels, one chain) and
+# fused_2stream (the same 9 with TBE on a parallel branch: read the overlap off these two), and
+# fused_tf32 (TF32 tensor cores where cuBLASLt runs the layers, B > 256; its own tolerances).
+# Around them: the same with --pdl, the fused Linear layers forced to the other impl (simt vs
+# cuBLASLt) to check the auto choice, and real Criteo rows (--input) when the checkout has the
+# sample. docs/dlrm_small.md says what each number was predicted to be. Sourced by bench/run.sh;
+# `one LABEL graphrun-args...` runs and summarises.
 bench_dlrm() {
     one dlrm_b128 run workloads/dlrm_small.json --set B=128 --iters 5000 --batches 40 --quiet
     one dlrm_b2048 run workloads/dlrm_small.json --set B=2048 --iters 2000 --batches 40 --quiet
