@@ -118,11 +118,13 @@ static void smem_caps(const gr_target *t, size_t *per_block, size_t *per_sm) {
     }
 }
 
-/* Launch geometry of the fused GEMV kernels (see decode_gemv.cu): batch tile BT (a power of two
- * <= 8 whose activation tile fits in shared memory), tiles, 1-2 blocks per SM, and the team size
- * TW: the fewest warps per task that leave at most 1/16 of the grid's teams without a task.
- * Fewer, longer tasks per team mean fewer reduction/epilogue phases between weight loads; a
- * few idle teams cost less than a second round of tasks. */
+/* Launch geometry of the fused GEMV kernels (see decode_gemv.cu), B <= GR_DEC_GEMV_MAX_B: batch
+ * tile BT (a power of two <= 8 whose activation tile fits in shared memory; more than one tile
+ * only when fp32 rows of a large K do not fit 8 at a time), 1-2 blocks of 256 threads per SM
+ * (shared memory, and GR_DEC_BLOCKS_PER_SM for the registers), and the team size TW: the fewest
+ * warps per task that leave at most 1/16 of the grid's teams without a task. Fewer, longer
+ * tasks per team mean fewer reduction/epilogue phases; a few idle teams cost less than a second
+ * round of tasks. */
 static gr_status gemv_geometry(gr_op *op, const gr_plan *plan, int is_down, int64_t B, int64_t K,
                                int64_t N, int64_t rank, int esize, const char *kdim,
                                gr_error *err) {
@@ -145,6 +147,7 @@ static gr_status gemv_geometry(gr_op *op, const gr_plan *plan, int is_down, int6
                             plan->target.name, plan->target.cc_major, plan->target.cc_minor,
                             (double)per_block / 1024.0, kdim);
     int bps = (l.total + 1024u) * 2u <= per_sm ? 2 : 1;
+    if (bps > GR_DEC_BLOCKS_PER_SM(bt)) bps = GR_DEC_BLOCKS_PER_SM(bt);
     int64_t tiles = (B + bt - 1) / bt;
     int64_t target_blocks = (int64_t)(plan->target.sm_count > 0 ? plan->target.sm_count : 1) * bps;
     int64_t bpt = target_blocks / tiles;
@@ -167,6 +170,47 @@ static gr_status gemv_geometry(gr_op *op, const gr_plan *plan, int is_down, int6
     op->ip[GR_DEC_TW] = tw;
     op->ip[GR_DEC_TILES] = tiles;
     return GR_OK;
+}
+
+/* B > GR_DEC_GEMV_MAX_B: the main product through cuBLAS (fp32 into the op's scratch), then one
+ * epilogue kernel with a block per (tile of GR_DEC_EPI_THREADS outputs, batch row). The launch
+ * dims are the epilogue's; cuBLAS picks its own, so the op's launch count is the library's. The
+ * scratch is written by the GEMMs and read back by the epilogue: counted as HBM traffic. */
+static gr_status blas_geometry(gr_op *op, int is_down, int64_t B, int64_t K, int64_t N,
+                               int64_t rank, int esize, gr_error *err) {
+    size_t smem =
+        (size_t)(is_down ? rank + 2 * GR_DEC_EPI_THREADS : 2 * rank + GR_DEC_EPI_THREADS) *
+        sizeof(float);
+    if (smem > 48u * 1024u || B > 65535)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": r = %lld or B = %lld is too large for the cuBLAS path "
+                            "(B > %d); use r <= 6000 and B <= 65535",
+                            op->kernel->name, (long long)rank, (long long)B, GR_DEC_GEMV_MAX_B);
+    op->ip[GR_DEC_FLAGS] |= GR_DEC_F_BLAS;
+    op->ip[GR_DEC_BT] = 0;
+    op->ip[GR_DEC_TW] = 0;
+    op->ip[GR_DEC_TILES] = 0;
+    op->grid[0] = (unsigned)((N + GR_DEC_EPI_THREADS - 1) / GR_DEC_EPI_THREADS);
+    op->grid[1] = (unsigned)B;
+    op->grid[2] = 1;
+    op->block[0] = GR_DEC_EPI_THREADS;
+    op->block[1] = op->block[2] = 1;
+    op->smem = smem;
+    op->launches = -1;
+    /* the scratch's parts without their 16-byte alignment padding */
+    double scratch = is_down ? (double)B * (double)N * 4.0
+                             : (double)B * (double)K * esize + 2.0 * (double)B * (double)N * 4.0;
+    op->bytes_read += scratch;
+    op->bytes_written += scratch;
+    return GR_OK;
+}
+
+/* The GEMV kernels for B <= GR_DEC_GEMV_MAX_B, cuBLAS above. Call after the byte accounting. */
+static gr_status fused_geometry(gr_op *op, const gr_plan *plan, int is_down, int64_t B, int64_t K,
+                                int64_t N, int64_t rank, int esize, const char *kdim,
+                                gr_error *err) {
+    if (B > GR_DEC_GEMV_MAX_B) return blas_geometry(op, is_down, B, K, N, rank, esize, err);
+    return gemv_geometry(op, plan, is_down, B, K, N, rank, esize, kdim, err);
 }
 
 /* ---------- fused kernels: checks ---------- */
@@ -280,6 +324,7 @@ static gr_status check_gate_up(gr_op *op, const gr_plan *plan, gr_error *err) {
     }
     int vec = (int)(16 / gr_dtype_size(x->dtype));
     if (need_multiple(op, "d", d, vec, x->dtype, err) != GR_OK) st = GR_ERR_INPUT;
+    if (need_multiple(op, "f", f, vec, x->dtype, err) != GR_OK) st = GR_ERR_INPUT;
     if (need_multiple(op, "r", r, vec, x->dtype, err) != GR_OK) st = GR_ERR_INPUT;
     if (need_no_alias(op, plan, -1, -1, err) != GR_OK) st = GR_ERR_INPUT;
     if (f > 0x3fffffffLL || d > 0x3fffffffLL)
@@ -296,14 +341,13 @@ static gr_status check_gate_up(gr_op *op, const gr_plan *plan, gr_error *err) {
     if (!(op->fp[1] >= 0))
         return gr_error_set(err, GR_ERR_INPUT, op->path, "kernel \"%s\": eps = %g must be >= 0",
                             op->kernel->name, op->fp[1]);
-    GR_TRY(gemv_geometry(op, plan, 0, B, d, f, r, (int)gr_dtype_size(x->dtype), "d", err));
     op->bytes_read = gr_bytes_in(op, plan);
     op->bytes_written = gr_bytes_out(op, plan);
     /* per batch row: 2 projections x (W: 2fd + B_lora: 2fr), A_down act: 2rf, silu*mul ~6f */
     op->flops = (double)B * (4.0 * (double)f * (double)d + 4.0 * (double)f * (double)r +
                              2.0 * (double)r * (double)f + 6.0 * (double)f);
     op->launches = 1;
-    return GR_OK;
+    return fused_geometry(op, plan, 0, B, d, f, r, (int)gr_dtype_size(x->dtype), "d", err);
 }
 
 /* decode_down: inputs x [B, d], act [B, f], W_down [d, f], B_down [d, r], tdown [r, B], and for
@@ -374,6 +418,7 @@ static gr_status check_down(gr_op *op, const gr_plan *plan, gr_error *err) {
                          "[r, B]", r, B, err) != GR_OK)
         st = GR_ERR_INPUT;
     int vec = (int)(16 / gr_dtype_size(x->dtype));
+    if (need_multiple(op, "d", d, vec, x->dtype, err) != GR_OK) st = GR_ERR_INPUT;
     if (need_multiple(op, "f", f, vec, x->dtype, err) != GR_OK) st = GR_ERR_INPUT;
     if (need_multiple(op, "r", r, vec, x->dtype, err) != GR_OK) st = GR_ERR_INPUT;
     if (need_no_alias(op, plan, 0, 0, err) != GR_OK) st = GR_ERR_INPUT;
@@ -387,13 +432,12 @@ static gr_status check_down(gr_op *op, const gr_plan *plan, gr_error *err) {
     op->ip[GR_DEC_RANK] = r;
     op->ip[GR_DEC_FLAGS] = (next ? GR_DEC_F_NEXT : 0) | (zero ? GR_DEC_F_ZERO : 0);
     op->fp[0] = gr_op_attr_num(op, "scale", 1.0);
-    GR_TRY(gemv_geometry(op, plan, 1, B, f, d, r, (int)gr_dtype_size(x->dtype), "f", err));
     op->bytes_read = gr_bytes_in(op, plan);
     op->bytes_written = gr_bytes_out(op, plan);
     op->flops = (double)B * (2.0 * (double)d * (double)f + 2.0 * (double)d * (double)r + (double)d +
                              (next ? 2.0 * (2.0 * (double)r + 1.0) * (double)d : 0.0));
     op->launches = 1;
-    return GR_OK;
+    return fused_geometry(op, plan, 1, B, f, d, r, (int)gr_dtype_size(x->dtype), "f", err);
 }
 
 /* ---------- fused kernels: CPU references (double accumulation) ---------- */
@@ -896,7 +940,7 @@ static const gr_kernel_def k_gate_up = {
     "decode_gate_up",
     "fused gate/up projections of a LoRA MLP at decode: act = silu(g) * u, g = rstd (W_gate (x "
     "w_norm) + scale B_gate tin_g), u likewise; tdown += A_down act. Weight-streaming GEMV "
-    "(16-byte loads); batch tiles of up to 8 rows",
+    "(16-byte loads) for B <= 8; above, cuBLAS for W x with LoRA and epilogue in a small kernel",
     "x [B, d], w_norm [d], ssq [B], tin [2r, B], W_gate [f, d], W_up [f, d], B_gate [f, r], "
     "B_up [f, r], A_down [r, f]",
     "act [B, f], tdown [r, B] fp32 (accumulated: zero it first), optional ssq_next [B] and "
@@ -907,12 +951,12 @@ static const gr_kernel_def k_gate_up = {
     4,
     gate_up_attrs,
     2,
-    GR_KF_PDL,
+    GR_KF_PDL | GR_KF_LIBRARY,
     check_gate_up,
     gr_launch_decode_gate_up,
     ref_gate_up,
     gr_setup_decode_gemv,
-    NULL};
+    gr_teardown_decode_gemv};
 static const gr_kernel_def k_down = {
     "decode_down",
     "fused down projection of a LoRA MLP at decode: x += W_down act + scale B_down tdown; with "
@@ -927,12 +971,12 @@ static const gr_kernel_def k_down = {
     4,
     down_attrs,
     1,
-    GR_KF_INPLACE | GR_KF_PDL,
+    GR_KF_INPLACE | GR_KF_PDL | GR_KF_LIBRARY,
     check_down,
     gr_launch_decode_down,
     ref_down,
     gr_setup_decode_gemv,
-    NULL};
+    gr_teardown_decode_gemv};
 
 const gr_kernel_def *const gr_decode_kernels[] = {&k_square,       &k_rsqrt_eps, &k_scale_add,
                                                   &k_mean_lastdim, &k_mul_bcast, &k_norm_stats,

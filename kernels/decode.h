@@ -41,16 +41,30 @@ enum {
 };
 enum {
     GR_DEC_F_NEXT = 1u << 0, /* down: accumulate the next layer's norm statistics */
-    GR_DEC_F_ZERO = 1u << 1  /* zero the accumulators named as extra outputs */
+    GR_DEC_F_ZERO = 1u << 1, /* zero the accumulators named as extra outputs */
+    GR_DEC_F_BLAS = 1u << 2  /* B > GR_DEC_GEMV_MAX_B: the main product through cuBLAS into fp32
+                                scratch, LoRA and epilogues in a small kernel (decode_gemv.cu) */
 };
+/* The weight-streaming GEMV kernels serve batches up to this size; larger batches use cuBLAS for
+ * the main product (the GEMV would re-read the weights once per batch tile of 8 rows; a GEMM
+ * reads them once). */
+#define GR_DEC_GEMV_MAX_B 8
+/* Most blocks of 256 threads of the fused GEMV kernels per SM that their registers allow (their
+ * launch bounds): at a batch tile of 8 they use up to 255 registers per thread (one block), below
+ * at most 128 (two). The check may pick fewer when shared memory is short. */
+#define GR_DEC_BLOCKS_PER_SM(bt) ((bt) >= 8 ? 1 : 2)
+/* Block size of the cuBLAS-path epilogue kernels (one thread per output element of a row). */
+#define GR_DEC_EPI_THREADS 128
 /* op->fp[0] = LoRA scale (alpha / r), op->fp[1] = RMSNorm eps */
 
 gr_status gr_launch_decode_norm_stats(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_launch_decode_gate_up(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_launch_decode_down(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
-/* setup(): raise the kernels' dynamic shared memory limit before any capture. */
+/* setup(): raise the kernels' dynamic shared memory limit before any capture; on the cuBLAS path
+ * (GR_DEC_F_BLAS) also allocate the op's fp32 scratch, freed by teardown(). */
 gr_status gr_setup_decode_gemv(const gr_op *op, const gr_launch_ctx *ctx, void **state,
                                gr_error *err);
+void gr_teardown_decode_gemv(void *state);
 
 /* Shared-memory layout of one block of the fused GEMV kernels (byte offsets, 16-byte
  * aligned), shared by the check (which picks the batch tile so that it fits) and the kernels.
@@ -92,6 +106,33 @@ GR_DEC_HD gr_dec_layout gr_dec_smem_layout(int is_down, int bt, long long K, lon
     o += gr_dec_align16((is_down ? 2u * (size_t)rank + 1u : (size_t)rank) * bts * 4u);
     l.total = o;
     return l;
+}
+
+/* Scratch of the cuBLAS path (written by the GEMMs, read back by the epilogue kernel): gate_up
+ * stores x * w_norm in the weight dtype [B, d] (the GEMM's A operand) and the two fp32 products
+ * [B, f]; down one fp32 product [B, d]. K, N as in op->ip. Byte offsets of each part: */
+typedef struct gr_dec_scratch {
+    size_t xw, g, u, y, total;
+} gr_dec_scratch;
+
+GR_DEC_HD gr_dec_scratch gr_dec_scratch_layout(int is_down, long long B, long long K, long long N,
+                                               int esize) {
+    gr_dec_scratch s;
+    size_t o = 0;
+    s.xw = s.g = s.u = s.y = 0;
+    if (is_down) {
+        s.y = o;
+        o += gr_dec_align16((size_t)B * (size_t)N * 4u);
+    } else {
+        s.xw = o;
+        o += gr_dec_align16((size_t)B * (size_t)K * (size_t)esize);
+        s.g = o;
+        o += gr_dec_align16((size_t)B * (size_t)N * 4u);
+        s.u = o;
+        o += gr_dec_align16((size_t)B * (size_t)N * 4u);
+    }
+    s.total = o;
+    return s;
 }
 
 extern const gr_kernel_def *const gr_decode_kernels[];

@@ -9,30 +9,43 @@
 //            product: A (x*w*rstd) = rstd * A (x*w).
 // Napkin math, bf16, B = 1, d = 2048, f = 8192: gate_up streams 2 x 32 MiB of weights and does
 // 2 flops per weight element per batch row; down streams 32 MiB. At B <= 8 that is <= 16 flops
-// per 2-byte weight: memory-bound by far, so the kernels are built to keep HBM busy:
-//   - weights are read once with 16-byte ld.global.nc.L1::no_allocate loads, 4 rows x U chunks
-//     (8 to 16 loads) in flight per thread before the first use;
+// per 2-byte weight: memory-bound by far (at ~4.3 TB/s: 15.6 us + 7.8 us per layer), so the
+// kernels are built to keep HBM busy from their first instruction to their last:
+//   - weights are read once with 16-byte ld.global.nc.L1::no_allocate loads through a rolling
+//     register pipeline: each lane keeps P steps of 4 rows x 16 bytes in flight (P = 4: 16 loads,
+//     256 bytes per lane, 128 KB per SM), issuing one step for every step it consumes, across
+//     task boundaries, so the loads of the next task are in flight during this task's reduction
+//     and epilogue (the old kernels issued a batch, waited for all of it, computed, repeated);
+//   - the first P steps are issued at kernel entry, before griddepcontrol.wait and before the
+//     activations are staged: weights depend on nothing, so HBM starts streaming while the
+//     block waits for the previous kernel and stages its activations from L2;
 //   - the activations of a batch tile (BT <= 8 rows) sit in shared memory (fp32 x*w_norm for
 //     gate_up; act in the weight dtype for down), read as 16-byte vectors without bank conflicts;
-//   - each task (4 output rows) is computed by a team of TW warps splitting K, fp32 partial sums
-//     reduced with warp shuffles and a small shared buffer; epilogues (silu*mul, LoRA, residual,
-//     next-layer statistics) run on the reduced values;
-//   - the grid is 1-2 blocks per SM and blocks loop over tasks, so the per-block setup (staging
-//     the activations) is paid once per block, not per row;
-//   - before the dependency wait each thread prefetches its first weight chunks into L2, which
-//     overlaps the staging, and with programmatic dependent launch (--pdl) the previous
-//     kernel's tail.
-// B > 8: batch tiles of 8 run as separate blocks (blockIdx.x % tiles) that visit the same rows at
-// about the same time, so the re-reads of a weight row mostly hit L2; correct for any B, fast for
-// B <= 8.
+//   - a task is 4 output rows; a team of TW warps splits its K dim. The warp's partial sums are
+//     reduced with a butterfly reduce-scatter (4 BT + 4 - log2(4 BT) shuffles instead of
+//     20 BT); teams of one warp need no barrier at all, larger teams a named barrier of their
+//     own (bar.sync team+1), never a block-wide one inside the task loop;
+//   - per-lane running sums (A_down act, the next layer's statistics) stay in registers across
+//     a team's tasks and meet in shared memory once, at the end; each block then adds its
+//     partials to the global accumulators with one vector atomic (float4 / float2 on sm_90) per
+//     statistic and batch tile where B allows (the old kernels issued one scalar atomic per
+//     value and block: at B = 4 the statistics' 34 K same-line atomics per kernel cost ~3 us);
+//   - the grid is 1-2 blocks of 256 threads per SM; teams are numbered across blocks first, so
+//     a task count that is not a multiple of the team count spreads over all SMs.
+// B > GR_DEC_GEMV_MAX_B (8): the GEMV would re-read every weight once per batch tile; instead the
+// main products go through cublasGemmEx (fp32 output in the op's scratch) and small kernels do
+// x * w_norm before and the LoRA terms, silu * u, residual and statistics after.
+#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "core/cuda_check.h"
 #include "core/dtype.h"
 #include "kernels/decode.h"
+#include "kernels/gemm.h"
 #include "kernels/launch.cuh"
 
 namespace {
@@ -40,16 +53,20 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRows = 4; // output rows per task (gate_up: 2 gate + 2 up rows)
+constexpr unsigned kFull = 0xffffffffu;
 
-// Chunks in flight per row and thread: more when the batch tile (and so the accumulators) is
-// small, fewer when registers go to accumulators (kRows x BT of them).
-template <typename T, int BT, bool DOWN> constexpr int unroll_of() {
-    return BT <= (DOWN && sizeof(T) == 4 ? 1 : 2) ? 4 : 2;
-}
-// Whether the LoRA-B chunks are loaded into registers before the weight stream: where that fits
-// in 128 registers without spills (checked with -Xptxas -v).
-template <typename T, int BT, bool DOWN> constexpr bool lora_early() {
-    return BT <= 4 && !(DOWN && sizeof(T) == 4 && BT == 4);
+// Pipeline depth P: steps (kRows 16-byte loads each) in flight per lane. A block of 256 threads
+// keeps 256 x P x 64 bytes in flight; HBM needs ~40 KB per SM (4.3 TB/s x ~1.2 us / 132 SMs).
+// BT <= 4: 2 blocks per SM, so at most 128 registers per thread; P = 4 (128 KB per SM) fits
+// next to the 4 x BT accumulators and the unpacked chunk at BT = 1 and 2, P = 3 or 2 (96 or
+// 64 KB) at BT = 4 and for down at BT = 2 in 2-byte types (P = 4 spilled there). BT = 8: 32
+// accumulators and 8-float activation chunks do not fit 128 registers next to any useful P,
+// so one block per SM with up to 255 registers and P = 4 (64 KB per SM). -Xptxas -v: no
+// instance spills. GR_DEC_BLOCKS_PER_SM (decode.h) gives the check the same block count.
+template <typename T, int BT, bool DOWN> constexpr int depth_of() {
+    return BT == 1 || BT == 8 ? 4
+           : BT == 2          ? (DOWN && sizeof(T) == 2 ? 3 : 4)
+                              : (sizeof(T) == 4 ? 3 : 2);
 }
 
 template <typename T> __device__ __forceinline__ float to_f(T v);
@@ -101,6 +118,20 @@ template <> __device__ __forceinline__ void unpack16<__half>(const uint4 &v, flo
     f[0] = a.x, f[1] = a.y, f[2] = b.x, f[3] = b.y, f[4] = c.x, f[5] = c.y, f[6] = d.x, f[7] = d.y;
 }
 
+// Four consecutive elements (8 bytes for 2-byte types, 16 for fp32; p 8- or 16-byte aligned).
+template <typename T> __device__ __forceinline__ void load4(const T *p, float (&f)[4]) {
+    if (sizeof(T) == 4) {
+        const float4 v = *reinterpret_cast<const float4 *>(p);
+        f[0] = v.x, f[1] = v.y, f[2] = v.z, f[3] = v.w;
+    } else {
+        const uint2 v = *reinterpret_cast<const uint2 *>(p);
+        const T *h = reinterpret_cast<const T *>(&v);
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            f[i] = to_f(h[i]);
+    }
+}
+
 // Weights: read once per step (the layer's weights far exceed L2), so bypass L1. Not volatile:
 // the compiler may schedule these early; weights are never written during a step.
 __device__ __forceinline__ uint4 ld_stream(const void *p) {
@@ -113,6 +144,40 @@ __device__ __forceinline__ uint4 ld_stream(const void *p) {
 
 __device__ __forceinline__ void prefetch_l2(const void *p) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
+// A team of tw warps (team = warp / tw) synchronises on its own named barrier (1..8; 0 is
+// __syncthreads'), so teams never wait for each other inside the task loop. With a run-time
+// barrier id ptxas reserves all 16 barriers of the block ("used 16 barriers"); Hopper has 64
+// per SM (cuda_occupancy.h), so that caps residency at 4 blocks per SM, above the 2 we launch.
+__device__ __forceinline__ void team_sync(int team, int tw) {
+    if (tw == 1)
+        __syncwarp();
+    else
+        asm volatile("bar.sync %0, %1;" ::"r"(team + 1), "r"(tw * 32) : "memory");
+}
+
+// dst[0..n) += src[0..n) with fp32 atomics, 4 or 2 at a time where dst's alignment allows
+// (vector atomics: sm_90). The caller passes vec = 4 when B and the tile start are multiples of
+// 4 (dst 16-byte aligned), 2 likewise, else 1.
+__device__ __forceinline__ void red_add(float *dst, const float *src, int n, int vec) {
+    int i = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (vec == 4)
+        for (; i + 4 <= n; i += 4)
+            atomicAdd(reinterpret_cast<float4 *>(dst + i),
+                      make_float4(src[i], src[i + 1], src[i + 2], src[i + 3]));
+    if (vec >= 2)
+        for (; i + 2 <= n; i += 2)
+            atomicAdd(reinterpret_cast<float2 *>(dst + i), make_float2(src[i], src[i + 1]));
+#else
+    (void)vec;
+#endif
+    for (; i < n; i++)
+        atomicAdd(dst + i, src[i]);
+}
+__device__ __forceinline__ int red_vec(int B, int b0) {
+    return (B % 4 == 0 && b0 % 4 == 0) ? 4 : (B % 2 == 0 && b0 % 2 == 0) ? 2 : 1;
 }
 
 // Activation chunk c (VEC elements) of tile row b from shared memory, as floats.
@@ -140,81 +205,70 @@ __device__ __forceinline__ void load_act(const unsigned char *sx, int b, int c, 
     }
 }
 
-// acc[r][b] += rows[r][k] * act[b][k] over this thread's chunks: chunks tt, tt + tthreads, ...
-// U chunks per row (kRows * U 16-byte loads) are issued before the first is used.
-template <typename T, int BT, int U, bool ACT_F32>
-__device__ __forceinline__ void gemv_rows(const T *const *rows, int nch, int tt, int tthreads,
-                                          const unsigned char *sx, float (&acc)[kRows][BT]) {
+// acc[r][b] += w[r] . act[b] over one 16-byte chunk c of the kRows rows.
+template <typename T, int BT, bool ACT_F32>
+__device__ __forceinline__ void consume(const uint4 (&w)[kRows], int c, int nch,
+                                        const unsigned char *sx, float (&acc)[kRows][BT]) {
     constexpr int VEC = 16 / (int)sizeof(T);
-    for (int c0 = tt; c0 < nch; c0 += tthreads * U) {
-        uint4 wv[U][kRows];
+    float wf[kRows][VEC];
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int c = c0 + u * tthreads;
+    for (int r = 0; r < kRows; r++)
+        unpack16<T>(w[r], wf[r]);
 #pragma unroll
-            for (int r = 0; r < kRows; r++)
-                wv[u][r] = c < nch ? ld_stream(rows[r] + (size_t)c * VEC) : make_uint4(0, 0, 0, 0);
-        }
+    for (int b = 0; b < BT; b++) {
+        float xv[VEC];
+        load_act<T, ACT_F32>(sx, b, c, nch, xv);
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int c = c0 + u * tthreads;
-            if (c >= nch) break;
-            float wf[kRows][VEC];
+        for (int r = 0; r < kRows; r++)
 #pragma unroll
-            for (int r = 0; r < kRows; r++)
-                unpack16<T>(wv[u][r], wf[r]);
+            for (int e = 0; e < VEC; e++)
+                acc[r][b] = fmaf(wf[r][e], xv[e], acc[r][b]);
+    }
+}
+
+// One pipeline step of this lane: chunk c of the task's kRows rows (row r starts at
+// row_of(r), computed here from the task index rather than kept in registers across the
+// step). Steps past the team's K range or of no task load nothing; their consume is skipped
+// alike.
+template <typename T, typename RowOf>
+__device__ __forceinline__ void issue(uint4 (&w)[kRows], RowOf row_of, int c, bool valid) {
+    constexpr int VEC = 16 / (int)sizeof(T);
+    if (valid) {
 #pragma unroll
-            for (int b = 0; b < BT; b++) {
-                float xv[VEC];
-                load_act<T, ACT_F32>(sx, b, c, nch, xv);
-#pragma unroll
-                for (int r = 0; r < kRows; r++)
-#pragma unroll
-                    for (int e = 0; e < VEC; e++)
-                        acc[r][b] = fmaf(wf[r][e], xv[e], acc[r][b]);
-            }
-        }
+        for (int r = 0; r < kRows; r++)
+            w[r] = ld_stream(row_of(r) + (size_t)c * VEC);
     }
 }
 
 // The LoRA-B part of each row as extra chunks: acc[r][b] += sum_j Bm_r[j] * lora[(kind_r * rank
-// + j) * BT + b], where lora already holds scale * (A x) in fp32. Thread tt's first chunk of
-// each row (the only one unless rank > 16 bytes x team threads) is loaded by lora_load before
-// the weight stream, so its latency hides behind it instead of stalling the epilogue.
-// EARLY: into registers (16 of them); otherwise, where registers are short (large batch tiles,
-// see lora_early), only an L2 prefetch now and the four loads together at the end.
-template <typename T, bool EARLY>
-__device__ __forceinline__ void lora_load(const T *const *brows, int rank, int tt,
-                                          uint4 (&lb)[kRows]) {
+// + j) * BT + b], where lora already holds scale * (A x) in fp32, and Bm_r = brow_of(r) is the
+// row's LoRA-B row. lora_prefetch (when the task starts) brings this thread's chunks into L2, so
+// the loads after the weight stream hit L2; registers stay with the weight pipeline.
+template <typename T, typename BrowOf>
+__device__ __forceinline__ void lora_prefetch(BrowOf brow_of, int rank, int tt, int tthreads) {
     constexpr int VEC = 16 / (int)sizeof(T);
-    const bool has = tt < rank / VEC;
+    for (int lc = tt; lc < rank / VEC; lc += tthreads)
 #pragma unroll
-    for (int r = 0; r < kRows; r++) {
-        if (EARLY) {
-            lb[r] = has ? ld_stream(brows[r] + (size_t)tt * VEC) : make_uint4(0, 0, 0, 0);
-        } else {
-            if (has) prefetch_l2(brows[r] + (size_t)tt * VEC);
-            lb[r] = make_uint4(0, 0, 0, 0);
-        }
-    }
+        for (int r = 0; r < kRows; r++)
+            prefetch_l2(brow_of(r) + (size_t)lc * VEC);
 }
 
-template <typename T, int BT, bool EARLY>
-__device__ __forceinline__ void lora_rows(const T *const *brows, const int *kind, int rank, int tt,
-                                          int tthreads, const float *lora, const uint4 (&lb)[kRows],
+template <typename T, int BT, typename BrowOf>
+__device__ __forceinline__ void lora_rows(BrowOf brow_of, bool gate_up, int rank, int tt,
+                                          int tthreads, const float *lora,
                                           float (&acc)[kRows][BT]) {
     constexpr int VEC = 16 / (int)sizeof(T);
-    const int nlch = rank / VEC;
-    for (int lc = tt; lc < nlch; lc += tthreads) {
+    for (int lc = tt; lc < rank / VEC; lc += tthreads) {
         uint4 v[kRows];
 #pragma unroll
         for (int r = 0; r < kRows; r++)
-            v[r] = EARLY && lc == tt ? lb[r] : ld_stream(brows[r] + (size_t)lc * VEC);
+            v[r] = ld_stream(brow_of(r) + (size_t)lc * VEC);
 #pragma unroll
         for (int r = 0; r < kRows; r++) {
             float bf[VEC];
             unpack16<T>(v[r], bf);
-            const float *lt = lora + ((size_t)kind[r] * rank + (size_t)lc * VEC) * BT;
+            const int kind = gate_up ? (r & 1) : 0; // gate_up: rows gate, up, gate, up
+            const float *lt = lora + ((size_t)kind * rank + (size_t)lc * VEC) * BT;
 #pragma unroll
             for (int e = 0; e < VEC; e++)
 #pragma unroll
@@ -224,31 +278,35 @@ __device__ __forceinline__ void lora_rows(const T *const *brows, const int *kind
     }
 }
 
-// Sum each acc[r][b] over the warp, leaving the sums in every lane.
-template <int BT> __device__ __forceinline__ void warp_allreduce(float (&acc)[kRows][BT]) {
+// Butterfly reduce-scatter of V values (V a power of two <= 32) over a warp: afterwards lane l
+// holds the warp-wide sum of value l / (32 / V). Level H keeps half of the 2H values left (the
+// upper half where lane bit 32H/V is set) and adds the partner's copy of that half; then the
+// 32 / V lanes that share a value sum it. V - 1 + log2(32 / V) shuffles (6 for V = 4, 31 for
+// V = 32) instead of 5 V for an all-reduce of each value.
+template <int V, int H> struct rs_level {
+    static __device__ __forceinline__ void run(float (&v)[V], int lane) {
+        constexpr int o = 32 * H / V;
+        const bool up = (lane & o) != 0;
 #pragma unroll
-    for (int r = 0; r < kRows; r++)
-#pragma unroll
-        for (int b = 0; b < BT; b++)
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1)
-                acc[r][b] += __shfl_xor_sync(0xffffffffu, acc[r][b], o);
-}
-
-// Sum each acc[r][b] over the warp; lane 0 stores the kRows * BT sums at red_warp.
-template <int BT>
-__device__ __forceinline__ void warp_reduce_store(float (&acc)[kRows][BT], float *red_warp,
-                                                  int lane) {
-#pragma unroll
-    for (int r = 0; r < kRows; r++)
-#pragma unroll
-        for (int b = 0; b < BT; b++) {
-            float v = acc[r][b];
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1)
-                v += __shfl_xor_sync(0xffffffffu, v, o);
-            if (lane == 0) red_warp[r * BT + b] = v;
+        for (int i = 0; i < H; i++) {
+            const float send = up ? v[i] : v[i + H];
+            const float keep = up ? v[i + H] : v[i];
+            v[i] = keep + __shfl_xor_sync(kFull, send, o);
         }
+        rs_level<V, H / 2>::run(v, lane);
+    }
+};
+template <int V> struct rs_level<V, 0> {
+    static __device__ __forceinline__ void run(float (&)[V], int) {}
+};
+template <int V> __device__ __forceinline__ float reduce_scatter(float (&v)[V], int lane) {
+    static_assert(V >= 1 && V <= 32 && (V & (V - 1)) == 0, "V: a power of two <= 32");
+    rs_level<V, V / 2>::run(v, lane);
+    float t = v[0];
+#pragma unroll
+    for (int o = (32 / V) / 2; o >= 1; o >>= 1)
+        t += __shfl_xor_sync(kFull, t, o);
+    return t;
 }
 
 template <typename T> struct GateUpArgs {
@@ -271,6 +329,8 @@ template <typename T> struct DownArgs {
 };
 
 // Block b of the grid works on batch tile b % tiles; the blocks of one tile split the tasks.
+// Teams are numbered across the tile's blocks first (team t of block i is t * bpt + i), so the
+// tasks left over after whole rounds spread over all blocks instead of filling the first ones.
 struct block_pos {
     int tile, bib, bpt, b0, nb;
 };
@@ -284,10 +344,49 @@ __device__ __forceinline__ block_pos block_position(int ntiles, int B, int BT) {
     return p;
 }
 
-template <typename T, int BT, int U>
-__global__ void __launch_bounds__(kThreads, 2) gate_up_kernel(const GateUpArgs<T> p) {
+// gate_up task t computes outputs n0 = 2t and 2t + 1: rows (gate n0, up n0, gate n0+1, up n0+1).
+// N is a multiple of 4 (the check: f a multiple of 16 bytes), so both outputs exist; a task past
+// the end (issued for a team that has no next task) is clamped, and loads nothing.
+template <typename T> struct gate_up_row {
+    const GateUpArgs<T> &p;
+    size_t n0;
+    __device__ gate_up_row(const GateUpArgs<T> &a, int task)
+        : p(a), n0((size_t)2 * (size_t)min(task, a.N / 2 - 1)) {}
+    __device__ const T *operator()(int r) const {
+        return ((r & 1) ? p.Wu : p.Wg) + (n0 + (size_t)(r >> 1)) * (size_t)p.K;
+    }
+};
+template <typename T> struct gate_up_brow {
+    const GateUpArgs<T> &p;
+    size_t n0;
+    __device__ const T *operator()(int r) const {
+        return ((r & 1) ? p.Bu : p.Bg) + (n0 + (size_t)(r >> 1)) * (size_t)p.rank;
+    }
+};
+template <typename T> struct down_row {
+    const DownArgs<T> &p;
+    size_t m0;
+    __device__ down_row(const DownArgs<T> &a, int task)
+        : p(a), m0((size_t)kRows * (size_t)min(task, a.N / kRows - 1)) {}
+    __device__ const T *operator()(int r) const {
+        return p.Wd + (m0 + (size_t)r) * (size_t)p.K;
+    }
+};
+template <typename T> struct down_brow {
+    const DownArgs<T> &p;
+    size_t m0;
+    __device__ const T *operator()(int r) const {
+        return p.Bd + (m0 + (size_t)r) * (size_t)p.rank;
+    }
+};
+
+template <typename T, int BT, int P>
+__global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
+    gate_up_kernel(const GateUpArgs<T> p) {
     constexpr int VEC = 16 / (int)sizeof(T);
-    constexpr int P = VEC / 4; // fp32 planes per chunk
+    constexpr int PL = VEC / 4; // fp32 planes per chunk
+    constexpr int V = kRows * BT;
+    constexpr int G = 32 / V; // lanes that hold one reduced value
     extern __shared__ __align__(16) unsigned char smem[];
     const gr_dec_layout L = gr_dec_smem_layout(0, BT, p.K, p.rank, (int)sizeof(T));
     unsigned char *sx = smem + L.act;
@@ -302,21 +401,23 @@ __global__ void __launch_bounds__(kThreads, 2) gate_up_kernel(const GateUpArgs<T
     const int tt = (warp % TW) * 32 + lane, tthreads = TW * 32;
     const block_pos bp = block_position(p.ntiles, p.B, BT);
     const int nch = p.K / VEC, rank = p.rank, N = p.N, K = p.K;
-    const int ntasks = (N + 1) / 2;
+    const int ntasks = N / 2;
+    const int tstride = bp.bpt * teams;
+    const int nsteps = (nch + tthreads - 1) / tthreads;
+    const int nsp = (nsteps + P - 1) / P * P; // steps per task, padded to whole pipeline rounds
+    int task = team * bp.bpt + bp.bib;
 
-    { // weights only before the wait: warm L2 with this thread's first chunks
-        const int task = bp.bib * teams + team;
-        if (task < ntasks)
-            for (int r = 0; r < kRows; r++) {
-                const int n = min(2 * task + r / 2, N - 1);
-                const T *row = ((r & 1) ? p.Wu : p.Wg) + (size_t)n * K;
-                for (int u = 0; u < U; u++) {
-                    const int c = tt + u * tthreads;
-                    if (c < nch) prefetch_l2(row + (size_t)c * VEC);
-                }
-            }
+    // Weights only before the wait: the first P steps of this lane's first task.
+    uint4 buf[P][kRows];
+    {
+        const gate_up_row<T> rows(p, task);
+#pragma unroll
+        for (int s = 0; s < P; s++) {
+            const int c = tt + s * tthreads;
+            issue<T>(buf[s], rows, c, task < ntasks && s < nsteps && c < nch);
+        }
     }
-    gr_pdl_enter();        // weights only above; everything below may depend on the previous kernel
+    gr_pdl_enter();        // everything below may depend on the previous kernel
     if (blockIdx.x == 0) { // the next layer's statistics, accumulated by the down kernel next
         if (p.zero_ssq)
             for (int i = tid; i < p.B; i += kThreads)
@@ -345,8 +446,8 @@ __global__ void __launch_bounds__(kThreads, 2) gate_up_kernel(const GateUpArgs<T
         }
         float4 *s4 = reinterpret_cast<float4 *>(sx);
 #pragma unroll
-        for (int q = 0; q < P; q++)
-            s4[(size_t)(b * P + q) * nch + c] =
+        for (int q = 0; q < PL; q++)
+            s4[(size_t)(b * PL + q) * nch + c] =
                 make_float4(xf[4 * q], xf[4 * q + 1], xf[4 * q + 2], xf[4 * q + 3]);
     }
     for (int i = tid; i < 2 * rank * BT; i += kThreads) { // [kind * rank + j][b]
@@ -358,138 +459,132 @@ __global__ void __launch_bounds__(kThreads, 2) gate_up_kernel(const GateUpArgs<T
         std_acc[i] = 0.f;
     __syncthreads();
 
-    if (TW == 1 && BT <= 4) {
-        // One warp per task: the reduction and the epilogue stay inside the warp, so the warps
-        // stream independently; no block barrier until the end. (At BT = 8 the all-reduced
-        // accumulators would not fit in registers next to the loads: the team path below.)
-        for (int task = bp.bib * teams + team; task < ntasks; task += bp.bpt * teams) {
-            const int n0 = 2 * task;
-            float adr[2] = {0.f, 0.f}; // A_down[lane][n0 + pp] for the epilogue, loaded early
-            if (lane < rank)
-                for (int pp = 0; pp < 2; pp++)
-                    if (n0 + pp < N) adr[pp] = to_f(p.Ad[(size_t)lane * N + n0 + pp]);
-            float acc[kRows][BT];
+    // A_down act for j = tt (the first of the j this thread owns), summed over the team's tasks
+    // in registers; further j (rank > team threads) go to shared memory per task.
+    float tda[BT];
 #pragma unroll
-            for (int r = 0; r < kRows; r++)
+    for (int b = 0; b < BT; b++)
+        tda[b] = 0.f;
+
+    for (; task < ntasks; task += tstride) { // the bound is uniform across the team
+        const int n0 = 2 * task;
+        const int next = task + tstride;
+        // The epilogue's operands (LoRA-B rows, A_down[tt][n0..n0+1]) are prefetched into L2
+        // now and loaded after the stream: registers stay with the weight pipeline, and the
+        // next task's P steps are in flight while these loads wait on L2.
+        const gate_up_brow<T> brows{p, (size_t)n0};
+        lora_prefetch<T>(brows, rank, tt, tthreads);
+        if (tt < rank) prefetch_l2(p.Ad + (size_t)tt * N + n0);
+
+        float acc[kRows][BT];
 #pragma unroll
-                for (int b = 0; b < BT; b++)
-                    acc[r][b] = 0.f;
-            const T *rows[kRows], *brows[kRows];
-            int kind[kRows];
+        for (int r = 0; r < kRows; r++)
 #pragma unroll
-            for (int r = 0; r < kRows; r++) {
-                const int n = min(n0 + r / 2, N - 1); // a clamped row is computed, not stored
-                kind[r] = r & 1;
-                rows[r] = (kind[r] ? p.Wu : p.Wg) + (size_t)n * K;
-                brows[r] = (kind[r] ? p.Bu : p.Bg) + (size_t)n * rank;
+            for (int b = 0; b < BT; b++)
+                acc[r][b] = 0.f;
+        for (int s0 = 0; s0 < nsp; s0 += P) {
+            // buf[s] holds step s0 + s of this task; refill it with the step P later, which in
+            // the last round is step s of the team's next task.
+            const bool last = s0 + P >= nsp;
+            const int itask = last ? next : task, is0 = last ? 0 : s0 + P;
+            const gate_up_row<T> irows(p, itask);
+#pragma unroll
+            for (int s = 0; s < P; s++) {
+                const int c = tt + (s0 + s) * tthreads;
+                if (s0 + s < nsteps && c < nch) consume<T, BT, true>(buf[s], c, nch, sx, acc);
+                const int ic = tt + (is0 + s) * tthreads;
+                issue<T>(buf[s], irows, ic, itask < ntasks && is0 + s < nsteps && ic < nch);
             }
-            uint4 lb[kRows];
-            lora_load<T, lora_early<T, BT, false>()>(brows, rank, lane, lb);
-            gemv_rows<T, BT, U, true>(rows, nch, lane, 32, sx, acc);
-            lora_rows<T, BT, lora_early<T, BT, false>()>(brows, kind, rank, lane, 32, lora, lb,
-                                                         acc);
-            warp_allreduce<BT>(acc);
-            // lane pp * BT + b finishes (pair pp, batch row b); compile-time indices keep acc in
-            // registers
-            float zg = 0.f, zu = 0.f;
+        }
+        float adr[2] = {0.f, 0.f}; // A_down[tt][n0 + pp]
+        if (tt < rank) {
+            const T *a = p.Ad + (size_t)tt * N + n0;
+            adr[0] = to_f(a[0]);
+            adr[1] = to_f(a[1]);
+        }
+        lora_rows<T, BT>(brows, true, rank, tt, tthreads, lora, acc);
+
+        float v[V];
 #pragma unroll
-            for (int pp = 0; pp < 2; pp++)
+        for (int r = 0; r < kRows; r++)
 #pragma unroll
-                for (int b = 0; b < BT; b++)
-                    if (lane == pp * BT + b) {
-                        zg = acc[2 * pp][b];
-                        zu = acc[2 * pp + 1][b];
-                    }
-            const int mpp = lane / BT, mb = lane - mpp * BT;
+            for (int b = 0; b < BT; b++)
+                v[r * BT + b] = acc[r][b];
+        const float tot = reduce_scatter<V>(v, lane); // value (lane / G) = row * BT + b
+        if (TW == 1) {
+            // Row r + 1 (up) of (pair, b) sits BT * G = 8 lanes above row r (gate); the act of
+            // (pair, b) is computed at lane (2 pair BT + b) G.
+            const float u = __shfl_down_sync(kFull, tot, 8);
+            const int idx = lane / G, r = idx / BT, b = idx - r * BT;
             float a = 0.f;
-            if (lane < 2 * BT && n0 + mpp < N && mb < bp.nb) {
-                const float g = srstd[mb] * zg, u = srstd[mb] * zu;
-                const T at = from_f<T>(g / (1.f + __expf(-g)) * u);
-                p.act[(size_t)(bp.b0 + mb) * N + n0 + mpp] = at;
+            if (lane % G == 0 && !(r & 1) && b < bp.nb) {
+                const float g = srstd[b] * tot, uu = srstd[b] * u;
+                const T at = from_f<T>(g / (1.f + __expf(-g)) * uu);
+                p.act[(size_t)(bp.b0 + b) * N + n0 + (r >> 1)] = at;
                 a = to_f(at); // the rounded value, as the down kernel will read it
             }
 #pragma unroll
             for (int pp = 0; pp < 2; pp++)
 #pragma unroll
                 for (int b = 0; b < BT; b++) {
-                    const float av = __shfl_sync(0xffffffffu, a, pp * BT + b);
-                    if (n0 + pp >= N || b >= bp.nb) continue; // warp-uniform
-                    if (lane < rank) atomicAdd(&std_acc[lane * BT + b], adr[pp] * av);
-                    for (int j = lane + 32; j < rank; j += 32)
+                    const float av = __shfl_sync(kFull, a, (2 * pp * BT + b) * G);
+                    if (tt < rank) tda[b] = fmaf(adr[pp], av, tda[b]);
+                    for (int j = tt + 32; j < rank; j += 32)
                         atomicAdd(&std_acc[j * BT + b], to_f(p.Ad[(size_t)j * N + n0 + pp]) * av);
                 }
-        }
-    } else
-        // Teams of several warps reduce through shared memory. The loop bound depends only on the
-        // block, so the barriers inside are block-uniform.
-        for (int tb = bp.bib; tb * teams < ntasks; tb += bp.bpt) {
-            const int task = tb * teams + team;
-            const bool valid = task < ntasks;
-            const int n0 = 2 * task;
-            float acc[kRows][BT];
-#pragma unroll
-            for (int r = 0; r < kRows; r++)
-#pragma unroll
-                for (int b = 0; b < BT; b++)
-                    acc[r][b] = 0.f;
-            if (valid) {
-                const T *rows[kRows], *brows[kRows];
-                int kind[kRows];
-#pragma unroll
-                for (int r = 0; r < kRows; r++) {
-                    const int n = min(n0 + r / 2, N - 1); // a clamped row is computed, not stored
-                    kind[r] = r & 1;
-                    rows[r] = (kind[r] ? p.Wu : p.Wg) + (size_t)n * K;
-                    brows[r] = (kind[r] ? p.Bu : p.Bg) + (size_t)n * rank;
-                }
-                uint4 lb[kRows];
-                lora_load<T, lora_early<T, BT, false>()>(brows, rank, tt, lb);
-                gemv_rows<T, BT, U, true>(rows, nch, tt, tthreads, sx, acc);
-                lora_rows<T, BT, lora_early<T, BT, false>()>(brows, kind, rank, tt, tthreads, lora,
-                                                             lb, acc);
-            }
-            warp_reduce_store<BT>(acc, red + warp * kRows * BT, lane);
-            __syncthreads();
-            if (valid && tt < 2 * BT) { // one thread per (pair, batch row)
-                const int pp = tt / BT, b = tt - pp * BT, n = n0 + pp;
-                float a = 0.f;
-                if (n < N && b < bp.nb) {
+        } else {
+            float *rw = red + warp * V;
+            if (lane % G == 0) rw[lane / G] = tot;
+            team_sync(team, TW);
+            if (tt < 2 * BT) { // one thread per (pair, batch row)
+                const int pp = tt / BT, b = tt - pp * BT;
+                float at_f = 0.f;
+                if (b < bp.nb) {
                     float zg = 0.f, zu = 0.f;
                     for (int w = 0; w < TW; w++) {
-                        const float *rw = red + (team * TW + w) * kRows * BT;
-                        zg += rw[(2 * pp) * BT + b];
-                        zu += rw[(2 * pp + 1) * BT + b];
+                        const float *q = red + (team * TW + w) * V;
+                        zg += q[(2 * pp) * BT + b];
+                        zu += q[(2 * pp + 1) * BT + b];
                     }
                     const float g = srstd[b] * zg, u = srstd[b] * zu;
                     const T at = from_f<T>(g / (1.f + __expf(-g)) * u);
-                    p.act[(size_t)(bp.b0 + b) * N + n] = at;
-                    a = to_f(at); // the rounded value, as the down kernel will read it
+                    p.act[(size_t)(bp.b0 + b) * N + n0 + pp] = at;
+                    at_f = to_f(at);
                 }
-                sact[(team * 2 + pp) * BT + b] = a;
+                sact[(team * 2 + pp) * BT + b] = at_f;
             }
-            __syncthreads();
-            if (valid)
-                for (int j = tt; j < rank; j += tthreads)
-                    for (int pp = 0; pp < 2; pp++) {
-                        const int n = n0 + pp;
-                        if (n >= N) break;
-                        const float ad = to_f(p.Ad[(size_t)j * N + n]);
-                        for (int b = 0; b < bp.nb; b++)
-                            atomicAdd(&std_acc[j * BT + b], ad * sact[(team * 2 + pp) * BT + b]);
-                    }
-            // No barrier here: the next iteration writes red and sact only after barriers that
-            // every reader of this iteration has passed.
+            team_sync(team, TW);
+            const float *sa = sact + team * 2 * BT;
+#pragma unroll
+            for (int pp = 0; pp < 2; pp++)
+#pragma unroll
+                for (int b = 0; b < BT; b++) {
+                    const float av = sa[pp * BT + b];
+                    if (tt < rank) tda[b] = fmaf(adr[pp], av, tda[b]);
+                    for (int j = tt + tthreads; j < rank; j += tthreads)
+                        atomicAdd(&std_acc[j * BT + b], to_f(p.Ad[(size_t)j * N + n0 + pp]) * av);
+                }
+            // No barrier here: a warp rewrites red only after this task's second team_sync,
+            // which the readers of red reach after reading it; sact only after the next task's
+            // first, which the readers of sact reach after reading it.
         }
-    __syncthreads();
-    for (int i = tid; i < rank * bp.nb; i += kThreads) {
-        const int j = i / bp.nb, b = i - j * bp.nb;
-        atomicAdd(&p.td[(size_t)j * p.B + bp.b0 + b], std_acc[j * BT + b]);
     }
+    if (tt < rank)
+#pragma unroll
+        for (int b = 0; b < BT; b++)
+            if (b < bp.nb) atomicAdd(&std_acc[tt * BT + b], tda[b]);
+    __syncthreads();
+    const int vec = red_vec(p.B, bp.b0);
+    for (int j = tid; j < rank; j += kThreads)
+        red_add(p.td + (size_t)j * p.B + bp.b0, std_acc + j * BT, bp.nb, vec);
 }
 
-template <typename T, int BT, int U>
-__global__ void __launch_bounds__(kThreads, 2) down_kernel(const DownArgs<T> p) {
+template <typename T, int BT, int P>
+__global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
+    down_kernel(const DownArgs<T> p) {
     constexpr int VEC = 16 / (int)sizeof(T);
+    constexpr int V = kRows * BT;
+    constexpr int G = 32 / V;
     extern __shared__ __align__(16) unsigned char smem[];
     const gr_dec_layout L = gr_dec_smem_layout(1, BT, p.K, p.rank, (int)sizeof(T));
     unsigned char *sx = smem + L.act;
@@ -503,31 +598,42 @@ __global__ void __launch_bounds__(kThreads, 2) down_kernel(const DownArgs<T> p) 
     const int tt = (warp % TW) * 32 + lane, tthreads = TW * 32;
     const block_pos bp = block_position(p.ntiles, p.B, BT);
     const int nch = p.K / VEC, rank = p.rank, N = p.N, K = p.K;
-    const int ntasks = (N + kRows - 1) / kRows;
-    const int nstat = 2 * rank + 1;
+    const int ntasks = N / kRows; // N (d) is a multiple of 4
+    const int nstat = p.ssq_next ? 2 * rank + 1 : 0;
+    const int tstride = bp.bpt * teams;
+    const int nsteps = (nch + tthreads - 1) / tthreads;
+    const int nsp = (nsteps + P - 1) / P * P;
+    int task = team * bp.bpt + bp.bib;
 
+    uint4 buf[P][kRows];
     {
-        const int task = bp.bib * teams + team;
-        if (task < ntasks)
-            for (int r = 0; r < kRows; r++) {
-                const T *row = p.Wd + (size_t)min(task * kRows + r, N - 1) * K;
-                for (int u = 0; u < U; u++) {
-                    const int c = tt + u * tthreads;
-                    if (c < nch) prefetch_l2(row + (size_t)c * VEC);
-                }
-            }
+        const down_row<T> rows(p, task);
+#pragma unroll
+        for (int s = 0; s < P; s++) {
+            const int c = tt + s * tthreads;
+            issue<T>(buf[s], rows, c, task < ntasks && s < nsteps && c < nch);
+        }
     }
-    gr_pdl_enter(); // weights only above; everything below may depend on the previous kernel
+    gr_pdl_enter();                   // everything below may depend on the previous kernel
     if (blockIdx.x == 0 && p.zero_td) // the next layer's gate_up accumulates into it
         for (int i = tid; i < rank * p.B; i += kThreads)
             p.zero_td[i] = 0.f;
     {
         uint4 *s4 = reinterpret_cast<uint4 *>(sx);
-        for (int i = tid; i < BT * nch; i += kThreads) {
-            const int b = i / nch, c = i - b * nch;
-            s4[i] = b < bp.nb ? *reinterpret_cast<const uint4 *>(p.act + (size_t)(bp.b0 + b) * K +
-                                                                 (size_t)c * VEC)
-                              : make_uint4(0, 0, 0, 0);
+        constexpr int U = 4; // loads in flight per thread while staging
+        for (int i0 = tid; i0 < BT * nch; i0 += U * kThreads) {
+            uint4 v[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int i = i0 + u * kThreads, b = i / nch, c = i - b * nch;
+                v[u] = i < BT * nch && b < bp.nb
+                           ? *reinterpret_cast<const uint4 *>(p.act + (size_t)(bp.b0 + b) * K +
+                                                              (size_t)c * VEC)
+                           : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (i0 + u * kThreads < BT * nch) s4[i0 + u * kThreads] = v[u];
         }
     }
     for (int i = tid; i < rank * BT; i += kThreads) {
@@ -538,105 +644,154 @@ __global__ void __launch_bounds__(kThreads, 2) down_kernel(const DownArgs<T> p) 
         sst[i] = 0.f;
     __syncthreads();
 
-    for (int tb = bp.bib; tb * teams < ntasks; tb += bp.bpt) {
-        const int task = tb * teams + team;
-        const bool valid = task < ntasks;
+    // Statistic j0 = tt (0: sum x^2; 1..r: A_gate (x w); r+1..2r: A_up (x w)) summed over the
+    // team's tasks in registers; j0 + team threads (nstat > team threads: TW = 1, r >= 16) with
+    // its coefficients also loaded early, but summed in shared memory per task.
+    const int j0 = tt, j1 = tt + tthreads;
+    float sacc[BT];
+#pragma unroll
+    for (int b = 0; b < BT; b++)
+        sacc[b] = 0.f;
+
+    for (; task < ntasks; task += tstride) { // the bound is uniform across the team
         const int m0 = task * kRows;
+        const int next = task + tstride;
+        // The epilogue's operands are prefetched into L2 now and loaded after the stream (see
+        // gate_up): x at (row, b) for the thread that finishes it, the LoRA-B rows, and the
+        // coefficients A[j][m] * w_next[m] of this thread's statistics j0, j1 for the 4 rows.
+        const int xi = TW == 1 ? (lane % G == 0 ? lane / G : V) : tt;
+        const bool has_x = xi < V && xi % BT < bp.nb;
+        const T *xrow = p.x_in + (size_t)(bp.b0 + xi % BT) * N + m0 + xi / BT;
+        if (has_x) prefetch_l2(xrow);
+        const bool st0 = j0 > 0 && j0 < nstat, st1 = j1 < nstat;
+        const T *arow0 = nullptr, *arow1 = nullptr;
+        if (st0) {
+            const int kd = (j0 - 1) / rank, jj = (j0 - 1) - kd * rank;
+            arow0 = (kd ? p.Au_next : p.Ag_next) + (size_t)jj * N + m0;
+            prefetch_l2(arow0);
+        }
+        if (st1) {
+            const int kd = (j1 - 1) / rank, jj = (j1 - 1) - kd * rank;
+            arow1 = (kd ? p.Au_next : p.Ag_next) + (size_t)jj * N + m0;
+            prefetch_l2(arow1);
+        }
+        if (st0 || st1) prefetch_l2(p.w_next + m0);
+        const down_brow<T> brows{p, (size_t)m0};
+        lora_prefetch<T>(brows, rank, tt, tthreads);
+
         float acc[kRows][BT];
 #pragma unroll
         for (int r = 0; r < kRows; r++)
 #pragma unroll
             for (int b = 0; b < BT; b++)
                 acc[r][b] = 0.f;
-        // The epilogue's operands, loaded before the weights so that their latency hides behind
-        // the stream: this thread's x element, and its next-layer statistic's coefficients.
-        float xo = 0.f, coef[kRows];
+        for (int s0 = 0; s0 < nsp; s0 += P) {
+            const bool last = s0 + P >= nsp;
+            const int itask = last ? next : task, is0 = last ? 0 : s0 + P;
+            const down_row<T> irows(p, itask);
+#pragma unroll
+            for (int s = 0; s < P; s++) {
+                const int c = tt + (s0 + s) * tthreads;
+                if (s0 + s < nsteps && c < nch) consume<T, BT, false>(buf[s], c, nch, sx, acc);
+                const int ic = tt + (is0 + s) * tthreads;
+                issue<T>(buf[s], irows, ic, itask < ntasks && is0 + s < nsteps && ic < nch);
+            }
+        }
+        const float xo = has_x ? to_f(*xrow) : 0.f;
+        float c0[kRows], c1[kRows], wn[kRows];
 #pragma unroll
         for (int r = 0; r < kRows; r++)
-            coef[r] = 0.f;
-        if (valid) {
-            if (tt < kRows * BT) {
-                const int r = tt / BT, b = tt - r * BT, m = m0 + r;
-                if (m < N && b < bp.nb) xo = to_f(p.x_in[(size_t)(bp.b0 + b) * N + m]);
-            }
-            if (p.ssq_next && tt > 0 && tt < nstat) {
-                const int kind = (tt - 1) / rank, jj = (tt - 1) - kind * rank;
-                const T *A = kind ? p.Au_next : p.Ag_next;
+            c0[r] = c1[r] = wn[r] = 0.f;
+        if (st0 || st1) load4(p.w_next + m0, wn);
+        if (st0) load4(arow0, c0);
+        if (st1) load4(arow1, c1);
 #pragma unroll
-                for (int r = 0; r < kRows; r++)
-                    if (m0 + r < N)
-                        coef[r] = to_f(A[(size_t)jj * N + m0 + r]) * to_f(p.w_next[m0 + r]);
-            }
-        }
-        if (valid) {
-            const T *rows[kRows], *brows[kRows];
-            int kind[kRows];
+        for (int r = 0; r < kRows; r++)
+            c0[r] *= wn[r], c1[r] *= wn[r];
+        lora_rows<T, BT>(brows, false, rank, tt, tthreads, lora, acc);
+
+        float v[V];
 #pragma unroll
-            for (int r = 0; r < kRows; r++) {
-                const int m = min(m0 + r, N - 1);
-                rows[r] = p.Wd + (size_t)m * K;
-                brows[r] = p.Bd + (size_t)m * rank;
-                kind[r] = 0;
-            }
-            uint4 lb[kRows];
-            lora_load<T, lora_early<T, BT, true>()>(brows, rank, tt, lb);
-            gemv_rows<T, BT, U, false>(rows, nch, tt, tthreads, sx, acc);
-            lora_rows<T, BT, lora_early<T, BT, true>()>(brows, kind, rank, tt, tthreads, lora, lb,
-                                                        acc);
-        }
-        warp_reduce_store<BT>(acc, red + warp * kRows * BT, lane);
-        __syncthreads();
-        if (valid && tt < kRows * BT) { // one thread per (row, batch row)
-            const int r = tt / BT, b = tt - r * BT, m = m0 + r;
-            float xf = 0.f;
-            if (m < N && b < bp.nb) {
-                float y = 0.f;
-                for (int w = 0; w < TW; w++)
-                    y += red[(team * TW + w) * kRows * BT + r * BT + b];
-                const size_t idx = (size_t)(bp.b0 + b) * N + m;
-                const T xn = from_f<T>(xo + y);
-                p.x_out[idx] = xn;
-                xf = to_f(xn);
-            }
-            sxn[(team * kRows + r) * BT + b] = xf;
-        }
-        __syncthreads();
-        if (valid && p.ssq_next)
-            for (int j = tt; j < nstat; j += tthreads)
+        for (int r = 0; r < kRows; r++)
 #pragma unroll
-                for (int r = 0; r < kRows; r++) {
-                    const int m = m0 + r;
-                    if (m >= N) break;
-                    float c = coef[r]; // j == tt: loaded early; beyond one pass over the team: now
-                    if (j != tt && j > 0) {
-                        const int kind = (j - 1) / rank, jj = (j - 1) - kind * rank;
-                        const T *A = kind ? p.Au_next : p.Ag_next;
-                        c = to_f(A[(size_t)jj * N + m]) * to_f(p.w_next[m]);
-                    }
-                    for (int b = 0; b < bp.nb; b++) {
-                        const float v = sxn[(team * kRows + r) * BT + b];
-                        atomicAdd(&sst[j * BT + b], j == 0 ? v * v : c * v);
+            for (int b = 0; b < BT; b++)
+                v[r * BT + b] = acc[r][b];
+        const float tot = reduce_scatter<V>(v, lane); // value (lane / G) = row * BT + b
+        const float *xs;                              // new x of the task: [row * BT + b]
+        float xn_lane = 0.f;
+        if (TW == 1) {
+            const int idx = lane / G, r = idx / BT, b = idx - r * BT;
+            if (lane % G == 0 && b < bp.nb) {
+                const T xn = from_f<T>(xo + tot);
+                p.x_out[(size_t)(bp.b0 + b) * N + m0 + r] = xn;
+                xn_lane = to_f(xn);
+            }
+            xs = nullptr;
+        } else {
+            float *rw = red + warp * V;
+            if (lane % G == 0) rw[lane / G] = tot;
+            team_sync(team, TW);
+            float *sx_team = sxn + team * V;
+            if (tt < V) { // one thread per (row, batch row)
+                const int r = tt / BT, b = tt - r * BT;
+                float xf = 0.f;
+                if (b < bp.nb) {
+                    float y = 0.f;
+                    for (int w = 0; w < TW; w++)
+                        y += red[(team * TW + w) * V + tt];
+                    const T xn = from_f<T>(xo + y);
+                    p.x_out[(size_t)(bp.b0 + b) * N + m0 + r] = xn;
+                    xf = to_f(xn);
+                }
+                sx_team[tt] = xf;
+            }
+            team_sync(team, TW);
+            xs = sx_team;
+        }
+        if (nstat) {
+#pragma unroll
+            for (int r = 0; r < kRows; r++)
+#pragma unroll
+                for (int b = 0; b < BT; b++) {
+                    const float xv =
+                        TW == 1 ? __shfl_sync(kFull, xn_lane, (r * BT + b) * G) : xs[r * BT + b];
+                    if (b >= bp.nb) continue;
+                    if (j0 < nstat) sacc[b] = fmaf(j0 == 0 ? xv : c0[r], xv, sacc[b]);
+                    if (j1 < nstat) atomicAdd(&sst[j1 * BT + b], c1[r] * xv);
+                    for (int j = j1 + tthreads; j < nstat; j += tthreads) { // rank > 31: rare
+                        const int kd = (j - 1) / rank, jj = (j - 1) - kd * rank;
+                        const T *A = kd ? p.Au_next : p.Ag_next;
+                        atomicAdd(&sst[j * BT + b],
+                                  to_f(A[(size_t)jj * N + m0 + r]) * to_f(p.w_next[m0 + r]) * xv);
                     }
                 }
-    }
-    __syncthreads();
-    if (p.ssq_next)
-        for (int i = tid; i < nstat * bp.nb; i += kThreads) {
-            const int j = i / bp.nb, b = i - j * bp.nb;
-            const float v = sst[j * BT + b];
-            if (j == 0)
-                atomicAdd(&p.ssq_next[bp.b0 + b], v);
-            else
-                atomicAdd(&p.tin_next[(size_t)(j - 1) * p.B + bp.b0 + b], v);
         }
+        // No barrier here: a warp rewrites red only after this task's second team_sync, which
+        // the readers of red reach after reading it; sxn only after the next task's first,
+        // which the readers of sxn (the statistics above) reach after reading it.
+    }
+    if (j0 < nstat)
+#pragma unroll
+        for (int b = 0; b < BT; b++)
+            if (b < bp.nb) atomicAdd(&sst[j0 * BT + b], sacc[b]);
+    __syncthreads();
+    if (nstat) {
+        const int vec = red_vec(p.B, bp.b0);
+        for (int j = tid; j < nstat; j += kThreads)
+            red_add(j == 0 ? p.ssq_next + bp.b0 : p.tin_next + (size_t)(j - 1) * p.B + bp.b0,
+                    sst + j * BT, bp.nb, vec);
+    }
 }
 
 // One block per (statistic j, batch row b): j = 0 is sum x^2, j = 1..r is A_gate[j-1] . (x*w),
 // j = r+1..2r is A_up[j-r-1] . (x*w). Plain stores: every element of ssq and tin is written.
+// 16-byte loads when d is a multiple of 16 bytes: at d = 2048 bf16 one chunk per thread, so a
+// block is one round trip to memory (the scalar version walked d in 8 dependent strides).
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     norm_stats_kernel(const T *x, const T *w, const T *Ag, const T *Au, float *ssq, float *tin,
                       float *zero_td, int B, int d, int rank) {
+    constexpr int VEC = 16 / (int)sizeof(T);
     __shared__ float warp_sums[kWarps];
     gr_pdl_enter(); // x was written by the previous step's last kernel
     const int j = (int)blockIdx.x, b = (int)blockIdx.y, tid = (int)threadIdx.x;
@@ -644,20 +799,40 @@ __global__ void __launch_bounds__(kThreads)
         for (int i = tid; i < rank * B; i += kThreads)
             zero_td[i] = 0.f;
     const T *xb = x + (size_t)b * d;
+    const T *A = nullptr;
+    if (j > 0) {
+        const int kind = (j - 1) / rank, jj = (j - 1) - kind * rank;
+        A = (kind ? Au : Ag) + (size_t)jj * d;
+    }
     float s = 0.f;
-    if (j == 0) {
+    if (d % VEC == 0) {
+        for (int c = tid; c < d / VEC; c += kThreads) {
+            float xf[VEC], of[VEC];
+            unpack16<T>(*reinterpret_cast<const uint4 *>(xb + (size_t)c * VEC), xf);
+            if (j == 0) {
+#pragma unroll
+                for (int e = 0; e < VEC; e++)
+                    s = fmaf(xf[e], xf[e], s);
+            } else {
+                float wf[VEC];
+                unpack16<T>(*reinterpret_cast<const uint4 *>(w + (size_t)c * VEC), wf);
+                unpack16<T>(*reinterpret_cast<const uint4 *>(A + (size_t)c * VEC), of);
+#pragma unroll
+                for (int e = 0; e < VEC; e++)
+                    s = fmaf(of[e], xf[e] * wf[e], s);
+            }
+        }
+    } else if (j == 0) {
         for (int k = tid; k < d; k += kThreads) {
             const float v = to_f(xb[k]);
             s = fmaf(v, v, s);
         }
     } else {
-        const int kind = (j - 1) / rank, jj = (j - 1) - kind * rank;
-        const T *A = (kind ? Au : Ag) + (size_t)jj * d;
         for (int k = tid; k < d; k += kThreads)
             s = fmaf(to_f(A[k]), to_f(xb[k]) * to_f(w[k]), s);
     }
     for (int o = 16; o > 0; o >>= 1)
-        s += __shfl_xor_sync(0xffffffffu, s, o);
+        s += __shfl_xor_sync(kFull, s, o);
     if ((tid & 31) == 0) warp_sums[tid >> 5] = s;
     __syncthreads();
     if (tid == 0) {
@@ -671,6 +846,159 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
+// ---------- cuBLAS path (B > GR_DEC_GEMV_MAX_B) ----------
+
+// xw = x * w_norm in the weight dtype (the GEMM's A operand; one rounding, ~0.1% on a dot
+// product of d terms in bf16), and the zeroing of the next layer's statistics.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) xw_kernel(const T *x, const T *w, T *xw, int B, int d,
+                                                      float *zero_ssq, float *zero_tin, int ntin) {
+    gr_pdl_enter();
+    const int stride = (int)(gridDim.x * blockDim.x);
+    const int i0 = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    for (int i = i0; i < B * d; i += stride)
+        xw[i] = from_f<T>(to_f(x[i]) * to_f(w[i % d]));
+    if (zero_ssq)
+        for (int i = i0; i < B; i += stride)
+            zero_ssq[i] = 0.f;
+    if (zero_tin)
+        for (int i = i0; i < ntin; i += stride)
+            zero_tin[i] = 0.f;
+}
+
+// Block (n tile, b): act[b][n] = silu(g) u with g = rstd (G[b][n] + s B_gate[n] . tin_g[b]), u
+// likewise, then the block's share of tdown[j][b] += sum_n A_down[j][n] act[b][n] (one atomic
+// per j and block). Dynamic shared memory: scale * tin for b [2r], then act of the tile.
+template <typename T>
+__global__ void __launch_bounds__(GR_DEC_EPI_THREADS)
+    gate_up_epi_kernel(const GateUpArgs<T> p, const float *G, const float *U) {
+    constexpr int VEC = 16 / (int)sizeof(T);
+    extern __shared__ __align__(16) unsigned char smem[];
+    float *stin = reinterpret_cast<float *>(smem);
+    float *sa = stin + 2 * p.rank;
+    gr_pdl_enter();
+    const int b = (int)blockIdx.y, tid = (int)threadIdx.x, N = p.N, rank = p.rank;
+    const int n = (int)blockIdx.x * GR_DEC_EPI_THREADS + tid;
+    for (int i = tid; i < 2 * rank; i += GR_DEC_EPI_THREADS)
+        stin[i] = p.scale * p.tin[(size_t)i * p.B + b];
+    __syncthreads();
+    float a = 0.f;
+    if (n < N) {
+        const float rstd = rsqrtf(p.ssq[b] / (float)p.K + p.eps);
+        float lg = 0.f, lu = 0.f;
+        for (int c = 0; c < rank / VEC; c++) {
+            float bg[VEC], bu[VEC];
+            unpack16<T>(*reinterpret_cast<const uint4 *>(p.Bg + (size_t)n * rank + c * VEC), bg);
+            unpack16<T>(*reinterpret_cast<const uint4 *>(p.Bu + (size_t)n * rank + c * VEC), bu);
+#pragma unroll
+            for (int e = 0; e < VEC; e++) {
+                lg = fmaf(bg[e], stin[c * VEC + e], lg);
+                lu = fmaf(bu[e], stin[rank + c * VEC + e], lu);
+            }
+        }
+        const float g = rstd * (G[(size_t)b * N + n] + lg), u = rstd * (U[(size_t)b * N + n] + lu);
+        const T at = from_f<T>(g / (1.f + __expf(-g)) * u);
+        p.act[(size_t)b * N + n] = at;
+        a = to_f(at);
+    }
+    sa[tid] = a;
+    __syncthreads();
+    const int lane = tid & 31, warp = tid >> 5, n0 = (int)blockIdx.x * GR_DEC_EPI_THREADS;
+    for (int j = warp; j < rank; j += GR_DEC_EPI_THREADS / 32) {
+        float s = 0.f;
+        for (int i = lane; i < GR_DEC_EPI_THREADS && n0 + i < N; i += 32)
+            s = fmaf(to_f(p.Ad[(size_t)j * N + n0 + i]), sa[i], s);
+        for (int o = 16; o > 0; o >>= 1)
+            s += __shfl_xor_sync(kFull, s, o);
+        if (lane == 0) atomicAdd(&p.td[(size_t)j * p.B + b], s);
+    }
+}
+
+// Block (m tile, b): x[b][m] += Y[b][m] + s B_down[m] . tdown[b], rounded to the dtype; then the
+// block's share of the next layer's statistics (one atomic per statistic and block). Dynamic
+// shared memory: scale * tdown for b [r], then new x and new x * w_next of the tile.
+template <typename T>
+__global__ void __launch_bounds__(GR_DEC_EPI_THREADS)
+    down_epi_kernel(const DownArgs<T> p, const float *Y) {
+    constexpr int VEC = 16 / (int)sizeof(T);
+    extern __shared__ __align__(16) unsigned char smem[];
+    float *std_ = reinterpret_cast<float *>(smem);
+    float *sx = std_ + p.rank, *sxw = sx + GR_DEC_EPI_THREADS;
+    gr_pdl_enter();
+    const int b = (int)blockIdx.y, tid = (int)threadIdx.x, N = p.N, rank = p.rank;
+    if (p.zero_td && blockIdx.x == 0 && blockIdx.y == 0)
+        for (int i = tid; i < rank * p.B; i += GR_DEC_EPI_THREADS)
+            p.zero_td[i] = 0.f;
+    const int m = (int)blockIdx.x * GR_DEC_EPI_THREADS + tid;
+    for (int i = tid; i < rank; i += GR_DEC_EPI_THREADS)
+        std_[i] = p.scale * p.td[(size_t)i * p.B + b];
+    __syncthreads();
+    sx[tid] = 0.f;
+    sxw[tid] = 0.f;
+    if (m < N) {
+        float lo = 0.f;
+        for (int c = 0; c < rank / VEC; c++) {
+            float bd[VEC];
+            unpack16<T>(*reinterpret_cast<const uint4 *>(p.Bd + (size_t)m * rank + c * VEC), bd);
+#pragma unroll
+            for (int e = 0; e < VEC; e++)
+                lo = fmaf(bd[e], std_[c * VEC + e], lo);
+        }
+        const size_t idx = (size_t)b * N + m;
+        const T xn = from_f<T>(to_f(p.x_in[idx]) + (Y[idx] + lo));
+        p.x_out[idx] = xn;
+        const float xv = to_f(xn);
+        sx[tid] = xv;
+        if (p.ssq_next) sxw[tid] = xv * to_f(p.w_next[m]);
+    }
+    __syncthreads();
+    if (!p.ssq_next) return;
+    const int lane = tid & 31, warp = tid >> 5, m0 = (int)blockIdx.x * GR_DEC_EPI_THREADS;
+    for (int j = warp; j < 2 * rank + 1; j += GR_DEC_EPI_THREADS / 32) {
+        const T *A = nullptr;
+        if (j > 0) {
+            const int kd = (j - 1) / rank, jj = (j - 1) - kd * rank;
+            A = (kd ? p.Au_next : p.Ag_next) + (size_t)jj * N + m0;
+        }
+        float s = 0.f;
+        for (int i = lane; i < GR_DEC_EPI_THREADS && m0 + i < N; i += 32)
+            s = j == 0 ? fmaf(sx[i], sx[i], s) : fmaf(to_f(A[i]), sxw[i], s);
+        for (int o = 16; o > 0; o >>= 1)
+            s += __shfl_xor_sync(kFull, s, o);
+        if (lane == 0)
+            atomicAdd(j == 0 ? &p.ssq_next[b] : &p.tin_next[(size_t)(j - 1) * p.B + b], s);
+    }
+}
+
+// What setup() allocates on the cuBLAS path.
+struct blas_state {
+    void *scratch;
+};
+
+template <typename T> cudaDataType_t cuda_type();
+template <> cudaDataType_t cuda_type<float>() {
+    return CUDA_R_32F;
+}
+template <> cudaDataType_t cuda_type<__nv_bfloat16>() {
+    return CUDA_R_16BF;
+}
+template <> cudaDataType_t cuda_type<__half>() {
+    return CUDA_R_16F;
+}
+
+// Row-major Y[M, N] (fp32) = A[M, K] Wt[N, K]^T, as cuBLAS's column-major Y^T = Wt A^T
+// (the same mapping as the gemm kernel with trans_b).
+template <typename T>
+gr_status gemm_nt(const gr_launch_ctx *ctx, const T *A, const T *W, float *Y, int M, int N, int K,
+                  gr_error *err) {
+    const float one = 1.f, zero = 0.f;
+    GR_CUBLAS(cublasGemmEx((cublasHandle_t)ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W,
+                           cuda_type<T>(), K, A, cuda_type<T>(), K, &zero, Y, CUDA_R_32F, N,
+                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+              err);
+    return GR_OK;
+}
+
 // The op's launch dims from the check; PDL when the run asks for it (ctx->pdl).
 template <typename... KArgs, typename... Args>
 cudaError_t launch(void (*kernel)(KArgs...), const gr_op *op, const gr_launch_ctx *ctx,
@@ -681,12 +1009,12 @@ cudaError_t launch(void (*kernel)(KArgs...), const gr_op *op, const gr_launch_ct
 
 template <typename T, int BT> struct pick_gate_up {
     static void (*get())(GateUpArgs<T>) {
-        return gate_up_kernel<T, BT, unroll_of<T, BT, false>()>;
+        return gate_up_kernel<T, BT, depth_of<T, BT, false>()>;
     }
 };
 template <typename T, int BT> struct pick_down {
     static void (*get())(DownArgs<T>) {
-        return down_kernel<T, BT, unroll_of<T, BT, true>()>;
+        return down_kernel<T, BT, depth_of<T, BT, true>()>;
     }
 };
 
@@ -715,8 +1043,7 @@ template <typename T> gr_status setup_t(const gr_op *op, int bytes, bool down, g
     }
 }
 
-template <typename T>
-gr_status launch_gate_up_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+template <typename T> GateUpArgs<T> gate_up_args(const gr_op *op, const gr_launch_ctx *ctx) {
     void *const *d = ctx->dptr;
     GateUpArgs<T> a;
     a.x = (const T *)d[op->inputs[0]];
@@ -740,6 +1067,85 @@ gr_status launch_gate_up_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *
     a.ntiles = (int)op->ip[GR_DEC_TILES];
     a.scale = (float)op->fp[0];
     a.eps = (float)op->fp[1];
+    return a;
+}
+
+template <typename T> DownArgs<T> down_args(const gr_op *op, const gr_launch_ctx *ctx) {
+    void *const *d = ctx->dptr;
+    DownArgs<T> a;
+    a.x_in = (const T *)d[op->inputs[0]];
+    a.act = (const T *)d[op->inputs[1]];
+    a.Wd = (const T *)d[op->inputs[2]];
+    a.Bd = (const T *)d[op->inputs[3]];
+    a.td = (const float *)d[op->inputs[4]];
+    const bool next = (op->ip[GR_DEC_FLAGS] & GR_DEC_F_NEXT) != 0;
+    a.w_next = next ? (const T *)d[op->inputs[5]] : nullptr;
+    a.Ag_next = next ? (const T *)d[op->inputs[6]] : nullptr;
+    a.Au_next = next ? (const T *)d[op->inputs[7]] : nullptr;
+    a.x_out = (T *)d[op->outputs[0]];
+    a.ssq_next = next ? (float *)d[op->outputs[1]] : nullptr;
+    a.tin_next = next ? (float *)d[op->outputs[2]] : nullptr;
+    a.zero_td = (op->ip[GR_DEC_FLAGS] & GR_DEC_F_ZERO) ? (float *)d[op->outputs[op->noutputs - 1]]
+                                                       : nullptr;
+    a.B = (int)op->ip[GR_DEC_B];
+    a.K = (int)op->ip[GR_DEC_K];
+    a.N = (int)op->ip[GR_DEC_N];
+    a.rank = (int)op->ip[GR_DEC_RANK];
+    a.tw = (int)op->ip[GR_DEC_TW];
+    a.ntiles = (int)op->ip[GR_DEC_TILES];
+    a.scale = (float)op->fp[0];
+    return a;
+}
+
+gr_status need_state(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+    if (!ctx->op_state || !ctx->cublas)
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path,
+                            "%s (B > %d): setup() did not allocate the scratch, or there is no "
+                            "cuBLAS handle (the kernel must carry GR_KF_LIBRARY)",
+                            op->kernel->name, GR_DEC_GEMV_MAX_B);
+    return GR_OK;
+}
+
+// B > 8: xw = x * w_norm; G = xw W_gate^T and U = xw W_up^T through cuBLAS (fp32 out); then
+// the epilogue kernel. The launch of every kernel is checked; cuBLAS returns its status.
+template <typename T>
+gr_status launch_gate_up_blas(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+    GR_TRY(need_state(op, ctx, err));
+    const GateUpArgs<T> a = gate_up_args<T>(op, ctx);
+    const gr_dec_scratch sl = gr_dec_scratch_layout(0, a.B, a.K, a.N, (int)sizeof(T));
+    unsigned char *s = (unsigned char *)((const blas_state *)ctx->op_state)->scratch;
+    T *xw = (T *)(s + sl.xw);
+    float *G = (float *)(s + sl.g), *U = (float *)(s + sl.u);
+    const long long n = (long long)a.B * a.K;
+    const unsigned blocks =
+        (unsigned)((n + kThreads - 1) / kThreads < 4096 ? (n + kThreads - 1) / kThreads : 4096);
+    GR_CUDA(gr_launch(xw_kernel<T>, dim3(blocks), dim3(kThreads), 0, ctx, a.x, a.w, xw, a.B, a.K,
+                      a.zero_ssq, a.zero_tin, 2 * a.rank * a.B),
+            err);
+    GR_TRY(gr_launch_status("decode_gate_up (x * w_norm)", op->path, err));
+    GR_TRY(gr_cublas_bind(ctx, err));
+    GR_TRY(gemm_nt<T>(ctx, xw, a.Wg, G, a.B, a.N, a.K, err));
+    GR_TRY(gemm_nt<T>(ctx, xw, a.Wu, U, a.B, a.N, a.K, err));
+    GR_CUDA(launch(gate_up_epi_kernel<T>, op, ctx, a, (const float *)G, (const float *)U), err);
+    return gr_launch_status(op->kernel->name, op->path, err);
+}
+
+template <typename T>
+gr_status launch_down_blas(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+    GR_TRY(need_state(op, ctx, err));
+    const DownArgs<T> a = down_args<T>(op, ctx);
+    const gr_dec_scratch sl = gr_dec_scratch_layout(1, a.B, a.K, a.N, (int)sizeof(T));
+    float *Y = (float *)((unsigned char *)((const blas_state *)ctx->op_state)->scratch + sl.y);
+    GR_TRY(gr_cublas_bind(ctx, err));
+    GR_TRY(gemm_nt<T>(ctx, a.act, a.Wd, Y, a.B, a.N, a.K, err));
+    GR_CUDA(launch(down_epi_kernel<T>, op, ctx, a, (const float *)Y), err);
+    return gr_launch_status(op->kernel->name, op->path, err);
+}
+
+template <typename T>
+gr_status launch_gate_up_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+    if (op->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS) return launch_gate_up_blas<T>(op, ctx, err);
+    const GateUpArgs<T> a = gate_up_args<T>(op, ctx);
     cudaError_t rc;
     switch (op->ip[GR_DEC_BT]) {
     case 1:
@@ -764,29 +1170,8 @@ gr_status launch_gate_up_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *
 
 template <typename T>
 gr_status launch_down_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
-    void *const *d = ctx->dptr;
-    DownArgs<T> a;
-    a.x_in = (const T *)d[op->inputs[0]];
-    a.act = (const T *)d[op->inputs[1]];
-    a.Wd = (const T *)d[op->inputs[2]];
-    a.Bd = (const T *)d[op->inputs[3]];
-    a.td = (const float *)d[op->inputs[4]];
-    const bool next = (op->ip[GR_DEC_FLAGS] & GR_DEC_F_NEXT) != 0;
-    a.w_next = next ? (const T *)d[op->inputs[5]] : nullptr;
-    a.Ag_next = next ? (const T *)d[op->inputs[6]] : nullptr;
-    a.Au_next = next ? (const T *)d[op->inputs[7]] : nullptr;
-    a.x_out = (T *)d[op->outputs[0]];
-    a.ssq_next = next ? (float *)d[op->outputs[1]] : nullptr;
-    a.tin_next = next ? (float *)d[op->outputs[2]] : nullptr;
-    a.zero_td = (op->ip[GR_DEC_FLAGS] & GR_DEC_F_ZERO) ? (float *)d[op->outputs[op->noutputs - 1]]
-                                                       : nullptr;
-    a.B = (int)op->ip[GR_DEC_B];
-    a.K = (int)op->ip[GR_DEC_K];
-    a.N = (int)op->ip[GR_DEC_N];
-    a.rank = (int)op->ip[GR_DEC_RANK];
-    a.tw = (int)op->ip[GR_DEC_TW];
-    a.ntiles = (int)op->ip[GR_DEC_TILES];
-    a.scale = (float)op->fp[0];
+    if (op->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS) return launch_down_blas<T>(op, ctx, err);
+    const DownArgs<T> a = down_args<T>(op, ctx);
     cudaError_t rc;
     switch (op->ip[GR_DEC_BT]) {
     case 1:
@@ -856,12 +1241,36 @@ extern "C" gr_status gr_launch_decode_down(const gr_op *op, const gr_launch_ctx 
     GR_DEC_DISPATCH(weight_dtype(op, ctx), launch_down_t)
 }
 
-// Before any capture: allow the op's dynamic shared memory. The limit is set to the device's
-// opt-in maximum (not the op's size) so that ops sharing a kernel instance never lower it for
-// each other.
+extern "C" void gr_teardown_decode_gemv(void *state) {
+    blas_state *s = (blas_state *)state;
+    if (!s) return;
+    if (s->scratch) cudaFree(s->scratch);
+    free(s);
+}
+
+// Before any capture: on the cuBLAS path, allocate the op's scratch (capture forbids cudaMalloc);
+// on the GEMV path, allow the op's dynamic shared memory. The limit is set to the device's opt-in
+// maximum (not the op's size) so that ops sharing a kernel instance never lower it for each
+// other.
 extern "C" gr_status gr_setup_decode_gemv(const gr_op *op, const gr_launch_ctx *ctx, void **state,
                                           gr_error *err) {
     *state = nullptr;
+    const bool down = op->kernel->launch == gr_launch_decode_down;
+    if (op->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS) {
+        const gr_dec_scratch sl = gr_dec_scratch_layout(
+            down ? 1 : 0, op->ip[GR_DEC_B], op->ip[GR_DEC_K], op->ip[GR_DEC_N],
+            (int)gr_dtype_size(ctx->plan->bufs[op->inputs[0]].dtype));
+        blas_state *s = (blas_state *)calloc(1, sizeof(blas_state));
+        if (!s) return gr_error_set(err, GR_ERR_NOMEM, op->path, "out of host memory");
+        cudaError_t rc = cudaMalloc(&s->scratch, sl.total);
+        if (rc != cudaSuccess) {
+            free(s);
+            return gr_cuda_fail(rc, "cudaMalloc(decode cuBLAS-path scratch)", __FILE__, __LINE__,
+                                err);
+        }
+        *state = s;
+        return GR_OK;
+    }
     if (op->smem <= 48u * 1024u) return GR_OK;
     int dev = 0, optin = 0;
     GR_CUDA(cudaGetDevice(&dev), err);
@@ -874,7 +1283,6 @@ extern "C" gr_status gr_setup_decode_gemv(const gr_op *op, const gr_launch_ctx *
                             op->kernel->name, (double)op->smem / 1024.0,
                             (long long)op->ip[GR_DEC_BT], (long long)op->ip[GR_DEC_K],
                             (double)optin / 1024.0);
-    const bool down = op->kernel->launch == gr_launch_decode_down;
     switch (ctx->plan->bufs[op->inputs[0]].dtype) {
     case GR_FP32:
         return setup_t<float>(op, optin, down, err);

@@ -515,11 +515,14 @@ static void test_expansion_and_kernel_counts(void) {
         snprintf(sl, sizeof(sl), "L=%d", Ls[i]);
         const char *sets[] = {sl, "d=256", "f=512"};
         gr_plan *u = decode_plan("unfused", sets, 3), *f = decode_plan("fused", sets, 3);
-        gr_plan *g = decode_plan("gemv_only", sets, 3);
+        gr_plan *g = decode_plan("gemv_only", sets, 3), *gs = decode_plan("gemv_stream", sets, 3);
         CU_ASSERT_PTR_NOT_NULL_FATAL(u);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(gs);
         int L = Ls[i];
+        CU_ASSERT_EQUAL(gs->kernels, 2); /* the same bytes as 2 L kernels, in 2 */
+        CU_ASSERT_EQUAL(gs->library_ops, 0);
         CU_ASSERT_EQUAL(u->nops, 20 * L);
         CU_ASSERT_EQUAL(u->kernels, 20 * L); /* cuBLAS ops count as one each */
         CU_ASSERT_EQUAL(u->library_ops, 9 * L);
@@ -543,6 +546,7 @@ static void test_expansion_and_kernel_counts(void) {
         gr_plan_destroy(u);
         gr_plan_destroy(f);
         gr_plan_destroy(g);
+        gr_plan_destroy(gs);
     }
 }
 
@@ -588,6 +592,16 @@ static void test_weight_bytes(void) {
         /* w_norm.i is read twice: by the op that computes layer i's statistics (norm_stats or
          * down.{i-1}) and by gate_up.i */
         CU_ASSERT_DOUBLE_EQUAL(fu->bytes_read - acts, weights + L * d * dts[k].esize, 0.5);
+        /* gemv_stream streams what gemv_only does (no A_gate, A_up), as 2 kernels: its stacked
+         * weights are exactly the L layers' W and LoRA-B, A_down */
+        gr_plan *gs = decode_plan("gemv_stream", sets, 1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(gs);
+        double stacked = L * (3 * f * d + 3 * r * f + r * d) * dts[k].esize;
+        double gs_in = gr_plan_input_bytes(gs);
+        CU_ASSERT_TRUE(gs_in >= stacked && gs_in < stacked * 1.001);
+        CU_ASSERT_DOUBLE_EQUAL(gs->bytes_read + gs->bytes_written, g->bytes_read + g->bytes_written,
+                               0.002 * weights);
+        gr_plan_destroy(gs);
         gr_plan_destroy(u);
         gr_plan_destroy(fu);
         gr_plan_destroy(g);
@@ -618,20 +632,52 @@ static void test_launch_geometry(void) {
     CU_ASSERT_EQUAL(ns->grid[0], 33);
     CU_ASSERT_EQUAL(ns->grid[1], 1);
     gr_plan_destroy(p);
-    /* B = 13: tiles of 8 (2 tiles); down's act tile of 8 x 8192 bf16 = 128 KB allows one block
-     * per SM: 66 blocks per tile, one warp per task, trimmed to 64 blocks (512 tasks / 8) */
+    /* B = 8: one tile of 8; the kernels' registers allow one block per SM at BT = 8 (and down's
+     * act tile of 8 x 8192 bf16 = 128 KB alone would too): gate_up 4096 tasks on 132 x 8 warps,
+     * one warp per task; down 512 tasks, 2 warps per task (528 teams), trimmed to 128 blocks */
+    const char *s8b[] = {"B=8"};
+    p = decode_plan("fused", s8b, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gu = op_named(p, "gate_up.0");
+    dn = op_named(p, "down.0");
+    CU_ASSERT_EQUAL(gu->ip[GR_DEC_BT], 8);
+    CU_ASSERT_EQUAL(gu->ip[GR_DEC_TILES], 1);
+    CU_ASSERT_EQUAL(gu->grid[0], 132);
+    CU_ASSERT_EQUAL(gu->ip[GR_DEC_TW], 1);
+    CU_ASSERT_EQUAL(dn->ip[GR_DEC_BT], 8);
+    CU_ASSERT_EQUAL(dn->grid[0], 128);
+    CU_ASSERT_EQUAL(dn->ip[GR_DEC_TW], 2);
+    CU_ASSERT_TRUE(dn->smem > 128 * 1024 && dn->smem <= 227 * 1024);
+    CU_ASSERT_EQUAL(gu->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS, 0);
+    CU_ASSERT_EQUAL(p->library_ops, 0);
+    gr_plan_destroy(p);
+    /* B = 13: past GR_DEC_GEMV_MAX_B, cuBLAS for W x and the epilogue kernel's dims: a block of
+     * 128 threads per 128 outputs and batch row */
     const char *s13[] = {"B=13"};
     p = decode_plan("fused", s13, 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     gu = op_named(p, "gate_up.0");
     dn = op_named(p, "down.0");
-    CU_ASSERT_EQUAL(gu->ip[GR_DEC_BT], 8);
-    CU_ASSERT_EQUAL(gu->ip[GR_DEC_TILES], 2);
-    CU_ASSERT_EQUAL(gu->grid[0], 264);
-    CU_ASSERT_EQUAL(dn->ip[GR_DEC_BT], 8);
-    CU_ASSERT_EQUAL(dn->grid[0], 128);
-    CU_ASSERT_EQUAL(dn->ip[GR_DEC_TW], 1);
-    CU_ASSERT_TRUE(dn->smem > 128 * 1024 && dn->smem <= 227 * 1024);
+    CU_ASSERT_TRUE((gu->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS) != 0);
+    CU_ASSERT_TRUE((dn->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS) != 0);
+    CU_ASSERT_EQUAL(gu->grid[0], 8192 / GR_DEC_EPI_THREADS);
+    CU_ASSERT_EQUAL(gu->grid[1], 13);
+    CU_ASSERT_EQUAL(gu->block[0], GR_DEC_EPI_THREADS);
+    CU_ASSERT_EQUAL(dn->grid[0], 2048 / GR_DEC_EPI_THREADS);
+    CU_ASSERT_EQUAL(dn->grid[1], 13);
+    CU_ASSERT_EQUAL(gu->launches, -1);
+    CU_ASSERT_EQUAL(dn->launches, -1);
+    CU_ASSERT_EQUAL(p->library_ops, 32);
+    CU_ASSERT_EQUAL(p->kernels, 33); /* library ops count once each */
+    /* the scratch the GEMMs write and the epilogue reads back counts as HBM traffic: gate_up
+     * x * w_norm [B, d] bf16 and two fp32 [B, f] products; down one fp32 [B, d] */
+    double in = 0, dn_in = 0;
+    for (int j = 0; j < gu->ninputs; j++)
+        in += (double)p->bufs[gu->inputs[j]].bytes;
+    for (int j = 0; j < dn->ninputs; j++)
+        dn_in += (double)p->bufs[dn->inputs[j]].bytes;
+    CU_ASSERT_DOUBLE_EQUAL(gu->bytes_read - in, 13.0 * 2048 * 2 + 2.0 * 13 * 8192 * 4, 0.5);
+    CU_ASSERT_DOUBLE_EQUAL(dn->bytes_read - dn_in, 13.0 * 2048 * 4, 0.5);
     gr_plan_destroy(p);
     /* fp32 at f = 8192: a tile of 8 rows would need 256 KB; the check falls back to 4 */
     const char *s8[] = {"B=8", "dtype=fp32"};
@@ -865,6 +911,30 @@ static void test_down_and_stats_errors(void) {
                          "\"Bd\", \"td\"], \"outputs\": [\"x\"], \"attrs\": {\"scale\": 2}}"),
             NULL),
         "ops[1]: kernel \"decode_down\": f = 92 is not a multiple of 8");
+    /* d (down's output rows, read 4 at a time) not a multiple of 8 */
+    over d60[] = {{"x", NULL, "[2, 60]"}, {"Wd", NULL, "[60, 96]"}, {"Bd", NULL, "[60, 8]"}};
+    GR_ASSERT_CONTAINS(
+        gr_test_plan_error(
+            fused_json_n(json, sizeof(json), d60, 3,
+                         "{\"kernel\": \"decode_down\", \"inputs\": [\"x\", \"act\", \"Wd\", "
+                         "\"Bd\", \"td\"], \"outputs\": [\"x\"], \"attrs\": {\"scale\": 2}}"),
+            NULL),
+        "ops[1]: kernel \"decode_down\": d = 60 is not a multiple of 8");
+    /* gate_up: f (its output rows, two per task) not a multiple of 8 */
+    over gf92[] = {{"act", NULL, "[2, 92]"}, {"Wg", NULL, "[92, 64]"}, {"Wu", NULL, "[92, 64]"},
+                   {"Bg", NULL, "[92, 8]"},  {"Bu", NULL, "[92, 8]"},  {"Ad", NULL, "[8, 92]"}};
+    GR_ASSERT_CONTAINS(
+        gr_test_plan_error(fused_json_n(json, sizeof(json), gf92, 6, GATE_UP_OP), NULL),
+        "ops[1]: kernel \"decode_gate_up\": f = 92 is not a multiple of 8");
+    /* the cuBLAS path (B > 8) keeps 2r fp32 values per block in 48 KB of shared memory */
+    over big_r[] = {{"x", NULL, "[9, 64]"},      {"ssq", NULL, "[9]"},
+                    {"tin", NULL, "[12288, 9]"}, {"Bg", NULL, "[96, 6144]"},
+                    {"Bu", NULL, "[96, 6144]"},  {"Ad", NULL, "[6144, 96]"},
+                    {"act", NULL, "[9, 96]"},    {"td", NULL, "[6144, 9]"}};
+    GR_ASSERT_CONTAINS(
+        gr_test_plan_error(fused_json_n(json, sizeof(json), big_r, 8, GATE_UP_OP), NULL),
+        "ops[1]: kernel \"decode_gate_up\": r = 6144 or B = 9 is too large for the cuBLAS path "
+        "(B > 8)");
     /* norm_stats */
     m = fused_error("Au", NULL, "[8, 63]", STATS_OP);
     GR_ASSERT_CONTAINS(m, "ops[1]: kernel \"decode_norm_stats\": inputs[3] (A_up) \"Au\" has shape "
