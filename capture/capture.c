@@ -70,9 +70,8 @@ static gr_status introspect(gr_graph *g, gr_error *err) {
     return GR_OK;
 }
 
-static gr_status capture(const gr_plan *plan, gr_devstate *dev, int begin, int end, int steps,
-                         gr_capture_mode mode, const gr_exec_hooks *hooks, gr_graph *out,
-                         gr_error *err) {
+static gr_status capture(gr_devstate *dev, int steps, gr_enqueue_fn enqueue, void *user,
+                         gr_capture_mode mode, gr_graph *out, gr_error *err) {
     memset(out, 0, sizeof(*out));
     out->mode = mode;
     out->steps = steps;
@@ -81,7 +80,7 @@ static gr_status capture(const gr_plan *plan, gr_devstate *dev, int begin, int e
     double t0 = gr_now_us();
     GR_CUDA(cudaStreamBeginCapture(s, cuda_mode(mode)), err);
     gr_status st = GR_OK;
-    for (int k = 0; k < steps && st == GR_OK; k++) st = gr_exec_range(plan, dev, begin, end, hooks, err);
+    for (int k = 0; k < steps && st == GR_OK; k++) st = enqueue(user, err);
     cudaGraph_t graph = NULL;
     cudaError_t rc = cudaStreamEndCapture(s, &graph);
     out->capture_us = gr_now_us() - t0;
@@ -124,22 +123,44 @@ static gr_status capture(const gr_plan *plan, gr_devstate *dev, int begin, int e
     return GR_OK;
 }
 
+/* The plan's ops [begin, end) through the executor: what every plan capture enqueues. */
+typedef struct range_ctx {
+    const gr_plan *plan;
+    gr_devstate *dev;
+    int begin, end;
+    const gr_exec_hooks *hooks;
+} range_ctx;
+
+static gr_status enqueue_range(void *user, gr_error *err) {
+    const range_ctx *r = user;
+    return gr_exec_range(r->plan, r->dev, r->begin, r->end, r->hooks, err);
+}
+
 gr_status gr_graph_capture_range(const gr_plan *plan, gr_devstate *dev, int begin, int end,
                                  gr_capture_mode mode, const gr_exec_hooks *hooks, gr_graph *out,
                                  gr_error *err) {
-    return capture(plan, dev, begin, end, 1, mode, hooks, out, err);
+    range_ctx r = {plan, dev, begin, end, hooks};
+    return capture(dev, 1, enqueue_range, &r, mode, out, err);
 }
 
 gr_status gr_graph_capture(const gr_plan *plan, gr_devstate *dev, gr_capture_mode mode,
                            const gr_exec_hooks *hooks, gr_graph *out, gr_error *err) {
-    return capture(plan, dev, 0, plan->nops, 1, mode, hooks, out, err);
+    range_ctx r = {plan, dev, 0, plan->nops, hooks};
+    return capture(dev, 1, enqueue_range, &r, mode, out, err);
 }
 
 gr_status gr_graph_capture_steps(const gr_plan *plan, gr_devstate *dev, gr_capture_mode mode,
                                  int steps, const gr_exec_hooks *hooks, gr_graph *out,
                                  gr_error *err) {
     if (steps < 1) return gr_error_set(err, GR_ERR_USAGE, "--unroll", "needs at least 1 step");
-    return capture(plan, dev, 0, plan->nops, steps, mode, hooks, out, err);
+    range_ctx r = {plan, dev, 0, plan->nops, hooks};
+    return capture(dev, steps, enqueue_range, &r, mode, out, err);
+}
+
+gr_status gr_graph_capture_fn(gr_devstate *dev, gr_capture_mode mode, int steps,
+                              gr_enqueue_fn enqueue, void *user, gr_graph *out, gr_error *err) {
+    if (steps < 1) return gr_error_set(err, GR_ERR_INTERNAL, NULL, "capture of %d steps", steps);
+    return capture(dev, steps, enqueue, user, mode, out, err);
 }
 
 gr_status gr_graph_launch(const gr_graph *g, gr_stream_t stream, gr_error *err) {

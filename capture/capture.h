@@ -43,6 +43,14 @@ gr_status gr_graph_capture(const gr_plan *plan, gr_devstate *dev, gr_capture_mod
 gr_status gr_graph_capture_steps(const gr_plan *plan, gr_devstate *dev, gr_capture_mode mode,
                                  int steps, const gr_exec_hooks *hooks, gr_graph *out,
                                  gr_error *err);
+/* What a custom capture enqueues on the device state's main stream (streams it forks must be
+ * joined back): a step made of something other than a range of the plan's ops, e.g. the step
+ * without its collectives, or the collectives alone (replay/tp.c). */
+typedef gr_status (*gr_enqueue_fn)(void *user, gr_error *err);
+/* Capture `steps` calls of `enqueue` into one graph and instantiate it, as the functions above
+ * do for plan ranges (they go through it). */
+gr_status gr_graph_capture_fn(gr_devstate *dev, gr_capture_mode mode, int steps,
+                              gr_enqueue_fn enqueue, void *user, gr_graph *out, gr_error *err);
 gr_status gr_graph_launch(const gr_graph *g, gr_stream_t stream, gr_error *err);
 gr_status gr_graph_dot(const gr_graph *g, const char *path, gr_error *err);
 void gr_graph_destroy(gr_graph *g);

@@ -13,11 +13,14 @@
 #include "core/expr.h"
 #include "core/plan_print.h"
 #include "core/workload.h"
+#include "cupti_tools/report.h"
 #include "kernels/registry.h"
 #include "replay/load.h"
 #include "replay/run.h"
+#include "replay/timeline.h"
 #include "replay/trace.h"
 #include "cli/cmd_service.h"
+#include "cli/cmd_tp.h"
 
 #define GR_VERSION "0.1.0"
 #define MAX_SETS 64
@@ -38,6 +41,8 @@ typedef struct cli {
     int skip_bad_lines;
     const char *trace_path; /* --trace FILE: a traced run after the untraced one */
     int trace_iters;
+    const char *timeline_path; /* --timeline FILE: Chrome Trace Event JSON of the traced run */
+    const char *html_path;     /* --html FILE: self-contained HTML report */
     int argc;
     char **argv;
 } cli;
@@ -56,6 +61,8 @@ static const char *usage_main =
     "  capture WORKLOAD    capture into the replay service, which keeps the graph (starts one)\n"
     "  replay [NAME]       replay a kept graph N times in the service: --iters 10000\n"
     "  serve | status | list | drop NAME | stop   the replay service (docs/service.md)\n"
+    "  tp [WORKLOAD]       decode step split over P GPUs (tensor parallelism), NCCL all-reduce\n"
+    "                      captured in each GPU's graph: --tp 2 (docs/tensor_parallel.md)\n"
     "  help [COMMAND]      show help for a command\n"
     "\n"
     "exit codes: 0 ok, 1 run failed (also a failed verification), 2 bad input or usage,\n"
@@ -68,7 +75,9 @@ static const char *usage_run =
     "usage: graphrun run WORKLOAD [options]\n"
     "\n"
     "Loads and validates WORKLOAD, then for each variant (all, or the one given with --variant):\n"
-    "runs the CPU reference, one eager step, captures the step into a CUDA graph, replays it,\n"
+    "runs the CPU reference, one eager step, captures the step into a CUDA graph (with the\n"
+    "capture checker attached: every call that breaks or escapes the capture is named, with a\n"
+    "fix; when the full graph cannot be used the other ops are captured piecewise), replays it,\n"
     "checks graph == eager == reference (outputs are poisoned with NaN first), and times eager\n"
     "launches and graph replays with CUDA events (untraced). Without a GPU it prints the plan\n"
     "and exits with code 3.\n"
@@ -91,6 +100,15 @@ static const char *usage_run =
     "                         the next kernel starts launching while this one runs\n"
     "  --unroll N             also capture N steps into one graph, check it against N eager\n"
     "                         steps, and time graph replay with it (per step = time / N)\n"
+    "  --piecewise            capture piecewise even when the full graph works: every op the\n"
+    "                         capture checker flags (hazards too) runs eagerly between graphs\n"
+    "  --no-piecewise         never: a capture that breaks or lets work escape fails (exit 1)\n"
+    "                         (default: piecewise only when the full graph cannot be used)\n"
+    "  --no-capture-check     capture without the checker (CUPTI callbacks around each capture\n"
+    "                         that name the op, API, stream, error and fix of every call that\n"
+    "                         breaks or escapes capture; docs/capture_check.md)\n"
+    "  --capture-check-record FILE  write what the checker recorded during each variant's full\n"
+    "                         capture (JSON lines; FILE.VARIANT.jsonl with several variants)\n"
     "  --input FILE.tsv       feed Criteo Kaggle rows (train.txt layout) to a DLRM workload's\n"
     "                         buffers dense and idx.{t}; B = the file's rows unless --set B=N\n"
     "                         takes the first N (docs/dlrm_small.md)\n"
@@ -104,6 +122,13 @@ static const char *usage_run =
     "                         prints traced vs untraced step time: tracing inflates launch costs,\n"
     "                         the untraced numbers stay the measurement\n"
     "  --trace-iters N        traced steps per mode (default: --iters, at most 200)\n"
+    "  --timeline FILE        then a traced run (as --trace, into a temporary trace unless --trace\n"
+    "                         names one) written as Chrome Trace Event JSON for ui.perfetto.dev or\n"
+    "                         chrome://tracing: a process per variant and mode, a track per stream\n"
+    "                         and for host API calls and NVTX ranges, launch-to-kernel arrows\n"
+    "  --html FILE            and/or a self-contained HTML report: one eager and one graph step per\n"
+    "                         variant on one time scale (traced), gap histograms, the untraced\n"
+    "                         step-time table and the HBM accounting (docs/timelines.md)\n"
     "\n"
     "example:\n"
     "  graphrun run workloads/launch_bound.json --iters 10000 --json out.json\n";
@@ -174,7 +199,7 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         static const char *with_value[] = {"--variant", "--set", "--json", "--seed", "--iters",
                                            "--warmup", "--batches", "--capture-mode", "--dot",
                                            "--device", "--unroll", "--input", "--trace",
-                                           "--trace-iters", NULL};
+                                           "--trace-iters", "--timeline", "--html", "--capture-check-record", NULL};
         int needs = 0;
         for (const char **w = with_value; *w; w++)
             if (!strcmp(*w, name)) needs = 1;
@@ -220,9 +245,15 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         } else if (!strcmp(name, "--no-cpu-ref")) c->run.cpu_reference = 0;
         else if (!strcmp(name, "--no-bandwidth")) c->run.bandwidth = 0;
         else if (!strcmp(name, "--quiet")) c->run.progress = 0;
+        else if (!strcmp(name, "--no-capture-check")) c->run.no_capture_check = 1;
+        else if (!strcmp(name, "--piecewise")) c->run.piecewise = c->run.piecewise == GR_PW_OFF ? -1 : GR_PW_ON;
+        else if (!strcmp(name, "--no-piecewise")) c->run.piecewise = c->run.piecewise == GR_PW_ON ? -1 : GR_PW_OFF;
+        else if (!strcmp(name, "--capture-check-record")) c->run.capture_record = val;
         else if (!strcmp(name, "--input")) c->input = val;
         else if (!strcmp(name, "--skip-bad-lines")) c->skip_bad_lines = 1;
         else if (!strcmp(name, "--trace")) c->trace_path = val;
+        else if (!strcmp(name, "--timeline")) c->timeline_path = val;
+        else if (!strcmp(name, "--html")) c->html_path = val;
         else if (!strcmp(name, "--trace-iters")) {
             if (!parse_int(val, 1, 100000000, &c->trace_iters))
                 return usage_error(cmd_usage, "--trace-iters takes a whole number >= 1, got \"%s\"", val);
@@ -231,8 +262,15 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
     }
     if (c->skip_bad_lines && !c->input)
         return usage_error(cmd_usage, "--skip-bad-lines goes with --input FILE.tsv%s", "");
-    if (c->trace_iters && !c->trace_path)
-        return usage_error(cmd_usage, "--trace-iters goes with --trace FILE%s", "");
+    if (c->run.piecewise < 0) return usage_error(cmd_usage, "--piecewise and --no-piecewise contradict each other%s", "");
+    if (c->run.no_capture_check && c->run.piecewise == GR_PW_ON)
+        return usage_error(cmd_usage, "--piecewise needs the capture checker to find the ops to run eagerly; drop "
+                                      "--no-capture-check%s", "");
+    if (c->run.no_capture_check && c->run.capture_record)
+        return usage_error(cmd_usage, "--capture-check-record records what the capture checker sees; drop "
+                                      "--no-capture-check%s", "");
+    if (c->trace_iters && !c->trace_path && !c->timeline_path && !c->html_path)
+        return usage_error(cmd_usage, "--trace-iters goes with --trace FILE, --timeline FILE or --html FILE%s", "");
     c->argc = argc;
     c->argv = argv;
     return -1;
@@ -395,6 +433,22 @@ static int cmd_validate(cli *c) {
     return rc;
 }
 
+/* --timeline / --html from the traced run (replay/timeline.c). */
+static void export_timelines(const cli *c, const gr_run_report *r, const gr_trace_result *tr,
+                             const char *command, gr_error *te) {
+    gr_export_result x;
+    if (gr_export_timelines(r, tr, c->timeline_path, c->html_path, command, &x, te) != GR_OK) return;
+    printf("\ntimelines of the traced run (CUPTI tracing on, %d steps per mode; the untraced numbers above stay the "
+           "measurement): %zu kernels, %zu launch-to-kernel flows, %zu NVTX ranges\n",
+           tr->iters, x.kernels, x.flows, x.nvtx);
+    if (c->timeline_path)
+        printf("  Chrome Trace Event JSON: %s (%zu processes; open it in ui.perfetto.dev or chrome://tracing)\n",
+               c->timeline_path, x.procs);
+    if (c->html_path)
+        printf("  HTML report: %s (%d variant%s, eager vs graph; one self-contained file)\n",
+               c->html_path, x.figures, x.figures == 1 ? "" : "s");
+}
+
 static int cmd_run(cli *c) {
     if (!c->workload) return usage_error(usage_run, "run needs a WORKLOAD file%s", "");
     gr_error e;
@@ -405,7 +459,9 @@ static int cmd_run(cli *c) {
     gr_status dst = gr_device_probe(c->device, &info, &deverr);
     gr_target t = dst == GR_OK ? gr_target_from_info(&info) : gr_target_default();
     loaded l;
-    if (load_and_resolve(c, &t, &l, &e) != GR_OK || (c->trace_path && gr_trace_check_path(c->trace_path, &e) != GR_OK)) {
+    if (load_and_resolve(c, &t, &l, &e) != GR_OK || (c->trace_path && gr_trace_check_path(c->trace_path, &e) != GR_OK) ||
+        (c->timeline_path && gr_export_check_path("--timeline", c->timeline_path, &e) != GR_OK) ||
+        (c->html_path && gr_export_check_path("--html", c->html_path, &e) != GR_OK)) {
         loaded_free(&l);
         return fail(&e);
     }
@@ -433,6 +489,19 @@ static int cmd_run(cli *c) {
     }
     gr_status st = gr_run_plans(l.wl, (const gr_plan *const *)l.plans, l.nplans, &info, &c->run, r, &e);
     gr_report_text(stdout, r);
+    for (int i = 0; i < r->nv; i++) { /* the capture check's verdicts, in short (the report has the findings) */
+        const gr_capcheck_variant *cv = &r->v[i].cc;
+        char first[1400] = "";
+        for (int k = 0; k < cv->full.n && !first[0]; k++)
+            if (gr_finding_blocks(&cv->full.f[k])) gr_finding_str(&cv->full.f[k], first, sizeof(first));
+        if (cv->attempted && !cv->checked && cv->why[0])
+            fprintf(stderr, "graphrun: variant %s: capture not checked: %s\n", r->v[i].plan->variant, cv->why);
+        else if (cv->full_blocked)
+            fprintf(stderr, "graphrun: variant %s: the full graph cannot be used (%zu blocking finding%s; first: %s)%s\n",
+                    r->v[i].plan->variant, cv->full.blocking, cv->full.blocking == 1 ? "" : "s", first,
+                    cv->piecewise ? (cv->pw_verified ? "; ran piecewise, verified" : "; piecewise run not verified")
+                                  : "");
+    }
     printf("\n");
     gr_accounting_print(stdout, (const gr_plan *const *)l.plans, l.nplans);
     fflush(stdout);
@@ -440,25 +509,38 @@ static int cmd_run(cli *c) {
     gr_trace_result *tr = NULL;
     gr_error te;
     gr_error_clear(&te);
-    if (c->trace_path && st != GR_OK) {
-        fprintf(stderr, "graphrun: --trace: skipped, the untraced run failed\n");
-    } else if (c->trace_path) {
+    /* --timeline/--html need the traced run too: into a temporary trace unless --trace names one */
+    int exports = c->timeline_path || c->html_path;
+    const char *trace_file = c->trace_path;
+    char tmp_trace[1024] = "";
+    if (exports && !trace_file && st == GR_OK && gr_export_temp_trace(tmp_trace, sizeof(tmp_trace), &te) == GR_OK)
+        trace_file = tmp_trace;
+    if ((c->trace_path || exports) && st != GR_OK) {
+        fprintf(stderr, "graphrun: %s: skipped, the untraced run failed\n", c->trace_path ? "--trace" : "--timeline/--html");
+    } else if (trace_file) {
         char command[2048] = "";
         for (int i = 0, o = 0; i < c->argc && o < (int)sizeof(command) - 2; i++)
             o += snprintf(command + o, sizeof(command) - (size_t)o, "%s%s", i ? " " : "", c->argv[i]);
-        gr_trace_opts topt = {c->trace_path, c->trace_iters, command};
+        gr_trace_opts topt = {trace_file, c->trace_iters, command};
         tr = calloc(1, sizeof(*tr));
         if (!tr) gr_error_set(&te, GR_ERR_NOMEM, "--trace", "out of host memory");
-        else if (gr_trace_run(r, &c->run, &topt, tr, &te) == GR_OK) gr_trace_print(stdout, tr);
+        else if (gr_trace_run(r, &c->run, &topt, tr, &te) == GR_OK) {
+            if (c->trace_path) gr_trace_print(stdout, tr);
+            if (exports) export_timelines(c, r, tr, command, &te);
+        }
         fflush(stdout);
         if (tr && tr->cupti.dropped)
             fprintf(stderr, "graphrun: warning: CUPTI dropped %llu activity records; the traced counts and gaps "
                             "are incomplete\n", (unsigned long long)tr->cupti.dropped);
+        gr_ls_warning tw[8];
+        size_t ntw = tr && tr->analysis ? gr_ls_warnings(tr->analysis, tw, 8) : 0;
+        for (size_t i = 0; i < ntw && i < 8; i++)
+            fprintf(stderr, "graphrun: warning: --trace: %s\n", tw[i].msg);
     }
     int rc = 0;
     if (c->json_path) {
         json_t *j = gr_report_json(r);
-        if (tr && !gr_error_failed(&te)) json_object_set_new(j, "trace", (json_t *)gr_trace_json(tr));
+        if (tr && !gr_error_failed(&te) && c->trace_path) json_object_set_new(j, "trace", (json_t *)gr_trace_json(tr));
         gr_error je;
         gr_error_clear(&je);
         if (write_json(c->json_path, j, &je) != 0) rc = fail(&je);
@@ -471,6 +553,7 @@ static int cmd_run(cli *c) {
     }
     gr_trace_result_free(tr);
     free(tr);
+    if (tmp_trace[0]) unlink(tmp_trace);
     if (st != GR_OK) rc = fail(&e);
     free(r);
     loaded_free(&l);
@@ -534,6 +617,10 @@ int main(int argc, char **argv) {
             fputs(gr_service_cmd_usage(sub), stdout);
             return 0;
         }
+        if (!strcmp(sub, "tp")) {
+            fputs(gr_tp_cmd_usage(), stdout);
+            return 0;
+        }
         fputs(!strcmp(sub, "run") ? usage_run : !strcmp(sub, "validate") ? usage_validate
               : !strcmp(sub, "kernels") ? usage_kernels : usage_main, stdout);
         return 0;
@@ -547,6 +634,7 @@ int main(int argc, char **argv) {
         int rc = parse_args(argc, argv, &c, usage_validate);
         return rc >= 0 ? rc : cmd_validate(&c);
     }
+    if (!strcmp(cmd, "tp")) return gr_tp_cmd_main(argc, argv);
     if (gr_service_cmd_usage(cmd)) return gr_service_cmd_main(argc, argv);
     fprintf(stderr, "graphrun: unknown command \"%s\"\n\n%s", cmd, usage_main);
     return 2;

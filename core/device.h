@@ -41,6 +41,8 @@ typedef struct gr_devstate {
     int sm_count;
     size_t allocated_bytes;
     int pdl;                           /* launch GR_KF_PDL kernels with PDL (--pdl) */
+    void *comm;                        /* ncclComm_t of this device's rank (replay/tp.c sets it
+                                          after create, before any launch); NULL otherwise */
 } gr_devstate;
 
 gr_status gr_devstate_create(const gr_plan *plan, int sm_count, gr_devstate **out, gr_error *err);

@@ -36,6 +36,7 @@ typedef struct gr_launch_ctx {
     int sm_count;
     void *op_state;     /* what setup() returned for this op, or NULL */
     int pdl;            /* launch with programmatic dependent launch (GR_KF_PDL kernels only) */
+    void *comm;         /* communicator of collective ops (an ncclComm_t), NULL outside graphrun tp */
 } gr_launch_ctx;
 
 enum {

@@ -1,7 +1,9 @@
-/* The CUPTI collector (see collector.h): subscription, activity and per-API enables, buffer
- * callbacks into the writer, API/resource callbacks (API stack per thread, graph node records,
- * listeners), op tags, flush and stop. Uses the driver API only through dlsym on the libcuda the
- * program already loaded, so it never adds a libcuda dependency. */
+/* The CUPTI collector (see collector.h): subscription, activity and per-API enables (with the
+ * start-up probe that checks API records arrive), buffer callbacks into the writer, API/resource
+ * callbacks (API stack per thread, graph node records, listeners), op tags, flush and stop, and
+ * the bookkeeping the end record reports (API records vs launch calls seen, dropped records and
+ * where CUPTI reported them). Uses the driver API only through dlsym on the libcuda the program
+ * already loaded, so it never adds a libcuda dependency. */
 #include "cupti_tools/collector.h"
 
 #include <cuda.h>
@@ -24,6 +26,26 @@
 #define MAX_LISTENERS 4
 #define API_STACK 8
 #define TAG_STACK 32
+#define CAT_SIZE 2048 /* callback ids per domain the category table covers */
+#define MAX_DROP_LOG 8
+
+_Static_assert(CUPTI_RUNTIME_TRACE_CBID_SIZE <= CAT_SIZE &&
+                   CUPTI_DRIVER_TRACE_CBID_SIZE <= CAT_SIZE,
+               "raise CAT_SIZE for this CUPTI");
+
+/* How API activity records are enabled, per domain. CUPTI documents both ways: per-API enables
+ * without the kind ("to enable a small set"), or the kind with per-API disables. Per-API enables
+ * alone work only when made before CUDA initialises (the injection); made later they record
+ * nothing (H200, CUDA 13.0: in-process traces had no "api" and so no "ext" records). */
+enum { API_OFF = 0, API_PER_API, API_KIND_FILTER, API_KIND_ALL };
+
+/* A dropped-records count CUPTI reported, for the end record (when, and in which phase). */
+typedef struct drop_event {
+    uint64_t n,
+        buffer;  /* count; completed buffers so far in this trace (0: a query, not a buffer) */
+    int64_t rel; /* ns since t0 */
+    const char *phase; /* "run", "probe", "start", "stop" */
+} drop_event;
 
 typedef struct api_frame {
     uint8_t driver;
@@ -65,7 +87,15 @@ static struct {
     int nenabled;
     uint16_t rec_ids[2][1024];
     int nrec[2];
-    int rec_all[2]; /* whole kind enabled (per-API enable unsupported) */
+    int api_mode[2]; /* API_* per domain (0 runtime, 1 driver) */
+    int api_kept[2], api_off[2], api_errors[2];
+    uint8_t cat[2][CAT_SIZE]; /* gr_api_cat + 1 by callback id; 0: no such API */
+    char api_note[512];       /* the start-up probe's outcome */
+    atomic_int probing;
+    atomic_ullong probe_api[2]; /* API records seen in buffers while probing */
+    atomic_ullong n_api, n_ext, n_launch_api, n_unwanted_api, launch_seen, completed, stale_dropped;
+    drop_event drops[MAX_DROP_LOG];
+    int ndrops;
     listener listeners[MAX_LISTENERS];
     atomic_int nlisteners;
     char error[1024]; /* why tracing could not start, for the end record */
@@ -132,6 +162,76 @@ static void current_device(char *name, size_t size, char *cc, size_t ccsize) {
     device_info((uint32_t)dev, name, size, cc, ccsize, &sms);
 }
 
+/* ---- API categories, dropped-records bookkeeping ---- */
+
+static int wants_record(gr_api_cat c) {
+    switch (c) {
+    case GR_API_LAUNCH:
+    case GR_API_GRAPH_LAUNCH:
+    case GR_API_SYNC:
+    case GR_API_PROFILER:
+        return 1;
+    case GR_API_MEMCPY:
+    case GR_API_MEMSET:
+        return g.cfg.memcpy;
+    default:
+        return 0;
+    }
+}
+
+static int wants_callback(gr_api_cat c) {
+    return c == GR_API_LAUNCH || c == GR_API_MEMCPY || c == GR_API_MEMSET ||
+           c == GR_API_GRAPH_BUILD || c == GR_API_EVENT;
+}
+
+static int api_named(int driver, uint32_t cbid) {
+    return cbid < CAT_SIZE && g.cat[driver][cbid] != 0;
+}
+
+static gr_api_cat cat_of(int driver, uint32_t cbid) {
+    return api_named(driver, cbid) ? (gr_api_cat)(g.cat[driver][cbid] - 1) : GR_API_OTHER;
+}
+
+static int64_t rel_now(void) {
+    uint64_t now = 0;
+    return cuptiGetTimestamp(&now) == CUPTI_SUCCESS ? (int64_t)(now - g.t0) : -1;
+}
+
+static int stale_phase(const char *phase) {
+    return !strcmp(phase, "start") || !strcmp(phase, "probe");
+}
+
+/* Counts `n` dropped records CUPTI reported: into the trace's count, or, before the traced work
+ * began (start, probe), into the stale count the end record shows separately. */
+static void note_drop(size_t n, uint64_t buffer, const char *phase) {
+    if (stale_phase(phase))
+        atomic_fetch_add(&g.stale_dropped, (unsigned long long)n);
+    else
+        atomic_fetch_add(&g.dropped, (unsigned long long)n);
+    int64_t rel = rel_now();
+    pthread_mutex_lock(&g.mu);
+    if (g.ndrops < MAX_DROP_LOG)
+        g.drops[g.ndrops++] = (drop_event){(uint64_t)n, buffer, rel, phase};
+    pthread_mutex_unlock(&g.mu);
+}
+
+/* CUPTI keeps the dropped count (one queue: since CUDA 6 every activity buffer is global) and
+ * hands it over, resetting it, only when asked, which the buffer-completed callback does. Records
+ * dropped after a trace's last completed buffer would be reported by the next trace in the
+ * process (graphrun traces twice in one process): ask at stop, and again at start. */
+static void query_drops(const char *phase) {
+    size_t n = 0;
+    if (cuptiActivityGetNumDroppedRecords(NULL, 0, &n) == CUPTI_SUCCESS && n)
+        note_drop(n, 0, phase);
+}
+
+static CUcontext current_context(void) {
+    CUresult (*get_current)(CUcontext *) = (CUresult(*)(CUcontext *))driver_sym("cuCtxGetCurrent");
+    CUcontext ctx = NULL;
+    if (!get_current || get_current(&ctx) != CUDA_SUCCESS) return NULL;
+    return ctx;
+}
+
 /* ---- writer callbacks ---- */
 
 static void header_cb(void *user, gr_sbuf *b) {
@@ -173,7 +273,18 @@ static int next_cb(uint8_t *buf, size_t valid, void **rec) {
 
 static int format_cb(void *user, void *rec, gr_sbuf *out) {
     (void)user;
-    return gr_fmt_record(&g.fmt, (const CUpti_Activity *)rec, out);
+    const CUpti_Activity *r = rec;
+    int n = gr_fmt_record(&g.fmt, r, out);
+    if (r->kind == CUPTI_ACTIVITY_KIND_RUNTIME || r->kind == CUPTI_ACTIVITY_KIND_DRIVER) {
+        const CUpti_ActivityAPI *a = rec;
+        gr_api_cat c = cat_of(r->kind == CUPTI_ACTIVITY_KIND_DRIVER, a->cbid);
+        atomic_fetch_add(&g.n_api, 1);
+        if (c == GR_API_LAUNCH) atomic_fetch_add(&g.n_launch_api, 1);
+        if (!wants_record(c)) atomic_fetch_add(&g.n_unwanted_api, 1);
+    } else if (r->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
+        atomic_fetch_add(&g.n_ext, 1);
+    }
+    return n;
 }
 
 typedef struct end_info {
@@ -182,11 +293,41 @@ typedef struct end_info {
     int64_t end_rel; /* taken before CUPTI may be finalized; -1 unknown */
 } end_info;
 
+/* When CUPTI reported dropped records, for the end record: "1 at start (before tracing, not
+ * counted, +0.012 ms); 12 in the run (buffer 3, +1.234 ms)". */
+static void drop_detail(char *out, size_t size) {
+    size_t o = 0;
+    out[0] = '\0';
+    pthread_mutex_lock(&g.mu);
+    for (int i = 0; i < g.ndrops && o + 1 < size; i++) {
+        const drop_event *d = &g.drops[i];
+        char buf[40] = "";
+        if (d->buffer) snprintf(buf, sizeof(buf), "buffer %llu, ", (unsigned long long)d->buffer);
+        o += (size_t)snprintf(out + o, size - o, "%s%llu at %s (%s%s%+.3f ms)", o ? "; " : "",
+                              (unsigned long long)d->n, d->phase,
+                              stale_phase(d->phase) ? "before tracing, not counted, " : "", buf,
+                              (double)d->rel / 1e6);
+    }
+    if (g.ndrops == MAX_DROP_LOG && o + 1 < size) snprintf(out + o, size - o, "; ...");
+    pthread_mutex_unlock(&g.mu);
+}
+
 static void end_cb(void *user, const gr_writer_stats *st, gr_sbuf *b) {
     const end_info *e = user;
     gr_sb_raw(b, "{\"t\":\"end\"", 10);
     gr_sb_kv_u64(b, "records", st->records);
     gr_sb_kv_u64(b, "dropped", (uint64_t)atomic_load(&g.dropped));
+    /* API records against the launch calls the callback layer saw: a reader can tell "no API
+     * records were collected" from "the program made no launch calls" */
+    gr_sb_kv_u64(b, "api_records", (uint64_t)atomic_load(&g.n_api));
+    gr_sb_kv_u64(b, "launch_api_records", (uint64_t)atomic_load(&g.n_launch_api));
+    gr_sb_kv_u64(b, "launch_calls_seen", (uint64_t)atomic_load(&g.launch_seen));
+    gr_sb_kv_u64(b, "unwanted_api_records", (uint64_t)atomic_load(&g.n_unwanted_api));
+    gr_sb_kv_u64(b, "ext_records", (uint64_t)atomic_load(&g.n_ext));
+    gr_sb_kv_u64(b, "dropped_before_start", (uint64_t)atomic_load(&g.stale_dropped));
+    char detail[1024];
+    drop_detail(detail, sizeof(detail));
+    if (detail[0]) gr_sb_kv_str(b, "dropped_detail", detail);
     gr_sb_kv_u64(b, "buffers", st->buffers);
     gr_sb_kv_u64(b, "buffer_bytes", g.cfg.buffer_bytes);
     gr_sb_kv_u64(b, "waits", st->waits);
@@ -212,11 +353,25 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     *buffer = gr_writer_buffer(w, size);
 }
 
+/* While probing: API records in a completed buffer, per domain. */
+static void count_probe(uint8_t *buffer, size_t valid) {
+    CUpti_Activity *r = NULL;
+    while (cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
+        if (r->kind == CUPTI_ACTIVITY_KIND_RUNTIME)
+            atomic_fetch_add(&g.probe_api[0], 1);
+        else if (r->kind == CUPTI_ACTIVITY_KIND_DRIVER)
+            atomic_fetch_add(&g.probe_api[1], 1);
+    }
+}
+
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
     (void)size;
+    int probing = atomic_load(&g.probing);
+    uint64_t no = (uint64_t)atomic_fetch_add(&g.completed, 1) + 1;
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
-        atomic_fetch_add(&g.dropped, (unsigned long long)dropped);
+        note_drop(dropped, no, probing ? "probe" : "run");
+    if (probing && buffer && valid) count_probe(buffer, valid);
     gr_trace_writer *w = atomic_load(&g.writer);
     if (!w) {
         free(buffer);
@@ -311,6 +466,9 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
             if (tls.depth < API_STACK)
                 tls.f[tls.depth] = (api_frame){dom == CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionName, cb->correlationId};
             tls.depth++;
+            /* top-level launch calls, to check the trace's API records against */
+            if (tls.depth == 1 && cat_of(dom == CUPTI_CB_DOMAIN_DRIVER_API, cbid) == GR_API_LAUNCH)
+                atomic_fetch_add(&g.launch_seen, 1);
         }
         int nl = atomic_load(&g.nlisteners);
         if (nl > 0) {
@@ -347,67 +505,211 @@ static gr_status enable_kind(CUpti_ActivityKind k, const char *name, gr_error *e
     return GR_OK;
 }
 
-static int wants_record(gr_api_cat c) {
-    switch (c) {
-    case GR_API_LAUNCH:
-    case GR_API_GRAPH_LAUNCH:
-    case GR_API_SYNC:
-    case GR_API_PROFILER: return 1;
-    case GR_API_MEMCPY:
-    case GR_API_MEMSET: return g.cfg.memcpy;
-    default: return 0;
-    }
-}
-
-static int wants_callback(gr_api_cat c) {
-    return c == GR_API_LAUNCH || c == GR_API_MEMCPY || c == GR_API_MEMSET || c == GR_API_GRAPH_BUILD ||
-           c == GR_API_EVENT;
-}
-
-/* Per-API records and callbacks for one domain, chosen by the API's category. */
-static gr_status enable_apis(int driver, gr_error *err) {
+/* Callbacks for one domain, chosen by the API's category, and the category table the callbacks,
+ * the formatter's counts and the record enables use. */
+static gr_status domain_callbacks(int driver, gr_error *err) {
     CUpti_CallbackDomain dom = driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
     uint32_t size = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
-    int records = 0, callbacks = 0, skipped = 0;
     for (uint32_t cbid = 1; cbid < size; cbid++) {
         const char *raw = NULL;
         if (cuptiGetCallbackName(dom, cbid, &raw) != CUPTI_SUCCESS || !raw) continue;
         char name[96];
         gr_api_strip_version(raw, name, sizeof(name));
         gr_api_cat c = gr_api_category(name);
-        if (wants_record(c) && !g.rec_all[driver]) {
-            CUptiResult rc = driver ? cuptiActivityEnableDriverApi(cbid, 1) : cuptiActivityEnableRuntimeApi(cbid, 1);
-            if (rc == CUPTI_SUCCESS) {
-                if (g.nrec[driver] < 1024) g.rec_ids[driver][g.nrec[driver]++] = (uint16_t)cbid;
-                records++;
-            } else if (records == 0) {
-                /* per-API enables unsupported here: record the whole domain instead */
-                CUpti_ActivityKind k = driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
-                GR_TRY(enable_kind(k, driver ? "driver" : "runtime", err));
-                g.rec_all[driver] = 1;
-            } else {
-                skipped++; /* one API this CUPTI will not record: the others still are */
-            }
-        }
-        if (wants_callback(c)) {
-            CUptiResult rc = cuptiEnableCallback(1, g.sub, dom, cbid);
-            if (rc != CUPTI_SUCCESS) {
-                char expr[160];
-                snprintf(expr, sizeof(expr), "cuptiEnableCallback(%s)", name);
-                return gr_cupti_fail(rc, expr, NULL, __FILE__, __LINE__, err);
-            }
-            callbacks++;
+        g.cat[driver][cbid] = (uint8_t)(c + 1);
+        if (!wants_callback(c)) continue;
+        CUptiResult rc = cuptiEnableCallback(1, g.sub, dom, cbid);
+        if (rc != CUPTI_SUCCESS) {
+            char expr[160];
+            snprintf(expr, sizeof(expr), "cuptiEnableCallback(%s)", name);
+            return gr_cupti_fail(rc, expr, NULL, __FILE__, __LINE__, err);
         }
     }
-    size_t n = strlen(g.apis);
-    if (g.rec_all[driver])
-        snprintf(g.apis + n, sizeof(g.apis) - n, "%s%s: all (per-API enables unsupported)", n ? "; " : "",
-                 driver ? "driver" : "runtime");
-    else
-        snprintf(g.apis + n, sizeof(g.apis) - n, "%s%s: %d APIs (launch, graph_launch, sync, profiler%s)%s",
-                 n ? "; " : "", driver ? "driver" : "runtime", records, g.cfg.memcpy ? ", memcpy, memset" : "",
-                 skipped ? ", some could not be enabled" : "");
-    (void)callbacks;
+    return GR_OK;
+}
+
+static CUptiResult enable_api(int driver, uint32_t cbid, int on) {
+    return driver ? cuptiActivityEnableDriverApi(cbid, (uint8_t)(on != 0))
+                  : cuptiActivityEnableRuntimeApi(cbid, (uint8_t)(on != 0));
+}
+
+/* The RUNTIME or DRIVER kind on; switched off and on again when it already was, since CUPTI
+ * documents that enabling the kind overrides per-API settings made before it. */
+static gr_status kind_on(int driver, gr_error *err) {
+    CUpti_ActivityKind k = driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
+    const char *name = driver ? "driver" : "runtime";
+    for (int i = 0; i < g.nenabled; i++) {
+        if (g.enabled[i] != k) continue;
+        cuptiActivityDisable(k);
+        CUptiResult rc = cuptiActivityEnable(k);
+        if (rc != CUPTI_SUCCESS) {
+            char expr[96];
+            snprintf(expr, sizeof(expr), "cuptiActivityEnable(%s)", name);
+            return gr_cupti_fail(rc, expr, NULL, __FILE__, __LINE__, err);
+        }
+        return GR_OK;
+    }
+    return enable_kind(k, name, err);
+}
+
+/* API activity records of one domain, the way `mode` says, falling back where this CUPTI cannot:
+ * per-API enables refused -> kind + filter; no per-API control at all -> the whole kind. */
+static gr_status set_api_records(int driver, int mode, gr_error *err) {
+    uint32_t size = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
+    g.api_kept[driver] = g.api_off[driver] = g.api_errors[driver] = 0;
+    if (mode == API_PER_API) {
+        for (uint32_t cbid = 1; cbid < size; cbid++) {
+            if (!api_named(driver, cbid) || !wants_record(cat_of(driver, cbid))) continue;
+            if (enable_api(driver, cbid, 1) == CUPTI_SUCCESS) {
+                if (g.nrec[driver] < 1024) g.rec_ids[driver][g.nrec[driver]++] = (uint16_t)cbid;
+                g.api_kept[driver]++;
+            } else if (g.api_kept[driver] == 0) {
+                mode = API_KIND_FILTER; /* per-API enables unsupported here */
+                break;
+            } else {
+                g.api_errors[driver]++; /* one API this CUPTI will not record: the others still are
+                                         */
+            }
+        }
+        if (mode == API_PER_API) {
+            g.api_mode[driver] = mode;
+            return GR_OK;
+        }
+    }
+    if (mode ==
+        API_KIND_ALL) /* undo an earlier filter (the kind switched on below overrides it too) */
+        for (uint32_t cbid = 1; cbid < size; cbid++)
+            if (api_named(driver, cbid)) enable_api(driver, cbid, 1);
+    GR_TRY(kind_on(driver, err));
+    if (mode == API_KIND_FILTER) {
+        for (uint32_t cbid = 1; cbid < size; cbid++) {
+            if (!api_named(driver, cbid)) continue;
+            int want = wants_record(cat_of(driver, cbid));
+            if (enable_api(driver, cbid, want) != CUPTI_SUCCESS)
+                g.api_errors[driver]++;
+            else if (want)
+                g.api_kept[driver]++;
+            else
+                g.api_off[driver]++;
+        }
+        if (g.api_kept[driver] + g.api_off[driver] == 0)
+            mode = API_KIND_ALL; /* no per-API control */
+    }
+    g.api_mode[driver] = mode;
+    return GR_OK;
+}
+
+/* The header's "apis": how each domain's API records were enabled, then the probe's outcome. */
+static void describe_apis(void) {
+    char *out = g.apis;
+    size_t size = sizeof(g.apis), o = 0;
+    out[0] = '\0';
+    const char *set = g.cfg.memcpy ? "launch, graph_launch, sync, profiler, memcpy, memset"
+                                   : "launch, graph_launch, sync, profiler";
+    for (int d = 0; d < 2 && o + 1 < size; d++) {
+        const char *dn = d ? "driver" : "runtime";
+        const char *sep = o ? "; " : "";
+        switch (g.api_mode[d]) {
+        case API_PER_API:
+            o += (size_t)snprintf(out + o, size - o, "%s%s: %d APIs (%s)%s", sep, dn, g.api_kept[d],
+                                  set, g.api_errors[d] ? ", some could not be enabled" : "");
+            break;
+        case API_KIND_FILTER:
+            o += (size_t)snprintf(out + o, size - o,
+                                  "%s%s: kind on, %d APIs kept (%s), %d switched off%s", sep, dn,
+                                  g.api_kept[d], set, g.api_off[d],
+                                  g.api_errors[d] ? ", some filter calls failed" : "");
+            break;
+        case API_KIND_ALL:
+            o += (size_t)snprintf(out + o, size - o, "%s%s: all (kind on, no per-API filter)", sep,
+                                  dn);
+            break;
+        default:
+            o += (size_t)snprintf(out + o, size - o, "%s%s: none", sep, dn);
+            break;
+        }
+    }
+    if (g.api_note[0] && o + 1 < size) snprintf(out + o, size - o, "; %s", g.api_note);
+}
+
+/* One API call per domain and a forced flush; API records per domain that came back. */
+static void probe_once(int tried[2], unsigned long long seen[2]) {
+    CUresult (*sync)(void) = (CUresult(*)(void))driver_sym("cuCtxSynchronize");
+    atomic_store(&g.probe_api[0], 0);
+    atomic_store(&g.probe_api[1], 0);
+    atomic_store(&g.probing, 1);
+    tried[0] = g.cfg.probe_runtime != NULL;
+    tried[1] = g.cfg.driver_api && sync != NULL;
+    if (tried[1]) sync();
+    if (tried[0]) g.cfg.probe_runtime();
+    if (cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != CUPTI_SUCCESS)
+        atomic_fetch_add(&g.cb_errors, 1);
+    atomic_store(&g.probing, 0);
+    seen[0] = atomic_load(&g.probe_api[0]);
+    seen[1] = atomic_load(&g.probe_api[1]);
+}
+
+/* After CUDA initialised: check that API records arrive, domain by domain; where none does with
+ * the filter, record the whole kind and check again. The outcome goes into g.api_note (header). */
+static gr_status probe_api_records(gr_error *err) {
+    int tried[2];
+    unsigned long long seen[2], again[2] = {0, 0};
+    probe_once(tried, seen);
+    int retry = 0;
+    for (int d = 0; d < 2; d++) {
+        if (!tried[d] || seen[d] || g.api_mode[d] == API_KIND_ALL || g.api_mode[d] == API_OFF)
+            continue;
+        GR_TRY(set_api_records(d, API_KIND_ALL, err));
+        retry = 1;
+    }
+    if (retry) probe_once(tried, again);
+    size_t o = 0, size = sizeof(g.api_note);
+    o += (size_t)snprintf(g.api_note, size, "start-up probe:");
+    for (int d = 0; d < 2 && o + 1 < size; d++) {
+        const char *dn = d ? "driver (cuCtxSynchronize)" : "runtime";
+        if (!tried[d])
+            o += (size_t)snprintf(g.api_note + o, size - o, " %s not probed;", dn);
+        else if (seen[d])
+            o += (size_t)snprintf(g.api_note + o, size - o, " %s %llu API records;", dn, seen[d]);
+        else if (g.api_mode[d] == API_KIND_ALL && again[d])
+            o += (size_t)snprintf(
+                g.api_note + o, size - o,
+                " %s none with the per-API filter, %llu with the whole kind (kept);", dn, again[d]);
+        else
+            o += (size_t)snprintf(g.api_note + o, size - o,
+                                  " %s NO API RECORDS arrived (expect none in the trace);", dn);
+    }
+    if (o >= size) o = size - 1; /* truncated: snprintf counted what did not fit */
+    if (o > 0 && g.api_note[o - 1] == ';') g.api_note[o - 1] = '\0';
+    return GR_OK;
+}
+
+/* API records and callbacks for both domains. Before CUDA initialises (the injection) per-API
+ * enables; after (in-process), the kind + per-API filter, then the probe when the caller allows
+ * it (its sync calls would break a stream capture under way). */
+static gr_status enable_apis(gr_error *err) {
+    int after_init = strcmp(g.mode, "injection") != 0;
+    int first = after_init ? API_KIND_FILTER : API_PER_API;
+    GR_TRY(domain_callbacks(0, err));
+    GR_TRY(set_api_records(0, first, err));
+    if (g.cfg.driver_api) {
+        GR_TRY(domain_callbacks(1, err));
+        GR_TRY(set_api_records(1, first, err));
+    }
+    if (after_init && g.cfg.probe_runtime && current_context()) {
+        /* the header must describe what the probe settles on: nothing is written meanwhile */
+        gr_trace_writer *w = atomic_load(&g.writer);
+        gr_writer_hold(w, 1);
+        gr_status st = probe_api_records(err);
+        pthread_mutex_lock(&g.mu);
+        describe_apis();
+        pthread_mutex_unlock(&g.mu);
+        gr_writer_hold(w, 0);
+        return st;
+    }
+    pthread_mutex_lock(&g.mu);
+    describe_apis();
+    pthread_mutex_unlock(&g.mu);
     return GR_OK;
 }
 
@@ -435,6 +737,9 @@ static gr_status enable_everything(gr_error *err) {
     if (cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zsize, &zeroed) != CUPTI_SUCCESS)
         atomic_fetch_add(&g.cb_errors, 1);
     GR_CUPTI(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), err);
+    /* a count CUPTI still holds from an earlier trace in this process is not this trace's (the
+     * injection starts first thing in its process: nothing to ask) */
+    if (strcmp(g.mode, "injection") != 0) query_drops("start");
     GR_TRY(enable_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel", err));
     if (g.cfg.memcpy) {
         GR_TRY(enable_kind(CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy", err));
@@ -444,8 +749,7 @@ static gr_status enable_everything(gr_error *err) {
     gr_error_clear(&optional);
     enable_kind(CUPTI_ACTIVITY_KIND_OVERHEAD, "overhead", &optional); /* listed in "kinds" when on */
     if (g.cfg.tags) GR_TRY(enable_kind(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "external_correlation", err));
-    GR_TRY(enable_apis(0, err));
-    if (g.cfg.driver_api) GR_TRY(enable_apis(1, err));
+    GR_TRY(enable_apis(err));
     GR_CUPTI(cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED), err);
     GR_CUPTI(cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED), err);
     GR_CUPTI(cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED), err);
@@ -462,7 +766,7 @@ static void disable_everything(void) {
             else cuptiActivityEnableRuntimeApi(g.rec_ids[d][i], 0);
         }
         g.nrec[d] = 0;
-        g.rec_all[d] = 0;
+        g.api_mode[d] = API_OFF; /* a kind (RUNTIME/DRIVER) was disabled with the others above */
     }
     if (g.subscribed) {
         cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
@@ -491,10 +795,21 @@ gr_status gr_cupti_start(const gr_cupti_config *c, gr_error *err) {
     g.kinds[0] = g.apis[0] = g.error[0] = '\0';
     g.nenabled = 0;
     g.nrec[0] = g.nrec[1] = 0;
-    g.rec_all[0] = g.rec_all[1] = 0;
+    g.api_mode[0] = g.api_mode[1] = API_OFF;
+    memset(g.cat, 0, sizeof(g.cat));
+    g.api_note[0] = '\0';
+    g.ndrops = 0;
     g.subscribed = 0;
     atomic_store(&g.dropped, 0);
     atomic_store(&g.cb_errors, 0);
+    atomic_store(&g.probing, 0);
+    atomic_store(&g.n_api, 0);
+    atomic_store(&g.n_ext, 0);
+    atomic_store(&g.n_launch_api, 0);
+    atomic_store(&g.n_unwanted_api, 0);
+    atomic_store(&g.launch_seen, 0);
+    atomic_store(&g.completed, 0);
+    atomic_store(&g.stale_dropped, 0);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     g.start_unix_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
@@ -562,6 +877,9 @@ gr_status gr_cupti_stop(const char *reason, int finalize, gr_cupti_result *res, 
     rc = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     if (rc != CUPTI_SUCCESS && st == GR_OK)
         st = gr_cupti_fail(rc, "cuptiActivityFlushAll", NULL, __FILE__, __LINE__, err);
+    /* drops CUPTI counted after the last completed buffer (never reported otherwise, or reported
+     * by the next trace in this process) */
+    query_drops("stop");
     if (g.subscribed) {
         rc = cuptiUnsubscribe(g.sub);
         if (rc != CUPTI_SUCCESS && st == GR_OK) st = gr_cupti_fail(rc, "cuptiUnsubscribe", NULL, __FILE__, __LINE__, err);
@@ -677,4 +995,95 @@ int gr_cupti_current_api(gr_cupti_api_call *out) {
     out->corr = tls.f[0].corr;
     out->depth = tls.depth;
     return 1;
+}
+
+/* ---- callbacks only (capture checking, #6; appended) ----
+ * The same subscription and on_callback (API stack, listeners), without a trace file or any
+ * activity record: every runtime and driver API reaches the listeners, NVTX calls (when asked)
+ * reach one NVTX listener. g.active is held so that gr_cupti_start refuses meanwhile. */
+
+static gr_cupti_nvtx_listener cb_nvtx_fn;
+static void *cb_nvtx_user;
+
+static void CUPTIAPI on_callback_only(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data) {
+    if (dom == CUPTI_CB_DOMAIN_NVTX) {
+        gr_cupti_nvtx_listener fn = cb_nvtx_fn;
+        if (fn && data) fn(cb_nvtx_user, (uint32_t)cbid, data);
+        return;
+    }
+    on_callback(ud, dom, cbid, data);
+}
+
+gr_status gr_cupti_callbacks_start(gr_cupti_nvtx_listener nvtx_fn, void *nvtx_user, gr_error *err) {
+    pthread_mutex_lock(&g.mu);
+    if (g.active) {
+        pthread_mutex_unlock(&g.mu);
+        return gr_error_set(err, GR_ERR_INTERNAL, NULL,
+                            "a CUPTI session is already running in this process (%s): capture checking "
+                            "cannot start beside it",
+                            g.path[0] ? g.path : "?");
+    }
+    g.active = 1;
+    snprintf(g.path, sizeof(g.path), "capture checking");
+    pthread_mutex_unlock(&g.mu);
+    cb_nvtx_fn = nvtx_fn;
+    cb_nvtx_user = nvtx_user;
+    CUpti_SubscriberParams params;
+    memset(&params, 0, sizeof(params));
+    char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 8] = "";
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "graphrun capture check";
+    params.oldSubscriberName = old;
+    params.oldSubscriberSize = sizeof(old);
+    gr_status st = GR_OK;
+    CUptiResult rc = cuptiSubscribe_v2(&g.sub, (CUpti_CallbackFunc)on_callback_only, NULL, &params);
+    if (rc != CUPTI_SUCCESS) {
+        char detail[160] = "";
+        if (old[0]) snprintf(detail, sizeof(detail), "the attached client is \"%s\"", old);
+        st = gr_cupti_fail(rc, "cuptiSubscribe_v2", detail, __FILE__, __LINE__, err);
+    } else {
+        g.subscribed = 1;
+        rc = cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+        if (rc == CUPTI_SUCCESS) rc = cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_DRIVER_API);
+        if (rc != CUPTI_SUCCESS) st = gr_cupti_fail(rc, "cuptiEnableDomain", NULL, __FILE__, __LINE__, err);
+        /* NVTX is optional: without it findings name no ranges */
+        if (st == GR_OK && nvtx_fn) cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_NVTX);
+    }
+    if (st != GR_OK) {
+        if (g.subscribed) {
+            cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+            cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_DRIVER_API);
+            cuptiUnsubscribe(g.sub);
+            g.subscribed = 0;
+        }
+        cb_nvtx_fn = NULL;
+        pthread_mutex_lock(&g.mu);
+        g.active = 0;
+        pthread_mutex_unlock(&g.mu);
+    }
+    return st;
+}
+
+gr_status gr_cupti_callbacks_stop(int finalize, gr_error *err) {
+    pthread_mutex_lock(&g.mu);
+    int mine = g.active && !atomic_load(&g.writer) && g.subscribed;
+    pthread_mutex_unlock(&g.mu);
+    if (!mine) return GR_OK;
+    gr_status st = GR_OK;
+    cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+    cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_DRIVER_API);
+    cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_NVTX);
+    CUptiResult rc = cuptiUnsubscribe(g.sub);
+    if (rc != CUPTI_SUCCESS) st = gr_cupti_fail(rc, "cuptiUnsubscribe", NULL, __FILE__, __LINE__, err);
+    g.subscribed = 0;
+    cb_nvtx_fn = NULL;
+    if (finalize) {
+        rc = cuptiFinalize();
+        if (rc != CUPTI_SUCCESS && st == GR_OK) st = gr_cupti_fail(rc, "cuptiFinalize", NULL, __FILE__, __LINE__, err);
+    }
+    pthread_mutex_lock(&g.mu);
+    g.active = 0;
+    g.path[0] = '\0';
+    pthread_mutex_unlock(&g.mu);
+    return st;
 }

@@ -3,6 +3,12 @@
  * records only for launches, graph launches, copies, syncs and profiler start/stop), streams the
  * records to a trace file through the writer, and runs the callback layer:
  *
+ * API records: before CUDA initialises (the injection) per-API enables select them; once CUDA
+ * is initialised (in-process) per-API enables alone record nothing (seen on the H200, CUDA 13),
+ * so the RUNTIME/DRIVER kinds are enabled and every unwanted API switched off, checked (when the
+ * caller gives config.probe_runtime) by a start-up probe, with the unfiltered kinds as the
+ * fallback. The end record counts API records against the launch calls the callbacks saw.
+ *
  *   - API callbacks (enter/exit) for launches, copies, graph building and event record/wait:
  *     each thread keeps the stack of API calls it is inside (gr_cupti_current_api), which is how
  *     a graph node is attributed to the call that created it
@@ -47,6 +53,12 @@ typedef struct gr_cupti_config {
     const char *device;     /* device name when the caller knows it, else from the first context */
     const char *cc;
     int runtime_version;    /* CUDA runtime version when the caller knows it */
+    /* Optional, tracing after CUDA initialised (in-process): a cheap runtime-API call (graphrun:
+     * cudaDeviceSynchronize) for the start-up probe, which checks that API records arrive (this
+     * call for the runtime domain, cuCtxSynchronize for the driver's) and falls back to the whole
+     * RUNTIME/DRIVER kinds where none does. Given only when synchronising is safe then (never
+     * inside a stream capture). NULL: no probe. */
+    void (*probe_runtime)(void);
 } gr_cupti_config;
 
 void gr_cupti_config_default(gr_cupti_config *c);
@@ -103,6 +115,20 @@ int gr_cupti_remove_listener(gr_cupti_listener fn, void *user);
 gr_status gr_cupti_watch_api(int driver, uint32_t cbid, gr_error *err);
 /* The outermost API call the calling thread is inside, or 0 when none (fills *out). */
 int gr_cupti_current_api(gr_cupti_api_call *out);
+
+/* ---- callbacks only (capture checking, #6) ---- */
+
+/* Receives CUPTI's NVTX callbacks (cbid from cupti_nvtx_cbid.h, data a CUpti_NvtxData). Runs
+ * inside the NVTX call on the calling thread: short, no CUDA calls. */
+typedef void (*gr_cupti_nvtx_listener)(void *user, uint32_t cbid, const void *nvtx_data);
+/* Subscribes for callbacks only: every runtime and driver API call reaches the listeners
+ * (gr_cupti_add_listener), NVTX calls reach nvtx_fn when it is not NULL (CUPTI sees NVTX only in
+ * programs started with NVTX_INJECTION64_PATH naming libcupti); no trace file, no activity
+ * records. Fails under another CUPTI client (gr_cupti_other_subscriber) and while a trace runs. */
+gr_status gr_cupti_callbacks_start(gr_cupti_nvtx_listener nvtx_fn, void *nvtx_user, gr_error *err);
+/* Unsubscribes; `finalize` detaches CUPTI (cuptiFinalize) so that tracing or checking can start
+ * again later in the process and nothing slows API calls meanwhile. GR_OK when not started. */
+gr_status gr_cupti_callbacks_stop(int finalize, gr_error *err);
 
 #ifdef __cplusplus
 }

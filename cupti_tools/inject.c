@@ -15,7 +15,11 @@
  *   GR_LAUNCHSTAT_DRIVER=0     no driver-API records
  *   GR_LAUNCHSTAT_MEMCPY=0     no memcpy/memset records
  *   GR_LAUNCHSTAT_BUFFER_MB, GR_LAUNCHSTAT_MAX_BUFFERS   activity buffer size and count bound
- *   GR_LAUNCHSTAT_QUIET=1      no message on stderr when tracing cannot start */
+ *   GR_LAUNCHSTAT_QUIET=1      no message on stderr when tracing cannot start
+ *   GR_LAUNCHSTAT_CAPCHECK=1   capture checking instead of tracing (capcheck.h): the file gets
+ *                              the API calls made while streams capture; NVTX_INJECTION64_PATH
+ *                              is pointed at libcupti (when unset) so findings name NVTX ranges */
+#define _GNU_SOURCE /* dladdr: where libcupti is, for NVTX_INJECTION64_PATH */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -26,10 +30,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cupti.h>
+#include <dlfcn.h>
+
+#include "cupti_tools/capcheck.h"
 #include "cupti_tools/collector.h"
 #include "cupti_tools/cupti_check.h"
 
 static atomic_int state; /* 0 idle, 1 tracing, 2 finished */
+static int capcheck_mode;  /* GR_LAUNCHSTAT_CAPCHECK=1: the capture checker instead of the trace */
 static pid_t owner;
 static int sig_pipe[2] = {-1, -1};
 
@@ -48,6 +57,10 @@ static void finish(const char *reason) {
     gr_error err;
     gr_error_clear(&err);
     gr_cupti_result res;
+    if (capcheck_mode) {
+        if (gr_capcheck_stop(0, NULL, &err) != GR_OK) fprintf(stderr, "cupti-launchstat: %s\n", err.msg);
+        return;
+    }
     if (gr_cupti_stop(reason, 0, &res, &err) != GR_OK) fprintf(stderr, "cupti-launchstat: %s\n", err.msg);
 }
 
@@ -113,6 +126,40 @@ static void install_signal_handlers(void) {
     }
 }
 
+/* Capture checking for the program's life: the recording streams to `path`. */
+static int start_capcheck(const char *path) {
+    capcheck_mode = 1;
+    if (!getenv("NVTX_INJECTION64_PATH")) {
+        /* CUPTI is the NVTX injection that turns NVTX calls into callbacks */
+        CUptiResult (*fn)(uint32_t *) = cuptiGetVersion;
+        void *addr = NULL;
+        memcpy(&addr, &fn, sizeof(addr));
+        Dl_info di;
+        if (dladdr(addr, &di) && di.dli_fname) setenv("NVTX_INJECTION64_PATH", di.dli_fname, 0);
+    }
+    gr_capcheck_opts o;
+    memset(&o, 0, sizeof(o));
+    o.nvtx = 1;
+    o.all_host_allocs = 1; /* from cuInit on: every pinned allocation is seen */
+    o.out_path = path;
+    o.exclusive = 1;
+    snprintf(o.hdr.tool, sizeof(o.hdr.tool), "cupti-launchstat");
+    snprintf(o.hdr.source, sizeof(o.hdr.source), "injection");
+    const char *cmd = getenv("GR_LAUNCHSTAT_CMD");
+    snprintf(o.hdr.command, sizeof(o.hdr.command), "%s", cmd ? cmd : "");
+    gr_error err;
+    gr_error_clear(&err);
+    if (gr_capcheck_start(&o, &err) != GR_OK) {
+        atomic_store(&state, 2);
+        if (!env_long("GR_LAUNCHSTAT_QUIET", 0))
+            fprintf(stderr, "cupti-launchstat: this process runs unchecked: %s\n", err.msg);
+        return 1;
+    }
+    atexit(at_exit);
+    install_signal_handlers();
+    return 1;
+}
+
 __attribute__((visibility("default"))) int InitializeInjection(void) {
     int expect = 0;
     if (!atomic_compare_exchange_strong(&state, &expect, 1)) return 1;
@@ -126,6 +173,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
         size_t n = strlen(path);
         snprintf(path + n, sizeof(path) - n, ".%d", (int)owner);
     }
+    if (env_long("GR_LAUNCHSTAT_CAPCHECK", 0)) return start_capcheck(path);
     gr_cupti_config c;
     gr_cupti_config_default(&c);
     c.trace_path = path;

@@ -19,6 +19,9 @@
 
 #include "core/expr.h"
 #include "cupti_tools/analysis.h"
+#include "cupti_tools/chrome.h"
+#include "cupti_tools/html.h"
+#include "cupti_tools/launchstat_capcheck.h"
 #include "cupti_tools/report.h"
 #include "cupti_tools/trace.h"
 
@@ -50,6 +53,12 @@ static const char *usage_main =
     "  --short-gap-us X       idle holes shorter than X us count as launch-bound (default 10)\n"
     "  --top N                rows per table (default 15)\n"
     "  --no-report            write the trace only\n"
+    "  --capture-check        instead of tracing: record every runtime and driver API call made\n"
+    "                         while a stream captures (CUDA graphs, torch.cuda.graph) and report\n"
+    "                         each call that breaks the capture or escapes it, with the NVTX\n"
+    "                         range stack, API, stream, error, capture mode and a fix; -o\n"
+    "                         defaults to capcheck.jsonl; exit 1 when a capture broke or work\n"
+    "                         escaped one (CMD's own code when it failed)\n"
     "\n"
     "Regions: cudaProfilerStart/Stop (torch.cuda.profiler.start/stop) delimit the measured part;\n"
     "the report then covers each such range separately.\n"
@@ -59,7 +68,8 @@ static const char *usage_main =
     "\n"
     "examples:\n"
     "  cupti-launchstat -o eager.jsonl --steps 200 -- python3 bench/torch_mlp.py --mode eager --iters 200\n"
-    "  cupti-launchstat -o trace.jsonl -- build/graphrun run workloads/launch_bound.json --iters 200\n";
+    "  cupti-launchstat -o trace.jsonl -- build/graphrun run workloads/launch_bound.json --iters 200\n"
+    "  cupti-launchstat --capture-check -- python3 bench/torch_capture_break.py --break item\n";
 
 static const char *usage_report =
     "usage: cupti-launchstat report TRACE [options]\n"
@@ -82,9 +92,16 @@ static const char *usage_report =
     "  --partial              read a trace without its end record (program killed)\n"
     "  --short-gap-us X       idle holes shorter than X us count as launch-bound (default 10)\n"
     "  --top N                rows per table (default 15)\n"
+    "  --chrome FILE          the timeline as Chrome Trace Event JSON (ui.perfetto.dev,\n"
+    "                         chrome://tracing): a process per run, a track per stream and per\n"
+    "                         host thread, launch-to-kernel flows, kernel args (docs/timelines.md)\n"
+    "  --html FILE            a self-contained HTML report: one eager and one graph step per\n"
+    "                         variant on one time scale (with --compare: TRACE's step above\n"
+    "                         OTHER's), the gap histogram and the step-time table\n"
     "\n"
-    "example:\n"
-    "  cupti-launchstat report eager.jsonl --compare graph.jsonl --steps 200\n";
+    "examples:\n"
+    "  cupti-launchstat report eager.jsonl --compare graph.jsonl --steps 200\n"
+    "  cupti-launchstat report trace.jsonl --chrome trace.json --html report.html\n";
 
 typedef struct opts {
     const char *out, *json, *compare, *region, *compare_region;
@@ -94,6 +111,8 @@ typedef struct opts {
     char **cmd;
     int ncmd;
     const char *trace;
+    int capture_check; /* --capture-check: the capture checker instead of the trace */
+    const char *chrome, *html; /* report --chrome FILE / --html FILE: timeline exports */
 } opts;
 
 static int usage_error(const char *usage, const char *fmt, const char *arg) {
@@ -138,7 +157,7 @@ static int parse(int argc, char **argv, int first, int run, opts *o) {
         }
         static const char *with_value[] = {"-o", "--output", "--json", "--steps", "--buffer-mb", "--max-buffers",
                                            "--short-gap-us", "--top", "--compare", "--region", "--compare-region",
-                                           NULL};
+                                           "--chrome", "--html", NULL};
         int needs = 0;
         for (const char **w = with_value; *w; w++) needs |= !strcmp(*w, name);
         if (needs && !val) {
@@ -176,10 +195,13 @@ static int parse(int argc, char **argv, int first, int run, opts *o) {
         else if (run && !strcmp(name, "--no-driver")) o->no_driver = 1;
         else if (run && !strcmp(name, "--no-memcpy")) o->no_memcpy = 1;
         else if (run && !strcmp(name, "--no-report")) o->no_report = 1;
+        else if (run && !strcmp(name, "--capture-check")) o->capture_check = 1;
         else if (!run && !strcmp(name, "--compare")) o->compare = val;
         else if (!run && !strcmp(name, "--region")) o->region = val;
         else if (!run && !strcmp(name, "--compare-region")) o->compare_region = val;
         else if (!run && !strcmp(name, "--partial")) o->partial = 1;
+        else if (!strcmp(name, "--chrome")) o->chrome = val;
+        else if (!strcmp(name, "--html")) o->html = val;
         else if (run && name[0] != '-')
             return usage_error(usage, "unexpected argument \"%s\": put the command after -- (cupti-launchstat [options] -- CMD ARGS)", a);
         else return usage_error(usage, "unknown option %s (see --help)", name);
@@ -217,6 +239,89 @@ static gr_status load(const char *path, int partial, const gr_ls_opts *lo, gr_tr
         *t = NULL;
     }
     return st;
+}
+
+/* The proc a comparison draws: the named region, the only one, the whole trace without regions,
+ * else the first region. */
+static int main_proc(const gr_timeline *tl, const char *region, gr_error *e) {
+    if (region) return gr_tl_find_proc(tl, region, e);
+    return 0; /* the first region, or the whole trace (the only process) without regions */
+}
+
+static void side_label(gr_html_side *sd, const char *path, const gr_timeline *tl) {
+    const char *base = strrchr(path, '/');
+    const gr_tl_proc *p = &tl->procs[sd->proc];
+    snprintf(sd->label, sizeof(sd->label), "%s%s%s", base ? base + 1 : path,
+             p->region >= 0 ? ": " : "", p->region >= 0 ? tl->regions[p->region].name : "");
+}
+
+/* --chrome / --html: the timeline of TRACE (with --compare, OTHER's main run drawn under it). */
+static int export_timeline(const opts *o, const char *trace_path, int partial, const gr_trace *t) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_timeline *tl = NULL, *tl2 = NULL;
+    gr_trace *t2 = NULL;
+    int rc = 0;
+    if (gr_timeline_build(t, trace_path, o->steps, &tl, &e) != GR_OK) return fail(&e);
+    if (o->chrome) {
+        if (gr_chrome_write(tl, o->chrome, &e) != GR_OK) rc = fail(&e);
+        else
+            fprintf(stderr, "cupti-launchstat: timeline written to %s (%zu processes, %zu flows; open it in "
+                            "ui.perfetto.dev or chrome://tracing)\n",
+                    o->chrome, tl->procs_written, tl->flows);
+    }
+    if (o->html && rc == 0) {
+        gr_html_figure figs[32];
+        size_t nf = 0;
+        if (o->compare) {
+            if (gr_trace_load(o->compare, o->partial, &t2, &e) != GR_OK ||
+                gr_timeline_build(t2, o->compare, o->steps, &tl2, &e) != GR_OK) {
+                rc = fail(&e);
+                goto done;
+            }
+            int pa = main_proc(tl, o->region, &e), pb = main_proc(tl2, o->compare_region, &e);
+            if (pa < 0 || pb < 0) {
+                rc = fail(&e);
+                goto done;
+            }
+            memset(&figs[0], 0, sizeof(figs[0]));
+            snprintf(figs[0].title, sizeof(figs[0].title), "comparison");
+            figs[0].side[0] = (gr_html_side){tl, pa, ""};
+            figs[0].side[1] = (gr_html_side){tl2, pb, ""};
+            side_label(&figs[0].side[0], trace_path, tl);
+            side_label(&figs[0].side[1], o->compare, tl2);
+            figs[0].nsides = 2;
+            nf = 1;
+        } else {
+            nf = gr_html_mode_figures(tl, figs, 32);
+            if (nf == 0) { /* no eager/graph pair: each run (or the whole trace) on its own */
+                size_t np = tl->nregions ? tl->nregions : 1;
+                for (size_t i = 0; i < np && nf < 32; i++) {
+                    memset(&figs[nf], 0, sizeof(figs[nf]));
+                    figs[nf].side[0] = (gr_html_side){tl, tl->nregions ? (int)i : 0, ""};
+                    side_label(&figs[nf].side[0], trace_path, tl);
+                    snprintf(figs[nf].title, sizeof(figs[nf].title), "%s", figs[nf].side[0].label);
+                    figs[nf].nsides = 1;
+                    nf++;
+                }
+            }
+        }
+        char sub[1024], src[1200];
+        snprintf(sub, sizeof(sub), "%s%s%s", t->device[0] ? t->device : "device unknown",
+                 t->command[0] ? "; traced: " : "", t->command);
+        snprintf(src, sizeof(src), "From %s%s%s", trace_path, o->compare ? " and " : "",
+                 o->compare ? o->compare : "");
+        const char *base = strrchr(trace_path, '/');
+        gr_html_doc d = {base ? base + 1 : trace_path, sub, src, NULL, NULL, 0, NULL, 0, 0, figs, (int)nf};
+        if (gr_html_write(&d, o->html, &e) != GR_OK) rc = fail(&e);
+        else fprintf(stderr, "cupti-launchstat: HTML report written to %s\n", o->html);
+    }
+done:
+    (void)partial;
+    gr_timeline_destroy(tl);
+    gr_timeline_destroy(tl2);
+    gr_trace_destroy(t2);
+    return rc;
 }
 
 /* Prints the report (and compare); returns an exit code. */
@@ -258,6 +363,10 @@ static int report(const opts *o, const char *trace_path, int partial, json_t *ex
         fprintf(stderr, "cupti-launchstat: warning: CUPTI dropped %llu activity records in %s: counts and gaps are "
                         "incomplete (raise --buffer-mb / --max-buffers)\n",
                 (unsigned long long)t->dropped, trace_path);
+    gr_ls_warning w[8];
+    size_t nw = gr_ls_warnings(r, w, 8);
+    for (size_t i = 0; i < nw && i < 8; i++)
+        fprintf(stderr, "cupti-launchstat: warning: %s: %s\n", trace_path, w[i].msg);
     if (o->json) {
         json_t *j = gr_ls_json(r);
         if (a && b) json_object_set_new(j, "compare", gr_ls_compare_json(trace_path, a, o->compare, b));
@@ -265,6 +374,7 @@ static int report(const opts *o, const char *trace_path, int partial, json_t *ex
         if (write_json(o->json, j, &e) != 0) rc = fail(&e);
         json_decref(j);
     }
+    if (rc == 0 && (o->chrome || o->html)) rc = export_timeline(o, trace_path, partial, t);
 done:
     gr_ls_report_destroy(r);
     gr_ls_report_destroy(r2);
@@ -400,7 +510,7 @@ static int cmd_run(opts *o) {
                            "./my_app");
     char inj[PATH_MAX], path[PATH_MAX + 256], cmdline[4096];
     if (find_injection(inj, sizeof(inj), &e) != GR_OK) return fail(&e);
-    if (prepare_output(o->out ? o->out : "launchstat.jsonl", path, sizeof(path), &e) != GR_OK) return fail(&e);
+    if (prepare_output(o->out ? o->out : o->capture_check ? "capcheck.jsonl" : "launchstat.jsonl", path, sizeof(path), &e) != GR_OK) return fail(&e);
     join_command(o->cmd, o->ncmd, cmdline, sizeof(cmdline));
     const char *prev = getenv("CUDA_INJECTION64_PATH");
     if (prev && prev[0] && strcmp(prev, inj) != 0)
@@ -428,6 +538,7 @@ static int cmd_run(opts *o) {
         setenv("GR_LAUNCHSTAT_BUFFER_MB", num, 1);
         snprintf(num, sizeof(num), "%ld", o->max_buffers > 0 ? o->max_buffers : 32);
         setenv("GR_LAUNCHSTAT_MAX_BUFFERS", num, 1);
+        if (o->capture_check) setenv("GR_LAUNCHSTAT_CAPCHECK", "1", 1);
         execvp(o->cmd[0], o->cmd);
         int err = errno;
         fprintf(stderr, "cupti-launchstat: cannot run \"%s\": %s%s\n", o->cmd[0], strerror(err),
@@ -471,6 +582,7 @@ static int cmd_run(opts *o) {
                         "CUDA initialised\n", path, o->cmd[0]);
         return code ? code : 1;
     }
+    if (o->capture_check) return gr_launchstat_capcheck_report(path, o->json, cmdline, code);
     gr_trace *t = NULL;
     gr_status st = gr_trace_load(path, 1, &t, &e);
     if (st != GR_OK) {

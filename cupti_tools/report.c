@@ -275,11 +275,69 @@ size_t gr_ls_mode_pairs(const gr_ls_report *r, const gr_ls_scope **eager, const 
     return n;
 }
 
+size_t gr_ls_warnings(const gr_ls_report *r, gr_ls_warning *out, size_t max) {
+    const gr_trace *t = r->tr;
+    const gr_ls_scope *all = &r->all;
+    size_t n = 0;
+#define WARN(...)                                                                                  \
+    do {                                                                                           \
+        if (n < max) snprintf(out[n].msg, sizeof(out[n].msg), __VA_ARGS__);                        \
+        n++;                                                                                       \
+    } while (0)
+    if (t->api.n == 0 && all->eager_kernels > 0) {
+        char seen[96] = "";
+        if (t->has_api_counts)
+            snprintf(seen, sizeof(seen), " (the collector's callbacks saw %llu launch calls)",
+                     (unsigned long long)t->end_launch_calls_seen);
+        WARN("no API records: CUPTI recorded no runtime or driver API call%s although the trace "
+             "has %zu eager kernels, so launch calls, launch API host time and launch latency are "
+             "unknown%s",
+             seen, all->eager_kernels,
+             t->op.n ? ", and eager kernels map to no workload op (external correlation comes with "
+                       "API records). In-process traces written before the collector enabled the "
+                       "RUNTIME/DRIVER kinds have none: record them again"
+                     : "");
+    } else if (t->has_api_counts && t->end_launch_calls_seen > t->end_launch_api_records) {
+        WARN("CUPTI recorded %llu launch API records for %llu top-level launch calls the "
+             "collector's callbacks saw: %llu launches have no API record (launch counts and "
+             "latencies are short)",
+             (unsigned long long)t->end_launch_api_records,
+             (unsigned long long)t->end_launch_calls_seen,
+             (unsigned long long)(t->end_launch_calls_seen - t->end_launch_api_records));
+    }
+    if (t->api.n > 0 && all->no_api > 0)
+        WARN("%zu of %zu eager kernels have no launch API record (launched through an API the "
+             "trace does not record, e.g. the driver API under --no-driver): launch latency is "
+             "unknown for them",
+             all->no_api, all->eager_kernels);
+    if (t->op.n > 0 && t->api.n > 0 && t->ext.n == 0 && all->eager_kernels > 0)
+        WARN("no external-correlation records although the trace has API records: eager kernels "
+             "map to no workload op");
+    /* graphrun regions: every kernel of a measured run is one of the workload's ops */
+    if (t->op.n > 0 && (t->api.n > 0 || t->ext.n > 0)) {
+        for (size_t i = 0; i < r->nregions; i++) {
+            const gr_ls_scope *s = &r->regions[i];
+            if (s->from_profiler || s->kernels_with_op >= s->kernels) continue;
+            WARN("region \"%s\": %zu of %zu kernels map to no workload op", s->name,
+                 s->kernels - s->kernels_with_op, s->kernels);
+        }
+    }
+#undef WARN
+    return n;
+}
+
 void gr_ls_print(FILE *f, const gr_ls_report *r) {
     print_header(f, r);
     if (r->tr->dropped)
         fprintf(f, "WARNING  CUPTI dropped %llu activity records: counts and gaps below are incomplete\n",
                 (unsigned long long)r->tr->dropped);
+    if (r->tr->dropped_detail[0])
+        fprintf(f, "note     dropped records reported: %s\n", r->tr->dropped_detail);
+    gr_ls_warning w[8];
+    size_t nw = gr_ls_warnings(r, w, 8);
+    for (size_t i = 0; i < nw && i < 8; i++)
+        fprintf(f, "WARNING  %s\n", w[i].msg);
+    if (nw > 8) fprintf(f, "WARNING  (%zu more: see --json)\n", nw - 8);
     gr_ls_print_regions(f, r);
     const gr_ls_scope *e[32], *g[32];
     size_t np = gr_ls_mode_pairs(r, e, g, 32);
@@ -450,6 +508,26 @@ void *gr_ls_json(const gr_ls_report *r) {
                                   "driver_version", t->driver_version, "cupti_version", t->cupti_version, "latency",
                                   t->latency, "dropped", (json_int_t)t->dropped, "api_records", (json_int_t)t->api.n,
                                   "complete", t->has_end, "end_reason", t->end_reason));
+    if (t->has_api_counts)
+        json_object_set_new(root, "collector",
+                            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "api_records",
+                                      (json_int_t)t->end_api_records, "launch_api_records",
+                                      (json_int_t)t->end_launch_api_records, "launch_calls_seen",
+                                      (json_int_t)t->end_launch_calls_seen, "unwanted_api_records",
+                                      (json_int_t)t->end_unwanted_api_records, "ext_records",
+                                      (json_int_t)t->end_ext_records, "dropped_before_start",
+                                      (json_int_t)t->dropped_before_start, "dropped_detail",
+                                      t->dropped_detail));
+    {
+        size_t nw = gr_ls_warnings(r, NULL, 0);
+        gr_ls_warning *w = nw ? calloc(nw, sizeof(*w)) : NULL;
+        json_t *ws = json_array();
+        if (w) gr_ls_warnings(r, w, nw);
+        for (size_t i = 0; w && i < nw; i++)
+            json_array_append_new(ws, json_string(w[i].msg));
+        free(w);
+        json_object_set_new(root, "warnings", ws);
+    }
     json_object_set_new(root, "short_gap_us", json_real(r->opts.short_gap_us));
     json_object_set_new(root, "nested_api_calls", json_integer((json_int_t)r->nested_api));
     json_t *ovh = json_array();

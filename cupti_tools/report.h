@@ -20,6 +20,15 @@ extern const char *const gr_ls_inflation_note;
 void gr_ls_print(FILE *f, const gr_ls_report *r);
 /* Just the region table (graphrun --trace prints this one). */
 void gr_ls_print_regions(FILE *f, const gr_ls_report *r);
+/* What the trace failed to record that leaves numbers missing: no API records at all (launch
+ * calls, launch host time and latency unknown; eager kernels unmapped to ops), fewer launch API
+ * records than the launch calls the collector saw, eager kernels without a launch API record,
+ * graphrun region kernels without an op. Dropped records are reported apart. Writes at most
+ * `max` and returns how many there are. */
+typedef struct gr_ls_warning {
+    char msg[768];
+} gr_ls_warning;
+size_t gr_ls_warnings(const gr_ls_report *r, gr_ls_warning *out, size_t max);
 /* Side by side: step time, launches, gaps, idle fraction; and (a - b) per kernel. */
 void gr_ls_print_compare(FILE *f, const char *label_a, const gr_ls_scope *a, const char *label_b,
                          const gr_ls_scope *b);

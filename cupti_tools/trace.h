@@ -133,6 +133,15 @@ typedef struct gr_trace {
     int64_t end_ts;
     char end_reason[128];
     char end_error[512];  /* set when the collector could not trace (e.g. another subscriber) */
+    /* the collector's own counts (end record; has_api_counts 0 in traces written before them):
+     * API records it wrote, those of launch APIs, top-level launch calls its callbacks saw,
+     * API records of APIs it meant to filter out, external-correlation records, dropped counts
+     * CUPTI reported before the traced work (not in `dropped`), and where drops were reported */
+    int has_api_counts;
+    uint64_t end_api_records, end_launch_api_records, end_launch_calls_seen,
+        end_unwanted_api_records;
+    uint64_t end_ext_records, dropped_before_start;
+    char dropped_detail[1024];
     /* records */
     GR_VEC(gr_tr_gpu) gpu;
     GR_VEC(gr_tr_api) api;

@@ -441,6 +441,20 @@ static gr_status read_line(rd *r, char *line, size_t len) {
         get_i64(r, "end", "e", 0, "end of tracing, ns since t0", &t->end_ts, &fail);
         get_str(r, "end", "reason", 0, "why tracing ended", t->end_reason, sizeof(t->end_reason), &fail);
         get_str(r, "end", "error", 0, "why nothing was traced", t->end_error, sizeof(t->end_error), &fail);
+        t->has_api_counts = gr_jline_get(r->jl, "api_records") != NULL;
+        get_u64(r, "end", "api_records", 0, "API records written", &t->end_api_records, &fail);
+        get_u64(r, "end", "launch_api_records", 0, "API records of launch calls",
+                &t->end_launch_api_records, &fail);
+        get_u64(r, "end", "launch_calls_seen", 0, "top-level launch calls the callbacks saw",
+                &t->end_launch_calls_seen, &fail);
+        get_u64(r, "end", "unwanted_api_records", 0, "API records the filter should have dropped",
+                &t->end_unwanted_api_records, &fail);
+        get_u64(r, "end", "ext_records", 0, "external correlation records written",
+                &t->end_ext_records, &fail);
+        get_u64(r, "end", "dropped_before_start", 0,
+                "dropped records reported before tracing began", &t->dropped_before_start, &fail);
+        get_str(r, "end", "dropped_detail", 0, "where CUPTI reported dropped records",
+                t->dropped_detail, sizeof(t->dropped_detail), &fail);
         return fail ? r->err->code : GR_OK;
     }
     t->unknown_records++;

@@ -33,7 +33,7 @@ struct gr_trace_writer {
     qitem *queue;
     size_t qhead, qlen, qcap;
     gr_sbuf side;
-    int closing, busy;
+    int closing, busy, held;
     int allocated;
     gr_writer_stats st;
     /* writer thread only */
@@ -81,7 +81,8 @@ static void *writer_main(void *arg) {
     gr_sb_init(&side);
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        while (w->qlen == 0 && w->side.len == 0 && !w->closing) pthread_cond_wait(&w->cv_work, &w->mu);
+        while (((w->qlen == 0 && w->side.len == 0) || w->held) && !w->closing)
+            pthread_cond_wait(&w->cv_work, &w->mu);
         if (w->qlen == 0 && w->side.len == 0) break; /* closing and nothing left */
         qitem it = {NULL, 0};
         if (w->qlen > 0) {
@@ -292,7 +293,18 @@ void gr_writer_line(gr_trace_writer *w, const char *line, size_t len) {
 
 void gr_writer_drain(gr_trace_writer *w) {
     pthread_mutex_lock(&w->mu);
-    while ((w->qlen > 0 || w->side.len > 0 || w->busy) && w->th_started) pthread_cond_wait(&w->cv_idle, &w->mu);
+    while ((w->qlen > 0 || w->side.len > 0 || w->busy) && w->th_started && !w->held)
+        pthread_cond_wait(&w->cv_idle, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void gr_writer_hold(gr_trace_writer *w, int hold) {
+    pthread_mutex_lock(&w->mu);
+    w->held = hold != 0;
+    if (!w->held)
+        pthread_cond_broadcast(&w->cv_work);
+    else
+        pthread_cond_broadcast(&w->cv_idle); /* a drain under way returns rather than wait */
     pthread_mutex_unlock(&w->mu);
 }
 

@@ -67,8 +67,13 @@ uint8_t *gr_writer_buffer(gr_trace_writer *w, size_t *size);
 void gr_writer_submit(gr_trace_writer *w, uint8_t *buf, size_t valid);
 /* One record line from any thread (a JSON object without the newline). */
 void gr_writer_line(gr_trace_writer *w, const char *line, size_t len);
-/* Waits until every queued buffer and line has been written. */
+/* Waits until every queued buffer and line has been written (returns at once while held). */
 void gr_writer_drain(gr_trace_writer *w);
+/* While held (hold 1), the writer thread writes nothing (not even the header): buffers and lines
+ * queue up, buffer requests are still served. The collector holds it while its start-up probe
+ * decides how API records are enabled, so the header describes what was finally enabled.
+ * Release with hold 0. */
+void gr_writer_hold(gr_trace_writer *w, int hold);
 /* Current counts (thread-safe snapshot). */
 void gr_writer_get_stats(gr_trace_writer *w, gr_writer_stats *st);
 /* Drains, writes the end line, closes the file and frees the pool; `w` is freed. Buffers are

@@ -9,6 +9,8 @@
 #include "kernels/gemm.h"
 #include "kernels/pointwise.h"
 #include "kernels/probe.h"
+#include "kernels/breakers.h"
+#include "kernels/tp.h"
 
 #define MAX_KERNELS 256
 
@@ -19,6 +21,8 @@ static const gr_kernel_def *const *const families[] = {
     gr_gemm_kernels,
     gr_dlrm_kernels,
     gr_decode_kernels,
+    gr_tp_kernels,
+    gr_breaker_kernels,
 };
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))
 

@@ -9,6 +9,7 @@
 
 #include "core/cuda_check.h"
 #include "core/plan_print.h"
+#include "replay/nvtx.h"
 
 void gr_run_opts_default(gr_run_opts *o) {
     memset(o, 0, sizeof(*o));
@@ -20,6 +21,7 @@ void gr_run_opts_default(gr_run_opts *o) {
     o->bandwidth = 1;
     o->progress = 1;
     o->unroll = 1;
+    o->hooks = gr_nvtx_op_hooks(); /* NVTX range per op (eager runs, captures) when a tool is attached */
 }
 
 int gr_variant_kernels(const gr_variant_run *v) {
@@ -72,8 +74,14 @@ static gr_status run_one(const gr_plan *p, const gr_device_info *dev, const gr_r
     if (o->cpu_reference) st = gr_session_reference(s, err);
     v->reference_ms = s->reference_ms;
     if (st == GR_OK) st = gr_session_verify_eager(s, err);
-    if (st == GR_OK) st = gr_session_capture(s, o->mode, o->hooks, err);
-    if (st == GR_OK) {
+    int pw = 0; /* the full graph cannot be used: piecewise run, verified and timed (replay/capcheck.c) */
+    if (st == GR_OK) { /* the checker's capture is a capture phase too (NVTX: "... capture checked") */
+        gr_nvtx_phase_begin(p, GR_NVTX_CAPTURE, "checked");
+        st = gr_capcheck_run_variant(s, o, nplans, &v->cc, &pw, err);
+        gr_nvtx_phase_end();
+    }
+    if (st == GR_OK && !pw) st = gr_session_capture(s, o->mode, o->hooks, err);
+    if (st == GR_OK && !pw) {
         v->captured = 1;
         v->graph = s->graph;
         v->graph.graph = v->graph.exec = NULL;
@@ -84,8 +92,8 @@ static gr_status run_one(const gr_plan *p, const gr_device_info *dev, const gr_r
             if (st != GR_OK) v->dot_written[0] = '\0';
         }
     }
-    if (st == GR_OK) st = gr_session_verify_graph(s, err);
-    if (st == GR_OK && o->unroll > 1) {
+    if (st == GR_OK && !pw) st = gr_session_verify_graph(s, err);
+    if (st == GR_OK && !pw && o->unroll > 1) {
         st = gr_session_capture_unrolled(s, o->mode, o->unroll, o->hooks, err);
         if (st == GR_OK) {
             v->graph_n = s->graph_n;
@@ -107,7 +115,7 @@ static gr_status run_one(const gr_plan *p, const gr_device_info *dev, const gr_r
                                       v->checks[i].rtol);
         }
     }
-    if (st == GR_OK) {
+    if (st == GR_OK && !pw) {
         gr_time_opts t = {o->warmup, o->iters, o->batches, o->progress, NULL, NULL, NULL};
         if (t.warmup < 0) t.warmup = o->iters / 10 < 3 ? 3 : o->iters / 10;
         char label[96];
@@ -211,8 +219,9 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
     for (int i = 0; i < r->nv; i++) {
         const gr_variant_run *v = &r->v[i];
         if (!v->captured) {
-            fprintf(f, "  %-16s not captured%s%s\n", v->plan->variant, v->status ? ": " : "",
-                    v->status ? gr_status_name((gr_status)v->status) : "");
+            fprintf(f, "  %-16s not captured%s%s%s\n", v->plan->variant, v->status ? ": " : "",
+                    v->status ? gr_status_name((gr_status)v->status) : "",
+                    !v->status && v->cc.piecewise ? " as one graph: captured piecewise (below)" : "");
             continue;
         }
         const gr_graph *g = &v->graph;
@@ -226,6 +235,7 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
                     v->graph_n.instantiate_us);
     }
 
+    gr_capcheck_report_text(f, r);
     int any_timed = 0;
     for (int i = 0; i < r->nv; i++) any_timed |= r->v[i].timed;
     if (!any_timed) return;
@@ -354,6 +364,7 @@ void *gr_report_json(const gr_run_report *r) {
                                                     k->rtol));
         }
         json_object_set_new(jv, "checks", checks);
+        if (v->cc.attempted) json_object_set_new(jv, "capture_check", (json_t *)gr_capcheck_variant_json(&v->cc));
         if (v->captured) {
             const gr_graph *g = &v->graph;
             json_object_set_new(jv, "graph",

@@ -8,6 +8,7 @@
 #include "capture/capture.h"
 #include "core/device.h"
 #include "core/workload.h"
+#include "replay/capcheck.h"
 #include "replay/session.h"
 #include "replay/timing.h"
 
@@ -25,6 +26,9 @@ typedef struct gr_run_opts {
     const gr_exec_hooks *hooks; /* around each op in eager runs and capture (NVTX) */
     int pdl;             /* programmatic dependent launch for GR_KF_PDL kernels (--pdl) */
     int unroll;          /* graph timing: this many steps per captured graph (--unroll) */
+    int no_capture_check; /* --no-capture-check: capture without the checker (replay/capcheck.h) */
+    int piecewise;       /* gr_piecewise_mode: auto (default), on (--piecewise), off (--no-piecewise) */
+    const char *capture_record; /* --capture-check-record FILE: write each full capture's recording */
 } gr_run_opts;
 
 void gr_run_opts_default(gr_run_opts *o);
@@ -42,6 +46,7 @@ typedef struct gr_variant_run {
     gr_timing eager, graph_t;
     double reference_ms;
     char dot_written[600];
+    gr_capcheck_variant cc;  /* capture check, piecewise run and fixed plan (replay/capcheck.h) */
 } gr_variant_run;
 
 typedef struct gr_run_report {

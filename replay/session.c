@@ -8,6 +8,7 @@
 
 #include "core/cuda_check.h"
 #include "core/timer.h"
+#include "replay/nvtx.h"
 
 gr_status gr_session_create(const gr_plan *plan, int sm_count, gr_session **out, gr_error *err) {
     *out = NULL;
@@ -104,7 +105,10 @@ gr_status gr_session_capture(gr_session *s, gr_capture_mode mode, const gr_exec_
                              gr_error *err) {
     gr_graph_destroy(&s->graph);
     s->captured = 0;
-    GR_TRY(gr_graph_capture(s->plan, s->dev, mode, hooks, &s->graph, err));
+    gr_nvtx_phase_begin(s->plan, GR_NVTX_CAPTURE, "");
+    gr_status st = gr_graph_capture(s->plan, s->dev, mode, hooks, &s->graph, err);
+    gr_nvtx_phase_end();
+    GR_TRY(st);
     s->captured = 1;
     return GR_OK;
 }
@@ -169,7 +173,11 @@ gr_status gr_session_capture_unrolled(gr_session *s, gr_capture_mode mode, int s
     void **want = calloc((size_t)p->nbufs + 1, sizeof(void *));
     if (!want) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
     gr_status st = eager_n_outputs(s, steps, want, err);
-    if (st == GR_OK) st = gr_graph_capture_steps(p, s->dev, mode, steps, hooks, &s->graph_n, err);
+    if (st == GR_OK) {
+        gr_nvtx_phase_begin(p, GR_NVTX_CAPTURE, steps > 1 ? "of unrolled steps" : "");
+        st = gr_graph_capture_steps(p, s->dev, mode, steps, hooks, &s->graph_n, err);
+        gr_nvtx_phase_end();
+    }
     if (st == GR_OK) st = gr_devstate_init_buffers(s->dev, err);
     if (st == GR_OK) st = gr_graph_launch(&s->graph_n, s->dev->streams[0], err);
     if (st == GR_OK && cudaDeviceSynchronize() != cudaSuccess)
@@ -199,7 +207,10 @@ gr_status gr_session_capture_unrolled(gr_session *s, gr_capture_mode mode, int s
 gr_status gr_session_time_eager(gr_session *s, const gr_time_opts *o, const gr_exec_hooks *hooks,
                                 gr_timing *out, gr_error *err) {
     eager_ctx c = {s, hooks};
-    return gr_time_steps(eager_step, &c, s->dev->streams[0], o, out, err);
+    gr_nvtx_phase_begin(s->plan, GR_NVTX_EAGER, "timing");
+    gr_status st = gr_time_steps(eager_step, &c, s->dev->streams[0], o, out, err);
+    gr_nvtx_phase_end();
+    return st;
 }
 
 gr_status gr_session_time_graph(gr_session *s, const gr_time_opts *o, gr_timing *out, gr_error *err) {
@@ -209,7 +220,10 @@ gr_status gr_session_time_graph(gr_session *s, const gr_time_opts *o, gr_timing 
     /* the same number of plan steps as the eager timing: fewer graph launches */
     t.iters = o->iters / steps > 0 ? o->iters / steps : 1;
     t.warmup = o->warmup / steps;
-    GR_TRY(gr_time_steps(graph_step, s, s->dev->streams[0], &t, out, err));
+    gr_nvtx_phase_begin(s->plan, GR_NVTX_REPLAY, "timing");
+    gr_status st = gr_time_steps(graph_step, s, s->dev->streams[0], &t, out, err);
+    gr_nvtx_phase_end();
+    GR_TRY(st);
     out->steps_per_launch = steps;
     if (steps > 1) {
         gr_summary *sm[2] = {&out->step_us, &out->submit_us};

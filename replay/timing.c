@@ -8,6 +8,7 @@
 
 #include "core/cuda_check.h"
 #include "core/timer.h"
+#include "replay/nvtx.h"
 
 static void progress(const gr_time_opts *o, int done, int total) {
     if (!o->progress || !isatty(2)) return;
@@ -31,7 +32,10 @@ gr_status gr_time_steps(gr_step_fn step, void *user, gr_stream_t stream, const g
     out->warmup = o->warmup;
     out->steps_per_launch = 1;
     for (int i = 0; i < o->warmup; i++) {
-        GR_TRY(step(user, err));
+        gr_nvtx_step_begin(); /* NVTX step ranges: a branch each without a tool */
+        gr_status ws = step(user, err);
+        gr_nvtx_step_end();
+        GR_TRY(ws);
         /* a long warm-up stays cancellable (on_batch with 0 steps done; nothing is timed here) */
         if (o->on_batch && (i + 1) % 1024 == 0) {
             gr_status cs = o->on_batch(o->on_batch_user, 0, batches * per, err);
@@ -59,7 +63,11 @@ gr_status gr_time_steps(gr_step_fn step, void *user, gr_stream_t stream, const g
     for (int b = 0; b < batches && st == GR_OK; b++) {
         rc = cudaEventRecord(e0, s);
         double t0 = gr_now_us();
-        for (int i = 0; i < per && st == GR_OK && rc == cudaSuccess; i++) st = step(user, err);
+        for (int i = 0; i < per && st == GR_OK && rc == cudaSuccess; i++) {
+            gr_nvtx_step_begin();
+            st = step(user, err);
+            gr_nvtx_step_end();
+        }
         double t1 = gr_now_us();
         if (rc == cudaSuccess) rc = cudaEventRecord(e1, s);
         if (rc == cudaSuccess) rc = cudaEventSynchronize(e1);

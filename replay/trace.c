@@ -90,6 +90,11 @@ static void emit_region(const gr_plan *p, const char *mode, uint64_t s, uint64_t
     gr_sb_free(&b);
 }
 
+/* The collector's start-up probe of runtime API records: a call every trace records (sync). */
+static void probe_runtime(void) {
+    (void)cudaDeviceSynchronize();
+}
+
 static int64_t plan_steps(const gr_timing *t) {
     int per_launch = t->steps_per_launch > 0 ? t->steps_per_launch : 1;
     return ((int64_t)t->warmup + (int64_t)t->batches * t->steps_per_batch) * per_launch;
@@ -162,6 +167,7 @@ gr_status gr_trace_run(const gr_run_report *untraced, const gr_run_opts *o, cons
     snprintf(cc, sizeof(cc), "%d.%d", dev->cc_major, dev->cc_minor);
     c.cc = cc;
     c.runtime_version = dev->runtime_version;
+    c.probe_runtime = probe_runtime;
     GR_CUDA(cudaDeviceSynchronize(), err);
     gr_status cst = gr_cupti_start(&c, err);
     if (cst != GR_OK) {
@@ -225,6 +231,15 @@ void gr_trace_print(FILE *f, const gr_trace_result *r) {
     if (r->cupti.dropped)
         fprintf(f, "  WARNING: CUPTI dropped %llu records; traced counts and gaps are incomplete\n",
                 (unsigned long long)r->cupti.dropped);
+    if (r->trace && r->trace->dropped_detail[0])
+        fprintf(f, "  dropped records reported: %s\n", r->trace->dropped_detail);
+    if (r->trace) fprintf(f, "  API records: %s\n", r->trace->apis);
+    if (r->analysis) {
+        gr_ls_warning w[8];
+        size_t nw = gr_ls_warnings(r->analysis, w, 8);
+        for (size_t i = 0; i < nw && i < 8; i++)
+            fprintf(f, "  WARNING: %s\n", w[i].msg);
+    }
     fprintf(f, "  %-16s %7s %20s %20s %10s %20s %20s %10s\n", "variant", "kernels", "eager us untraced",
             "eager us traced", "inflation", "graph us untraced", "graph us traced", "inflation");
     for (int i = 0; i < r->nv; i++) {

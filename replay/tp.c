@@ -1,0 +1,1351 @@
+/* `graphrun tp`: the decode step split over P GPUs. The main thread loads the plans, runs the
+ * unsharded step on one GPU (its host copy of the weights is what the ranks' shards are cut
+ * from), computes the CPU references, then starts one thread per rank. Rank threads go through
+ * the same phases separated by barriers (set up, eager step, graph, checks, timings), so that
+ * every collective has all its ranks and a failure on one rank stops the others at the next
+ * barrier. A rank blocked in a collective whose peer failed is released by ncclCommAbort from
+ * the main thread after a grace period. Report: text and JSON (schema_version 1). */
+#include "replay/tp.h"
+
+#include <cuda_runtime_api.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/cuda_check.h"
+#include "core/hoststate.h"
+#include "core/plan_print.h"
+#include "core/timer.h"
+#include "kernels/tp.h"
+#include "replay/session.h"
+
+#define ABORT_GRACE_US 15e6 /* a rank failed: how long the others get to reach a barrier */
+
+void gr_tp_opts_default(gr_tp_opts *o) {
+    memset(o, 0, sizeof(*o));
+    o->iters = 1000;
+    o->warmup = -1;
+    o->batches = 20;
+    o->mode = GR_CAPTURE_THREAD_LOCAL;
+    o->cpu_reference = 1;
+    o->bandwidth = 1;
+    o->comm_share = 1;
+    o->single_timing = 1;
+    o->steps = 1;
+    o->progress = 1;
+}
+
+const char *gr_tp_mode_name(gr_tp_mode m) {
+    switch (m) {
+    case GR_TP_EAGER:
+        return "eager";
+    case GR_TP_GRAPH:
+        return "graph";
+    case GR_TP_EAGER_COMPUTE:
+        return "eager, no all-reduce";
+    case GR_TP_GRAPH_COMPUTE:
+        return "graph, no all-reduce";
+    case GR_TP_EAGER_COMM:
+        return "eager, all-reduces only";
+    case GR_TP_GRAPH_COMM:
+        return "graph, all-reduces only";
+    default:
+        return "?";
+    }
+}
+
+static int device_of(const gr_tp_opts *o, int p) {
+    return o->ndevices > 0 ? o->devices[p] : p;
+}
+
+static int warmup_of(const gr_tp_opts *o) {
+    if (o->warmup >= 0) return o->warmup;
+    return o->iters / 10 < 3 ? 3 : o->iters / 10;
+}
+
+static gr_status download_copy(const gr_devstate *dev, int b, void **out, gr_error *err) {
+    const gr_buffer *buf = &dev->plan->bufs[b];
+    *out = malloc(buf->bytes ? buf->bytes : 1);
+    if (!*out) return gr_error_set(err, GR_ERR_NOMEM, buf->path, "out of host memory");
+    return gr_devstate_download(dev, b, *out, err);
+}
+
+static void *dup_bytes(const void *p, size_t n) {
+    void *q = malloc(n ? n : 1);
+    if (q) memcpy(q, p, n);
+    return q;
+}
+
+static gr_graph stats_only(const gr_graph *g) {
+    gr_graph s = *g;
+    s.graph = s.exec = NULL;
+    return s;
+}
+
+/* ---------- checks ---------- */
+
+static void add_check(gr_check *arr, int *n, int cap, gr_check c) {
+    if (*n < cap) arr[(*n)++] = c;
+}
+
+static void add(gr_tp_result *x, gr_check c) {
+    add_check(x->checks, &x->nchecks, GR_TP_MAX_CHECKS, c);
+}
+
+/* Rank 0's x, act gathered over ranks, tdown summed: the unsharded layout of each. */
+static gr_status reassemble(const gr_tp_plans *tp, const void *const *x, const void *const *act,
+                            const void *const *tdown, void **ox, void **oact, void **otd,
+                            gr_error *err) {
+    const gr_plan *r0 = tp->rank[0];
+    int xb = gr_tp_buffer(r0, "x"), ab = gr_tp_buffer(r0, "act"), tb = gr_tp_buffer(r0, "tdown");
+    *ox = *oact = *otd = NULL;
+    if (tp->P < 1) return gr_error_set(err, GR_ERR_INTERNAL, NULL, "no ranks to reassemble");
+    if (xb < 0 || ab < 0 || tb < 0)
+        return gr_error_set(err, GR_ERR_INPUT, r0->source,
+                            "a rank plan needs buffers x, act and tdown (they are checked)");
+    *ox = dup_bytes(x[0], r0->bufs[xb].bytes);
+    *oact = malloc(r0->bufs[ab].bytes * (size_t)tp->P);
+    *otd = malloc(r0->bufs[tb].bytes);
+    if (!*ox || !*oact || !*otd) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+    void *a[GR_TP_MAX_RANKS], *t[GR_TP_MAX_RANKS];
+    for (int p = 0; p < tp->P; p++) {
+        a[p] = (void *)act[p];
+        t[p] = (void *)tdown[p];
+    }
+    GR_TRY(gr_tp_gather(tp, "act", GR_TP_COLS, 0, a, *oact, err));
+    return gr_tp_gather(tp, "tdown", GR_TP_REPL, 1, t, *otd, err);
+}
+
+void gr_tp_refs_free_sharded(gr_tp_refs *refs) {
+    free(refs->sref_x);
+    free(refs->sref_act);
+    free(refs->sref_tdown);
+    refs->sref_x = refs->sref_act = refs->sref_tdown = NULL;
+}
+
+gr_status gr_tp_sharded_reference(const gr_tp_plans *tp, int steps, gr_tp_refs *refs,
+                                  gr_tp_result *x, gr_error *err) {
+    gr_tp_refs_free_sharded(refs);
+    gr_tp_ref *ref = NULL;
+    double t0 = gr_now_us();
+    gr_status st = gr_tp_ref_create(tp, &ref, err);
+    for (int k = 0; k < steps && st == GR_OK; k++)
+        st = gr_tp_ref_step(ref, err);
+    x->sharded_reference_ms = (gr_now_us() - t0) / 1e3;
+    const void *xs[GR_TP_MAX_RANKS], *as[GR_TP_MAX_RANKS], *ts[GR_TP_MAX_RANKS];
+    for (int p = 0; st == GR_OK && p < tp->P; p++) {
+        const gr_plan *rp = tp->rank[p];
+        xs[p] = ref->hptr[p][gr_tp_buffer(rp, "x")];
+        as[p] = ref->hptr[p][gr_tp_buffer(rp, "act")];
+        ts[p] = ref->hptr[p][gr_tp_buffer(rp, "tdown")];
+    }
+    if (st == GR_OK)
+        st = reassemble(tp, xs, as, ts, &refs->sref_x, &refs->sref_act, &refs->sref_tdown, err);
+    gr_tp_ref_destroy(ref);
+    if (st != GR_OK) {
+        gr_tp_refs_free_sharded(refs);
+        return st;
+    }
+    if (refs->ref_x) { /* the sharded computation, reassembled, against the unsharded one */
+        const gr_plan *r0 = tp->rank[0];
+        const gr_buffer *bx = &r0->bufs[gr_tp_buffer(r0, "x")],
+                        *ba = &r0->bufs[gr_tp_buffer(r0, "act")],
+                        *bt = &r0->bufs[gr_tp_buffer(r0, "tdown")];
+        add(x, gr_compare("x", "shard ref vs ref", refs->sref_x, refs->ref_x, bx->dtype, bx->numel,
+                          refs->rtol));
+        add(x, gr_compare("act (gathered)", "shard ref vs ref", refs->sref_act, refs->ref_act,
+                          ba->dtype, ba->numel * tp->P, refs->rtol));
+        add(x, gr_compare("tdown (summed)", "shard ref vs ref", refs->sref_tdown, refs->ref_tdown,
+                          GR_FP32, bt->numel, refs->rtol));
+    }
+    return GR_OK;
+}
+
+gr_status gr_tp_check_outputs(const gr_tp_plans *tp, const gr_tp_outputs *out,
+                              const gr_tp_refs *refs, gr_tp_result *x, gr_error *err) {
+    const gr_plan *r0 = tp->rank[0];
+    int xb = gr_tp_buffer(r0, "x");
+    if (xb < 0) return gr_error_set(err, GR_ERR_INPUT, r0->source, "a rank plan needs a buffer x");
+    const gr_buffer *xbuf = &r0->bufs[xb];
+    gr_dtype t = xbuf->dtype;
+    int64_t n = xbuf->numel;
+    double tol = refs->rtol;
+    char name[96];
+    for (int p = 0; p < tp->P; p++) {
+        snprintf(name, sizeof(name), "x (rank %d)", p);
+        add(x, gr_compare(name, "graph vs eager", out->x_graph[p], out->x_eager[p], t, n, tol));
+        if (p > 0)
+            add(x,
+                gr_compare(name, "eager vs rank 0", out->x_eager[p], out->x_eager[0], t, n, tol));
+    }
+    add(x, gr_compare("x", "eager vs 1 GPU", out->x_eager[0], refs->single_x, t, n, tol));
+    if (refs->ref_x)
+        add(x, gr_compare("x", "eager vs ref", out->x_eager[0], refs->ref_x, t, n, tol));
+    if (refs->sref_x) {
+        add(x, gr_compare("x", "eager vs shard ref", out->x_eager[0], refs->sref_x, t, n, tol));
+        add(x, gr_compare("x", "graph vs shard ref", out->x_graph[0], refs->sref_x, t, n, tol));
+        /* the last layer's act and A_down act, reassembled from the ranks: a shard computed
+         * from the wrong rows or columns shows here by name */
+        void *ox = NULL, *oact = NULL, *otd = NULL;
+        gr_status st = reassemble(tp, out->x_eager, out->act, out->tdown, &ox, &oact, &otd, err);
+        if (st == GR_OK) {
+            const gr_buffer *ab = &r0->bufs[gr_tp_buffer(r0, "act")],
+                            *tb = &r0->bufs[gr_tp_buffer(r0, "tdown")];
+            add(x, gr_compare("act (gathered)", "eager vs shard ref", oact, refs->sref_act,
+                              ab->dtype, ab->numel * tp->P, tol));
+            add(x, gr_compare("tdown (summed)", "eager vs shard ref", otd, refs->sref_tdown,
+                              GR_FP32, tb->numel, tol));
+        }
+        free(ox), free(oact), free(otd);
+        GR_TRY(st);
+    }
+    x->verified = x->nchecks > 0;
+    for (int i = 0; i < x->nchecks; i++)
+        if (!x->checks[i].passed) x->verified = 0;
+    return GR_OK;
+}
+
+/* ---------- rank threads ---------- */
+
+typedef struct tp_rank tp_rank;
+
+typedef struct tp_shared {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int n, arrived, gen;
+    int started;       /* the start gate: every rank thread exists (or failed to) */
+    int failed;        /* a rank failed: the others skip to teardown at the next barrier */
+    int verify_failed; /* the checks failed: no timing */
+    int first_failed;  /* the rank that failed first: its error is the cause */
+    int done, aborted;
+    double failed_at;
+    /* each rank's communicator while the rank may still use it; the main thread takes these to
+     * abort them, a rank takes its own back to destroy it (under mu, so never both) */
+    gr_nccl_comm *comms[GR_TP_MAX_RANKS];
+    gr_nccl_id id;
+    const gr_tp_opts *o;
+    const gr_tp_plans *tp;
+    tp_rank *ranks;
+    const gr_tp_refs *refs;
+    gr_tp_result *res;
+} tp_shared;
+
+struct tp_rank {
+    tp_shared *sh;
+    int rank, device;
+    gr_plan *plan;
+    gr_devstate *dev;
+    gr_nccl_comm *comm; /* freed by the rank (destroy) or, once aborted, by the main thread */
+    gr_graph g[3];      /* the step, the step without all-reduces, the all-reduces alone */
+    int xb, actb, tdb;
+    void *x_eager, *x_graph, *act_eager, *tdown_eager;
+    gr_status status;
+    gr_error err;
+    gr_tp_rank_result *out;
+};
+
+/* Returns 1 when the ranks may go on: nobody failed and the checks passed. */
+static int barrier(tp_shared *sh) {
+    pthread_mutex_lock(&sh->mu);
+    int gen = sh->gen;
+    if (++sh->arrived == sh->n) {
+        sh->arrived = 0;
+        sh->gen++;
+        pthread_cond_broadcast(&sh->cv);
+    } else {
+        while (gen == sh->gen)
+            pthread_cond_wait(&sh->cv, &sh->mu);
+    }
+    int go = !sh->failed && !sh->verify_failed;
+    pthread_mutex_unlock(&sh->mu);
+    return go;
+}
+
+static void rank_fail(tp_rank *R, gr_status st) {
+    tp_shared *sh = R->sh;
+    R->status = st;
+    pthread_mutex_lock(&sh->mu);
+    if (!sh->failed) {
+        sh->failed = 1;
+        sh->first_failed = R->rank;
+        sh->failed_at = gr_now_us();
+    }
+    pthread_cond_broadcast(&sh->cv);
+    pthread_mutex_unlock(&sh->mu);
+}
+
+/* The plan's ops with (want_coll = 1) or without (0) its collectives, as ranges through the
+ * executor: the one launch path, minus some ops. */
+static gr_status enqueue_filtered(tp_rank *R, int want_coll, gr_error *err) {
+    const gr_plan *p = R->plan;
+    int i = 0;
+    while (i < p->nops) {
+        if (gr_tp_is_collective(&p->ops[i]) != want_coll) {
+            i++;
+            continue;
+        }
+        int j = i + 1;
+        while (j < p->nops && gr_tp_is_collective(&p->ops[j]) == want_coll)
+            j++;
+        GR_TRY(gr_exec_range(p, R->dev, i, j, NULL, err));
+        i = j;
+    }
+    return GR_OK;
+}
+
+static gr_status enqueue_compute(void *user, gr_error *err) {
+    return enqueue_filtered(user, 0, err);
+}
+
+static gr_status enqueue_comm(void *user, gr_error *err) {
+    return enqueue_filtered(user, 1, err);
+}
+
+typedef struct tp_step {
+    tp_rank *R;
+    gr_tp_mode m;
+} tp_step;
+
+static gr_status timed_step(void *user, gr_error *err) {
+    tp_step *s = user;
+    tp_rank *R = s->R;
+    gr_stream_t st = R->dev->streams[0];
+    switch (s->m) {
+    case GR_TP_EAGER:
+        return gr_exec_step(R->plan, R->dev, NULL, err);
+    case GR_TP_GRAPH:
+        return gr_graph_launch(&R->g[0], st, err);
+    case GR_TP_EAGER_COMPUTE:
+        return enqueue_filtered(R, 0, err);
+    case GR_TP_GRAPH_COMPUTE:
+        return gr_graph_launch(&R->g[1], st, err);
+    case GR_TP_EAGER_COMM:
+        return enqueue_filtered(R, 1, err);
+    case GR_TP_GRAPH_COMM:
+        return gr_graph_launch(&R->g[2], st, err);
+    default:
+        return gr_error_set(err, GR_ERR_INTERNAL, NULL, "timing mode %d", (int)s->m);
+    }
+}
+
+static gr_status sync_and_check(tp_rank *R, const char *where, gr_error *err) {
+    GR_CUDA(cudaStreamSynchronize((cudaStream_t)R->dev->streams[0]), err);
+    return gr_nccl_comm_check(R->comm, where, err);
+}
+
+static gr_status ph_setup(tp_rank *R) {
+    gr_error *e = &R->err;
+    const gr_tp_opts *o = R->sh->o;
+    gr_tp_rank_result *out = R->out;
+    GR_TRY(gr_device_probe(R->device, &out->info, e));
+    GR_TRY(gr_devstate_create(R->plan, out->info.sm_count, &R->dev, e));
+    R->dev->comm = R->comm;
+    out->bytes_per_step = R->plan->bytes_read + R->plan->bytes_written;
+    if (o->bandwidth) {
+        size_t bytes = (size_t)1 << 30;
+        if (out->info.mem_free / 8 < bytes) bytes = out->info.mem_free / 8;
+        GR_TRY(gr_copy_bandwidth(bytes, 20, &out->bw, e));
+        out->have_bw = out->bw.gbps.median > 0;
+        if (out->have_bw) out->floor_us = out->bytes_per_step / (out->bw.gbps.median * 1e9) * 1e6;
+    }
+    return GR_OK;
+}
+
+static gr_status ph_eager(tp_rank *R) {
+    gr_error *e = &R->err;
+    GR_TRY(gr_devstate_init_buffers(R->dev, e));
+    for (int k = 0; k < R->sh->o->steps; k++)
+        GR_TRY(gr_exec_step(R->plan, R->dev, NULL, e));
+    GR_TRY(sync_and_check(R, "after the eager step", e));
+    GR_TRY(download_copy(R->dev, R->xb, &R->x_eager, e));
+    GR_TRY(download_copy(R->dev, R->actb, &R->act_eager, e));
+    return download_copy(R->dev, R->tdb, &R->tdown_eager, e);
+}
+
+static gr_status ph_graph(tp_rank *R) {
+    gr_error *e = &R->err;
+    GR_TRY(gr_graph_capture(R->plan, R->dev, R->sh->o->mode, NULL, &R->g[0], e));
+    R->out->graph = stats_only(&R->g[0]);
+    GR_TRY(gr_devstate_init_buffers(R->dev, e));
+    for (int k = 0; k < R->sh->o->steps; k++)
+        GR_TRY(gr_graph_launch(&R->g[0], R->dev->streams[0], e));
+    GR_TRY(sync_and_check(R, "after the graph replay", e));
+    return download_copy(R->dev, R->xb, &R->x_graph, e);
+}
+
+/* Rank 0, between barriers (every rank's copies are there): all the checks of this P. */
+static gr_status ph_verify(tp_rank *R) {
+    tp_shared *sh = R->sh;
+    if (R->rank != 0) return GR_OK;
+    gr_tp_outputs out;
+    memset(&out, 0, sizeof(out));
+    for (int p = 0; p < sh->n; p++) {
+        out.x_eager[p] = sh->ranks[p].x_eager;
+        out.x_graph[p] = sh->ranks[p].x_graph;
+        out.act[p] = sh->ranks[p].act_eager;
+        out.tdown[p] = sh->ranks[p].tdown_eager;
+    }
+    GR_TRY(gr_tp_check_outputs(sh->tp, &out, sh->refs, sh->res, &R->err));
+    if (!sh->res->verified) {
+        pthread_mutex_lock(&sh->mu);
+        sh->verify_failed = 1;
+        pthread_mutex_unlock(&sh->mu);
+    }
+    return GR_OK;
+}
+
+static gr_status ph_split(tp_rank *R) {
+    if (!R->sh->o->comm_share) return GR_OK;
+    gr_error *e = &R->err;
+    GR_TRY(gr_graph_capture_fn(R->dev, R->sh->o->mode, 1, enqueue_compute, R, &R->g[1], e));
+    R->out->graph_compute = stats_only(&R->g[1]);
+    GR_TRY(gr_graph_capture_fn(R->dev, R->sh->o->mode, 1, enqueue_comm, R, &R->g[2], e));
+    R->out->graph_comm = stats_only(&R->g[2]);
+    return GR_OK;
+}
+
+/* After each timed batch: a rank failed, so this one stops instead of timing against it. */
+static gr_status stop_if_failed(void *user, int done, int total, gr_error *err) {
+    tp_shared *sh = user;
+    pthread_mutex_lock(&sh->mu);
+    int failed = sh->failed, first = sh->first_failed;
+    pthread_mutex_unlock(&sh->mu);
+    if (!failed) return GR_OK;
+    return gr_error_set(err, GR_ERR_CUDA, NULL,
+                        "timing stopped after %d of %d steps: rank %d failed", done, total, first);
+}
+
+static gr_status ph_time(tp_rank *R, gr_tp_mode m) {
+    const gr_tp_opts *o = R->sh->o;
+    if (m >= GR_TP_EAGER_COMPUTE && !o->comm_share) return GR_OK;
+    gr_time_opts t;
+    memset(&t, 0, sizeof(t));
+    t.warmup = warmup_of(o);
+    t.iters = o->iters;
+    t.batches = o->batches;
+    t.progress = o->progress && R->rank == 0;
+    char label[64];
+    snprintf(label, sizeof(label), "P=%d %s", R->sh->n, gr_tp_mode_name(m));
+    t.label = label;
+    t.on_batch = stop_if_failed;
+    t.on_batch_user = R->sh;
+    tp_step s = {R, m};
+    GR_TRY(gr_time_steps(timed_step, &s, R->dev->streams[0], &t, &R->out->t[m], &R->err));
+    R->out->timed[m] = 1;
+    return gr_nccl_comm_check(R->comm, "after timing", &R->err);
+}
+
+enum {
+    PH_SETUP,
+    PH_EAGER,
+    PH_GRAPH,
+    PH_VERIFY,
+    PH_SPLIT,
+    PH_TIME_FIRST,
+    PH_N = PH_TIME_FIRST + GR_TP_NMODES
+};
+
+static gr_status run_phase(tp_rank *R, int ph) {
+    switch (ph) {
+    case PH_SETUP:
+        return ph_setup(R);
+    case PH_EAGER:
+        return ph_eager(R);
+    case PH_GRAPH:
+        return ph_graph(R);
+    case PH_VERIFY:
+        return ph_verify(R);
+    case PH_SPLIT:
+        return ph_split(R);
+    default:
+        return ph_time(R, (gr_tp_mode)(ph - PH_TIME_FIRST));
+    }
+}
+
+/* Graphs first (NCCL releases what it kept for captured collectives with them), then the
+ * communicator, then the buffers it may have registered, so nothing is freed under NCCL. */
+static void teardown(tp_rank *R) {
+    tp_shared *sh = R->sh;
+    for (int i = 0; i < 3; i++)
+        gr_graph_destroy(&R->g[i]);
+    cudaError_t rc = cudaDeviceSynchronize();
+    if (rc != cudaSuccess && R->status == GR_OK)
+        R->status =
+            gr_cuda_fail(rc, "cudaDeviceSynchronize (teardown)", __FILE__, __LINE__, &R->err);
+    pthread_mutex_lock(&sh->mu);
+    gr_nccl_comm *mine = sh->comms[R->rank]; /* NULL: the main thread took it to abort it */
+    sh->comms[R->rank] = NULL;
+    pthread_mutex_unlock(&sh->mu);
+    if (mine) {
+        gr_error e;
+        gr_error_clear(&e);
+        if (gr_nccl_comm_destroy(mine, &e) != GR_OK && R->status == GR_OK) {
+            R->err = e;
+            R->status = e.code;
+        }
+        R->comm = NULL;
+    }
+    gr_devstate_destroy(R->dev);
+    R->dev = NULL;
+    free(R->x_eager);
+    free(R->x_graph);
+    free(R->act_eager);
+    free(R->tdown_eager);
+    R->x_eager = R->x_graph = R->act_eager = R->tdown_eager = NULL;
+}
+
+static void *rank_main(void *arg) {
+    tp_rank *R = arg;
+    tp_shared *sh = R->sh;
+    pthread_mutex_lock(&sh->mu);
+    while (!sh->started)
+        pthread_cond_wait(&sh->cv, &sh->mu);
+    pthread_mutex_unlock(&sh->mu);
+    cudaError_t rc = cudaSetDevice(R->device);
+    if (rc != cudaSuccess)
+        rank_fail(R, gr_cuda_fail(rc, "cudaSetDevice", __FILE__, __LINE__, &R->err));
+    /* every rank has its device before any enters ncclCommInitRank, which waits for all */
+    if (barrier(sh) && R->status == GR_OK) {
+        gr_status st = gr_nccl_comm_init(&R->comm, sh->n, &sh->id, R->rank, &R->err);
+        if (st != GR_OK) {
+            rank_fail(R, st);
+        } else {
+            pthread_mutex_lock(&sh->mu);
+            sh->comms[R->rank] = R->comm;
+            pthread_mutex_unlock(&sh->mu);
+        }
+    }
+    for (int ph = 0; ph < PH_N; ph++) {
+        int go = barrier(sh);
+        if (!go || R->status != GR_OK) continue;
+        gr_status st = run_phase(R, ph);
+        if (st != GR_OK) rank_fail(R, st);
+    }
+    barrier(sh);
+    teardown(R);
+    pthread_mutex_lock(&sh->mu);
+    sh->done++;
+    pthread_cond_broadcast(&sh->cv);
+    pthread_mutex_unlock(&sh->mu);
+    return NULL;
+}
+
+/* Start the rank threads and wait for them; abort the communicators when a failed rank left
+ * the others blocked in a collective past the grace period. */
+static gr_status run_ranks(const gr_tp_plans *tp, const gr_tp_opts *o, const gr_tp_refs *refs,
+                           gr_tp_result *x, gr_error *err) {
+    int P = tp->P;
+    tp_shared sh;
+    memset(&sh, 0, sizeof(sh));
+    tp_rank *R = calloc((size_t)P, sizeof(tp_rank));
+    pthread_t *th = calloc((size_t)P, sizeof(pthread_t));
+    int *made = calloc((size_t)P, sizeof(int));
+    if (!R || !th || !made) {
+        free(R), free(th), free(made);
+        return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+    }
+    pthread_mutex_init(&sh.mu, NULL);
+    pthread_cond_init(&sh.cv, NULL);
+    sh.n = P;
+    sh.o = o;
+    sh.tp = tp;
+    sh.ranks = R;
+    sh.refs = refs;
+    sh.res = x;
+    gr_status st = gr_nccl_unique_id(&sh.id, err);
+    for (int p = 0; p < P && st == GR_OK; p++) {
+        R[p].sh = &sh;
+        R[p].rank = p;
+        R[p].device = device_of(o, p);
+        R[p].plan = tp->rank[p];
+        R[p].xb = gr_tp_buffer(tp->rank[p], "x");
+        R[p].actb = gr_tp_buffer(tp->rank[p], "act");
+        R[p].tdb = gr_tp_buffer(tp->rank[p], "tdown");
+        R[p].out = &x->rank[p];
+        x->rank[p].rank = p;
+        x->rank[p].device = R[p].device;
+        if (R[p].xb < 0 || R[p].actb < 0 || R[p].tdb < 0)
+            st = gr_error_set(err, GR_ERR_INPUT, tp->rank[p]->source,
+                              "a rank plan needs buffers x, act and tdown (they are checked)");
+    }
+    int nmade = 0;
+    for (int p = 0; p < P && st == GR_OK; p++) {
+        if (pthread_create(&th[p], NULL, rank_main, &R[p]) != 0) {
+            st = gr_error_set(err, GR_ERR_NOMEM, NULL, "cannot start the thread of rank %d", p);
+            break;
+        }
+        made[p] = 1;
+        nmade++;
+    }
+    pthread_mutex_lock(&sh.mu);
+    if (st != GR_OK) {
+        sh.failed = 1; /* the threads that exist go straight to their teardown */
+        sh.n = nmade;  /* and their barriers count only them */
+    }
+    sh.started = 1;
+    pthread_cond_broadcast(&sh.cv);
+    while (sh.done < nmade) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 200L * 1000 * 1000; /* wake every 200 ms to watch for a stuck rank */
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&sh.cv, &sh.mu, &ts);
+        if (sh.failed && !sh.aborted && gr_now_us() - sh.failed_at > ABORT_GRACE_US) {
+            /* a rank failed and the others are still not at the next barrier: blocked in a
+             * collective that will never complete. Abort (NCCL's way to release them); the
+             * handles are revoked first, so the released ranks make no further NCCL call */
+            sh.aborted = 1;
+            gr_nccl_comm *c[GR_TP_MAX_RANKS];
+            for (int p = 0; p < P; p++) {
+                c[p] = sh.comms[p];
+                sh.comms[p] = NULL;
+            }
+            pthread_mutex_unlock(&sh.mu);
+            for (int p = 0; p < P; p++)
+                gr_nccl_comm_abort(c[p]);
+            pthread_mutex_lock(&sh.mu);
+        }
+    }
+    pthread_mutex_unlock(&sh.mu);
+    for (int p = 0; p < P; p++)
+        if (made[p]) pthread_join(th[p], NULL);
+    for (int p = 0; p < P; p++)
+        gr_nccl_comm_free(R[p].comm); /* the aborted ones */
+    /* the first failure is the cause, the others' follow from it */
+    int first = sh.failed ? sh.first_failed : 0;
+    for (int k = 0; k < P && st == GR_OK; k++) {
+        int p = (first + k) % P;
+        if (R[p].status == GR_OK) continue;
+        st = gr_error_set(err, R[p].status, NULL, "rank %d (device %d): %s", p, R[p].device,
+                          R[p].err.msg);
+        if (R[p].err.api[0]) {
+            snprintf(err->api, sizeof(err->api), "%s", R[p].err.api);
+            snprintf(err->api_error, sizeof(err->api_error), "%s", R[p].err.api_error);
+        }
+        for (int q = 0; q < P; q++)
+            if (q != p && R[q].status != GR_OK)
+                gr_error_set(err, R[q].status, NULL, "then rank %d (device %d): %s", q, R[q].device,
+                             R[q].err.msg);
+    }
+    if (st == GR_OK && sh.aborted)
+        st = gr_error_set(err, GR_ERR_CUDA, NULL,
+                          "a rank stopped answering; the NCCL communicators were aborted");
+    if (st == GR_OK && !x->verified) {
+        for (int i = 0; i < x->nchecks; i++) {
+            const gr_check *c = &x->checks[i];
+            if (c->passed) continue;
+            char line[160];
+            gr_check_str(c, line, sizeof(line));
+            st = gr_error_set(err, GR_ERR_VERIFY, NULL,
+                              "P = %d: \"%s\" %s: %s (tolerance rel L2 %.1e)", P, c->buffer,
+                              c->what, line, c->rtol);
+        }
+        if (st == GR_OK) st = gr_error_set(err, GR_ERR_INTERNAL, NULL, "P = %d: not verified", P);
+    }
+    if (st == GR_OK) x->timed = 1;
+    pthread_mutex_destroy(&sh.mu);
+    pthread_cond_destroy(&sh.cv);
+    free(R);
+    free(th);
+    free(made);
+    return st;
+}
+
+/* ---------- the unsharded step on one GPU ---------- */
+
+typedef struct single_host {
+    gr_hoststate *init;                /* the unsharded step's initial contents (weights, x0) */
+    void *single_x;                    /* its eager x after `steps` steps on one GPU */
+    void *ref_x, *ref_act, *ref_tdown; /* its CPU reference after `steps` steps */
+} single_host;
+
+static void single_host_free(single_host *h) {
+    gr_hoststate_destroy(h->init);
+    free(h->single_x);
+    free(h->ref_x);
+    free(h->ref_act);
+    free(h->ref_tdown);
+    memset(h, 0, sizeof(*h));
+}
+
+static gr_status single_gpu(const gr_tp_plans *tp, const gr_tp_opts *o, double rtol,
+                            gr_tp_single *out, single_host *h, gr_error *err) {
+    const gr_plan *base = tp->base;
+    out->device = device_of(o, 0);
+    GR_TRY(gr_device_probe(out->device, &out->info, err));
+    gr_session *s = NULL;
+    GR_TRY(gr_session_create(base, out->info.sm_count, &s, err));
+    int xb = gr_tp_buffer(base, "x"), ab = gr_tp_buffer(base, "act");
+    char tdname[48];
+    snprintf(tdname, sizeof(tdname), "tdown.%lld", (long long)(tp->shape.L - 1));
+    int tb = gr_tp_buffer(base, tdname);
+    gr_status st = xb >= 0 && ab >= 0 && tb >= 0
+                       ? GR_OK
+                       : gr_error_set(err, GR_ERR_INPUT, base->source,
+                                      "the unsharded step needs buffers x, act and %s", tdname);
+    /* the initial contents, downloaded: what every rank's shards are cut from */
+    if (st == GR_OK) st = gr_devstate_init_buffers(s->dev, err);
+    if (st == GR_OK) st = gr_hoststate_create(base, &h->init, err);
+    for (int b = 0; b < base->nbufs && st == GR_OK; b++)
+        if (base->bufs[b].used) st = gr_devstate_download(s->dev, b, h->init->hptr[b], err);
+    if (st == GR_OK && o->cpu_reference) {
+        const gr_buffer *xbuf = &base->bufs[xb];
+        void *x0 = dup_bytes(h->init->hptr[xb], xbuf->bytes);
+        if (!x0) st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+        double t0 = gr_now_us();
+        for (int k = 0; k < o->steps && st == GR_OK; k++)
+            st = gr_reference_step(base, h->init, err);
+        out->reference_ms = (gr_now_us() - t0) / 1e3;
+        if (st == GR_OK) {
+            h->ref_x = dup_bytes(h->init->hptr[xb], xbuf->bytes);
+            h->ref_act = dup_bytes(h->init->hptr[ab], base->bufs[ab].bytes);
+            h->ref_tdown = dup_bytes(h->init->hptr[tb], base->bufs[tb].bytes);
+            if (!h->ref_x || !h->ref_act || !h->ref_tdown)
+                st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+        }
+        /* the weights are read-only; x is the only input the step changes */
+        if (x0) memcpy(h->init->hptr[xb], x0, xbuf->bytes);
+        free(x0);
+    }
+    /* eager, then the graph, `steps` steps each from the initial state */
+    if (st == GR_OK) st = gr_devstate_init_buffers(s->dev, err);
+    for (int k = 0; k < o->steps && st == GR_OK; k++)
+        st = gr_exec_step(base, s->dev, NULL, err);
+    if (st == GR_OK && cudaDeviceSynchronize() != cudaSuccess)
+        st = gr_cuda_fail(cudaGetLastError(), "cudaDeviceSynchronize", __FILE__, __LINE__, err);
+    if (st == GR_OK) st = download_copy(s->dev, xb, &h->single_x, err);
+    const gr_buffer *xbuf = &base->bufs[xb];
+    if (st == GR_OK && h->ref_x)
+        add_check(
+            out->checks, &out->nchecks, 8,
+            gr_compare("x", "eager vs ref", h->single_x, h->ref_x, xbuf->dtype, xbuf->numel, rtol));
+    if (st == GR_OK) st = gr_session_capture(s, o->mode, NULL, err);
+    if (st == GR_OK) {
+        out->graph = stats_only(&s->graph);
+        st = gr_devstate_init_buffers(s->dev, err);
+    }
+    for (int k = 0; k < o->steps && st == GR_OK; k++)
+        st = gr_graph_launch(&s->graph, s->dev->streams[0], err);
+    void *gx = NULL;
+    if (st == GR_OK && cudaDeviceSynchronize() != cudaSuccess)
+        st = gr_cuda_fail(cudaGetLastError(), "cudaDeviceSynchronize", __FILE__, __LINE__, err);
+    if (st == GR_OK) st = download_copy(s->dev, xb, &gx, err);
+    if (st == GR_OK) {
+        add_check(
+            out->checks, &out->nchecks, 8,
+            gr_compare("x", "graph vs eager", gx, h->single_x, xbuf->dtype, xbuf->numel, rtol));
+        if (h->ref_x)
+            add_check(
+                out->checks, &out->nchecks, 8,
+                gr_compare("x", "graph vs ref", gx, h->ref_x, xbuf->dtype, xbuf->numel, rtol));
+    }
+    free(gx);
+    out->verified = 1;
+    for (int i = 0; i < out->nchecks; i++)
+        if (!out->checks[i].passed) out->verified = 0;
+    out->kernels_per_step = (int)out->graph.kernel_nodes;
+    out->bytes_per_step = base->bytes_read + base->bytes_written;
+    if (st == GR_OK && o->bandwidth) {
+        size_t bytes = (size_t)1 << 30;
+        if (out->info.mem_free / 8 < bytes) bytes = out->info.mem_free / 8;
+        st = gr_copy_bandwidth(bytes, 20, &out->bw, err);
+        out->have_bw = st == GR_OK && out->bw.gbps.median > 0;
+        if (out->have_bw) out->floor_us = out->bytes_per_step / (out->bw.gbps.median * 1e9) * 1e6;
+    }
+    if (st == GR_OK && out->verified && o->single_timing) {
+        gr_time_opts t;
+        memset(&t, 0, sizeof(t));
+        t.warmup = warmup_of(o);
+        t.iters = o->iters;
+        t.batches = o->batches;
+        t.progress = o->progress;
+        t.label = "1 GPU eager";
+        st = gr_session_time_eager(s, &t, NULL, &out->eager, err);
+        t.label = "1 GPU graph";
+        if (st == GR_OK) st = gr_session_time_graph(s, &t, &out->graph_t, err);
+        if (st == GR_OK) out->timed = 1;
+    }
+    gr_session_destroy(s);
+    out->status = st;
+    if (st != GR_OK) snprintf(out->error, sizeof(out->error), "%s", err->msg);
+    return st;
+}
+
+/* ---------- one P ---------- */
+
+static gr_status run_degree(const gr_tp_req *req, int P, const gr_target *t, gr_tp_plans *tp,
+                            const gr_tp_opts *o, double rtol, single_host *h, gr_tp_result *x,
+                            gr_error *err) {
+    x->P = P;
+    GR_TRY(gr_tp_load_ranks(req, P, t, tp, err));
+    x->kernels_per_step = tp->rank[0]->kernels;
+    x->collectives_per_step = tp->ncollectives;
+    gr_tp_host host;
+    GR_TRY(gr_tp_host_shard(tp, h->init->hptr, &host, err));
+    x->shard_host_bytes = host.bytes_copied;
+    gr_tp_host_bind(tp, &host);
+    gr_tp_refs refs;
+    memset(&refs, 0, sizeof(refs));
+    refs.single_x = h->single_x;
+    refs.ref_x = h->ref_x;
+    refs.ref_act = h->ref_act;
+    refs.ref_tdown = h->ref_tdown;
+    refs.rtol = rtol;
+    gr_status st = GR_OK;
+    if (o->cpu_reference) st = gr_tp_sharded_reference(tp, o->steps, &refs, x, err);
+    if (st == GR_OK) st = run_ranks(tp, o, &refs, x, err);
+    gr_tp_refs_free_sharded(&refs);
+    gr_tp_host_free(&host);
+    return st;
+}
+
+/* ---------- the whole run ---------- */
+
+int gr_tp_visible_devices(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+gr_status gr_tp_run(const gr_tp_req *req, const int *Ps, int nP, const gr_tp_opts *o,
+                    gr_tp_report *r, gr_error *err) {
+    memset(r, 0, sizeof(*r));
+    r->opts = *o;
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    strftime(r->date, sizeof(r->date), "%Y-%m-%d %H:%M UTC", &tmv);
+    if (nP < 1 || nP > GR_TP_MAX_RUNS)
+        return gr_error_set(err, GR_ERR_USAGE, "--tp", "give 1 to %d degrees, got %d",
+                            GR_TP_MAX_RUNS, nP);
+    int visible = gr_tp_visible_devices();
+    r->visible_devices = visible;
+    int maxP = 0;
+    for (int i = 0; i < nP; i++)
+        maxP = Ps[i] > maxP ? Ps[i] : maxP;
+    if (o->ndevices > 0) {
+        if (o->ndevices < maxP)
+            return gr_error_set(err, GR_ERR_USAGE, "--devices",
+                                "%d devices listed for --tp %d: give one per rank", o->ndevices,
+                                maxP);
+        for (int p = 0; p < o->ndevices; p++) {
+            if (o->devices[p] < 0 || o->devices[p] >= visible)
+                return gr_error_set(err, visible ? GR_ERR_USAGE : GR_ERR_NODEV, "--devices",
+                                    "device %d does not exist (%d visible)", o->devices[p],
+                                    visible);
+            for (int q = 0; q < p; q++)
+                if (o->devices[q] == o->devices[p])
+                    return gr_error_set(err, GR_ERR_USAGE, "--devices",
+                                        "device %d is listed twice: NCCL needs one device per rank",
+                                        o->devices[p]);
+        }
+    }
+    for (int i = 0; i < nP; i++)
+        GR_TRY(gr_tp_check_devices(Ps[i], visible, err));
+    gr_device_info d0;
+    GR_TRY(gr_device_probe(device_of(o, 0), &d0, err));
+    gr_target t = gr_target_from_info(&d0);
+    gr_tp_plans *tp = calloc(1, sizeof(*tp));
+    if (!tp) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+    gr_status st = gr_tp_load_base(req, &t, tp, err);
+    for (int i = 0; i < nP && st == GR_OK; i++)
+        st = gr_tp_check_degree(&tp->shape, Ps[i], err);
+    if (st == GR_OK) {
+        snprintf(r->workload_path, sizeof(r->workload_path), "%s", req->workload);
+        snprintf(r->base, sizeof(r->base), "%s", tp->base->workload);
+        snprintf(r->base_path, sizeof(r->base_path), "%s", tp->base_path);
+        snprintf(r->params, sizeof(r->params), "%s", tp->base->params);
+        r->shape = tp->shape;
+        st = gr_nccl_load(err);
+    }
+    if (st == GR_OK) {
+        snprintf(r->nccl_path, sizeof(r->nccl_path), "%s", gr_nccl_path());
+        snprintf(r->nccl_version, sizeof(r->nccl_version), "%s", gr_nccl_version());
+    }
+    single_host h;
+    memset(&h, 0, sizeof(h));
+    double rtol = o->rtol;
+    if (st == GR_OK && rtol <= 0) rtol = tp->base->bufs[gr_tp_buffer(tp->base, "x")].rtol;
+    if (st == GR_OK) {
+        st = single_gpu(tp, o, rtol, &r->single, &h, err);
+        if (st == GR_OK && !r->single.verified) {
+            for (int i = 0; i < r->single.nchecks; i++)
+                if (!r->single.checks[i].passed)
+                    st =
+                        gr_error_set(err, GR_ERR_VERIFY, NULL,
+                                     "the unsharded step on one GPU: \"%s\" %s: rel L2 %.2e > %.1e",
+                                     r->single.checks[i].buffer, r->single.checks[i].what,
+                                     r->single.checks[i].rel_l2, r->single.checks[i].rtol);
+            r->single.status = st;
+        }
+    }
+    gr_status worst = st;
+    for (int i = 0; i < nP && st == GR_OK; i++) {
+        gr_tp_result *x = &r->runs[r->nruns++];
+        gr_error e;
+        gr_error_clear(&e);
+        gr_status s = run_degree(req, Ps[i], &t, tp, o, rtol, &h, x, &e);
+        x->status = s;
+        if (r->workload[0] == '\0' && tp->rank_ld[0].wl)
+            snprintf(r->workload, sizeof(r->workload), "%s", tp->rank_ld[0].wl->name);
+        if (s != GR_OK) {
+            snprintf(x->error, sizeof(x->error), "%s", e.msg);
+            gr_error_set(err, s, NULL, "--tp %d: %s", Ps[i], e.msg);
+            if (worst == GR_OK || worst == GR_ERR_VERIFY) worst = s;
+            if (s == GR_ERR_CUDA || s == GR_ERR_CAPTURE) break; /* the contexts may be broken */
+        }
+        gr_tp_free_ranks(tp);
+    }
+    if (r->workload[0] == '\0') snprintf(r->workload, sizeof(r->workload), "decode_tp");
+    single_host_free(&h);
+    gr_tp_plans_free(tp);
+    free(tp);
+    return worst;
+}
+
+/* ---------- derived numbers and the report ---------- */
+
+void gr_tp_derive(const gr_tp_report *r, const gr_tp_result *x, gr_tp_derived *d) {
+    memset(d, 0, sizeof(*d));
+    if (!x->timed) return;
+    d->valid = 1;
+    for (int m = 0; m < GR_TP_NMODES; m++) {
+        d->slowest[m] = -1;
+        for (int p = 0; p < x->P; p++) {
+            const gr_tp_rank_result *rk = &x->rank[p];
+            if (!rk->timed[m]) continue;
+            if (d->slowest[m] < 0 || rk->t[m].step_us.median > d->us[m]) {
+                d->us[m] = rk->t[m].step_us.median;
+                d->slowest[m] = p;
+            }
+        }
+    }
+    for (int p = 0; p < x->P; p++)
+        if (x->rank[p].floor_us > d->floor_us) d->floor_us = x->rank[p].floor_us;
+    double e = d->us[GR_TP_EAGER], g = d->us[GR_TP_GRAPH];
+    if (e > 0 && d->us[GR_TP_EAGER_COMPUTE] > 0)
+        d->comm_share_eager = 1.0 - d->us[GR_TP_EAGER_COMPUTE] / e;
+    if (g > 0 && d->us[GR_TP_GRAPH_COMPUTE] > 0)
+        d->comm_share_graph = 1.0 - d->us[GR_TP_GRAPH_COMPUTE] / g;
+    if (g > 0 && d->us[GR_TP_GRAPH_COMM] > 0) d->comm_alone_graph = d->us[GR_TP_GRAPH_COMM] / g;
+    d->removed_us = e - g;
+    if (x->kernels_per_step > 0) d->removed_per_launch_us = d->removed_us / x->kernels_per_step;
+    if (d->floor_us > 0 && e > d->floor_us)
+        d->removed_share_min = d->removed_us / (e - d->floor_us);
+    if (d->floor_us > 0) {
+        d->eager_over_floor = e / d->floor_us;
+        d->graph_over_floor = g / d->floor_us;
+    }
+    if (g > 0 && r->single.timed) d->vs_single_graph = r->single.graph_t.step_us.median / g;
+}
+
+static void check_lines(FILE *f, const gr_check *c, int n) {
+    for (int i = 0; i < n; i++) {
+        char line[160];
+        gr_check_str(&c[i], line, sizeof(line));
+        fprintf(f, "  %-16.16s %-20s %s\n", c[i].buffer, c[i].what, line);
+    }
+}
+
+static void timing_cell(char *out, size_t size, const gr_timing *t) {
+    snprintf(out, size, "%.2f [%.2f, %.2f]", t->step_us.median, t->step_us.p10, t->step_us.p90);
+}
+
+void gr_tp_report_text(FILE *f, const gr_tp_report *r) {
+    const gr_tp_opts *o = &r->opts;
+    fprintf(f, "graphrun tp: %s (%s) sharding %s (%s, variant fused); %s\n", r->workload,
+            r->workload_path, r->base, r->base_path, r->date);
+    fprintf(f, "params   %s\n", r->params);
+    fprintf(f,
+            "design   one process, one host thread per GPU; NCCL %s (%s), communicators from "
+            "ncclGetUniqueId + ncclCommInitRank; each rank captures its own stream (%s mode), "
+            "its all-reduces inside its graph; NVLink SHARP off (NCCL_NVLS_ENABLE=0)\n",
+            r->nccl_version[0] ? r->nccl_version : "?",
+            r->nccl_path[0] ? r->nccl_path : "not loaded", gr_capture_mode_name(o->mode));
+    const gr_tp_single *s = &r->single;
+    fprintf(f, "devices  %d visible; rank 0 / the single-GPU run on device %d: %s, %d SMs\n",
+            r->visible_devices, s->device, s->info.name, s->info.sm_count);
+
+    fprintf(f, "\nsingle GPU: %s, variant fused, unsharded, on device %d%s\n", r->base, s->device,
+            s->status && !s->nchecks ? " (failed)" : "");
+    check_lines(f, s->checks, s->nchecks);
+    if (s->reference_ms > 0) fprintf(f, "  (CPU reference took %.0f ms)\n", s->reference_ms);
+    if (s->status && s->error[0]) fprintf(f, "  failed: %s\n", s->error);
+
+    for (int i = 0; i < r->nruns; i++) {
+        const gr_tp_result *x = &r->runs[i];
+        int64_t lo, hi;
+        fprintf(f, "\nP = %d: %d ops per rank per step (%d kernel launches + %d all-reduces)\n",
+                x->P, x->kernels_per_step, x->kernels_per_step - x->collectives_per_step,
+                x->collectives_per_step);
+        for (int p = 0; p < x->P; p++) {
+            gr_tp_owned(r->shape.f, x->P, p, &lo, &hi);
+            fprintf(f,
+                    "  rank %d on device %d: rows %lld..%lld of W_gate, W_up, B_gate, B_up and "
+                    "columns %lld..%lld of W_down, A_down (f = %lld); %.1f MB per step\n",
+                    p, x->rank[p].device, (long long)lo, (long long)hi - 1, (long long)lo,
+                    (long long)hi - 1, (long long)r->shape.f, x->rank[p].bytes_per_step / 1e6);
+        }
+        fprintf(f, "  verification (x after %d step%s; rel = relative L2)\n", o->steps,
+                o->steps == 1 ? "" : "s");
+        check_lines(f, x->checks, x->nchecks);
+        if (x->sharded_reference_ms > 0)
+            fprintf(f, "  (sharded CPU reference took %.0f ms)\n", x->sharded_reference_ms);
+        if (x->status && x->error[0]) fprintf(f, "  failed: %s\n", x->error);
+        if (x->rank[0].graph.nodes) {
+            fprintf(f, "  graphs per rank (host clock)   nodes kernels  memcpy   other   edges  "
+                       "capture us  instantiate us\n");
+            for (int p = 0; p < x->P; p++) {
+                const gr_graph *g = &x->rank[p].graph;
+                fprintf(f, "    rank %-3d %-19s %7zu %7zu %7zu %7zu %7zu %11.1f %15.1f\n", p,
+                        "step", g->nodes, g->kernel_nodes, g->memcpy_nodes,
+                        g->nodes - g->kernel_nodes - g->memcpy_nodes, g->edges, g->capture_us,
+                        g->instantiate_us);
+            }
+        }
+        gr_tp_derived d;
+        gr_tp_derive(r, x, &d);
+        if (!d.valid) continue;
+        const gr_tp_rank_result *rk0 =
+            &x->rank[d.slowest[GR_TP_EAGER] >= 0 ? d.slowest[GR_TP_EAGER] : 0];
+        fprintf(f,
+                "  timing per step, untraced: CUDA events around batches on each rank's stream; "
+                "median [p10, p90] over %d batches of %d steps after %d warm-up steps; the "
+                "slowest rank is the step\n",
+                rk0->t[GR_TP_EAGER].batches, rk0->t[GR_TP_EAGER].steps_per_batch,
+                rk0->t[GR_TP_EAGER].warmup);
+        fprintf(f, "    %-26s %26s %8s  %s\n", "mode", "us/step (slowest rank)", "rank",
+                "every rank's median us");
+        for (int m = 0; m < GR_TP_NMODES; m++) {
+            if (d.slowest[m] < 0) continue;
+            char cell[64], all[512];
+            timing_cell(cell, sizeof(cell), &x->rank[d.slowest[m]].t[m]);
+            size_t o2 = 0;
+            all[0] = '\0';
+            for (int p = 0; p < x->P && o2 < sizeof(all) - 16; p++)
+                o2 += (size_t)snprintf(all + o2, sizeof(all) - o2, "%s%.1f", p ? " " : "",
+                                       x->rank[p].t[m].step_us.median);
+            fprintf(f, "    %-26s %26s %8d  %s\n", gr_tp_mode_name((gr_tp_mode)m), cell,
+                    d.slowest[m], all);
+        }
+        fprintf(f,
+                "  launch overhead the graph removes: %.2f us/step (%.3f us per launch; host "
+                "submit %.1f | %.1f us/step eager | graph)",
+                d.removed_us, d.removed_per_launch_us, rk0->t[GR_TP_EAGER].submit_us.median,
+                rk0->t[GR_TP_GRAPH].submit_us.median);
+        if (d.removed_share_min > 0)
+            fprintf(f,
+                    "; at least %.0f%% of the eager step's overhead ((eager - graph) / (eager - "
+                    "floor))",
+                    100.0 * d.removed_share_min);
+        fprintf(f, "\n");
+        if (d.us[GR_TP_GRAPH_COMPUTE] > 0)
+            fprintf(f,
+                    "  communication: %.1f%% of the eager step, %.1f%% of the graph step "
+                    "(1 - step without all-reduces / step); the %d all-reduces alone take "
+                    "%.1f%% of the graph step\n",
+                    100.0 * d.comm_share_eager, 100.0 * d.comm_share_graph, x->collectives_per_step,
+                    100.0 * d.comm_alone_graph);
+        if (d.floor_us > 0)
+            fprintf(f,
+                    "  HBM floor per GPU %.2f us (slowest rank's bytes over its copy bandwidth): "
+                    "eager %.2fx, graph %.2fx the floor\n",
+                    d.floor_us, d.eager_over_floor, d.graph_over_floor);
+        if (d.vs_single_graph > 0)
+            fprintf(f, "  against the unsharded step on one GPU (graph %.2f us): %.2fx\n",
+                    r->single.graph_t.step_us.median, d.vs_single_graph);
+    }
+
+    fprintf(f, "\nsummary (us per step, slowest rank, medians; comm = share of the step lost to "
+               "the all-reduces)\n");
+    fprintf(f, "  %-9s %8s %11s %11s %9s %9s %8s %8s %11s %10s %9s\n", "run", "ops/step",
+            "eager us", "graph us", "eager/fl", "graph/fl", "comm e", "comm g", "removed us",
+            "removed>=", "vs 1 GPU");
+    if (s->timed) {
+        double fl = s->floor_us;
+        fprintf(f, "  %-9s %8d %11.2f %11.2f %8.2fx %8.2fx %8s %8s %11.2f %9s %9s\n", "1 GPU",
+                s->kernels_per_step, s->eager.step_us.median, s->graph_t.step_us.median,
+                fl > 0 ? s->eager.step_us.median / fl : 0.0,
+                fl > 0 ? s->graph_t.step_us.median / fl : 0.0, "-", "-",
+                s->eager.step_us.median - s->graph_t.step_us.median, "-", "1.00x");
+    }
+    for (int i = 0; i < r->nruns; i++) {
+        const gr_tp_result *x = &r->runs[i];
+        gr_tp_derived d;
+        gr_tp_derive(r, x, &d);
+        char run[16];
+        snprintf(run, sizeof(run), "P = %d", x->P);
+        if (!d.valid) {
+            fprintf(f, "  %-9s not timed: %s\n", run, gr_status_name((gr_status)x->status));
+            continue;
+        }
+        char ce[16] = "-", cg[16] = "-", rm[16] = "-", vs[16] = "-";
+        if (d.us[GR_TP_EAGER_COMPUTE] > 0)
+            snprintf(ce, sizeof(ce), "%.1f%%", 100 * d.comm_share_eager);
+        if (d.us[GR_TP_GRAPH_COMPUTE] > 0)
+            snprintf(cg, sizeof(cg), "%.1f%%", 100 * d.comm_share_graph);
+        if (d.removed_share_min > 0) snprintf(rm, sizeof(rm), "%.0f%%", 100 * d.removed_share_min);
+        if (d.vs_single_graph > 0) snprintf(vs, sizeof(vs), "%.2fx", d.vs_single_graph);
+        fprintf(f, "  %-9s %8d %11.2f %11.2f %8.2fx %8.2fx %8s %8s %11.2f %9s %9s\n", run,
+                x->kernels_per_step, d.us[GR_TP_EAGER], d.us[GR_TP_GRAPH], d.eager_over_floor,
+                d.graph_over_floor, ce, cg, d.removed_us, rm, vs);
+    }
+    fprintf(f, "  (eager/fl, graph/fl: multiples of the per-GPU HBM floor; removed>= : lower bound "
+               "on the share of the eager step's launch overhead the graph removes, taking the "
+               "floor as the overhead-free step; vs 1 GPU: unsharded graph / this graph)\n");
+}
+
+static json_t *summary_json(const gr_summary *s) {
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "median", s->median, "p10", s->p10,
+                     "p90", s->p90, "min", s->min, "max", s->max, "mean", s->mean, "stddev",
+                     s->stddev, "n", (json_int_t)s->n);
+}
+
+static json_t *timing_json(const gr_timing *t) {
+    return json_pack("{s:o, s:o, s:i, s:i, s:i, s:s}", "step_us", summary_json(&t->step_us),
+                     "submit_us", summary_json(&t->submit_us), "batches", t->batches,
+                     "steps_per_batch", t->steps_per_batch, "warmup", t->warmup, "method",
+                     "CUDA events per batch on the rank's stream, untraced; submit: host clock");
+}
+
+static json_t *graph_json(const gr_graph *g) {
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f}", "nodes", (json_int_t)g->nodes,
+                     "edges", (json_int_t)g->edges, "kernel_nodes", (json_int_t)g->kernel_nodes,
+                     "memcpy_nodes", (json_int_t)g->memcpy_nodes, "memset_nodes",
+                     (json_int_t)g->memset_nodes, "event_nodes", (json_int_t)g->event_nodes,
+                     "capture_us", g->capture_us, "instantiate_us", g->instantiate_us, "upload_us",
+                     g->upload_us);
+}
+
+static json_t *checks_json(const gr_check *c, int n) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_pack("{s:s, s:s, s:f, s:f, s:I, s:b, s:b, s:f}", "buffer",
+                                           c[i].buffer, "what", c[i].what, "rel_l2", c[i].rel_l2,
+                                           "max_abs", c[i].max_abs, "nonfinite",
+                                           (json_int_t)c[i].nonfinite, "identical", c[i].identical,
+                                           "passed", c[i].passed, "rtol", c[i].rtol));
+    return a;
+}
+
+static const char *mode_key(gr_tp_mode m) {
+    switch (m) {
+    case GR_TP_EAGER:
+        return "eager";
+    case GR_TP_GRAPH:
+        return "graph_replay";
+    case GR_TP_EAGER_COMPUTE:
+        return "eager_no_allreduce";
+    case GR_TP_GRAPH_COMPUTE:
+        return "graph_no_allreduce";
+    case GR_TP_EAGER_COMM:
+        return "eager_allreduce_only";
+    case GR_TP_GRAPH_COMM:
+        return "graph_allreduce_only";
+    default:
+        return "?";
+    }
+}
+
+/* An entry shaped like `graphrun run --json`'s variants, so that bench/run.sh's summary reads
+ * it: kernels_per_step, eager, graph_replay, speedup, graph_gbps, graph_pct_of_copy_bw, ... */
+static json_t *run_like(const char *name, int kernels, double bytes, const gr_timing *e,
+                        const gr_timing *g, double floor_us, double bw_gbps, int verified,
+                        const char *status) {
+    json_t *v = json_object();
+    json_object_set_new(v, "variant", json_string(name));
+    json_object_set_new(v, "status", json_string(status));
+    json_object_set_new(v, "kernels_per_step", json_integer(kernels));
+    json_object_set_new(v, "bytes_per_step", json_real(bytes));
+    json_object_set_new(v, "verified", json_boolean(verified));
+    if (e && g) {
+        double em = e->step_us.median, gm = g->step_us.median;
+        json_object_set_new(v, "eager", timing_json(e));
+        json_object_set_new(v, "graph_replay", timing_json(g));
+        json_object_set_new(v, "speedup", json_real(gm > 0 ? em / gm : 0));
+        json_object_set_new(v, "overhead_removed_us_per_kernel",
+                            json_real(kernels > 0 ? (em - gm) / kernels : 0));
+        json_object_set_new(v, "eager_gbps", json_real(em > 0 ? bytes / (em * 1e-6) / 1e9 : 0));
+        json_object_set_new(v, "graph_gbps", json_real(gm > 0 ? bytes / (gm * 1e-6) / 1e9 : 0));
+        if (floor_us > 0) {
+            json_object_set_new(v, "hbm_floor_us", json_real(floor_us));
+            json_object_set_new(v, "eager_over_floor", json_real(em / floor_us));
+            json_object_set_new(v, "graph_over_floor", json_real(gm / floor_us));
+        }
+        if (bw_gbps > 0 && gm > 0)
+            json_object_set_new(v, "graph_pct_of_copy_bw",
+                                json_real(100.0 * bytes / (gm * 1e-6) / 1e9 / bw_gbps));
+    }
+    return v;
+}
+
+void *gr_tp_report_json(const gr_tp_report *r) {
+    json_t *root = json_object();
+    json_object_set_new(root, "schema_version", json_integer(1));
+    json_object_set_new(root, "tool", json_string("graphrun"));
+    json_object_set_new(root, "command", json_string("tp"));
+    json_object_set_new(root, "date", json_string(r->date));
+    json_object_set_new(root, "workload", json_string(r->workload));
+    json_object_set_new(root, "source", json_string(r->workload_path));
+    json_object_set_new(root, "base",
+                        json_pack("{s:s, s:s, s:s}", "workload", r->base, "source", r->base_path,
+                                  "variant", "fused"));
+    json_object_set_new(root, "params", json_string(r->params));
+    json_object_set_new(root, "shape",
+                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:s}", "B", (json_int_t)r->shape.B,
+                                  "L", (json_int_t)r->shape.L, "d", (json_int_t)r->shape.d, "f",
+                                  (json_int_t)r->shape.f, "r", (json_int_t)r->shape.r, "dtype",
+                                  gr_dtype_name(r->shape.dtype)));
+    json_object_set_new(
+        root, "design",
+        json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "processes",
+                  "one process, one host thread per GPU", "communicators",
+                  "ncclGetUniqueId + ncclCommInitRank (one per rank thread)", "capture",
+                  "each rank captures its own stream, all-reduces included", "capture_mode",
+                  gr_capture_mode_name(r->opts.mode), "nccl_version", r->nccl_version,
+                  "nccl_library", r->nccl_path, "nvls", "off (NCCL_NVLS_ENABLE=0)"));
+    json_object_set_new(root, "visible_devices", json_integer(r->visible_devices));
+    /* as graphrun run --json: the device of rank 0 (and of the single-GPU run), its copy bw */
+    const gr_device_info *di = &r->single.info;
+    json_object_set_new(root, "device",
+                        json_pack("{s:s, s:i, s:i, s:i, s:I, s:i, s:i, s:i}", "name", di->name,
+                                  "sm_count", di->sm_count, "cc_major", di->cc_major, "cc_minor",
+                                  di->cc_minor, "memory_bytes", (json_int_t)di->mem_total,
+                                  "driver_version", di->driver_version, "runtime_version",
+                                  di->runtime_version, "clock_khz", di->clock_khz));
+    if (r->single.have_bw)
+        json_object_set_new(
+            root, "copy_bandwidth",
+            json_pack("{s:f, s:o, s:s}", "bytes_per_copy", r->single.bw.bytes, "gbps",
+                      summary_json(&r->single.bw.gbps), "method",
+                      "cudaMemcpyAsync D2D on device 0, read+written bytes, CUDA events"));
+    json_object_set_new(root, "steps_checked", json_integer(r->opts.steps));
+    json_object_set_new(
+        root, "comm_share_method",
+        json_string(
+            "1 - (step without its all-reduces) / (step), per mode, slowest rank's medians: "
+            "the time the step loses to communication, the all-reduces' own time and the "
+            "ranks' waits on each other; all-reduces alone: a graph (and an eager loop) of "
+            "just the step's all-reduces"));
+    json_object_set_new(root, "launch_overhead_method",
+                        json_string("removed_us = eager - graph per step (slowest ranks); "
+                                    "removed_share_min = (eager - graph) / (eager - hbm_floor): a "
+                                    "lower bound on the share of the eager step's launch overhead "
+                                    "that the graph removes, since the overhead-free step cannot "
+                                    "be faster than the floor"));
+
+    const gr_tp_single *s = &r->single;
+    json_t *js = json_object();
+    json_object_set_new(js, "device", json_integer(s->device));
+    json_object_set_new(js, "device_name", json_string(s->info.name));
+    json_object_set_new(js, "status", json_string(gr_status_name((gr_status)s->status)));
+    if (s->error[0]) json_object_set_new(js, "error", json_string(s->error));
+    json_object_set_new(js, "kernels_per_step", json_integer(s->kernels_per_step));
+    json_object_set_new(js, "bytes_per_step", json_real(s->bytes_per_step));
+    json_object_set_new(js, "verified", json_boolean(s->verified));
+    json_object_set_new(js, "checks", checks_json(s->checks, s->nchecks));
+    if (s->reference_ms > 0)
+        json_object_set_new(js, "cpu_reference_ms", json_real(s->reference_ms));
+    if (s->graph.nodes) json_object_set_new(js, "graph", graph_json(&s->graph));
+    if (s->have_bw) json_object_set_new(js, "copy_gbps", summary_json(&s->bw.gbps));
+    if (s->floor_us > 0) json_object_set_new(js, "hbm_floor_us", json_real(s->floor_us));
+    if (s->timed) {
+        json_object_set_new(js, "eager", timing_json(&s->eager));
+        json_object_set_new(js, "graph_replay", timing_json(&s->graph_t));
+    }
+    json_object_set_new(root, "single_gpu", js);
+
+    json_t *runs = json_array();
+    json_t *variants = json_array();
+    json_array_append_new(variants,
+                          run_like("single_gpu", s->kernels_per_step, s->bytes_per_step,
+                                   s->timed ? &s->eager : NULL, s->timed ? &s->graph_t : NULL,
+                                   s->floor_us, s->have_bw ? s->bw.gbps.median : 0, s->verified,
+                                   gr_status_name((gr_status)s->status)));
+    for (int i = 0; i < r->nruns; i++) {
+        const gr_tp_result *x = &r->runs[i];
+        gr_tp_derived d;
+        gr_tp_derive(r, x, &d);
+        json_t *jr = json_object();
+        json_object_set_new(jr, "P", json_integer(x->P));
+        json_object_set_new(jr, "status", json_string(gr_status_name((gr_status)x->status)));
+        if (x->error[0]) json_object_set_new(jr, "error", json_string(x->error));
+        json_object_set_new(jr, "ops_per_step", json_integer(x->kernels_per_step));
+        json_object_set_new(jr, "allreduces_per_step", json_integer(x->collectives_per_step));
+        json_object_set_new(jr, "verified", json_boolean(x->verified));
+        json_object_set_new(jr, "checks", checks_json(x->checks, x->nchecks));
+        if (x->sharded_reference_ms > 0)
+            json_object_set_new(jr, "sharded_cpu_reference_ms", json_real(x->sharded_reference_ms));
+        json_t *ranks = json_array();
+        for (int p = 0; p < x->P; p++) {
+            const gr_tp_rank_result *rk = &x->rank[p];
+            int64_t lo, hi;
+            gr_tp_owned(r->shape.f, x->P, p, &lo, &hi);
+            json_t *jk = json_object();
+            json_object_set_new(jk, "rank", json_integer(p));
+            json_object_set_new(jk, "device", json_integer(rk->device));
+            json_object_set_new(jk, "device_name", json_string(rk->info.name));
+            json_object_set_new(jk, "f_range", json_pack("[I, I]", (json_int_t)lo, (json_int_t)hi));
+            json_object_set_new(jk, "bytes_per_step", json_real(rk->bytes_per_step));
+            if (rk->have_bw) json_object_set_new(jk, "copy_gbps", summary_json(&rk->bw.gbps));
+            if (rk->floor_us > 0) json_object_set_new(jk, "hbm_floor_us", json_real(rk->floor_us));
+            if (rk->graph.nodes) json_object_set_new(jk, "graph", graph_json(&rk->graph));
+            if (rk->graph_compute.nodes)
+                json_object_set_new(jk, "graph_no_allreduce", graph_json(&rk->graph_compute));
+            if (rk->graph_comm.nodes)
+                json_object_set_new(jk, "graph_allreduce_only", graph_json(&rk->graph_comm));
+            for (int m = 0; m < GR_TP_NMODES; m++)
+                if (rk->timed[m])
+                    json_object_set_new(jk, mode_key((gr_tp_mode)m), timing_json(&rk->t[m]));
+            json_array_append_new(ranks, jk);
+        }
+        json_object_set_new(jr, "ranks", ranks);
+        if (d.valid) {
+            json_t *st = json_object();
+            for (int m = 0; m < GR_TP_NMODES; m++)
+                if (d.slowest[m] >= 0)
+                    json_object_set_new(
+                        st, mode_key((gr_tp_mode)m),
+                        json_pack("{s:f, s:i}", "us", d.us[m], "rank", d.slowest[m]));
+            json_object_set_new(jr, "step_us_slowest_rank", st);
+            if (d.us[GR_TP_EAGER_COMPUTE] > 0)
+                json_object_set_new(jr, "comm_share",
+                                    json_pack("{s:f, s:f, s:f}", "eager", d.comm_share_eager,
+                                              "graph", d.comm_share_graph, "allreduces_alone_graph",
+                                              d.comm_alone_graph));
+            json_object_set_new(jr, "launch_overhead",
+                                json_pack("{s:f, s:f, s:f}", "removed_us", d.removed_us,
+                                          "removed_us_per_launch", d.removed_per_launch_us,
+                                          "removed_share_min", d.removed_share_min));
+            if (d.floor_us > 0) {
+                json_object_set_new(jr, "hbm_floor_us", json_real(d.floor_us));
+                json_object_set_new(jr, "eager_over_floor", json_real(d.eager_over_floor));
+                json_object_set_new(jr, "graph_over_floor", json_real(d.graph_over_floor));
+            }
+            if (d.vs_single_graph > 0)
+                json_object_set_new(jr, "speedup_vs_single_gpu_graph",
+                                    json_real(d.vs_single_graph));
+        }
+        json_array_append_new(runs, jr);
+        char name[16];
+        snprintf(name, sizeof(name), "tp%d", x->P);
+        const gr_tp_rank_result *se = d.valid ? &x->rank[d.slowest[GR_TP_EAGER]] : NULL;
+        const gr_tp_rank_result *sg = d.valid ? &x->rank[d.slowest[GR_TP_GRAPH]] : NULL;
+        json_array_append_new(
+            variants, run_like(name, x->kernels_per_step, x->rank[0].bytes_per_step,
+                               se ? &se->t[GR_TP_EAGER] : NULL, sg ? &sg->t[GR_TP_GRAPH] : NULL,
+                               d.floor_us, x->rank[0].have_bw ? x->rank[0].bw.gbps.median : 0,
+                               x->verified, gr_status_name((gr_status)x->status)));
+    }
+    json_object_set_new(root, "runs", runs);
+    json_object_set_new(root, "variants", variants);
+    return root;
+}
