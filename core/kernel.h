@@ -43,8 +43,9 @@ enum {
     GR_KF_LIBRARY = 1u << 0, /* launches through a library (cuBLAS): kernel count not fixed */
     GR_KF_HOST = 1u << 1,    /* does host-side work (sync, alloc, copy): may break capture */
     GR_KF_INPLACE = 1u << 2, /* an output may alias an input */
-    GR_KF_PDL = 1u << 3      /* launches through gr_launch() and calls gr_pdl_enter() first
-                                (kernels/launch.cuh): safe to launch with PDL */
+    GR_KF_PDL = 1u << 3      /* launches through gr_launch() (kernels/launch.cuh) and waits
+                                (griddepcontrol.wait, e.g. gr_pdl_enter()) before touching
+                                anything an earlier op writes: safe to launch with PDL */
 };
 
 struct gr_kernel_def {

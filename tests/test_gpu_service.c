@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -278,11 +279,19 @@ static void test_cuda_error_exits(void) {
     char args[1024];
     snprintf(args, sizeof(args), "capture workloads/launch_bound.json --set K=10 --socket %s --quiet", s.sock);
     CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
-    int a = svc_raw_connect(s.sock), b = svc_raw_connect(s.sock);
-    CU_ASSERT_TRUE_FATAL(a >= 0 && b >= 0);
+    int a = svc_raw_connect(s.sock), b = svc_raw_connect(s.sock), c = svc_raw_connect(s.sock);
+    CU_ASSERT_TRUE_FATAL(a >= 0 && b >= 0 && c >= 0);
+    const char *hold = "{\"schema_version\": 1, \"cmd\": \"debug_sleep\", \"ms\": 400, \"id\": 0}\n";
     const char *fault = "{\"schema_version\": 1, \"cmd\": \"debug_fault\", \"id\": 1}\n";
     const char *next = "{\"schema_version\": 1, \"cmd\": \"replay\", \"iters\": 100, \"id\": 2}\n";
+    /* Requests on different connections are queued in the order the service reads them: hold
+     * the worker with a sleep, then queue the fault and the replay 100 ms apart, so the replay
+     * is certainly behind the fault (on the H200 the two raced when sent back to back). */
+    struct timespec gap = {0, 100 * 1000 * 1000};
+    svc_raw_send(c, hold, strlen(hold));
+    nanosleep(&gap, NULL);
     svc_raw_send(a, fault, strlen(fault));
+    nanosleep(&gap, NULL);
     svc_raw_send(b, next, strlen(next));
     char buf[65536];
     CU_ASSERT_TRUE(svc_raw_line(a, buf, sizeof(buf), 30000) > 0);
@@ -300,6 +309,7 @@ static void test_cuda_error_exits(void) {
     json_decref(j);
     close(a);
     close(b);
+    close(c);
     CU_ASSERT_TRUE(svc_wait_gone(pid, 30));
     struct stat sb;
     CU_ASSERT_NOT_EQUAL(stat(s.sock, &sb), 0);
