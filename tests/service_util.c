@@ -1,5 +1,6 @@
 /* Helpers of the replay service suites: see service_util.h. */
 #include "service_util.h"
+#include "tests.h"
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
@@ -34,20 +35,7 @@ const char *svc_src(const char *rel) {
 }
 
 const char *svc_graphrun_bin(void) {
-    static char path[PATH_MAX];
-    if (path[0]) return path;
-    const char *dir = getenv("GR_BUILD_DIR");
-    if (dir) {
-        snprintf(path, sizeof(path), "%s/graphrun", dir);
-    } else {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        self[n > 0 ? n : 0] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) *slash = '\0';
-        snprintf(path, sizeof(path), "%s/../graphrun", self);
-    }
-    return path;
+    return gr_test_bin("graphrun");
 }
 
 /* Runs `ENV graphrun ARGS` under `timeout` (a hang fails the test, never the suite), from the

@@ -571,32 +571,10 @@ static size_t tsv_line(int r, char *out, size_t size) {
     return o;
 }
 
-static const char *graphrun_bin(void) {
-    static char path[PATH_MAX];
-    if (path[0]) return path;
-    const char *dir = getenv("GR_BUILD_DIR");
-    if (dir) {
-        snprintf(path, sizeof(path), "%s/graphrun", dir);
-    } else {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        self[n > 0 ? n : 0] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) *slash = '\0';
-        snprintf(path, sizeof(path), "%s/../graphrun", self);
-    }
-    return path;
-}
 
+/* graphrun ARGS from the source tree, output captured (tests/test_main.c) */
 static int run_cli(const char *args, char *out, size_t size) {
-    char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s 2>&1", GR_SOURCE_DIR, graphrun_bin(), args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, size - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return gr_test_graphrun(args, out, size);
 }
 
 static char out[1 << 20];

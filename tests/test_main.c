@@ -4,7 +4,9 @@
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kernels/registry.h"
@@ -74,6 +76,44 @@ const char *gr_test_src(const char *rel) {
     char *p = paths[slot++ % 8];
     snprintf(p, 1024, "%s/%s", GR_SOURCE_DIR, rel);
     return p;
+}
+
+const char *gr_test_bin(const char *name) {
+    static char paths[8][PATH_MAX];
+    static int slot;
+    char *p = paths[slot++ % 8];
+    const char *dir = getenv("GR_BUILD_DIR");
+    if (dir) {
+        snprintf(p, PATH_MAX, "%s/%s", dir, name);
+    } else {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        self[n > 0 ? n : 0] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) *slash = '\0';
+        snprintf(p, PATH_MAX, "%s/../%s", self, name);
+    }
+    return p;
+}
+
+int gr_test_popen(const char *dir, const char *cmd, char *out, size_t size) {
+    size_t len = strlen(cmd) + PATH_MAX + 32;
+    char *full = malloc(len);
+    if (!full) return -1;
+    snprintf(full, len, "cd '%s' && ( %s ) 2>&1", dir ? dir : GR_SOURCE_DIR, cmd);
+    FILE *p = popen(full, "r");
+    free(full);
+    if (!p) return -1;
+    size_t n = fread(out, 1, size - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int gr_test_graphrun(const char *args, char *out, size_t size) {
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "'%s' %s", gr_test_bin("graphrun"), args);
+    return gr_test_popen(NULL, cmd, out, size);
 }
 
 const char *gr_test_tmpfile(const char *suffix, const void *data, size_t len) {

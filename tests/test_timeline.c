@@ -43,21 +43,7 @@ static const char *srcdir(void) {
 }
 
 const char *tl_bin(const char *name) {
-    static char paths[4][PATH_MAX];
-    static int slot;
-    char *p = paths[slot++ % 4];
-    const char *dir = getenv("GR_BUILD_DIR");
-    if (dir) {
-        snprintf(p, PATH_MAX, "%s/%s", dir, name);
-    } else {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        self[n > 0 ? n : 0] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) *slash = '\0';
-        snprintf(p, PATH_MAX, "%s/../%s", self, name);
-    }
-    return p;
+    return gr_test_bin(name);
 }
 
 int tl_run(const char *fmt, ...) {

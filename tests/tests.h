@@ -40,6 +40,14 @@ gr_plan *gr_test_plan(const char *json, const char *variant, gr_error *err);
 const char *gr_test_plan_error(const char *json, const char *variant);
 /* A path under the source tree. */
 const char *gr_test_src(const char *rel);
+/* A binary of the build tree ($GR_BUILD_DIR/NAME, else next to the test binary's folder):
+ * "graphrun", "cupti-launchstat", ... (static per call slot, 8 slots). */
+const char *gr_test_bin(const char *name);
+/* Runs `cd DIR && ( CMD ) 2>&1` (DIR NULL: the source tree), stdout+stderr into out. Returns the
+ * exit code, -1 when it could not run or was killed by a signal. */
+int gr_test_popen(const char *dir, const char *cmd, char *out, size_t size);
+/* graphrun ARGS (shell words) from the source tree. */
+int gr_test_graphrun(const char *args, char *out, size_t size);
 /* Write text to a fresh temporary file and return its path (static per call slot). */
 const char *gr_test_tmpfile(const char *suffix, const void *data, size_t len);
 
