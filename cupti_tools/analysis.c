@@ -129,16 +129,6 @@ static int cmp_region(const void *x, const void *y) {
     return (a->s > b->s) - (a->s < b->s);
 }
 
-static int cmp_api_time(const void *x, const void *y, const gr_trace *t) {
-    const gr_tr_api *a = &t->api.v[*(const size_t *)x], *b = &t->api.v[*(const size_t *)y];
-    return (a->s > b->s) - (a->s < b->s);
-}
-
-static const gr_trace *sort_trace; /* for qsort comparators below; the analysis is single-threaded */
-static int cmp_api_time_q(const void *x, const void *y) {
-    return cmp_api_time(x, y, sort_trace);
-}
-
 static gr_status build_regions(actx *a) {
     const gr_trace *t = a->tr;
     if (t->region.n > 0) {
@@ -163,38 +153,24 @@ static gr_status build_regions(actx *a) {
         if (!idx) return oom(a);
         for (size_t i = 0; i < t->api.n; i++)
             if (t->api.v[i].cat == GR_API_PROFILER && a->parent[i] < 0) idx[np++] = i;
-        sort_trace = t;
-        qsort(idx, np, sizeof(size_t), cmp_api_time_q);
+        gr_tr_range *r = calloc(np / 2 + 2, sizeof(gr_tr_range));
         a->regions = calloc(np / 2 + 2, sizeof(region_def));
-        if (!a->regions) {
+        if (!a->regions || !r) {
+            free(r);
             free(idx);
             return oom(a);
         }
-        int open = 0;
-        int64_t open_at = 0;
-        for (size_t k = 0; k < np; k++) {
-            const gr_tr_api *x = &t->api.v[idx[k]];
-            int is_start = strstr(gr_trace_str(t, x->name), "Start") != NULL;
-            if (is_start && !open) {
-                open = 1;
-                open_at = x->e;
-            } else if (!is_start && open) {
-                region_def *d = &a->regions[a->nregions++];
-                snprintf(d->name, sizeof(d->name), "profiler range %zu", a->nregions);
-                d->s = open_at;
-                d->e = x->s;
-                d->from_profiler = 1;
-                open = 0;
-            }
-        }
-        if (open) {
+        size_t nr = gr_trace_profiler_ranges(t, idx, np, r);
+        for (size_t k = 0; k < nr; k++) {
             region_def *d = &a->regions[a->nregions++];
-            snprintf(d->name, sizeof(d->name), "profiler range %zu (no stop)", a->nregions);
-            d->s = open_at;
-            d->e = INT64_MAX;
-            d->open_end = 1;
+            snprintf(d->name, sizeof(d->name), "profiler range %zu%s", a->nregions,
+                     r[k].open_end ? " (no stop)" : "");
+            d->s = r[k].s;
+            d->e = r[k].e;
+            d->open_end = r[k].open_end;
             d->from_profiler = 1;
         }
+        free(r);
         free(idx);
     }
     qsort(a->regions, a->nregions, sizeof(region_def), cmp_region);

@@ -180,13 +180,6 @@ static int cmp_region(const void *x, const void *y) {
     return (a->s > b->s) - (a->s < b->s);
 }
 
-static const gr_trace *sort_tr;
-static int cmp_api_start(const void *x, const void *y) {
-    const gr_tr_api *a = &sort_tr->api.v[*(const int32_t *)x],
-                    *b = &sort_tr->api.v[*(const int32_t *)y];
-    return (a->s > b->s) - (a->s < b->s);
-}
-
 static gr_status build_regions(gr_timeline *tl, int64_t steps, gr_error *err) {
     const gr_trace *t = tl->tr;
     if (t->region.n > 0) {
@@ -207,43 +200,28 @@ static gr_status build_regions(gr_timeline *tl, int64_t steps, gr_error *err) {
     } else {
         /* cudaProfilerStart .. cudaProfilerStop (torch.cuda.profiler.start/stop), top-level calls
          */
-        int32_t *idx = malloc((t->api.n + 1) * sizeof(int32_t));
+        size_t *idx = malloc((t->api.n + 1) * sizeof(size_t));
         if (!idx) return nomem(err, t);
         size_t np = 0;
         for (size_t i = 0; i < t->api.n; i++)
-            if (t->api.v[i].cat == GR_API_PROFILER && tl->api_top[i] == (int32_t)i)
-                idx[np++] = (int32_t)i;
-        sort_tr = t;
-        qsort(idx, np, sizeof(int32_t), cmp_api_start);
+            if (t->api.v[i].cat == GR_API_PROFILER && tl->api_top[i] == (int32_t)i) idx[np++] = i;
+        gr_tr_range *r = calloc(np / 2 + 2, sizeof(gr_tr_range));
         tl->regions = calloc(np / 2 + 2, sizeof(gr_tl_region));
-        if (!tl->regions) {
+        if (!tl->regions || !r) {
+            free(r);
             free(idx);
             return nomem(err, t);
         }
-        int open = 0;
-        int64_t open_at = 0;
-        for (size_t k = 0; k < np; k++) {
-            const gr_tr_api *x = &t->api.v[idx[k]];
-            int is_start = strstr(gr_trace_str(t, x->name), "Start") != NULL;
-            if (is_start && !open) {
-                open = 1;
-                open_at = x->e;
-            } else if (!is_start && open) {
-                gr_tl_region *d = &tl->regions[tl->nregions++];
-                snprintf(d->name, sizeof(d->name), "profiler range %zu", tl->nregions);
-                d->s = open_at;
-                d->e = x->s;
-                d->from_profiler = 1;
-                open = 0;
-            }
-        }
-        if (open) {
+        size_t nr = gr_trace_profiler_ranges(t, idx, np, r);
+        for (size_t k = 0; k < nr; k++) {
             gr_tl_region *d = &tl->regions[tl->nregions++];
-            snprintf(d->name, sizeof(d->name), "profiler range %zu (no stop)", tl->nregions);
-            d->s = open_at;
-            d->e = INT64_MAX;
+            snprintf(d->name, sizeof(d->name), "profiler range %zu%s", tl->nregions,
+                     r[k].open_end ? " (no stop)" : "");
+            d->s = r[k].s;
+            d->e = r[k].e;
             d->from_profiler = 1;
         }
+        free(r);
         int64_t st = steps > 0 ? steps : t->steps;
         if (tl->nregions == 1) tl->regions[0].steps = st; /* --steps counts the measured range */
         free(idx);

@@ -169,6 +169,18 @@ void gr_trace_destroy(gr_trace *t);
 /* String by index; "" for -1 or out of range. */
 const char *gr_trace_str(const gr_trace *t, int32_t idx);
 
+/* A measured range between a top-level cudaProfilerStart and the next cudaProfilerStop
+ * (torch.cuda.profiler.start/stop): from the start call's end to the stop call's start;
+ * open_end when no stop followed (e = INT64_MAX). */
+typedef struct gr_tr_range {
+    int64_t s, e;
+    int open_end;
+} gr_tr_range;
+/* Pairs the profiler calls `calls` (indices into t->api, any order; the caller decides which
+ * are top-level) into ranges, in time order. `out` holds at least n / 2 + 1 entries. Returns
+ * the number of ranges. */
+size_t gr_trace_profiler_ranges(const gr_trace *t, const size_t *calls, size_t n, gr_tr_range *out);
+
 #ifdef __cplusplus
 }
 #endif

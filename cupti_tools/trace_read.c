@@ -663,3 +663,41 @@ const char *gr_trace_str(const gr_trace *t, int32_t idx) {
     if (!t || idx < 0 || (size_t)idx >= t->str.n) return "";
     return t->str.v[idx];
 }
+
+typedef struct prof_call {
+    int64_t s, e;
+    int is_start;
+} prof_call;
+
+static int cmp_prof_call(const void *x, const void *y) {
+    const prof_call *a = x, *b = y;
+    return (a->s > b->s) - (a->s < b->s);
+}
+
+size_t gr_trace_profiler_ranges(const gr_trace *t, const size_t *calls, size_t n, gr_tr_range *out) {
+    prof_call *c = malloc((n + 1) * sizeof(*c));
+    if (!c) return 0;
+    for (size_t k = 0; k < n; k++) {
+        const gr_tr_api *x = &t->api.v[calls[k]];
+        c[k].s = x->s;
+        c[k].e = x->e;
+        c[k].is_start = strstr(gr_trace_str(t, x->name), "Start") != NULL;
+    }
+    qsort(c, n, sizeof(*c), cmp_prof_call);
+    size_t nr = 0;
+    int open = 0;
+    int64_t open_at = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (c[k].is_start && !open) {
+            open = 1;
+            open_at = c[k].e;
+        } else if (!c[k].is_start && open) {
+            out[nr++] = (gr_tr_range){open_at, c[k].s, 0};
+            open = 0;
+        }
+    }
+    if (open) out[nr++] = (gr_tr_range){open_at, INT64_MAX, 1};
+    free(c);
+    return nr;
+}
+
