@@ -42,55 +42,11 @@ static gr_status oom(actx *a) {
 
 /* ---- index building ---- */
 
-typedef struct api_key {
-    uint32_t tid;
-    uint8_t driver;
-    int64_t s, e;
-    int32_t idx;
-} api_key;
-
-/* per thread, by start; at equal starts the longer (outer) call first, runtime before driver */
-static int cmp_api_key(const void *x, const void *y) {
-    const api_key *a = x, *b = y;
-    if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
-    if (a->s != b->s) return a->s < b->s ? -1 : 1;
-    if (a->e != b->e) return a->e > b->e ? -1 : 1;
-    return (a->driver > b->driver) - (a->driver < b->driver);
-}
-
-/* A call made inside another traced call on the same thread (cuLaunchKernel inside
- * cudaLaunchKernel, or the runtime's internal __cudaLaunchKernel inside cudaLaunchKernel) gets
- * the outermost one as parent, so it is not counted as a second launch. */
+/* A call made inside another traced call on the same thread gets the outermost one as
+ * parent, so it is not counted as a second launch. */
 static gr_status build_nesting(actx *a) {
-    const gr_trace *t = a->tr;
-    size_t n = t->api.n;
-    a->parent = malloc((n + 1) * sizeof(int32_t));
-    api_key *k = malloc((n + 1) * sizeof(api_key));
-    int32_t *stack = malloc((n + 1) * sizeof(int32_t));
-    if (!a->parent || !k || !stack) {
-        free(k);
-        free(stack);
-        return oom(a);
-    }
-    for (size_t i = 0; i < n; i++) {
-        const gr_tr_api *x = &t->api.v[i];
-        a->parent[i] = -1;
-        k[i] = (api_key){x->tid, x->driver, x->s, x->e, (int32_t)i};
-    }
-    qsort(k, n, sizeof(api_key), cmp_api_key);
-    size_t depth = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0 && k[i].tid != k[i - 1].tid) depth = 0;
-        while (depth > 0) {
-            const api_key *top = &k[stack[depth - 1]];
-            if (top->s <= k[i].s && k[i].e <= top->e) break;
-            depth--;
-        }
-        if (depth > 0) a->parent[k[i].idx] = k[stack[0]].idx;
-        stack[depth++] = (int32_t)i;
-    }
-    free(k);
-    free(stack);
+    a->parent = malloc((a->tr->api.n + 1) * sizeof(int32_t));
+    if (!a->parent || gr_trace_api_outermost(a->tr, a->parent) != 0) return oom(a);
     return GR_OK;
 }
 

@@ -126,50 +126,11 @@ static gr_status read_nvtx(gr_timeline *tl, const char *path, gr_error *err) {
 
 /* ---- API nesting: the outermost call each call is inside, per thread ---- */
 
-typedef struct api_key {
-    uint32_t tid;
-    uint8_t driver;
-    int64_t s, e;
-    int32_t idx;
-} api_key;
-
-static int cmp_api_key(const void *x, const void *y) {
-    const api_key *a = x, *b = y;
-    if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
-    if (a->s != b->s) return a->s < b->s ? -1 : 1;
-    if (a->e != b->e) return a->e > b->e ? -1 : 1;
-    return (a->driver > b->driver) - (a->driver < b->driver);
-}
-
 static gr_status build_nesting(gr_timeline *tl, gr_error *err) {
     const gr_trace *t = tl->tr;
-    size_t n = t->api.n;
-    api_key *k = malloc((n + 1) * sizeof(api_key));
-    int32_t *stack = malloc((n + 1) * sizeof(int32_t));
-    if (!k || !stack) {
-        free(k);
-        free(stack);
-        return nomem(err, t);
-    }
-    for (size_t i = 0; i < n; i++) {
-        const gr_tr_api *x = &t->api.v[i];
-        tl->api_top[i] = (int32_t)i;
-        k[i] = (api_key){x->tid, x->driver, x->s, x->e, (int32_t)i};
-    }
-    qsort(k, n, sizeof(api_key), cmp_api_key);
-    size_t depth = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0 && k[i].tid != k[i - 1].tid) depth = 0;
-        while (depth > 0) {
-            const api_key *top = &k[stack[depth - 1]];
-            if (top->s <= k[i].s && k[i].e <= top->e) break;
-            depth--;
-        }
-        if (depth > 0) tl->api_top[k[i].idx] = k[stack[0]].idx;
-        stack[depth++] = (int32_t)i;
-    }
-    free(k);
-    free(stack);
+    if (gr_trace_api_outermost(t, tl->api_top) != 0) return nomem(err, t);
+    for (size_t i = 0; i < t->api.n; i++)
+        if (tl->api_top[i] < 0) tl->api_top[i] = (int32_t)i; /* a top-level call is its own top */
     return GR_OK;
 }
 

@@ -169,6 +169,12 @@ void gr_trace_destroy(gr_trace *t);
 /* String by index; "" for -1 or out of range. */
 const char *gr_trace_str(const gr_trace *t, int32_t idx);
 
+/* For every API record, the outermost traced call on the same thread that encloses it in time
+ * (cuLaunchKernel inside cudaLaunchKernel, or the runtime's internal __cudaLaunchKernel inside
+ * cudaLaunchKernel), or -1 for a top-level call. `outer` holds t->api.n entries. Returns 0, or
+ * -1 when out of memory. */
+int gr_trace_api_outermost(const gr_trace *t, int32_t *outer);
+
 /* A measured range between a top-level cudaProfilerStart and the next cudaProfilerStop
  * (torch.cuda.profiler.start/stop): from the start call's end to the stop call's start;
  * open_end when no stop followed (e = INT64_MAX). */

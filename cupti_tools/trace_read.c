@@ -701,3 +701,50 @@ size_t gr_trace_profiler_ranges(const gr_trace *t, const size_t *calls, size_t n
     return nr;
 }
 
+typedef struct api_key {
+    uint32_t tid;
+    uint8_t driver;
+    int64_t s, e;
+    int32_t idx;
+} api_key;
+
+/* per thread, by start; at equal starts the longer (outer) call first, runtime before driver */
+static int cmp_api_key(const void *x, const void *y) {
+    const api_key *a = x, *b = y;
+    if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
+    if (a->s != b->s) return a->s < b->s ? -1 : 1;
+    if (a->e != b->e) return a->e > b->e ? -1 : 1;
+    return (a->driver > b->driver) - (a->driver < b->driver);
+}
+
+int gr_trace_api_outermost(const gr_trace *t, int32_t *outer) {
+    size_t n = t->api.n;
+    api_key *k = malloc((n + 1) * sizeof(api_key));
+    int32_t *stack = malloc((n + 1) * sizeof(int32_t));
+    if (!k || !stack) {
+        free(k);
+        free(stack);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const gr_tr_api *x = &t->api.v[i];
+        outer[i] = -1;
+        k[i] = (api_key){x->tid, x->driver, x->s, x->e, (int32_t)i};
+    }
+    qsort(k, n, sizeof(api_key), cmp_api_key);
+    size_t depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && k[i].tid != k[i - 1].tid) depth = 0;
+        while (depth > 0) {
+            const api_key *top = &k[stack[depth - 1]];
+            if (top->s <= k[i].s && k[i].e <= top->e) break;
+            depth--;
+        }
+        if (depth > 0) outer[k[i].idx] = k[stack[0]].idx;
+        stack[depth++] = (int32_t)i;
+    }
+    free(k);
+    free(stack);
+    return 0;
+}
+
