@@ -2,6 +2,8 @@
  * to the replay service (started in the background when a capture needs one), and the output:
  * the service sends the same report `graphrun run` prints, results go to stdout, diagnostics
  * and the progress bar to stderr, exit codes as everywhere (0, 1, 2, 3). */
+#include "core/jsonout.h"
+#include "core/plan_print.h"
 #include "cli/cmd_service.h"
 
 #include <errno.h>
@@ -324,18 +326,11 @@ static int parse(int argc, char **argv, sopts *o) {
 /* ---------------------------------------------------------------- output helpers */
 
 static int write_json(const char *path, json_t *j) {
-    int rc;
-    if (!strcmp(path, "-")) {
-        rc = json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-        fputc('\n', stdout);
-    } else {
-        rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    }
-    if (rc != 0) {
-        fprintf(stderr, "graphrun: %s: cannot write JSON (is the directory writable?)\n", path);
-        return 2;
-    }
-    return 0;
+    gr_error e;
+    gr_error_clear(&e);
+    if (gr_json_write(path, j, "JSON", &e) == GR_OK) return 0;
+    fprintf(stderr, "graphrun: %s\n", e.msg);
+    return 2;
 }
 
 static const char *jstr(json_t *o, const char *key) {
@@ -345,13 +340,6 @@ static const char *jstr(json_t *o, const char *key) {
 
 static double jnum(json_t *o, const char *key) {
     return json_number_value(json_object_get(o, key));
-}
-
-static void fmt_bytes(double b, char *buf, size_t size) {
-    if (b >= 1e9) snprintf(buf, size, "%.2f GB", b / 1e9);
-    else if (b >= 1e6) snprintf(buf, size, "%.1f MB", b / 1e6);
-    else if (b >= 1e3) snprintf(buf, size, "%.1f KB", b / 1e3);
-    else snprintf(buf, size, "%.0f B", b);
 }
 
 static void fmt_duration(double s, char *buf, size_t size) {
@@ -567,7 +555,7 @@ static int cmd_list(sopts *o, const gr_service_paths *paths) {
     json_t *g;
     json_array_foreach(graphs, i, g) {
         char mem[32];
-        fmt_bytes(jnum(g, "device_bytes"), mem, sizeof(mem));
+        gr_fmt_bytes(jnum(g, "device_bytes"), mem, sizeof(mem));
         printf("%c %-24s %-12s %7.0f %7.0f %10s %7.0f  %-16s %s (%s)\n",
                json_is_true(json_object_get(g, "latest")) ? '*' : ' ', jstr(g, "name"),
                jstr(g, "variant"), jnum(g, "nodes"), jnum(g, "kernel_nodes"), mem,
@@ -606,7 +594,7 @@ static int cmd_status(sopts *o, const gr_service_paths *paths) {
     json_t *d = json_object_get(b, "device");
     const char *state = jstr(d, "state");
     if (!strcmp(state, "ready")) {
-        fmt_bytes(jnum(d, "memory_bytes"), mem, sizeof(mem));
+        gr_fmt_bytes(jnum(d, "memory_bytes"), mem, sizeof(mem));
         printf("device    %s (device %.0f, %.0f SMs, cc %s, %s)\n", jstr(d, "name"), jnum(d, "ordinal"),
                jnum(d, "sm_count"), jstr(d, "cc"), mem);
     } else if (!strcmp(state, "none")) {
@@ -615,8 +603,8 @@ static int cmd_status(sopts *o, const gr_service_paths *paths) {
         printf("device    (being probed)\n");
     }
     json_t *l = json_object_get(b, "limits");
-    fmt_bytes(jnum(b, "graph_bytes"), mem, sizeof(mem));
-    if (jnum(l, "max_memory_bytes") > 0) fmt_bytes(jnum(l, "max_memory_bytes"), lim, sizeof(lim));
+    gr_fmt_bytes(jnum(b, "graph_bytes"), mem, sizeof(mem));
+    if (jnum(l, "max_memory_bytes") > 0) gr_fmt_bytes(jnum(l, "max_memory_bytes"), lim, sizeof(lim));
     else snprintf(lim, sizeof(lim), "90%% of the device's");
     const char *latest = jstr(b, "latest");
     printf("graphs    %.0f held%s%s%s, %s of device memory; limits %.0f graphs, %s\n",
@@ -648,7 +636,7 @@ static int cmd_drop(sopts *o, const gr_service_paths *paths) {
         return rc;
     }
     char mem[32];
-    fmt_bytes(jnum(r.body, "freed_bytes"), mem, sizeof(mem));
+    gr_fmt_bytes(jnum(r.body, "freed_bytes"), mem, sizeof(mem));
     printf("dropped \"%s\" (%s of device memory freed)\n", jstr(r.body, "dropped"), mem);
     gr_reply_clear(&r);
     return 0;

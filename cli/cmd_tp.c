@@ -3,6 +3,7 @@
  * the sharding summary, then replay/tp.c's run and its report on stdout; diagnostics on stderr.
  * Exit codes as the README: 0 ok, 1 run failed (also verification), 2 usage or input, 3 no (or
  * not enough) CUDA devices, or no NCCL library. */
+#include "core/jsonout.h"
 #include "cli/cmd_tp.h"
 
 #include <jansson.h>
@@ -261,18 +262,7 @@ static void print_sharding(FILE *f, const gr_tp_plans *tp, int show_plans) {
 }
 
 static int write_json(const char *path, json_t *j, gr_error *e) {
-    int rc;
-    if (!strcmp(path, "-")) {
-        rc = json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-        fputc('\n', stdout);
-    } else {
-        rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    }
-    if (rc != 0) {
-        gr_error_set(e, GR_ERR_IO, path, "cannot write JSON (is the directory writable?)");
-        return -1;
-    }
-    return 0;
+    return gr_json_write(path, j, "JSON", e) == GR_OK ? 0 : -1;
 }
 
 int gr_tp_cmd_main(int argc, char **argv) {

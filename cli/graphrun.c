@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/jsonout.h"
 #include "capture/capture.h"
 #include "core/criteo.h"
 #include "core/device.h"
@@ -283,18 +284,7 @@ static int fail(const gr_error *e) {
 }
 
 static int write_json(const char *path, json_t *j, gr_error *e) {
-    int rc;
-    if (!strcmp(path, "-")) {
-        rc = json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-        fputc('\n', stdout);
-    } else {
-        rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    }
-    if (rc != 0) {
-        gr_error_set(e, GR_ERR_IO, path, "cannot write JSON (is the directory writable?)");
-        return -1;
-    }
-    return 0;
+    return gr_json_write(path, j, "JSON", e) == GR_OK ? 0 : -1;
 }
 
 typedef struct loaded {

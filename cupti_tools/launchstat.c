@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/jsonout.h"
 #include "core/expr.h"
 #include "cupti_tools/analysis.h"
 #include "cupti_tools/chrome.h"
@@ -215,15 +216,7 @@ static int fail(const gr_error *e) {
 }
 
 static int write_json(const char *path, json_t *j, gr_error *e) {
-    int rc;
-    if (!strcmp(path, "-")) {
-        rc = json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-        fputc('\n', stdout);
-    } else {
-        rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    }
-    if (rc != 0) gr_error_set(e, GR_ERR_IO, path, "cannot write the JSON report (is the directory writable?)");
-    return rc;
+    return gr_json_write(path, j, "the JSON report", e) == GR_OK ? 0 : -1;
 }
 
 /* Load + analyse; fills *t and *r. */
