@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 #define GR_MAX_DIMS 6
-#define GR_MAX_INPUTS 64
+#define GR_MAX_INPUTS 512
 #define GR_MAX_OUTPUTS 8
 #define GR_MAX_ATTRS 12
 #define GR_MAX_STREAMS 8

@@ -41,6 +41,7 @@ typedef struct rctx {
     int stream_open[GR_MAX_STREAMS];
     int stream_fork_op[GR_MAX_STREAMS];
     int fatal; /* a limit was hit: stop expanding */
+    struct io_list *io; /* the op input/output list an io repeat block appends to */
 } rctx;
 
 /* ---------- names ---------- */
@@ -735,6 +736,68 @@ static void resolve_attrs(rctx *c, gr_op *op, json_t *attrs) {
     }
 }
 
+/* The buffer list of an op's inputs or outputs being filled (an io repeat block's body appends
+ * to it through the rctx, since run_repeat's body sees only the list and the path). */
+typedef struct io_list {
+    const char *what;
+    int *out;
+    int n, max, bad;
+} io_list;
+
+static void walk_io(rctx *c, json_t *list, const char *path);
+
+static void io_element(rctx *c, io_list *io, json_t *el, const char *epath) {
+    if (json_is_object(el) && json_object_get(el, "repeat")) {
+        io_list *saved = c->io;
+        c->io = io;
+        run_repeat(c, el, epath, "names", walk_io);
+        c->io = saved;
+        return;
+    }
+    if (!json_is_string(el)) {
+        gr_error_set(c->err, GR_ERR_INPUT, epath,
+                     "expected a buffer name or a repeat block {\"repeat\": COUNT, \"var\": "
+                     "\"i\", \"names\": [...]}");
+        io->bad = 1;
+        return;
+    }
+    char name[GR_NAME_MAX];
+    if (expand_name(c, json_string_value(el), epath, name, sizeof(name)) != GR_OK) {
+        io->bad = 1;
+        return;
+    }
+    int b = find_buffer(c, name);
+    if (b < 0) {
+        char hint[160];
+        suggest_buffer(c, name, hint, sizeof(hint));
+        gr_error_set(c->err, GR_ERR_INPUT, epath, "unknown buffer \"%s\"%s", name, hint);
+        io->bad = 1;
+        return;
+    }
+    if (io->n >= io->max) {
+        if (!io->bad)
+            gr_error_set(c->err, GR_ERR_INPUT, epath, "more than %d %s", io->max, io->what);
+        io->bad = 1;
+        return;
+    }
+    io->out[io->n++] = b;
+}
+
+static void walk_io(rctx *c, json_t *list, const char *path) {
+    io_list *io = c->io;
+    size_t i;
+    json_t *el;
+    json_array_foreach(list, i, el) {
+        if (c->fatal) return;
+        char base[GR_PATH_MAX + 32], epath[GR_PATH_MAX + 32];
+        snprintf(base, sizeof(base), "%s[%zu]", path, i);
+        path_with_vars(c, epath, sizeof(epath), base);
+        io_element(c, io, el, epath);
+    }
+}
+
+/* An op's inputs or outputs: buffer names, and repeat blocks of names
+ * ({"repeat": "L", "var": "i", "names": ["W.{i}", ...]}), in order. */
 static int resolve_io(rctx *c, gr_op *op, json_t *arr, const char *what, int *out, int max) {
     char path[GR_PATH_MAX + 16];
     snprintf(path, sizeof(path), "%s.%s", op->path, what);
@@ -742,37 +805,16 @@ static int resolve_io(rctx *c, gr_op *op, json_t *arr, const char *what, int *ou
         gr_error_set(c->err, GR_ERR_INPUT, path, "expected an array of buffer names");
         return -1;
     }
-    if ((int)json_array_size(arr) > max) {
-        gr_error_set(c->err, GR_ERR_INPUT, path, "at most %d %s", max, what);
-        return -1;
-    }
-    int n = 0, bad = 0;
+    io_list io = {what, out, 0, max, 0};
     size_t i;
     json_t *el;
     json_array_foreach(arr, i, el) {
+        if (c->fatal) break;
         char epath[GR_PATH_MAX + 32];
         snprintf(epath, sizeof(epath), "%s[%zu]", path, i);
-        if (!json_is_string(el)) {
-            gr_error_set(c->err, GR_ERR_INPUT, epath, "expected a buffer name");
-            bad = 1;
-            continue;
-        }
-        char name[GR_NAME_MAX];
-        if (expand_name(c, json_string_value(el), epath, name, sizeof(name)) != GR_OK) {
-            bad = 1;
-            continue;
-        }
-        int b = find_buffer(c, name);
-        if (b < 0) {
-            char hint[160];
-            suggest_buffer(c, name, hint, sizeof(hint));
-            gr_error_set(c->err, GR_ERR_INPUT, epath, "unknown buffer \"%s\"%s", name, hint);
-            bad = 1;
-            continue;
-        }
-        out[n++] = b;
+        io_element(c, &io, el, epath);
     }
-    return bad ? -1 : n;
+    return io.bad || c->fatal ? -1 : io.n;
 }
 
 static void count_range(char *out, size_t size, int lo, int hi) {

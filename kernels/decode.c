@@ -440,6 +440,153 @@ static gr_status check_down(gr_op *op, const gr_plan *plan, gr_error *err) {
     return fused_geometry(op, plan, 1, B, f, d, r, (int)gr_dtype_size(x->dtype), "f", err);
 }
 
+/* decode_step: the whole step in one persistent kernel (decode_gemv.cu). inputs x [B, d], then
+ * per layer w_norm [d], W_gate [f, d], W_up [f, d], W_down [d, f], A_gate [r, d], A_up [r, d],
+ * A_down [r, f], B_gate [f, r], B_up [f, r], B_down [d, r] (GR_DEC_P_*); outputs x (in place)
+ * and act [B, f]. One block set stays resident for the step (grid = SMs x blocks per SM) and
+ * runs the norm statistics, then per layer the gate_up and the down phase of the per-layer
+ * kernels, separated by grid barriers; each phase issues its first weight loads before it
+ * waits at the barrier. Both phases share the grid, so the batch tile and the blocks per SM
+ * are picked for the larger of their shared-memory layouts; the team width per phase. */
+static const char *const step_roles[GR_DEC_P_PER_LAYER] = {
+    "w_norm", "W_gate", "W_up", "W_down", "A_gate", "A_up", "A_down", "B_gate", "B_up", "B_down"};
+
+static gr_status check_step(gr_op *op, const gr_plan *plan, gr_error *err) {
+    const gr_buffer *x = gr_in(op, plan, 0);
+    gr_status st = gr_check_dtype(op, x, "inputs[0] (x)", gr_float_dtypes, err);
+    if (st != GR_OK) return st;
+    int nl = op->ninputs - 1;
+    if (nl < GR_DEC_P_PER_LAYER || nl % GR_DEC_P_PER_LAYER != 0 ||
+        nl / GR_DEC_P_PER_LAYER > GR_DEC_P_MAX_LAYERS)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\" takes x and then %d weights per layer (%s, %s, %s, %s, "
+                            "%s, %s, %s, %s, %s, %s), for 1 to %d layers: 1 + %d L inputs; got %d. "
+                            "List them with a repeat block: {\"repeat\": \"L\", \"var\": \"i\", "
+                            "\"names\": [\"w_norm.{i}\", ...]}",
+                            op->kernel->name, GR_DEC_P_PER_LAYER, step_roles[0], step_roles[1],
+                            step_roles[2], step_roles[3], step_roles[4], step_roles[5],
+                            step_roles[6], step_roles[7], step_roles[8], step_roles[9],
+                            GR_DEC_P_MAX_LAYERS, GR_DEC_P_PER_LAYER, op->ninputs);
+    int L = nl / GR_DEC_P_PER_LAYER;
+    const gr_buffer *act = gr_out(op, plan, 1), *Bg = gr_in(op, plan, 1 + GR_DEC_P_BGATE);
+    if (x->ndim != 2 || act->ndim != 2 || Bg->ndim != 2) {
+        char sx[96], sa[96], sb[96];
+        gr_shape_str(x, sx, sizeof(sx));
+        gr_shape_str(act, sa, sizeof(sa));
+        gr_shape_str(Bg, sb, sizeof(sb));
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": x \"%s\" %s must be [B, d], act \"%s\" %s must be "
+                            "[B, f] and B_gate \"%s\" %s must be [f, r]",
+                            op->kernel->name, x->name, sx, act->name, sa, Bg->name, sb);
+    }
+    int64_t B = x->shape[0], d = x->shape[1], f = act->shape[1], r = Bg->shape[1];
+    const char *docs[GR_DEC_P_PER_LAYER] = {"[d]",    "[f, d]", "[f, d]", "[d, f]", "[r, d]",
+                                            "[r, d]", "[r, f]", "[f, r]", "[f, r]", "[d, r]"};
+    const int64_t d0[GR_DEC_P_PER_LAYER] = {d, f, f, d, r, r, r, f, f, d};
+    const int64_t d1[GR_DEC_P_PER_LAYER] = {-1, d, d, f, d, d, f, r, r, r};
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < GR_DEC_P_PER_LAYER; k++) {
+            int i = 1 + GR_DEC_P_PER_LAYER * l + k;
+            char role[64];
+            snprintf(role, sizeof(role), "inputs[%d] (%s of layer %d)", i, step_roles[k], l);
+            const gr_buffer *b = gr_in(op, plan, i);
+            if (need_dtype(op, b, role, x, err) != GR_OK) st = GR_ERR_INPUT;
+            if (need_shape(op, b, role, docs[k], d0[k], d1[k], err) != GR_OK) st = GR_ERR_INPUT;
+        }
+    if (op->outputs[0] != op->inputs[0])
+        st = gr_error_set(err, GR_ERR_INPUT, op->path,
+                          "kernel \"%s\": outputs[0] \"%s\" must be inputs[0] \"%s\": the step "
+                          "updates x in place",
+                          op->kernel->name, plan->bufs[op->outputs[0]].name, x->name);
+    if (need_dtype(op, act, "outputs[1] (act)", x, err) != GR_OK) st = GR_ERR_INPUT;
+    if (act->shape[0] != B) st = need_shape(op, act, "outputs[1] (act)", "[B, f]", B, f, err);
+    int vec = (int)(16 / gr_dtype_size(x->dtype));
+    if (need_multiple(op, "d", d, vec, x->dtype, err) != GR_OK) st = GR_ERR_INPUT;
+    if (need_multiple(op, "f", f, vec, x->dtype, err) != GR_OK) st = GR_ERR_INPUT;
+    if (need_multiple(op, "r", r, vec, x->dtype, err) != GR_OK) st = GR_ERR_INPUT;
+    if (need_no_alias(op, plan, 0, 0, err) != GR_OK) st = GR_ERR_INPUT;
+    if (B > GR_DEC_GEMV_MAX_B)
+        st = gr_error_set(err, GR_ERR_INPUT, op->path,
+                          "kernel \"%s\" streams the weights once per batch tile and serves B <= "
+                          "%d; B = %lld: use the per-layer kernels (decode_gate_up, decode_down), "
+                          "which call cuBLAS above %d rows",
+                          op->kernel->name, GR_DEC_GEMV_MAX_B, (long long)B, GR_DEC_GEMV_MAX_B);
+    if (f > 0x3fffffffLL || d > 0x3fffffffLL)
+        st = gr_error_set(err, GR_ERR_INPUT, op->path, "kernel \"%s\": d or f exceeds 2^30",
+                          op->kernel->name);
+    if (st != GR_OK) return st;
+    op->ip[GR_DEC_B] = B;
+    op->ip[GR_DEC_K] = d;
+    op->ip[GR_DEC_N] = f;
+    op->ip[GR_DEC_RANK] = r;
+    op->fp[0] = gr_op_attr_num(op, "scale", 1.0);
+    op->fp[1] = gr_op_attr_num(op, "eps", 1e-5);
+    if (!(op->fp[1] >= 0))
+        return gr_error_set(err, GR_ERR_INPUT, op->path, "kernel \"%s\": eps = %g must be >= 0",
+                            op->kernel->name, op->fp[1]);
+
+    /* geometry: one batch tile and grid for both phases */
+    int esize = (int)gr_dtype_size(x->dtype);
+    size_t per_block, per_sm;
+    smem_caps(&plan->target, &per_block, &per_sm);
+    int bt = 1;
+    while (bt < 8 && bt < B)
+        bt *= 2;
+    size_t smem = 0;
+    for (;; bt /= 2) {
+        gr_dec_layout lg = gr_dec_smem_layout(0, bt, d, r, esize);
+        gr_dec_layout ld = gr_dec_smem_layout(1, bt, f, r, esize);
+        smem = lg.total > ld.total ? lg.total : ld.total;
+        if (smem <= per_block || bt == 1) break;
+    }
+    if (smem > per_block)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": d = %lld, f = %lld need %.1f KB of shared memory per "
+                            "block for one batch row; the target (%s, cc %d.%d) allows %.1f KB. "
+                            "Use smaller d and f or the fused variant (per-layer kernels)",
+                            op->kernel->name, (long long)d, (long long)f, (double)smem / 1024.0,
+                            plan->target.name, plan->target.cc_major, plan->target.cc_minor,
+                            (double)per_block / 1024.0);
+    int bps = (smem + 1024u) * 2u <= per_sm ? 2 : 1;
+    if (bps > GR_DEC_BLOCKS_PER_SM(bt)) bps = GR_DEC_BLOCKS_PER_SM(bt);
+    int64_t tiles = (B + bt - 1) / bt;
+    int64_t grid = (int64_t)(plan->target.sm_count > 0 ? plan->target.sm_count : 1) * bps;
+    if (grid < tiles) grid = tiles;
+    grid = grid / tiles * tiles; /* every block works on one tile in every phase */
+    int64_t bpt = grid / tiles;
+    int64_t ntasks_g = f / 2, ntasks_d = d / 4;
+    int tw_g = 1, tw_d = 1;
+    while (tw_g < 8 && bpt * (8 / tw_g) > ntasks_g + ntasks_g / 16)
+        tw_g *= 2;
+    while (tw_d < 8 && bpt * (8 / tw_d) > ntasks_d + ntasks_d / 16)
+        tw_d *= 2;
+    op->grid[0] = (unsigned)grid;
+    op->grid[1] = op->grid[2] = 1;
+    op->block[0] = 256;
+    op->block[1] = op->block[2] = 1;
+    op->smem = smem;
+    op->ip[GR_DEC_BT] = bt;
+    op->ip[GR_DEC_TW] = tw_g;
+    op->ip[GR_DEC_TILES] = tiles;
+    op->ip[GR_DEC_S_TW_DOWN] = tw_d;
+
+    /* accounting: every weight once; per layer x read by gate_up and read + written by down, act
+     * written by gate_up and read by down (L2-resident in practice, counted as HBM like the
+     * per-layer kernels' buffers); the statistics (< 1 KB) are left out */
+    double xb = (double)(B * d) * esize, ab = (double)(B * f) * esize;
+    op->bytes_read = gr_bytes_in(op, plan) - xb + (double)L * (2.0 * xb + ab);
+    op->bytes_written = (double)L * (xb + ab);
+    double fl_norm = (double)B * (double)d * (2.0 + 6.0 * (double)r);
+    double fl_gu = (double)B * (4.0 * (double)f * (double)d + 4.0 * (double)f * (double)r +
+                                2.0 * (double)r * (double)f + 6.0 * (double)f);
+    double fl_dn = (double)B * (2.0 * (double)d * (double)f + 2.0 * (double)d * (double)r +
+                                (double)d + 2.0 * (2.0 * (double)r + 1.0) * (double)d);
+    op->flops = fl_norm + (double)L * (fl_gu + fl_dn) -
+                (double)B * 2.0 * (2.0 * (double)r + 1.0) * (double)d; /* no stats after last */
+    op->launches = 1;
+    return GR_OK;
+}
+
 /* ---------- fused kernels: CPU references (double accumulation) ---------- */
 
 static float bf16_bits_to_f32(uint16_t h) {
@@ -492,47 +639,51 @@ static void zero_f32(void *p, int64_t n) {
     if (p) memset(p, 0, (size_t)n * sizeof(float));
 }
 
-static gr_status ref_norm_stats(const gr_op *op, const gr_plan *plan, void *const *host,
-                                gr_error *err) {
-    int64_t B = op->ip[GR_DEC_B], d = op->ip[GR_DEC_K], r = op->ip[GR_DEC_RANK];
-    gr_dtype t = gr_in(op, plan, 0)->dtype;
-    float *ssq = host[op->outputs[0]], *tin = host[op->outputs[1]];
+/* The reference math of the fused kernels on raw host buffers, shared by the per-layer ops and
+ * the persistent step (which keeps its statistics in its own scratch). Sizes: x [B, d], act
+ * [B, f], stats ssq [B], tin [2r, B], td [r, B] in fp32, everything else in the weight dtype t. */
+typedef struct dec_dims {
+    int64_t B, d, f, r;
+    gr_dtype t;
+    double scale, eps;
+} dec_dims;
+
+/* ssq = sum x^2 and tin = [A_gate; A_up] (x * w) per batch row (plain stores). */
+static int norm_stats_math(const dec_dims *D, const void *x, const void *wv, const void *Ag,
+                           const void *Au, float *ssq, float *tin) {
+    int64_t B = D->B, d = D->d, r = D->r;
     double *xb = malloc((size_t)d * sizeof(double)), *w = malloc((size_t)d * sizeof(double));
     double *a = malloc((size_t)d * sizeof(double));
     if (!xb || !w || !a) {
-        free(xb);
-        free(w);
-        free(a);
-        return nomem(op, err);
+        free(xb), free(w), free(a);
+        return -1;
     }
-    load_row(host[op->inputs[1]], t, 0, (size_t)d, w);
+    load_row(wv, D->t, 0, (size_t)d, w);
     for (int64_t b = 0; b < B; b++) {
-        load_row(host[op->inputs[0]], t, (size_t)(b * d), (size_t)d, xb);
+        load_row(x, D->t, (size_t)(b * d), (size_t)d, xb);
         ssq[b] = (float)dot(xb, xb, d);
         for (int64_t k = 0; k < d; k++)
             xb[k] *= w[k];
         for (int64_t kind = 0; kind < 2; kind++)
             for (int64_t j = 0; j < r; j++) {
-                load_row(host[op->inputs[2 + kind]], t, (size_t)(j * d), (size_t)d, a);
+                load_row(kind ? Au : Ag, D->t, (size_t)(j * d), (size_t)d, a);
                 tin[(kind * r + j) * B + b] = (float)dot(a, xb, d);
             }
     }
-    if (op->noutputs > 2) zero_f32(host[op->outputs[2]], r * B);
-    free(xb);
-    free(w);
-    free(a);
-    return GR_OK;
+    free(xb), free(w), free(a);
+    return 0;
 }
 
-static gr_status ref_gate_up(const gr_op *op, const gr_plan *plan, void *const *host,
-                             gr_error *err) {
-    int64_t B = op->ip[GR_DEC_B], d = op->ip[GR_DEC_K], f = op->ip[GR_DEC_N],
-            r = op->ip[GR_DEC_RANK];
-    double scale = op->fp[0], eps = op->fp[1];
-    gr_dtype t = gr_in(op, plan, 0)->dtype;
-    const float *ssq = host[op->inputs[2]], *tin = host[op->inputs[3]];
-    void *act = host[op->outputs[0]];
-    float *td = host[op->outputs[1]];
+typedef struct gate_up_host {
+    const void *x, *w, *Wg, *Wu, *Bg, *Bu, *Ad;
+    const float *ssq, *tin;
+    void *act;
+    float *td; /* accumulated */
+} gate_up_host;
+
+static int gate_up_math(const dec_dims *D, const gate_up_host *h) {
+    int64_t B = D->B, d = D->d, f = D->f, r = D->r;
+    gr_dtype t = D->t;
     double *xw = malloc((size_t)(B * d) * sizeof(double)), *w = malloc((size_t)d * sizeof(double));
     double *rg = malloc((size_t)d * sizeof(double)), *ru = malloc((size_t)d * sizeof(double));
     double *bg = malloc((size_t)r * sizeof(double)), *bu = malloc((size_t)r * sizeof(double));
@@ -541,53 +692,52 @@ static gr_status ref_gate_up(const gr_op *op, const gr_plan *plan, void *const *
     double *rstd = malloc((size_t)B * sizeof(double));
     if (!xw || !w || !rg || !ru || !bg || !bu || !ad || !tacc || !rstd) {
         free(xw), free(w), free(rg), free(ru), free(bg), free(bu), free(ad), free(tacc), free(rstd);
-        return nomem(op, err);
+        return -1;
     }
-    load_row(host[op->inputs[1]], t, 0, (size_t)d, w);
+    load_row(h->w, t, 0, (size_t)d, w);
     for (int64_t b = 0; b < B; b++) {
-        load_row(host[op->inputs[0]], t, (size_t)(b * d), (size_t)d, xw + b * d);
+        load_row(h->x, t, (size_t)(b * d), (size_t)d, xw + b * d);
         for (int64_t k = 0; k < d; k++)
             xw[b * d + k] *= w[k];
-        rstd[b] = 1.0 / sqrt((double)ssq[b] / (double)d + eps);
+        rstd[b] = 1.0 / sqrt((double)h->ssq[b] / (double)d + D->eps);
     }
-    load_row(host[op->inputs[8]], t, 0, (size_t)(r * f), ad);
+    load_row(h->Ad, t, 0, (size_t)(r * f), ad);
     for (int64_t n = 0; n < f; n++) {
-        load_row(host[op->inputs[4]], t, (size_t)(n * d), (size_t)d, rg);
-        load_row(host[op->inputs[5]], t, (size_t)(n * d), (size_t)d, ru);
-        load_row(host[op->inputs[6]], t, (size_t)(n * r), (size_t)r, bg);
-        load_row(host[op->inputs[7]], t, (size_t)(n * r), (size_t)r, bu);
+        load_row(h->Wg, t, (size_t)(n * d), (size_t)d, rg);
+        load_row(h->Wu, t, (size_t)(n * d), (size_t)d, ru);
+        load_row(h->Bg, t, (size_t)(n * r), (size_t)r, bg);
+        load_row(h->Bu, t, (size_t)(n * r), (size_t)r, bu);
         for (int64_t b = 0; b < B; b++) {
             double lg = 0, lu = 0;
             for (int64_t j = 0; j < r; j++) {
-                lg += bg[j] * tin[j * B + b];
-                lu += bu[j] * tin[(r + j) * B + b];
+                lg += bg[j] * h->tin[j * B + b];
+                lu += bu[j] * h->tin[(r + j) * B + b];
             }
-            double g = rstd[b] * (dot(rg, xw + b * d, d) + scale * lg);
-            double u = rstd[b] * (dot(ru, xw + b * d, d) + scale * lu);
-            double a = store_rounded(act, t, (size_t)(b * f + n), g / (1.0 + exp(-g)) * u);
+            double g = rstd[b] * (dot(rg, xw + b * d, d) + D->scale * lg);
+            double u = rstd[b] * (dot(ru, xw + b * d, d) + D->scale * lu);
+            double a = store_rounded(h->act, t, (size_t)(b * f + n), g / (1.0 + exp(-g)) * u);
             for (int64_t j = 0; j < r; j++)
                 tacc[j * B + b] += ad[j * f + n] * a;
         }
     }
     for (int64_t i = 0; i < r * B; i++)
-        td[i] = (float)((double)td[i] + tacc[i]);
-    if (op->noutputs == 4) {
-        zero_f32(host[op->outputs[2]], B);
-        zero_f32(host[op->outputs[3]], 2 * r * B);
-    }
+        h->td[i] = (float)((double)h->td[i] + tacc[i]);
     free(xw), free(w), free(rg), free(ru), free(bg), free(bu), free(ad), free(tacc), free(rstd);
-    return GR_OK;
+    return 0;
 }
 
-static gr_status ref_down(const gr_op *op, const gr_plan *plan, void *const *host, gr_error *err) {
-    int64_t B = op->ip[GR_DEC_B], f = op->ip[GR_DEC_K], d = op->ip[GR_DEC_N],
-            r = op->ip[GR_DEC_RANK];
-    double scale = op->fp[0];
-    int next = (op->ip[GR_DEC_FLAGS] & GR_DEC_F_NEXT) != 0;
-    gr_dtype t = gr_in(op, plan, 0)->dtype;
-    const void *xin = host[op->inputs[0]];
-    const float *td = host[op->inputs[4]];
-    void *xout = host[op->outputs[0]];
+typedef struct down_host {
+    const void *xin, *act, *Wd, *Bd;
+    const float *td;
+    const void *wn, *Agn, *Aun; /* the next layer's, or NULL */
+    void *xout;                 /* may be xin */
+    float *ssq, *tin;           /* the next layer's statistics (accumulated) when wn */
+} down_host;
+
+static int down_math(const dec_dims *D, const down_host *h) {
+    int64_t B = D->B, f = D->f, d = D->d, r = D->r;
+    gr_dtype t = D->t;
+    int next = h->wn != NULL;
     int64_t nstat = 2 * r + 1;
     double *act = malloc((size_t)(B * f) * sizeof(double)),
            *row = malloc((size_t)f * sizeof(double));
@@ -598,27 +748,26 @@ static gr_status ref_down(const gr_op *op, const gr_plan *plan, void *const *hos
     double *st = next ? calloc((size_t)(nstat * B), sizeof(double)) : NULL;
     if (!act || !row || !br || !xnew || (next && (!wn || !an || !st))) {
         free(act), free(row), free(br), free(xnew), free(wn), free(an), free(st);
-        return nomem(op, err);
+        return -1;
     }
-    load_row(host[op->inputs[1]], t, 0, (size_t)(B * f), act);
+    load_row(h->act, t, 0, (size_t)(B * f), act);
     for (int64_t m = 0; m < d; m++) {
-        load_row(host[op->inputs[2]], t, (size_t)(m * f), (size_t)f, row);
-        load_row(host[op->inputs[3]], t, (size_t)(m * r), (size_t)r, br);
+        load_row(h->Wd, t, (size_t)(m * f), (size_t)f, row);
+        load_row(h->Bd, t, (size_t)(m * r), (size_t)r, br);
         for (int64_t b = 0; b < B; b++) {
             double lo = 0;
             for (int64_t j = 0; j < r; j++)
-                lo += br[j] * td[j * B + b];
-            double y = dot(row, act + b * f, f) + scale * lo;
+                lo += br[j] * h->td[j * B + b];
+            double y = dot(row, act + b * f, f) + D->scale * lo;
             size_t idx = (size_t)(b * d + m);
             /* read x before writing: x_out may be x */
-            xnew[idx] = store_rounded(xout, t, idx, gr_load(xin, t, idx) + y);
+            xnew[idx] = store_rounded(h->xout, t, idx, gr_load(h->xin, t, idx) + y);
         }
     }
     if (next) {
-        float *ssq = host[op->outputs[1]], *tin = host[op->outputs[2]];
-        load_row(host[op->inputs[5]], t, 0, (size_t)d, wn);
-        load_row(host[op->inputs[6]], t, 0, (size_t)(r * d), an);
-        load_row(host[op->inputs[7]], t, 0, (size_t)(r * d), an + r * d);
+        load_row(h->wn, t, 0, (size_t)d, wn);
+        load_row(h->Agn, t, 0, (size_t)(r * d), an);
+        load_row(h->Aun, t, 0, (size_t)(r * d), an + r * d);
         for (int64_t b = 0; b < B; b++)
             for (int64_t m = 0; m < d; m++) {
                 double xv = xnew[b * d + m], xw = xv * wn[m];
@@ -627,14 +776,131 @@ static gr_status ref_down(const gr_op *op, const gr_plan *plan, void *const *hos
                     st[(1 + j) * B + b] += an[j * d + m] * xw;
             }
         for (int64_t b = 0; b < B; b++)
-            ssq[b] = (float)((double)ssq[b] + st[b]);
+            h->ssq[b] = (float)((double)h->ssq[b] + st[b]);
         for (int64_t j = 0; j < 2 * r; j++)
             for (int64_t b = 0; b < B; b++)
-                tin[j * B + b] = (float)((double)tin[j * B + b] + st[(1 + j) * B + b]);
+                h->tin[j * B + b] = (float)((double)h->tin[j * B + b] + st[(1 + j) * B + b]);
     }
-    if (op->ip[GR_DEC_FLAGS] & GR_DEC_F_ZERO) zero_f32(host[op->outputs[op->noutputs - 1]], r * B);
     free(act), free(row), free(br), free(xnew), free(wn), free(an), free(st);
+    return 0;
+}
+
+static dec_dims op_dims(const gr_op *op, const gr_plan *plan, int is_down) {
+    dec_dims D;
+    D.B = op->ip[GR_DEC_B];
+    D.d = is_down ? op->ip[GR_DEC_N] : op->ip[GR_DEC_K];
+    D.f = is_down ? op->ip[GR_DEC_K] : op->ip[GR_DEC_N];
+    D.r = op->ip[GR_DEC_RANK];
+    D.t = gr_in(op, plan, 0)->dtype;
+    D.scale = op->fp[0];
+    D.eps = op->fp[1];
+    return D;
+}
+
+static gr_status ref_norm_stats(const gr_op *op, const gr_plan *plan, void *const *host,
+                                gr_error *err) {
+    dec_dims D = op_dims(op, plan, 0);
+    if (norm_stats_math(&D, host[op->inputs[0]], host[op->inputs[1]], host[op->inputs[2]],
+                        host[op->inputs[3]], host[op->outputs[0]], host[op->outputs[1]]) != 0)
+        return nomem(op, err);
+    if (op->noutputs > 2) zero_f32(host[op->outputs[2]], D.r * D.B);
     return GR_OK;
+}
+
+static gr_status ref_gate_up(const gr_op *op, const gr_plan *plan, void *const *host,
+                             gr_error *err) {
+    dec_dims D = op_dims(op, plan, 0);
+    const int *in = op->inputs;
+    gate_up_host h = {host[in[0]], host[in[1]],          host[in[4]],         host[in[5]],
+                      host[in[6]], host[in[7]],          host[in[8]],         host[in[2]],
+                      host[in[3]], host[op->outputs[0]], host[op->outputs[1]]};
+    if (gate_up_math(&D, &h) != 0) return nomem(op, err);
+    if (op->noutputs == 4) {
+        zero_f32(host[op->outputs[2]], D.B);
+        zero_f32(host[op->outputs[3]], 2 * D.r * D.B);
+    }
+    return GR_OK;
+}
+
+static gr_status ref_down(const gr_op *op, const gr_plan *plan, void *const *host, gr_error *err) {
+    dec_dims D = op_dims(op, plan, 1);
+    int next = (op->ip[GR_DEC_FLAGS] & GR_DEC_F_NEXT) != 0;
+    const int *in = op->inputs;
+    down_host h = {host[in[0]],
+                   host[in[1]],
+                   host[in[2]],
+                   host[in[3]],
+                   host[in[4]],
+                   next ? host[in[5]] : NULL,
+                   next ? host[in[6]] : NULL,
+                   next ? host[in[7]] : NULL,
+                   host[op->outputs[0]],
+                   next ? host[op->outputs[1]] : NULL,
+                   next ? host[op->outputs[2]] : NULL};
+    if (down_math(&D, &h) != 0) return nomem(op, err);
+    if (op->ip[GR_DEC_FLAGS] & GR_DEC_F_ZERO)
+        zero_f32(host[op->outputs[op->noutputs - 1]], D.r * D.B);
+    return GR_OK;
+}
+
+/* decode_step: the whole step. inputs x, then per layer l the GR_DEC_P_PER_LAYER weights at
+ * 1 + GR_DEC_P_PER_LAYER l + GR_DEC_P_*; outputs x (in place), act. The statistics live in
+ * fp32 host arrays here as they live in the op's device scratch there. */
+static gr_status ref_step(const gr_op *op, const gr_plan *plan, void *const *host, gr_error *err) {
+    dec_dims D;
+    D.B = op->ip[GR_DEC_B];
+    D.d = op->ip[GR_DEC_K];
+    D.f = op->ip[GR_DEC_N];
+    D.r = op->ip[GR_DEC_RANK];
+    D.t = gr_in(op, plan, 0)->dtype;
+    D.scale = op->fp[0];
+    D.eps = op->fp[1];
+    int L = (op->ninputs - 1) / GR_DEC_P_PER_LAYER;
+    void *x = host[op->outputs[0]], *act = host[op->outputs[1]];
+    const void *x0 = host[op->inputs[0]];
+    if (x != x0) memcpy(x, x0, (size_t)(D.B * D.d) * gr_dtype_size(D.t));
+    float *ssq = calloc((size_t)D.B, sizeof(float));
+    float *tin = calloc((size_t)(2 * D.r * D.B), sizeof(float));
+    float *td = calloc((size_t)(D.r * D.B), sizeof(float));
+    int bad = !ssq || !tin || !td;
+#define W_(l, k) ((const void *)host[op->inputs[1 + GR_DEC_P_PER_LAYER * (l) + (k)]])
+    if (!bad)
+        bad = norm_stats_math(&D, x, W_(0, GR_DEC_P_WNORM), W_(0, GR_DEC_P_AGATE),
+                              W_(0, GR_DEC_P_AUP), ssq, tin) != 0;
+    for (int l = 0; l < L && !bad; l++) {
+        memset(td, 0, (size_t)(D.r * D.B) * sizeof(float));
+        gate_up_host g = {x,
+                          W_(l, GR_DEC_P_WNORM),
+                          W_(l, GR_DEC_P_WGATE),
+                          W_(l, GR_DEC_P_WUP),
+                          W_(l, GR_DEC_P_BGATE),
+                          W_(l, GR_DEC_P_BUP),
+                          W_(l, GR_DEC_P_ADOWN),
+                          ssq,
+                          tin,
+                          act,
+                          td};
+        bad = gate_up_math(&D, &g) != 0;
+        if (bad) break;
+        memset(ssq, 0, (size_t)D.B * sizeof(float));
+        memset(tin, 0, (size_t)(2 * D.r * D.B) * sizeof(float));
+        int next = l + 1 < L;
+        down_host h = {x,
+                       act,
+                       W_(l, GR_DEC_P_WDOWN),
+                       W_(l, GR_DEC_P_BDOWN),
+                       td,
+                       next ? W_(l + 1, GR_DEC_P_WNORM) : NULL,
+                       next ? W_(l + 1, GR_DEC_P_AGATE) : NULL,
+                       next ? W_(l + 1, GR_DEC_P_AUP) : NULL,
+                       x,
+                       next ? ssq : NULL,
+                       next ? tin : NULL};
+        bad = down_math(&D, &h) != 0;
+    }
+#undef W_
+    free(ssq), free(tin), free(td);
+    return bad ? nomem(op, err) : GR_OK;
 }
 
 /* ---------- small kernels of the unfused variant ---------- */
@@ -978,6 +1244,28 @@ static const gr_kernel_def k_down = {
     gr_setup_decode_gemv,
     gr_teardown_decode_gemv};
 
-const gr_kernel_def *const gr_decode_kernels[] = {&k_square,       &k_rsqrt_eps, &k_scale_add,
-                                                  &k_mean_lastdim, &k_mul_bcast, &k_norm_stats,
-                                                  &k_gate_up,      &k_down,      NULL};
+static const gr_kernel_def k_step = {
+    "decode_step",
+    "a whole fused LoRA MLP decode step in one persistent kernel: the norm statistics, then per "
+    "layer the gate/up and the down weight-streaming GEMV phases of decode_gate_up and "
+    "decode_down, separated by grid barriers; each phase's first weight loads are issued before "
+    "its barrier (B <= 8)",
+    "x [B, d], then per layer w_norm [d], W_gate [f, d], W_up [f, d], W_down [d, f], A_gate [r, "
+    "d], A_up [r, d], A_down [r, f], B_gate [f, r], B_up [f, r], B_down [d, r]",
+    "x (in place), act [B, f]",
+    1 + GR_DEC_P_PER_LAYER,
+    1 + GR_DEC_P_PER_LAYER *GR_DEC_P_MAX_LAYERS,
+    2,
+    2,
+    gate_up_attrs,
+    2,
+    GR_KF_INPLACE,
+    check_step,
+    gr_launch_decode_step,
+    ref_step,
+    gr_setup_decode_step,
+    gr_teardown_decode_step};
+
+const gr_kernel_def *const gr_decode_kernels[] = {
+    &k_square,     &k_rsqrt_eps, &k_scale_add, &k_mean_lastdim, &k_mul_bcast,
+    &k_norm_stats, &k_gate_up,   &k_down,      &k_step,         NULL};

@@ -66,6 +66,35 @@ gr_status gr_setup_decode_gemv(const gr_op *op, const gr_launch_ctx *ctx, void *
                                gr_error *err);
 void gr_teardown_decode_gemv(void *state);
 
+/* decode_step (one persistent kernel per step, B <= GR_DEC_GEMV_MAX_B): inputs x, then per
+ * layer GR_DEC_P_PER_LAYER weights in this order (the order decode_step.json declares them): */
+enum {
+    GR_DEC_P_WNORM = 0,
+    GR_DEC_P_WGATE = 1,
+    GR_DEC_P_WUP = 2,
+    GR_DEC_P_WDOWN = 3,
+    GR_DEC_P_AGATE = 4,
+    GR_DEC_P_AUP = 5,
+    GR_DEC_P_ADOWN = 6,
+    GR_DEC_P_BGATE = 7,
+    GR_DEC_P_BUP = 8,
+    GR_DEC_P_BDOWN = 9,
+    GR_DEC_P_PER_LAYER = 10
+};
+/* Layers one decode_step op serves: its per-layer argument tables are kernel parameters. */
+#define GR_DEC_P_MAX_LAYERS 48
+/* decode_step uses op->ip like the GEMV kernels (B, K = d, N = f, RANK, BT, TW = the gate_up
+ * phase's team width, TILES) and this slot (GR_DEC_FLAGS there) for the down phase's. */
+#define GR_DEC_S_TW_DOWN 7
+/* output rows per task of the GEMV kernels (a task's 16-byte loads per step) */
+#define GR_DEC_P_ROWS 4
+gr_status gr_launch_decode_step(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+/* setup(): the step's device scratch (grid barrier counter, per-layer statistics) and its
+ * shared-memory limit; checks that the whole grid fits on the device at once. */
+gr_status gr_setup_decode_step(const gr_op *op, const gr_launch_ctx *ctx, void **state,
+                               gr_error *err);
+void gr_teardown_decode_step(void *state);
+
 /* Shared-memory layout of one block of the fused GEMV kernels (byte offsets, 16-byte
  * aligned), shared by the check (which picks the batch tile so that it fits) and the kernels.
  * gate_up: act = x*w_norm tile [BT][K] fp32 (two 16-byte planes per 8-element chunk for 2-byte

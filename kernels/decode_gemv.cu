@@ -40,6 +40,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/cuda_check.h"
@@ -52,7 +53,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kRows = 4; // output rows per task (gate_up: 2 gate + 2 up rows)
+constexpr int kRows = GR_DEC_P_ROWS; // output rows per task (gate_up: 2 gate + 2 up rows)
 constexpr unsigned kFull = 0xffffffffu;
 
 // Pipeline depth P: steps (kRows 16-byte loads each) in flight per lane. A block of 256 threads
@@ -314,6 +315,7 @@ template <typename T> struct GateUpArgs {
     const float *ssq, *tin;
     T *act;
     float *td, *zero_ssq, *zero_tin;
+    unsigned long long *ts; // GR_STEP_TIMES: this phase's per-block timestamps, else null
     int B, K, N, rank, tw, ntiles;
     float scale, eps;
 };
@@ -324,9 +326,22 @@ template <typename T> struct DownArgs {
     const T *w_next, *Ag_next, *Au_next;
     T *x_out; // may be x_in (in place): each element is read and written by one thread
     float *ssq_next, *tin_next, *zero_td;
+    unsigned long long *ts;
     int B, K, N, rank, tw, ntiles;
     float scale;
 };
+
+// GR_STEP_TIMES (a diagnostic of the step kernel, docs/decode_step.md): thread 0 of each block
+// stamps the global timer at points of a phase: 0 entry, 1 past the wait, 2 staged, 3 tasks done,
+// 4 phase done, 5 arrival fenced (its writes visible). One uniform branch when off.
+constexpr int kMarks = 6;
+__device__ __forceinline__ void mark(unsigned long long *ts, int point) {
+    if (ts && threadIdx.x == 0) {
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        ts[(size_t)blockIdx.x * kMarks + point] = t;
+    }
+}
 
 // Block b of the grid works on batch tile b % tiles; the blocks of one tile split the tasks.
 // Teams are numbered across the tile's blocks first (team t of block i is t * bpt + i), so the
@@ -380,14 +395,25 @@ template <typename T> struct down_brow {
     }
 };
 
-template <typename T, int BT, int P>
-__global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
-    gate_up_kernel(const GateUpArgs<T> p) {
+// The kernels' bodies take the point where they may start to depend on earlier work as a
+// functor: the per-layer kernels wait for the previous kernel (PDL), the step kernel at a grid
+// barrier. Everything before it touches weights only.
+struct pdl_wait {
+    __device__ __forceinline__ void operator()() const {
+        gr_pdl_enter();
+    }
+};
+
+// Activations, statistics and accumulators are written by other blocks of the same grid in the
+// step kernel: they are read through L2 (ld.global.cg), never from a possibly stale L1 line.
+template <typename T, int BT, int P, typename Wait>
+__device__ __forceinline__ void gate_up_body(const GateUpArgs<T> &p, unsigned char *smem,
+                                             const Wait &wait) {
     constexpr int VEC = 16 / (int)sizeof(T);
     constexpr int PL = VEC / 4; // fp32 planes per chunk
     constexpr int V = kRows * BT;
     constexpr int G = 32 / V; // lanes that hold one reduced value
-    extern __shared__ __align__(16) unsigned char smem[];
+    mark(p.ts, 0);
     const gr_dec_layout L = gr_dec_smem_layout(0, BT, p.K, p.rank, (int)sizeof(T));
     unsigned char *sx = smem + L.act;
     float *lora = reinterpret_cast<float *>(smem + L.lora);
@@ -417,7 +443,12 @@ __global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
             issue<T>(buf[s], rows, c, task < ntasks && s < nsteps && c < nch);
         }
     }
-    gr_pdl_enter();        // everything below may depend on the previous kernel
+    // w_norm is a weight too: into L2 now, so that staging x * w_norm after the wait only
+    // waits for L2 (x is the previous kernel's output and cannot be fetched early)
+    for (int c = tid * 8; c < nch; c += kThreads * 8)
+        prefetch_l2(p.w + (size_t)c * VEC);
+    wait(); // everything below may depend on the previous kernel
+    mark(p.ts, 1);
     if (blockIdx.x == 0) { // the next layer's statistics, accumulated by the down kernel next
         if (p.zero_ssq)
             for (int i = tid; i < p.B; i += kThreads)
@@ -432,9 +463,9 @@ __global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
         float xf[VEC];
         if (b < bp.nb) {
             float wf[VEC];
-            unpack16<T>(
-                *reinterpret_cast<const uint4 *>(p.x + (size_t)(bp.b0 + b) * K + (size_t)c * VEC),
-                xf);
+            unpack16<T>(__ldcg(reinterpret_cast<const uint4 *>(p.x + (size_t)(bp.b0 + b) * K +
+                                                               (size_t)c * VEC)),
+                        xf);
             unpack16<T>(*reinterpret_cast<const uint4 *>(p.w + (size_t)c * VEC), wf);
 #pragma unroll
             for (int e = 0; e < VEC; e++)
@@ -452,12 +483,14 @@ __global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
     }
     for (int i = tid; i < 2 * rank * BT; i += kThreads) { // [kind * rank + j][b]
         const int b = i % BT, kj = i / BT;
-        lora[i] = b < bp.nb ? p.scale * p.tin[(size_t)kj * p.B + bp.b0 + b] : 0.f;
+        lora[i] = b < bp.nb ? p.scale * __ldcg(p.tin + (size_t)kj * p.B + bp.b0 + b) : 0.f;
     }
-    if (tid < BT) srstd[tid] = tid < bp.nb ? rsqrtf(p.ssq[bp.b0 + tid] / (float)K + p.eps) : 0.f;
+    if (tid < BT)
+        srstd[tid] = tid < bp.nb ? rsqrtf(__ldcg(p.ssq + bp.b0 + tid) / (float)K + p.eps) : 0.f;
     for (int i = tid; i < rank * BT; i += kThreads)
         std_acc[i] = 0.f;
     __syncthreads();
+    mark(p.ts, 2);
 
     // A_down act for j = tt (the first of the j this thread owns), summed over the team's tasks
     // in registers; further j (rank > team threads) go to shared memory per task.
@@ -574,18 +607,27 @@ __global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
         for (int b = 0; b < BT; b++)
             if (b < bp.nb) atomicAdd(&std_acc[tt * BT + b], tda[b]);
     __syncthreads();
+    mark(p.ts, 3);
     const int vec = red_vec(p.B, bp.b0);
     for (int j = tid; j < rank; j += kThreads)
         red_add(p.td + (size_t)j * p.B + bp.b0, std_acc + j * BT, bp.nb, vec);
+    mark(p.ts, 4);
 }
 
 template <typename T, int BT, int P>
 __global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
-    down_kernel(const DownArgs<T> p) {
+    gate_up_kernel(const GateUpArgs<T> p) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    gate_up_body<T, BT, P>(p, smem, pdl_wait{});
+}
+
+template <typename T, int BT, int P, typename Wait>
+__device__ __forceinline__ void down_body(const DownArgs<T> &p, unsigned char *smem,
+                                          const Wait &wait) {
     constexpr int VEC = 16 / (int)sizeof(T);
     constexpr int V = kRows * BT;
     constexpr int G = 32 / V;
-    extern __shared__ __align__(16) unsigned char smem[];
+    mark(p.ts, 0);
     const gr_dec_layout L = gr_dec_smem_layout(1, BT, p.K, p.rank, (int)sizeof(T));
     unsigned char *sx = smem + L.act;
     float *lora = reinterpret_cast<float *>(smem + L.lora); // [j][b] scale * tdown
@@ -614,7 +656,8 @@ __global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
             issue<T>(buf[s], rows, c, task < ntasks && s < nsteps && c < nch);
         }
     }
-    gr_pdl_enter();                   // everything below may depend on the previous kernel
+    wait(); // everything below may depend on the previous kernel
+    mark(p.ts, 1);
     if (blockIdx.x == 0 && p.zero_td) // the next layer's gate_up accumulates into it
         for (int i = tid; i < rank * p.B; i += kThreads)
             p.zero_td[i] = 0.f;
@@ -627,8 +670,8 @@ __global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
             for (int u = 0; u < U; u++) {
                 const int i = i0 + u * kThreads, b = i / nch, c = i - b * nch;
                 v[u] = i < BT * nch && b < bp.nb
-                           ? *reinterpret_cast<const uint4 *>(p.act + (size_t)(bp.b0 + b) * K +
-                                                              (size_t)c * VEC)
+                           ? __ldcg(reinterpret_cast<const uint4 *>(
+                                 p.act + (size_t)(bp.b0 + b) * K + (size_t)c * VEC))
                            : make_uint4(0, 0, 0, 0);
             }
 #pragma unroll
@@ -638,11 +681,12 @@ __global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
     }
     for (int i = tid; i < rank * BT; i += kThreads) {
         const int b = i % BT, j = i / BT;
-        lora[i] = b < bp.nb ? p.scale * p.td[(size_t)j * p.B + bp.b0 + b] : 0.f;
+        lora[i] = b < bp.nb ? p.scale * __ldcg(p.td + (size_t)j * p.B + bp.b0 + b) : 0.f;
     }
     for (int i = tid; i < nstat * BT; i += kThreads)
         sst[i] = 0.f;
     __syncthreads();
+    mark(p.ts, 2);
 
     // Statistic j0 = tt (0: sum x^2; 1..r: A_gate (x w); r+1..2r: A_up (x w)) summed over the
     // team's tasks in registers; j0 + team threads (nstat > team threads: TW = 1, r >= 16) with
@@ -697,7 +741,7 @@ __global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
                 issue<T>(buf[s], irows, ic, itask < ntasks && is0 + s < nsteps && ic < nch);
             }
         }
-        const float xo = has_x ? to_f(*xrow) : 0.f;
+        const float xo = has_x ? to_f(__ldcg(xrow)) : 0.f;
         float c0[kRows], c1[kRows], wn[kRows];
 #pragma unroll
         for (int r = 0; r < kRows; r++)
@@ -775,12 +819,21 @@ __global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
         for (int b = 0; b < BT; b++)
             if (b < bp.nb) atomicAdd(&sst[j0 * BT + b], sacc[b]);
     __syncthreads();
+    mark(p.ts, 3);
     if (nstat) {
         const int vec = red_vec(p.B, bp.b0);
         for (int j = tid; j < nstat; j += kThreads)
             red_add(j == 0 ? p.ssq_next + bp.b0 : p.tin_next + (size_t)(j - 1) * p.B + bp.b0,
                     sst + j * BT, bp.nb, vec);
     }
+    mark(p.ts, 4);
+}
+
+template <typename T, int BT, int P>
+__global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
+    down_kernel(const DownArgs<T> p) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    down_body<T, BT, P>(p, smem, pdl_wait{});
 }
 
 // One block per (statistic j, batch row b): j = 0 is sum x^2, j = 1..r is A_gate[j-1] . (x*w),
@@ -843,6 +896,133 @@ __global__ void __launch_bounds__(kThreads)
             ssq[b] = t;
         else
             tin[(size_t)(j - 1) * B + b] = t;
+    }
+}
+
+// ---------- decode_step: the whole step in one persistent kernel ----------
+//
+// The per-layer kernels stream at 98-99% of copy bandwidth when one launch covers several
+// layers (gemv_stream) but ~72% as 2 launches per layer: each launch pays its block launch,
+// staging and tail (~5 us), and with PDL the next kernel's blocks only become resident when
+// this one's retire. decode_step keeps one grid resident for the whole step and runs the same
+// phase bodies back to back: norm statistics, then gate_up and down per layer, separated by grid
+// barriers. A phase issues its first P weight steps before it waits at the barrier (weights
+// depend on nothing), so HBM keeps streaming through the barrier: at 2 blocks of 256 threads
+// per SM that is up to 128 KB in flight per SM, ~17 MB over the GPU, ~4 us of HBM time.
+//
+// The barrier is a monotonic 64-bit arrival counter in the op's scratch: a launch adds exactly
+// 2 L x grid arrivals, so a block learns the launch's base from the value it reads at entry
+// (no block can have passed the first barrier before every block arrived at it, so the value
+// lies in [base, base + grid)) and no reset node is needed between steps. Arrive: block
+// barrier, then thread 0 fences and adds one (the cooperative-groups grid sync pattern). Wait:
+// thread 0 spins on an acquire load until the phase's target, then a block barrier. The grid is
+// launched cooperatively, so the runtime refuses a grid that could not be resident at once
+// instead of letting the barrier hang.
+
+template <typename T> struct StepArgs {
+    GateUpArgs<T> gu[GR_DEC_P_MAX_LAYERS];
+    DownArgs<T> dn[GR_DEC_P_MAX_LAYERS];
+    const T *x, *w0, *Ag0, *Au0; // layer 0's statistics inputs
+    float *ssq0, *tin0, *td0;    // layer 0's statistics (plain stores) and tdown (zeroed)
+    unsigned long long *bar;
+    int L, B, d, rank;
+    unsigned long long *ts0; // GR_STEP_TIMES: the norm phase's stamps, else null
+};
+
+__device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long long *p) {
+    unsigned long long v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void grid_arrive(unsigned long long *bar, unsigned long long *ts) {
+    __syncthreads(); // the block's writes of this phase happen before thread 0's release
+    if (threadIdx.x == 0) {
+        __threadfence();
+        mark(ts, 5);
+        atomicAdd(bar, 1ull);
+    }
+}
+
+struct grid_wait {
+    const unsigned long long *bar;
+    unsigned long long target; // meaningful in thread 0 only
+    __device__ __forceinline__ void operator()() const {
+        if (threadIdx.x == 0)
+            while (ld_acquire_u64(bar) < target) {
+            }
+        __syncthreads();
+    }
+};
+
+// Layer 0's statistics, one warp per (statistic j, batch row b) over the whole grid (the
+// norm_stats kernel's work with warps instead of blocks: (2r + 1) B dot products of length d).
+template <typename T> __device__ __forceinline__ void step_norm_phase(const StepArgs<T> &a) {
+    constexpr int VEC = 16 / (int)sizeof(T);
+    const int lane = (int)threadIdx.x & 31;
+    const int gw = (int)blockIdx.x * kWarps + ((int)threadIdx.x >> 5);
+    const int nw = (int)gridDim.x * kWarps;
+    const int B = a.B, d = a.d, r = a.rank, nch = d / VEC;
+    if (blockIdx.x == 0)
+        for (int i = (int)threadIdx.x; i < r * B; i += kThreads)
+            a.td0[i] = 0.f;
+    for (int job = gw; job < (2 * r + 1) * B; job += nw) {
+        const int j = job / B, b = job - j * B;
+        const T *xb = a.x + (size_t)b * d;
+        const T *A = j == 0 ? nullptr : ((j - 1) / r ? a.Au0 : a.Ag0) + (size_t)((j - 1) % r) * d;
+        float s = 0.f;
+        for (int c = lane; c < nch; c += 32) {
+            float xf[VEC];
+            unpack16<T>(__ldcg(reinterpret_cast<const uint4 *>(xb + (size_t)c * VEC)), xf);
+            if (j == 0) {
+#pragma unroll
+                for (int e = 0; e < VEC; e++)
+                    s = fmaf(xf[e], xf[e], s);
+            } else {
+                float wf[VEC], of[VEC];
+                unpack16<T>(*reinterpret_cast<const uint4 *>(a.w0 + (size_t)c * VEC), wf);
+                unpack16<T>(*reinterpret_cast<const uint4 *>(A + (size_t)c * VEC), of);
+#pragma unroll
+                for (int e = 0; e < VEC; e++)
+                    s = fmaf(of[e], xf[e] * wf[e], s);
+            }
+        }
+        for (int o = 16; o > 0; o >>= 1)
+            s += __shfl_xor_sync(kFull, s, o);
+        if (lane == 0) {
+            if (j == 0)
+                a.ssq0[b] = s;
+            else
+                a.tin0[(size_t)(j - 1) * B + b] = s;
+        }
+    }
+}
+
+// The argument tables are a __grid_constant__ kernel parameter (~13 KB at 48 layers; CUDA 12.1+
+// allows 32 KB): the phases read their layer's pointers from the constant bank with a dynamic
+// index instead of holding them in registers.
+template <typename T, int BT>
+__global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
+    step_kernel(const __grid_constant__ StepArgs<T> a) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    const unsigned long long nb = gridDim.x;
+    unsigned long long base = 0;
+    if (threadIdx.x == 0) {
+        const unsigned long long v = ld_acquire_u64(a.bar);
+        base = v - v % (2ull * (unsigned long long)a.L * nb);
+    }
+    mark(a.ts0, 0);
+    step_norm_phase(a);
+    mark(a.ts0, 4);
+    grid_arrive(a.bar, a.ts0);
+    unsigned long long k = 0;
+    for (int l = 0; l < a.L; l++) {
+        gate_up_body<T, BT, depth_of<T, BT, false>()>(a.gu[l], smem,
+                                                      grid_wait{a.bar, base + (++k) * nb});
+        grid_arrive(a.bar, a.gu[l].ts);
+        down_body<T, BT, depth_of<T, BT, true>()>(a.dn[l], smem,
+                                                  grid_wait{a.bar, base + (++k) * nb});
+        if (l + 1 < a.L) grid_arrive(a.bar, a.dn[l].ts);
     }
 }
 
@@ -1059,6 +1239,7 @@ template <typename T> GateUpArgs<T> gate_up_args(const gr_op *op, const gr_launc
     a.td = (float *)d[op->outputs[1]];
     a.zero_ssq = op->noutputs > 2 ? (float *)d[op->outputs[2]] : nullptr;
     a.zero_tin = op->noutputs > 3 ? (float *)d[op->outputs[3]] : nullptr;
+    a.ts = nullptr;
     a.B = (int)op->ip[GR_DEC_B];
     a.K = (int)op->ip[GR_DEC_K];
     a.N = (int)op->ip[GR_DEC_N];
@@ -1087,6 +1268,7 @@ template <typename T> DownArgs<T> down_args(const gr_op *op, const gr_launch_ctx
     a.tin_next = next ? (float *)d[op->outputs[2]] : nullptr;
     a.zero_td = (op->ip[GR_DEC_FLAGS] & GR_DEC_F_ZERO) ? (float *)d[op->outputs[op->noutputs - 1]]
                                                        : nullptr;
+    a.ts = nullptr;
     a.B = (int)op->ip[GR_DEC_B];
     a.K = (int)op->ip[GR_DEC_K];
     a.N = (int)op->ip[GR_DEC_N];
@@ -1207,6 +1389,188 @@ gr_status launch_norm_stats_t(const gr_op *op, const gr_launch_ctx *ctx, gr_erro
     return gr_launch_status(op->kernel->name, op->path, err);
 }
 
+// ---------- decode_step host side ----------
+
+// The step's device scratch: the barrier counter (its own 256-byte line), then per layer the
+// statistics ssq [B], tin [2r, B], tdown [r, B] (fp32).
+// With GR_STEP_TIMES=FILE, also the per-block stamps of every phase of the last launch
+// [2L + 1 phases][grid][kMarks], written to FILE as CSV when the op's state is freed.
+struct step_state {
+    unsigned char *scratch;
+    char times_path[512];
+    size_t times_off, times_n;
+    unsigned grid;
+};
+struct step_scratch {
+    size_t bar, stats, tin, td, per_layer, times, total;
+};
+step_scratch step_scratch_layout(long long L, long long B, long long r, unsigned grid, bool times) {
+    step_scratch s;
+    s.bar = 0;
+    s.stats = 256;
+    s.tin = gr_dec_align16((size_t)B * sizeof(float)); // offsets within a layer's statistics
+    s.td = s.tin + gr_dec_align16((size_t)(2 * r * B) * sizeof(float));
+    s.per_layer = s.td + gr_dec_align16((size_t)(r * B) * sizeof(float));
+    s.times = gr_dec_align16(s.stats + (size_t)L * s.per_layer);
+    s.total = s.times + (times ? (size_t)(2 * L + 1) * grid * kMarks * 8u : 0u);
+    return s;
+}
+
+template <typename T> void (*step_kernel_for(long long bt))(StepArgs<T>) {
+    switch (bt) {
+    case 1:
+        return step_kernel<T, 1>;
+    case 2:
+        return step_kernel<T, 2>;
+    case 4:
+        return step_kernel<T, 4>;
+    case 8:
+        return step_kernel<T, 8>;
+    default:
+        return nullptr;
+    }
+}
+
+template <typename T>
+gr_status launch_step_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+    const step_state *st = (const step_state *)ctx->op_state;
+    void (*kernel)(StepArgs<T>) = step_kernel_for<T>(op->ip[GR_DEC_BT]);
+    if (!st || !kernel)
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path,
+                            "%s: no scratch from setup() or batch tile %lld", op->kernel->name,
+                            (long long)op->ip[GR_DEC_BT]);
+    void *const *d = ctx->dptr;
+    const int L = (op->ninputs - 1) / GR_DEC_P_PER_LAYER;
+    const int B = (int)op->ip[GR_DEC_B], dm = (int)op->ip[GR_DEC_K], f = (int)op->ip[GR_DEC_N];
+    const int r = (int)op->ip[GR_DEC_RANK];
+    const step_scratch sl = step_scratch_layout(L, B, r, op->grid[0], st->times_n > 0);
+    unsigned long long *times =
+        st->times_n ? (unsigned long long *)(st->scratch + sl.times) : nullptr;
+    auto ts = [&](int phase) {
+        return times ? times + (size_t)phase * op->grid[0] * kMarks : nullptr;
+    };
+    auto ssq = [&](int l) { return (float *)(st->scratch + sl.stats + (size_t)l * sl.per_layer); };
+    auto tin = [&](int l) { return (float *)((unsigned char *)ssq(l) + sl.tin); };
+    auto td = [&](int l) { return (float *)((unsigned char *)ssq(l) + sl.td); };
+    auto W = [&](int l, int k) { return (const T *)d[op->inputs[1 + GR_DEC_P_PER_LAYER * l + k]]; };
+    T *x = (T *)d[op->outputs[0]], *act = (T *)d[op->outputs[1]];
+
+    static_assert(sizeof(StepArgs<T>) <= 32764, "kernel parameter limit");
+    StepArgs<T> *a = (StepArgs<T> *)calloc(1, sizeof(StepArgs<T>));
+    if (!a) return gr_error_set(err, GR_ERR_NOMEM, op->path, "out of host memory");
+    for (int l = 0; l < L; l++) {
+        const bool next = l + 1 < L;
+        GateUpArgs<T> &g = a->gu[l];
+        g.x = x;
+        g.w = W(l, GR_DEC_P_WNORM);
+        g.Wg = W(l, GR_DEC_P_WGATE);
+        g.Wu = W(l, GR_DEC_P_WUP);
+        g.Bg = W(l, GR_DEC_P_BGATE);
+        g.Bu = W(l, GR_DEC_P_BUP);
+        g.Ad = W(l, GR_DEC_P_ADOWN);
+        g.ssq = ssq(l);
+        g.tin = tin(l);
+        g.act = act;
+        g.td = td(l);
+        g.zero_ssq = next ? ssq(l + 1) : nullptr;
+        g.zero_tin = next ? tin(l + 1) : nullptr;
+        g.B = B;
+        g.K = dm;
+        g.N = f;
+        g.rank = r;
+        g.tw = (int)op->ip[GR_DEC_TW];
+        g.ntiles = (int)op->ip[GR_DEC_TILES];
+        g.scale = (float)op->fp[0];
+        g.eps = (float)op->fp[1];
+        g.ts = ts(1 + 2 * l);
+        DownArgs<T> &n = a->dn[l];
+        n.x_in = x;
+        n.act = act;
+        n.Wd = W(l, GR_DEC_P_WDOWN);
+        n.Bd = W(l, GR_DEC_P_BDOWN);
+        n.td = td(l);
+        n.w_next = next ? W(l + 1, GR_DEC_P_WNORM) : nullptr;
+        n.Ag_next = next ? W(l + 1, GR_DEC_P_AGATE) : nullptr;
+        n.Au_next = next ? W(l + 1, GR_DEC_P_AUP) : nullptr;
+        n.x_out = x;
+        n.ssq_next = next ? ssq(l + 1) : nullptr;
+        n.tin_next = next ? tin(l + 1) : nullptr;
+        n.zero_td = next ? td(l + 1) : nullptr;
+        n.B = B;
+        n.K = f;
+        n.N = dm;
+        n.rank = r;
+        n.tw = (int)op->ip[GR_DEC_S_TW_DOWN];
+        n.ntiles = (int)op->ip[GR_DEC_TILES];
+        n.scale = (float)op->fp[0];
+        n.ts = ts(2 + 2 * l);
+    }
+    a->x = x;
+    a->w0 = W(0, GR_DEC_P_WNORM);
+    a->Ag0 = W(0, GR_DEC_P_AGATE);
+    a->Au0 = W(0, GR_DEC_P_AUP);
+    a->ssq0 = ssq(0);
+    a->tin0 = tin(0);
+    a->td0 = td(0);
+    a->bar = (unsigned long long *)(st->scratch + sl.bar);
+    a->L = L;
+    a->B = B;
+    a->d = dm;
+    a->rank = r;
+    a->ts0 = ts(0);
+
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(op->grid[0]);
+    cfg.blockDim = dim3(op->block[0]);
+    cfg.dynamicSmemBytes = op->smem;
+    cfg.stream = (cudaStream_t)ctx->stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeCooperative;
+    attr[0].val.cooperative = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    cudaError_t rc = cudaLaunchKernelEx(&cfg, kernel, *a);
+    free(a);
+    GR_CUDA(rc, err);
+    return gr_launch_status(op->kernel->name, op->path, err);
+}
+
+template <typename T>
+gr_status setup_step_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+    void (*kernel)(StepArgs<T>) = step_kernel_for<T>(op->ip[GR_DEC_BT]);
+    if (!kernel)
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: batch tile %lld", op->kernel->name,
+                            (long long)op->ip[GR_DEC_BT]);
+    int dev = 0, optin = 0, per_sm = 0, coop = 0;
+    GR_CUDA(cudaGetDevice(&dev), err);
+    GR_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), err);
+    GR_CUDA(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev), err);
+    if (!coop)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\" needs cooperative launch, which this device does not "
+                            "support; use the fused variant (per-layer kernels)",
+                            op->kernel->name);
+    if ((size_t)optin < op->smem)
+        return gr_error_set(
+            err, GR_ERR_INPUT, op->path,
+            "kernel \"%s\" needs %.1f KB of shared memory per block; this device "
+            "allows %.1f KB. Use smaller d and f or the fused variant (per-layer kernels)",
+            op->kernel->name, (double)op->smem / 1024.0, (double)optin / 1024.0);
+    GR_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin), err);
+    GR_CUDA(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, (int)op->block[0], op->smem),
+        err);
+    if ((long long)per_sm * ctx->sm_count < (long long)op->grid[0])
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": its %u blocks must all be resident at once (grid "
+                            "barriers), but this device holds %d per SM x %d SMs. The plan was "
+                            "made for %d SMs (target %s); run on the device the plan is for, or "
+                            "use the fused variant (per-layer kernels)",
+                            op->kernel->name, op->grid[0], per_sm, ctx->sm_count,
+                            ctx->plan->target.sm_count, ctx->plan->target.name);
+    return GR_OK;
+}
+
 #define GR_DEC_DISPATCH(DT, FN)                                                                    \
     switch (DT) {                                                                                  \
     case GR_FP32:                                                                                  \
@@ -1294,4 +1658,90 @@ extern "C" gr_status gr_setup_decode_gemv(const gr_op *op, const gr_launch_ctx *
         return gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: unsupported dtype",
                             op->kernel->name);
     }
+}
+
+extern "C" gr_status gr_launch_decode_step(const gr_op *op, const gr_launch_ctx *ctx,
+                                           gr_error *err) {
+    GR_DEC_DISPATCH(weight_dtype(op, ctx), launch_step_t)
+}
+
+// GR_STEP_TIMES: "phase,kind,layer,block,t0,...,t4" in ns from the launch's earliest stamp.
+static void write_step_times(const step_state *s) {
+    const size_t n = s->times_n;
+    unsigned long long *h = (unsigned long long *)malloc(n * 8u);
+    FILE *f = fopen(s->times_path, "w");
+    if (!h || !f || cudaDeviceSynchronize() != cudaSuccess ||
+        cudaMemcpy(h, s->scratch + s->times_off, n * 8u, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        fprintf(stderr, "graphrun: GR_STEP_TIMES: cannot write %s\n", s->times_path);
+    } else {
+        unsigned long long t0 = ~0ull;
+        for (size_t i = 0; i < n; i++)
+            if (h[i] && h[i] < t0) t0 = h[i];
+        fprintf(f, "phase,kind,layer,block,t0,t1,t2,t3,t4,t5\n");
+        const size_t phases = n / ((size_t)s->grid * kMarks);
+        for (size_t ph = 0; ph < phases; ph++)
+            for (unsigned b = 0; b < s->grid; b++) {
+                const unsigned long long *r = h + (ph * s->grid + b) * kMarks;
+                fprintf(f, "%zu,%s,%ld,%u", ph, ph == 0 ? "norm" : (ph % 2 ? "gate_up" : "down"),
+                        ph == 0 ? 0L : (long)((ph - 1) / 2), b);
+                for (int k = 0; k < kMarks; k++)
+                    fprintf(f, ",%lld", r[k] ? (long long)(r[k] - t0) : -1LL);
+                fprintf(f, "\n");
+            }
+    }
+    if (f) fclose(f);
+    free(h);
+}
+
+extern "C" void gr_teardown_decode_step(void *state) {
+    step_state *s = (step_state *)state;
+    if (!s) return;
+    if (s->times_n) write_step_times(s);
+    if (s->scratch) cudaFree(s->scratch);
+    free(s);
+}
+
+// Before any capture: the scratch (zeroed: the barrier counter starts at a launch boundary), the
+// shared-memory limit, and the check that the whole grid can be resident at once.
+extern "C" gr_status gr_setup_decode_step(const gr_op *op, const gr_launch_ctx *ctx, void **state,
+                                          gr_error *err) {
+    *state = nullptr;
+    gr_status st;
+    switch (ctx->plan->bufs[op->inputs[0]].dtype) {
+    case GR_FP32:
+        st = setup_step_t<float>(op, ctx, err);
+        break;
+    case GR_BF16:
+        st = setup_step_t<__nv_bfloat16>(op, ctx, err);
+        break;
+    case GR_FP16:
+        st = setup_step_t<__half>(op, ctx, err);
+        break;
+    default:
+        st =
+            gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: unsupported dtype", op->kernel->name);
+    }
+    if (st != GR_OK) return st;
+    const char *times = getenv("GR_STEP_TIMES");
+    const int L = (op->ninputs - 1) / GR_DEC_P_PER_LAYER;
+    const step_scratch sl =
+        step_scratch_layout(L, op->ip[GR_DEC_B], op->ip[GR_DEC_RANK], op->grid[0], times && *times);
+    step_state *s = (step_state *)calloc(1, sizeof(step_state));
+    if (!s) return gr_error_set(err, GR_ERR_NOMEM, op->path, "out of host memory");
+    if (times && *times) {
+        snprintf(s->times_path, sizeof(s->times_path), "%s", times);
+        s->times_off = sl.times;
+        s->times_n = (size_t)(2 * L + 1) * op->grid[0] * kMarks;
+        s->grid = op->grid[0];
+    }
+    cudaError_t rc = cudaMalloc(&s->scratch, sl.total);
+    if (rc == cudaSuccess) rc = cudaMemset(s->scratch, 0, sl.total);
+    if (rc != cudaSuccess) {
+        if (s->scratch) cudaFree(s->scratch);
+        free(s);
+        return gr_cuda_fail(rc, "cudaMalloc/cudaMemset(decode_step scratch)", __FILE__, __LINE__,
+                            err);
+    }
+    *state = s;
+    return GR_OK;
 }

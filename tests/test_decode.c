@@ -351,9 +351,10 @@ static void test_variants_vs_naive(void) {
         snprintf(sl, sizeof(sl), "L=%d", cases[c].L);
         snprintf(st, sizeof(st), "dtype=%s", cases[c].dtype);
         const char *sets[] = {sb, sl, st, "d=64", "f=96", "r=8"};
-        const char *variants[] = {"unfused", "fused"};
-        double *xv[2] = {NULL, NULL}, *want = NULL, *x0 = NULL;
-        for (int v = 0; v < 2; v++) {
+        /* fused is the one-kernel decode_step at B <= 8 and the per-layer kernels at B = 13 */
+        const char *variants[] = {"unfused", "fused_persistent", "fused"};
+        double *xv[3] = {NULL, NULL, NULL}, *want = NULL, *x0 = NULL;
+        for (int v = 0; v < 3; v++) {
             gr_plan *p = decode_plan(variants[v], sets, 6);
             CU_ASSERT_PTR_NOT_NULL_FATAL(p);
             gr_hoststate *init = host_state(p, 0), *hs = host_state(p, 1);
@@ -369,7 +370,7 @@ static void test_variants_vs_naive(void) {
             gr_plan_destroy(p);
         }
         int64_t n = (int64_t)cases[c].B * 64;
-        for (int v = 0; v < 2; v++) {
+        for (int v = 0; v < 3; v++) {
             double err = rel_l2(xv[v], want, n);
             if (err > cases[c].tol)
                 fprintf(stderr, "\n    %s %s B=%d L=%d: rel L2 %.2e", variants[v], cases[c].dtype,
@@ -378,7 +379,7 @@ static void test_variants_vs_naive(void) {
         }
         /* the layers changed x substantially: the comparison is not of x with itself */
         CU_ASSERT_TRUE(rel_l2(want, x0, n) > 0.3);
-        free(xv[0]), free(xv[1]), free(want), free(x0);
+        free(xv[0]), free(xv[1]), free(xv[2]), free(want), free(x0);
     }
 }
 
@@ -699,6 +700,212 @@ static void test_launch_geometry(void) {
     gr_plan_destroy(p);
 }
 
+/* fused_persistent at B <= 8: the whole step is one decode_step op; its inputs list x and then each
+ * layer's ten weights in GR_DEC_P_* order (a repeat block in the op's inputs); above B = 8 or L =
+ * 48 the variant falls back to the per-layer kernels. */
+static void test_step_expansion(void) {
+    static const char *roles[GR_DEC_P_PER_LAYER] = {"w_norm", "W_gate", "W_up",   "W_down",
+                                                    "A_gate", "A_up",   "A_down", "B_gate",
+                                                    "B_up",   "B_down"};
+    int Ls[] = {1, 3, 16, 48};
+    for (int i = 0; i < 4; i++) {
+        char sl[16];
+        snprintf(sl, sizeof(sl), "L=%d", Ls[i]);
+        const char *sets[] = {sl, "d=256", "f=512"};
+        gr_plan *f = decode_plan("fused_persistent", sets, 3);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT_EQUAL(f->nops, 1);
+        CU_ASSERT_EQUAL(f->kernels, 1);
+        const gr_op *op = &f->ops[0];
+        CU_ASSERT_STRING_EQUAL(op->kernel->name, "decode_step");
+        CU_ASSERT_EQUAL(op->ninputs, 1 + GR_DEC_P_PER_LAYER * Ls[i]);
+        CU_ASSERT_STRING_EQUAL(f->bufs[op->inputs[0]].name, "x");
+        CU_ASSERT_EQUAL(op->outputs[0], op->inputs[0]);
+        int ok = 1;
+        for (int l = 0; l < Ls[i]; l++)
+            for (int k = 0; k < GR_DEC_P_PER_LAYER; k++) {
+                char want[32];
+                snprintf(want, sizeof(want), "%s.%d", roles[k], l);
+                ok &= !strcmp(f->bufs[op->inputs[1 + GR_DEC_P_PER_LAYER * l + k]].name, want);
+            }
+        CU_ASSERT_TRUE(ok);
+        CU_ASSERT_EQUAL(op->launches, 1);
+        gr_plan_destroy(f);
+    }
+    /* past the kernel's limits the variant is the per-layer one */
+    const char *big_b[] = {"B=9", "L=2", "d=256", "f=512"};
+    const char *big_l[] = {"L=49", "d=256", "f=512"};
+    gr_plan *a = decode_plan("fused_persistent", big_b, 4),
+            *b = decode_plan("fused_persistent", big_l, 3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_EQUAL(a->nops, 5);
+    CU_ASSERT_EQUAL(b->nops, 2 * 49 + 1);
+    CU_ASSERT_PTR_NOT_NULL(op_named(b, "down.48"));
+    gr_plan_destroy(a);
+    gr_plan_destroy(b);
+}
+
+/* decode_step's grid is one resident set for both phases: at the default size 2 blocks per SM
+ * (264), one batch row per tile; gate_up's 4096 tasks one warp each, down's 512 tasks on teams
+ * of 4 warps (528 teams); shared memory the larger (down: the 8192-element act row) layout.
+ * Bytes: every weight once plus the activation traffic of the per-layer kernels. */
+static void test_step_geometry_and_bytes(void) {
+    gr_plan *p = decode_plan("fused_persistent", NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const gr_op *op = &p->ops[0];
+    CU_ASSERT_EQUAL(op->grid[0], 264);
+    CU_ASSERT_EQUAL(op->block[0], 256);
+    CU_ASSERT_EQUAL(op->ip[GR_DEC_BT], 1);
+    CU_ASSERT_EQUAL(op->ip[GR_DEC_TILES], 1);
+    CU_ASSERT_EQUAL(op->ip[GR_DEC_TW], 1);
+    CU_ASSERT_EQUAL(op->ip[GR_DEC_S_TW_DOWN], 4);
+    CU_ASSERT_EQUAL(op->smem, gr_dec_smem_layout(1, 1, 8192, 16, 2).total);
+    double L = 16, d = 2048, f = 8192, r = 16, es = 2;
+    double weights = L * (d + 3 * f * d + 3 * r * d + 3 * r * f) * es;
+    CU_ASSERT_DOUBLE_EQUAL(op->bytes_read, weights + L * (2 * d + f) * es, 0.5);
+    CU_ASSERT_DOUBLE_EQUAL(op->bytes_written, L * (d + f) * es, 0.5);
+    /* the same flops as the per-layer kernels */
+    gr_plan *fl = decode_plan("fused", NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fl);
+    CU_ASSERT_DOUBLE_EQUAL(p->flops, fl->flops, 1e-9 * fl->flops);
+    gr_plan_destroy(fl);
+    gr_plan_destroy(p);
+    /* B = 8 bf16: one tile of 8, one block per SM (registers at BT = 8) */
+    const char *s8[] = {"B=8"};
+    p = decode_plan("fused_persistent", s8, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 8);
+    CU_ASSERT_EQUAL(p->ops[0].grid[0], 132);
+    gr_plan_destroy(p);
+    /* B = 3 fp32 at f = 8192: a tile of 4 rows of fp32 act (128 KB) allows one block per SM;
+     * B = 5 fp32 needs 2 tiles of 4, and every block belongs to one tile */
+    const char *s3[] = {"B=3", "dtype=fp32"};
+    p = decode_plan("fused_persistent", s3, 2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 4);
+    CU_ASSERT_EQUAL(p->ops[0].grid[0], 132);
+    gr_plan_destroy(p);
+    const char *s5[] = {"B=5", "dtype=fp32"};
+    p = decode_plan("fused_persistent", s5, 2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 4);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_TILES], 2);
+    CU_ASSERT_EQUAL(p->ops[0].grid[0] % 2, 0);
+    gr_plan_destroy(p);
+    /* the fp32 target size (B = 4, d = 1024, f = 4096): 2 blocks per SM */
+    const char *sfp[] = {"dtype=fp32", "L=8", "d=1024", "f=4096", "B=4"};
+    p = decode_plan("fused_persistent", sfp, 5);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].grid[0], 264);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 4);
+    gr_plan_destroy(p);
+}
+
+/* A decode_step workload of L layers (d = 64, f = 96, r = 8) with its inputs given as JSON. */
+static const char *step_json(char *buf, size_t size, int L, const char *x_shape, const char *inputs,
+                             const char *outputs) {
+    snprintf(buf, size,
+             "{\"name\": \"s\", \"params\": {\"L\": %d}, \"buffers\": ["
+             "{\"name\": \"x\", \"dtype\": \"bf16\", \"shape\": %s, \"init\": \"normal\"},"
+             "{\"name\": \"act\", \"dtype\": \"bf16\", \"shape\": [2, 96]},"
+             "{\"repeat\": \"L\", \"var\": \"i\", \"buffers\": ["
+             "{\"name\": \"w_norm.{i}\", \"dtype\": \"bf16\", \"shape\": [64], \"init\": \"ones\"},"
+             "{\"name\": \"W_gate.{i}\", \"dtype\": \"bf16\", \"shape\": [96, 64], \"init\": "
+             "\"normal\"},"
+             "{\"name\": \"W_up.{i}\", \"dtype\": \"bf16\", \"shape\": [96, 64], \"init\": "
+             "\"normal\"},"
+             "{\"name\": \"W_down.{i}\", \"dtype\": \"bf16\", \"shape\": [64, 96], \"init\": "
+             "\"normal\"},"
+             "{\"name\": \"A_gate.{i}\", \"dtype\": \"bf16\", \"shape\": [8, 64], \"init\": "
+             "\"normal\"},"
+             "{\"name\": \"A_up.{i}\", \"dtype\": \"bf16\", \"shape\": [8, 64], \"init\": "
+             "\"normal\"},"
+             "{\"name\": \"A_down.{i}\", \"dtype\": \"bf16\", \"shape\": [8, 96], \"init\": "
+             "\"normal\"},"
+             "{\"name\": \"B_gate.{i}\", \"dtype\": \"bf16\", \"shape\": [96, 8], \"init\": "
+             "\"normal\"},"
+             "{\"name\": \"B_up.{i}\", \"dtype\": \"bf16\", \"shape\": [96, 8], \"init\": "
+             "\"normal\"},"
+             "{\"name\": \"B_down.{i}\", \"dtype\": \"bf16\", \"shape\": [64, 8], \"init\": "
+             "\"normal\"}]}],"
+             "\"outputs\": [\"x\"], \"ops\": [{\"kernel\": \"decode_step\", \"inputs\": %s, "
+             "\"outputs\": %s, \"attrs\": {\"scale\": 2}}]}",
+             L, x_shape, inputs, outputs);
+    return buf;
+}
+
+#define STEP_NAMES                                                                                 \
+    "[\"w_norm.{i}\", \"W_gate.{i}\", \"W_up.{i}\", \"W_down.{i}\", \"A_gate.{i}\", "              \
+    "\"A_up.{i}\", \"A_down.{i}\", \"B_gate.{i}\", \"B_up.{i}\", \"B_down.{i}\"]"
+
+static void test_step_errors(void) {
+    char json[8192];
+    const char *all = "[\"x\", {\"repeat\": \"L\", \"var\": \"i\", \"names\": " STEP_NAMES "}]";
+    gr_error e;
+    gr_error_clear(&e);
+    gr_plan *p = gr_test_plan(step_json(json, sizeof(json), 2, "[2, 64]", all, "[\"x\", \"act\"]"),
+                              NULL, &e);
+    if (!p) fprintf(stderr, "\n    %s", e.msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ninputs, 21);
+    gr_plan_destroy(p);
+    /* a weight too many: the count names the layout and the repeat block that lists it */
+    const char *extra =
+        "[\"x\", {\"repeat\": \"L\", \"var\": \"i\", \"names\": " STEP_NAMES "}, \"x\"]";
+    const char *m = gr_test_plan_error(
+        step_json(json, sizeof(json), 2, "[2, 64]", extra, "[\"x\", \"act\"]"), NULL);
+    GR_ASSERT_CONTAINS(m, "kernel \"decode_step\" takes x and then 10 weights per layer (w_norm, "
+                          "W_gate, W_up, W_down, A_gate, A_up, A_down, B_gate, B_up, B_down), "
+                          "for 1 to 48 layers: 1 + 10 L inputs; got 22");
+    /* layers swapped within a layer: W_up where W_down belongs has shape [96, 64] */
+    const char *swapped = "[\"x\", {\"repeat\": \"L\", \"var\": \"i\", \"names\": [\"w_norm.{i}\", "
+                          "\"W_gate.{i}\", \"W_up.{i}\", \"W_up.{i}\", \"A_gate.{i}\", "
+                          "\"A_up.{i}\", \"A_down.{i}\", \"B_gate.{i}\", \"B_up.{i}\", "
+                          "\"B_down.{i}\"]}]";
+    m = gr_test_plan_error(step_json(json, sizeof(json), 2, "[2, 64]", swapped, "[\"x\", \"act\"]"),
+                           NULL);
+    GR_ASSERT_CONTAINS(m, "inputs[4] (W_down of layer 0) \"W_up.0\"");
+    GR_ASSERT_CONTAINS(m, "inputs[14] (W_down of layer 1) \"W_up.1\"");
+    /* not in place */
+    m = gr_test_plan_error(step_json(json, sizeof(json), 1, "[2, 64]", all, "[\"act\", \"x\"]"),
+                           NULL);
+    GR_ASSERT_CONTAINS(m,
+                       "outputs[0] \"act\" must be inputs[0] \"x\": the step updates x in place");
+    /* B = 9: the GEMV streams the weights per batch tile of 8 */
+    m = gr_test_plan_error(step_json(json, sizeof(json), 1, "[9, 64]", all, "[\"x\", \"act\"]"),
+                           NULL);
+    GR_ASSERT_CONTAINS(m, "kernel \"decode_step\" streams the weights once per batch tile and "
+                          "serves B <= 8; B = 9: use the per-layer kernels");
+    /* an unknown name inside an inputs repeat block names its iteration */
+    const char *typo = "[\"x\", {\"repeat\": \"L\", \"var\": \"i\", \"names\": [\"w_norm.{i}\", "
+                       "\"W_gate.{i}\", \"W_up.{i}\", \"W_dwn.{i}\", \"A_gate.{i}\", "
+                       "\"A_up.{i}\", \"A_down.{i}\", \"B_gate.{i}\", \"B_up.{i}\", "
+                       "\"B_down.{i}\"]}]";
+    m = gr_test_plan_error(step_json(json, sizeof(json), 2, "[2, 64]", typo, "[\"x\", \"act\"]"),
+                           NULL);
+    GR_ASSERT_CONTAINS(m, "ops[0].inputs[1].names[3]{i=0}: unknown buffer \"W_dwn.0\" (did you "
+                          "mean \"W_down.0\"?)");
+    /* a malformed block and a non-name element */
+    m = gr_test_plan_error(step_json(json, sizeof(json), 1, "[2, 64]",
+                                     "[\"x\", {\"repeat\": \"L\", \"var\": \"i\"}]",
+                                     "[\"x\", \"act\"]"),
+                           NULL);
+    GR_ASSERT_CONTAINS(m, "ops[0].inputs[1]: ");
+    GR_ASSERT_CONTAINS(m,
+                       "(a repeat block is {\"repeat\": COUNT, \"var\": \"i\", \"names\": [...]})");
+    m = gr_test_plan_error(
+        step_json(json, sizeof(json), 1, "[2, 64]", "[\"x\", 3]", "[\"x\", \"act\"]"), NULL);
+    GR_ASSERT_CONTAINS(m, "ops[0].inputs[1]: expected a buffer name or a repeat block");
+    /* more names than an op takes */
+    m = gr_test_plan_error(step_json(json, sizeof(json), 1, "[2, 64]",
+                                     "[\"x\", {\"repeat\": 600, \"var\": \"j\", \"names\": "
+                                     "[\"x\"]}]",
+                                     "[\"x\", \"act\"]"),
+                           NULL);
+    GR_ASSERT_CONTAINS(m, "more than 512 inputs");
+}
+
 /* ---------- every error message, naming its place ---------- */
 
 /* A gate_up / down / norm_stats workload whose buffers can be reshaped one at a time. */
@@ -969,8 +1176,8 @@ static void test_size_limit_errors(void) {
     CU_ASSERT_NOT_EQUAL(
         gr_plan_resolve(wl, "fused", &t, gr_kernel_find, gr_kernel_all_names, &p, &e), GR_OK);
     GR_ASSERT_CONTAINS(
-        e.msg,
-        "variants.fused.ops[1].ops[0]{i=0}: kernel \"decode_gate_up\": d = 60000 needs 234.");
+        e.msg, "variants.fused.ops[1].ops[0]{i=0}: kernel \"decode_gate_up\": d = 60000 needs "
+               "234.");
     GR_ASSERT_CONTAINS(
         e.msg, "KB of shared memory per block for one batch row; the target (NVIDIA H200 (assumed; "
                "no device read), cc 9.0) allows 227.0 KB. Use a smaller d or the unfused variant");
@@ -1086,6 +1293,8 @@ static CU_TestInfo decode_accounting_tests[] = {
     {"expansion and kernel counts", test_expansion_and_kernel_counts},
     {"weight bytes", test_weight_bytes},
     {"launch geometry", test_launch_geometry},
+    {"decode_step expansion", test_step_expansion},
+    {"decode_step geometry and bytes", test_step_geometry_and_bytes},
     CU_TEST_INFO_NULL};
 static CU_TestInfo decode_error_tests[] = {
     {"valid baseline", test_fused_valid_baseline},
@@ -1093,6 +1302,7 @@ static CU_TestInfo decode_error_tests[] = {
     {"decode_down and decode_norm_stats", test_down_and_stats_errors},
     {"size limits", test_size_limit_errors},
     {"small kernels", test_small_kernel_errors},
+    {"decode_step", test_step_errors},
     CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_decode_suites[] = {{"decode_reference", decode_reference_tests, 0},

@@ -124,11 +124,12 @@ static int run_size(const char *dtype, int B, int L, int d, int f, int r, int pd
     snprintf(sr, sizeof(sr), "r=%d", r);
     snprintf(st, sizeof(st), "dtype=%s", dtype);
     const char *sets[] = {sb, sl, sd, sf, sr, st};
-    const char *variants[] = {"unfused", "fused", "gemv_only"};
+    /* fused: 2 kernels per layer; fused_persistent: the one-kernel decode_step at B <= 8 */
+    const char *variants[] = {"unfused", "fused_persistent", "fused", "gemv_only"};
     char label[160];
     void *x_unfused = NULL;
     int fails = 0;
-    for (int v = 0; v < 3; v++) {
+    for (int v = 0; v < 4; v++) {
         snprintf(label, sizeof(label), "%s %s B=%d L=%d d=%d f=%d r=%d%s", variants[v], dtype, B, L,
                  d, f, r, pdl ? " pdl" : "");
         gr_plan *p = decode_plan_dev(variants[v], sets, 6);
@@ -141,6 +142,10 @@ static int run_size(const char *dtype, int B, int L, int d, int f, int r, int pd
             if (op->kind != GR_OP_KERNEL) continue;
             if (!strcmp(op->kernel->name, "decode_gate_up")) tw_seen[0][op->ip[GR_DEC_TW]] = 1;
             if (!strcmp(op->kernel->name, "decode_down")) tw_seen[1][op->ip[GR_DEC_TW]] = 1;
+            if (!strcmp(op->kernel->name, "decode_step")) {
+                tw_seen[0][op->ip[GR_DEC_TW]] = 1;
+                tw_seen[1][op->ip[GR_DEC_S_TW_DOWN]] = 1;
+            }
         }
         gr_session *s = run_checked(p, own_rtol_depth(dtype, L), pdl, GR_CAPTURE_GLOBAL, 1, label);
         if (!s) {
@@ -163,12 +168,12 @@ static int run_size(const char *dtype, int B, int L, int d, int f, int r, int pd
         if (v == 0) {
             x_unfused = malloc(xb->bytes);
             memcpy(x_unfused, s->eager_out[ob], xb->bytes);
-        } else if (v == 1 && x_unfused) {
+        } else if ((v == 1 || v == 2) && x_unfused) {
             gr_check c = gr_compare(xb->name, "fused vs unfused", s->eager_out[ob], x_unfused,
                                     xb->dtype, xb->numel, cross_rtol(dtype));
             if (!c.passed) {
-                fprintf(stderr, "\n    %s: fused vs unfused rel %.3e max %.3e nonfinite %lld",
-                        label, c.rel_l2, c.max_abs, (long long)c.nonfinite);
+                fprintf(stderr, "\n    %s: vs unfused rel %.3e max %.3e nonfinite %lld", label,
+                        c.rel_l2, c.max_abs, (long long)c.nonfinite);
                 fails++;
             }
         }
@@ -289,23 +294,27 @@ static void test_pdl(void) {
     CU_ASSERT_EQUAL(fails, 0);
 }
 
-/* Fused in every capture mode (the step has no host work, so all three must capture). */
+/* Both fused variants in every capture mode (the step has no host work, so all three must
+ * capture; decode_step is a cooperative launch, one kernel node). */
 static void test_capture_modes(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
     gr_capture_mode modes[] = {GR_CAPTURE_GLOBAL, GR_CAPTURE_THREAD_LOCAL, GR_CAPTURE_RELAXED};
     const char *sets[] = {"B=2", "L=3", "d=256", "f=512"};
-    for (int m = 0; m < 3; m++) {
-        gr_plan *p = decode_plan_dev("fused", sets, 4);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        gr_session *s = run_checked(p, 1e-2, 0, modes[m], 1, "fused capture mode");
-        CU_ASSERT_PTR_NOT_NULL(s);
-        if (s) {
-            CU_ASSERT_EQUAL(s->graph.kernel_nodes, 7);
+    const char *variants[] = {"fused_persistent", "fused"};
+    const size_t nodes[] = {1, 7};
+    for (int v = 0; v < 2; v++)
+        for (int m = 0; m < 3; m++) {
+            gr_plan *p = decode_plan_dev(variants[v], sets, 4);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            gr_session *s = run_checked(p, 1e-2, 0, modes[m], 1, variants[v]);
+            CU_ASSERT_PTR_NOT_NULL(s);
+            if (s) {
+                CU_ASSERT_EQUAL(s->graph.kernel_nodes, nodes[v]);
+            }
+            gr_session_destroy(s);
+            gr_plan_destroy(p);
         }
-        gr_session_destroy(s);
-        gr_plan_destroy(p);
-    }
 }
 
 /* Several steps without re-initialising: x carries over and every accumulator (ssq, tin,
@@ -314,14 +323,17 @@ static void test_capture_modes(void) {
 static void test_steps_carry_state(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
-    /* B = 13: the cuBLAS path, whose small kernels zero the accumulators instead */
-    const char *dts[] = {"fp32", "bf16", "fp32"};
-    const char *bs[] = {"B=3", "B=3", "B=13"};
-    for (int t = 0; t < 3; t++) {
+    /* fused_persistent at B = 3 is decode_step: its grid-barrier counter carries over between
+     * launches (eager, graph replays, an unrolled graph) and must stay in step; fused the
+     * per-layer kernels; B = 13 the cuBLAS path, whose small kernels zero the accumulators */
+    const char *dts[] = {"fp32", "bf16", "fp32", "bf16"};
+    const char *bs[] = {"B=3", "B=3", "B=13", "B=3"};
+    const char *vs[] = {"fused_persistent", "fused_persistent", "fused", "fused"};
+    for (int t = 0; t < 4; t++) {
         char st[24];
         snprintf(st, sizeof(st), "dtype=%s", dts[t]);
         const char *sets[] = {bs[t], "L=3", "d=256", "f=512", st};
-        gr_plan *p = decode_plan_dev("fused", sets, 5);
+        gr_plan *p = decode_plan_dev(vs[t], sets, 5);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
         int xb = out_index(p);
         const gr_buffer *xbuf = &p->bufs[xb];
