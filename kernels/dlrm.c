@@ -1,7 +1,7 @@
 /* DLRM kernel family, host side: registry entries (argument schemas), checks (shapes, dtypes,
- * index ranges, launch dims, byte/flop accounting), CPU references (double accumulation), and
- * the cuBLASLt path of linear_act (descriptors and algorithm chosen in setup(), before any
- * capture). Device code: dlrm.cu. */
+ * index ranges, launch dims, Linear impl and tile choice, byte/flop accounting), CPU references
+ * (double accumulation), and the cuBLASLt path of linear_act (descriptors and algorithm chosen
+ * in setup(), before any capture). Device code: dlrm.cu. */
 #include "kernels/dlrm.h"
 
 #include <cublasLt.h>
@@ -538,10 +538,16 @@ static int parse_act(const char *s) {
 
 /* The SIMT kernel wins while the batch is small: a library GEMM's large tiles leave most of
  * the 132 SMs idle and its launch path costs more than the math (B = 128: 64 KFLOP per
- * output column block). Past that, cuBLASLt's tiles (128 x 128 and up, far more reuse per
- * byte; TF32 tensor cores with math tf32) win; the SIMT kernel's 32 x 32 tiles read 4x more
- * from L2. */
+ * output column block). Past that, measured on the H200 at B = 2048 (traced, us per layer;
+ * simt / tiled / lt fp32 / lt tf32): layers of fewer than GR_LIN_AUTO_MIN_TILED outputs stay
+ * on the SIMT kernel, whose 128-wide K chunks suit these latency-bound layers (N = 64: 4.5 /
+ * 5.4 / 7.7 / 5.0; N = 16: 1.95 / 2.5 / 6.5 / 3.3; N = 1 sigmoid: 2.4 / 2.9 / - / -); wider
+ * ones take the tiled kernel where K fits one stage (K = 13: 10.9 / 4.3 / 4.9 / 6.9) and, in
+ * fp32, where K % 4 == 0 (2048 x 256 x 512: 23.0 / 19.4 / 19.9); cuBLASLt takes the rest:
+ * K % 4 != 0, whose rows need 4-byte copies (K = 367: 40.1 / 33.4 / 21.8-25.3 / 17.2), and
+ * everything with math tf32 (TF32 tensor cores: 7.8 us for 2048 x 256 x 512). */
 #define GR_LIN_AUTO_MAX_ROWS 256
+#define GR_LIN_AUTO_MIN_TILED 128
 
 /* The SIMT tile width: the tiles of one column block land ceil(tiles / SMs) to an SM, each
  * costing ~BN (32 rows x BN columns x K FMAs), so pick the BN with the least work on the
@@ -560,6 +566,22 @@ static int linear_bn(int64_t M, int64_t N, int sm_count) {
         }
     }
     return best;
+}
+
+/* The tiled kernel's configuration: the largest tile (64 x 64, then 32 x 32) whose blocks
+ * reach 3/4 of the SMs (with fewer, most SMs would idle while each block does 4x the work of a
+ * smaller tile's), else 16 x 16 (16 groups splitting K, for small N or small M). A 64 x 64
+ * tile with K % 4 == 0 and more than one 64-wide stage of K takes 8 x 4 outputs per thread in
+ * two groups (fewer shared loads per FMA: 2048 x 256 x 512 in ~19.7 us against 23.0 with
+ * 4 x 4); K <= 64 (one stage) and K % 4 != 0 keep 4 x 4 in one group (K = 13: 4.9 us against
+ * 10.9). M = 2048: N = 512 and 256 take 64 x 64 (256 and 128 blocks), N = 64 32 x 32 (128),
+ * N = 16 and 1 16 x 16 (128). */
+static int tiled_config(int64_t M, int64_t N, int64_t K, int sm_count) {
+    int64_t enough = (int64_t)(sm_count > 0 ? sm_count : 1) * 3 / 4;
+    if (cdiv64(M, 64) * cdiv64(N, 64) >= enough)
+        return K % 4 == 0 && K > 64 ? GR_LIN_T64W : GR_LIN_T64;
+    if (cdiv64(M, 32) * cdiv64(N, 32) >= enough) return GR_LIN_T32;
+    return GR_LIN_T16;
 }
 
 static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
@@ -599,18 +621,36 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
     int impl;
     if (!strcmp(impl_s, "simt")) impl = GR_LINEAR_SIMT;
     else if (!strcmp(impl_s, "lt")) impl = GR_LINEAR_LT;
-    else impl = (M <= GR_LIN_AUTO_MAX_ROWS || act == GR_DLRM_ACT_SIGMOID) ? GR_LINEAR_SIMT : GR_LINEAR_LT;
+    else if (!strcmp(impl_s, "tiled"))
+        impl = GR_LINEAR_TILED;
+    else if ((M <= GR_LIN_AUTO_MAX_ROWS || N < GR_LIN_AUTO_MIN_TILED) &&
+             cdiv64(M, GR_LIN_BM) <= 65535)
+        impl = GR_LINEAR_SIMT;
+    /* sigmoid: no cuBLASLt epilogue; K <= 64: one stage, where tiled beats cuBLASLt even
+     * with TF32 */
+    else if (act == GR_DLRM_ACT_SIGMOID || K <= 64)
+        impl = GR_LINEAR_TILED;
+    else if (tf32 || K % 4 != 0)
+        impl = GR_LINEAR_LT;
+    else
+        impl = GR_LINEAR_TILED;
     if (impl == GR_LINEAR_LT && act == GR_DLRM_ACT_SIGMOID)
         return gr_error_set(err, GR_ERR_INPUT, op->path,
                             "kernel \"linear_act\": impl \"lt\" has no sigmoid epilogue in "
-                            "cuBLASLt; use impl \"simt\" or \"auto\" for act \"sigmoid\"");
+                            "cuBLASLt; use impl \"simt\", \"tiled\" or \"auto\" for act "
+                            "\"sigmoid\"");
+    int tc = impl == GR_LINEAR_TILED ? tiled_config(M, N, K, plan->target.sm_count) : 0;
+    int64_t tbn = impl == GR_LINEAR_TILED ? gr_lin_tcfg(tc, GR_LIN_TC_BN) : 1;
+    static const char *const impl_names[] = {"simt", "lt", "tiled"};
     if (M > 2147483647 || N > 2147483647 || K > 2147483647 ||
-        (impl == GR_LINEAR_SIMT && cdiv64(M, GR_LIN_BM) > 65535))
+        (impl == GR_LINEAR_SIMT && cdiv64(M, GR_LIN_BM) > 65535) ||
+        (impl == GR_LINEAR_TILED && cdiv64(N, tbn) > 65535))
         return gr_error_set(err, GR_ERR_INPUT, op->path,
                             "kernel \"linear_act\": %lld x %lld x %lld is too large for impl "
-                            "\"%s\" (at most %d rows for simt, 2^31 per dim)",
-                            (long long)M, (long long)N, (long long)K,
-                            impl == GR_LINEAR_SIMT ? "simt" : "lt", 65535 * GR_LIN_BM);
+                            "\"%s\" (at most %d rows for simt, %d outputs for tiled, 2^31 per "
+                            "dim)",
+                            (long long)M, (long long)N, (long long)K, impl_names[impl],
+                            65535 * GR_LIN_BM, 65535 * 64);
     op->ip[GR_LIN_M] = M;
     op->ip[GR_LIN_N] = N;
     op->ip[GR_LIN_K] = K;
@@ -628,6 +668,15 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
         op->block[0] = GR_LIN_THREADS;
         op->block[1] = op->block[2] = 1;
         op->smem = 0;
+        op->launches = 1;
+    } else if (impl == GR_LINEAR_TILED) {
+        op->ip[GR_LIN_BN] = tc;
+        op->grid[0] = (unsigned)cdiv64(M, gr_lin_tcfg(tc, GR_LIN_TC_BM)); /* up to 2^31 - 1 tiles */
+        op->grid[1] = (unsigned)cdiv64(N, tbn);
+        op->grid[2] = 1;
+        op->block[0] = GR_LIN_TILED_THREADS;
+        op->block[1] = op->block[2] = 1;
+        op->smem = gr_lin_tiled_smem(tc); /* dynamic */
         op->launches = 1;
     } else {
         op->ip[GR_LIN_BN] = 0;
@@ -805,10 +854,11 @@ static gr_status lt_make(const gr_op *op, const gr_launch_ctx *ctx, lt_state *s,
         return gr_cublas_fail(rc, "cuBLASLt descriptors / cublasLtMatmulAlgoGetHeuristic", __FILE__,
                               __LINE__, err);
     if (found < 1 || heur[0].state != CUBLAS_STATUS_SUCCESS)
-        return gr_error_set(err, GR_ERR_CUDA, op->path,
-                            "kernel \"linear_act\": cuBLASLt has no algorithm for %llu x %llu x %llu "
-                            "fp32 with a bias epilogue on this GPU; use attr impl \"simt\"",
-                            (unsigned long long)M, (unsigned long long)N, (unsigned long long)K);
+        return gr_error_set(
+            err, GR_ERR_CUDA, op->path,
+            "kernel \"linear_act\": cuBLASLt has no algorithm for %llu x %llu x %llu "
+            "fp32 with a bias epilogue on this GPU; use attr impl \"tiled\" or \"simt\"",
+            (unsigned long long)M, (unsigned long long)N, (unsigned long long)K);
     if (heur[0].workspaceSize > ctx->workspace_bytes)
         return gr_error_set(err, GR_ERR_INTERNAL, op->path,
                             "cuBLASLt algorithm wants %zu bytes of workspace; %zu are there",
@@ -819,6 +869,7 @@ static gr_status lt_make(const gr_op *op, const gr_launch_ctx *ctx, lt_state *s,
 
 static gr_status setup_linear(const gr_op *op, const gr_launch_ctx *ctx, void **state, gr_error *err) {
     *state = NULL;
+    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TILED) return gr_setup_linear_tiled(op, err);
     if (op->ip[GR_LIN_IMPL] != GR_LINEAR_LT) return GR_OK;
     if (!ctx->cublaslt)
         return gr_error_set(err, GR_ERR_INTERNAL, op->path, "cuBLASLt handle missing (linear_act "
@@ -836,6 +887,7 @@ static gr_status setup_linear(const gr_op *op, const gr_launch_ctx *ctx, void **
 
 static gr_status launch_linear(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
     if (op->ip[GR_LIN_IMPL] == GR_LINEAR_SIMT) return gr_launch_linear_simt(op, ctx, err);
+    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TILED) return gr_launch_linear_tiled(op, ctx, err);
     const lt_state *s = ctx->op_state;
     if (!s) return gr_error_set(err, GR_ERR_INTERNAL, op->path, "linear_act (lt): setup() did not run");
     GR_CUBLAS(lt_run(op, ctx, s, &s->algo), err);
@@ -846,7 +898,7 @@ static gr_status launch_linear(const gr_op *op, const gr_launch_ctx *ctx, gr_err
 
 static const char *const pooling_choices[] = {"sum", "mean", NULL};
 static const char *const act_choices[] = {"relu", "none", "sigmoid", NULL};
-static const char *const impl_choices[] = {"auto", "simt", "lt", NULL};
+static const char *const impl_choices[] = {"auto", "simt", "lt", "tiled", NULL};
 static const char *const math_choices[] = {"fp32", "tf32", NULL};
 
 static const gr_attr_spec emb_attrs[] = {
@@ -855,12 +907,14 @@ static const gr_attr_spec linear_attrs[] = {
     {"act", GR_ATTR_ENUM, 0, 0, "relu", act_choices,
      "activation after the bias: relu (default), none, sigmoid"},
     {"impl", GR_ATTR_ENUM, 0, 0, "auto", impl_choices,
-     "simt (own kernel), lt (cuBLASLt with bias/ReLU epilogue) or auto: simt up to 256 rows or "
-     "for sigmoid, else lt"},
+     "simt (own kernel for small batches), tiled (own register-tiled fp32 SGEMM for large "
+     "batches), lt (cuBLASLt with bias/ReLU epilogue) or auto: simt up to 256 rows or below "
+     "128 outputs; above, tiled for sigmoid and K <= 64, else lt with math tf32 or K % 4 != 0, "
+     "else tiled"},
     {"math", GR_ATTR_ENUM, 0, 0, "fp32", math_choices,
      "fp32 (default) or tf32: cuBLASLt may use TF32 tensor cores (~1e-3 relative error; it "
-     "falls back to fp32 for shapes without a TF32 algorithm); the simt kernel is fp32 either "
-     "way"}};
+     "falls back to fp32 for shapes without a TF32 algorithm); the simt and tiled kernels are "
+     "fp32 either way"}};
 
 static const gr_kernel_def k_embedding_bag = {
     "embedding_bag", "one table: y[b] = sum (or mean) of table rows idx[b, 0..bag-1]; rows outside "
@@ -904,7 +958,7 @@ static const gr_kernel_def k_emb_interaction = {
     "[B, bag] int32/int64 (T <= 31)",
     "y [B, D + (T + 1) T / 2]",
     3,
-    GR_MAX_INPUTS - 1,
+    2 * GR_EMB_MAX_TABLES - 1, /* x, then T <= 31 tables and their index buffers */
     1,
     1,
     emb_attrs,
@@ -917,8 +971,8 @@ static const gr_kernel_def k_emb_interaction = {
     NULL};
 static const gr_kernel_def k_linear = {
     "linear_act",
-    "y = act(x W^T + bias), fused (W [out, in] as in a Linear layer); own SIMT kernel or cuBLASLt "
-    "epilogue",
+    "y = act(x W^T + bias), fused (W [out, in] as in a Linear layer); own SIMT or tiled kernel, "
+    "or cuBLASLt epilogue",
     "x [..., K], W [N, K], bias [N] fp32",
     "y [..., N]",
     3,

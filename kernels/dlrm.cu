@@ -451,6 +451,269 @@ __global__ void __launch_bounds__(GR_LIN_THREADS, 1)
     }
 }
 
+// ---------- Linear + bias + activation, register-tiled SGEMM (large M, fp32) ----------
+//
+// Y[M, N] = act(X[M, K] W[N, K]^T + bias), exact fp32 FMAs, for the B = 2048 layers where the
+// SIMT kernel's 32-row tiles re-read x and W from L2 too often and cuBLASLt's fp32 tiles leave
+// the SMs a quarter full (e.g. 128 CTAs of 4 warps for 2048 x 256 x 512).
+//
+// Tiling. A block of 256 threads owns a BM x BN output tile; each thread keeps a TM x TN block
+// of outputs in registers: rows ty + TY i and columns tx + TX j (TY = BM / TM, TX = BN / TN).
+// The TX x TY threads covering the tile are a group; the block holds KS = 256 / (TX TY) groups,
+// which split every K stage between them (KG = KT / KS consecutive k each) and add their
+// partial tiles in shared memory at the end (in group order: deterministic). The check picks
+// one of four configurations (dlrm.h GR_LIN_TCFG_*, dlrm.c tiled_config): the largest tile whose
+// blocks reach 3/4 of the SMs. dlrm_small at M = 2048:
+//   N = 512, 256 with K % 4 == 0, K > 64 (bot.1, top.1): 64 x 64, 8 x 4 per thread, 2 groups,
+//     KT 32 (54 KB of shared memory: opted in by setup()); 128 blocks, one per SM
+//   N = 512 with K <= 64 or K % 4 != 0 (bot.0, top.0): 64 x 64, 4 x 4, 1 group, KT 16 (30 KB);
+//     256 blocks, 2 per SM
+//   N = 64 (bot.2): 32 x 32, 4 x 4, 4 groups, KT 32; 128 blocks
+//   N = 16, 1 (bot.3, top.2): 16 x 16, 4 x 4, 16 groups, KT 64; 128 blocks
+// (impl auto leaves the N < 128 layers and top.0 to the SIMT kernel and cuBLASLt: below.)
+//
+// Pipeline. K is staged KT at a time through 3 shared-memory stages filled by cp.async, two
+// stages in flight while one is consumed; one barrier per stage. Rows are staged as they lie in
+// memory, k contiguous (x rows first, then W rows), so with K % 4 == 0 every copy is 16 bytes
+// (cp.async.cg: L2 only, no register staging, no transposition); otherwise (K = 13, 367: rows
+// are not 16-byte aligned) 4-byte copies. Out-of-range rows and k past K are zero-filled by
+// the copy (src-size 0), so the inner loop has no bounds and the padding adds exact zeros.
+//
+// Inner loop and banks. Per 4 k a thread reads TM float4 of x (its rows) and TN float4 of W
+// (its columns), then does the 4 outer products, 4 TM TN FMAs. Rows are KT + 4 floats apart,
+// an odd number of 16-byte units, so 8 consecutive rows start in 8 different bank groups. A
+// warp is 4 rows (ty) x 8 columns (tx) of threads: each 16-byte load touches 4 (x) or 8 (W)
+// consecutive rows, 128 bytes at most, no bank conflicts.
+//
+// PDL: with `pre` (W and bias written by no op), the W rows of the first two stages are
+// copied before griddepcontrol.wait; x after it. Dependents are signalled after the K loop.
+//
+// Napkin math (H200: 132 SMs x 128 FMA/clk x 1.98 GHz = 33.5 T FMA/s): bot.1 and top.1 are
+// 268 M FMA (8.0 us at peak with 132 SMs busy; 128 blocks: 8.3 us), top.0 385 M FMA (11.5 us),
+// bot.2 34 M (1.0 us), bot.0 14 M, bot.3 2 M, top.2 0.5 M. L2 traffic: each 64 x 64 block
+// reads 64 x K of x and of W: 32 MB for bot.1 (128 blocks x 256 KB).
+// Measured (H200, 1.98 GHz, back-to-back launches, us; fp32 peak in parentheses): 2048 x 256 x
+// 512 (8.0): 64 x 64 with 4 x 4 per thread 23.0, with 8 x 4 19.5-19.9, 8 x 8 (4 groups) 20.7,
+// 512 threads 22-24, deeper or longer stages 20.5-22; cuBLASLt 19.9. K = 367 (11.5): 33.7
+// (4-byte copies; 27.5 with K = 368), cuBLASLt 21.8-25.3. Nsight Compute on the 4 x 4 one:
+// issue slots 48% busy, FMA pipe 35%, shared-memory pipe 55%, 2 warps per scheduler with 0.76
+// eligible. Every variant tried lands at 35-45% of the fp32 peak, as cuBLASLt's fp32 kernels
+// do here: these GEMMs are too small for one wave of blocks to hide its latencies, and no
+// SIMT tiling changed that. What closes the 60 us target is the TF32 variant (fused_tf32).
+
+__device__ __forceinline__ unsigned smem_addr(const void *p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared, through L2 only; `bytes` (16 or 0) are read, the rest zero-filled.
+__device__ __forceinline__ void cp_async16(float *dst, const float *src, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+                 "r"(bytes)
+                 : "memory");
+}
+
+// 4 bytes global -> shared; `bytes` (4 or 0) are read, the rest zero-filled.
+__device__ __forceinline__ void cp_async4(float *dst, const float *src, int bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+                 "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+// Wait until at most N of this thread's committed groups are still in flight.
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+enum { TILE_X = 1, TILE_W = 2 }; // which rows of a stage to copy
+
+// Copies stage k0 (x rows m0 .. m0 + BM - 1, then W rows n0 .. n0 + BN - 1, k0 .. k0 + KT - 1)
+// into `st`. The 256 threads take consecutive pieces of one row (KT / 4 of 16 bytes, or KT
+// floats), so each row's KT floats are one contiguous read.
+template <int BM, int BN, int KT, int NT, bool VEC>
+__device__ __forceinline__ void tiled_copy(float *st, const float *__restrict__ X,
+                                           const float *__restrict__ W, int M, int N, int K,
+                                           int m0, int n0, int k0, int which) {
+    constexpr int LD = KT + 4;
+    constexpr int PER_ROW = VEC ? KT / 4 : KT; // pieces per row
+    constexpr int PIECES = (BM + BN) * PER_ROW;
+    static_assert(PIECES % NT == 0, "every thread copies the same number of pieces");
+#pragma unroll
+    for (int u = 0; u < PIECES / NT; u++) {
+        const int c = (int)threadIdx.x + u * NT;
+        const int r = c / PER_ROW, q = c % PER_ROW;
+        const bool w = r >= BM;
+        if (!(which & (w ? TILE_W : TILE_X))) continue;
+        const int row = w ? n0 + (r - BM) : m0 + r;
+        const float *A = w ? W : X;
+        const int k = k0 + (VEC ? 4 * q : q);
+        // K % 4 == 0 with VEC: a 16-byte piece is wholly inside K or wholly past it
+        const bool ok = row < (w ? N : M) && k < K;
+        const float *src = ok ? A + (size_t)row * (size_t)K + k : A;
+        float *dst = st + r * LD + (VEC ? 4 * q : q);
+        if (VEC)
+            cp_async16(dst, src, ok ? 16 : 0);
+        else
+            cp_async4(dst, src, ok ? 4 : 0);
+    }
+}
+
+// Shared memory of one configuration, in floats: the stages, or the groups' partial tiles.
+template <int BM, int BN, int TM, int TN, int KT, int S, int THREADS> struct tiled_cfg {
+    static constexpr int NT = THREADS;
+    static constexpr int TX = BN / TN, TY = BM / TM, GT = TX * TY, KS = NT / GT, KG = KT / KS;
+    static constexpr int LD = KT + 4, STAGE = (BM + BN) * LD;
+    static constexpr int PIPE = S * STAGE, RED = KS > 1 ? KS * BM * BN : 0;
+    static constexpr int FLOATS = PIPE > RED ? PIPE : RED;
+};
+
+template <int BM, int BN, int TM, int TN, int KT, int S, int NTH, int ACT, bool VEC>
+__global__ void __launch_bounds__(NTH, NTH * TM * TN >= 256 * 32 ? 1 : 2)
+    linear_tiled_kernel(const float *__restrict__ X, const float *__restrict__ W,
+                        const float *__restrict__ bias, float *__restrict__ Y, int M, int N, int K,
+                        int pre) {
+    using C = tiled_cfg<BM, BN, TM, TN, KT, S, NTH>;
+    constexpr int NT = C::NT, TX = C::TX, TY = C::TY, GT = C::GT, KS = C::KS, KG = C::KG;
+    constexpr int LD = C::LD, STAGE = C::STAGE;
+    static_assert(GT * KS == NT && KG * KS == KT && KG % 4 == 0, "K split between the groups");
+    static_assert((LD / 4) % 2 == 1, "an odd number of 16-byte units per staged row");
+    static_assert(GT % 32 == 0 || 32 % GT == 0, "a warp is in one group, or holds whole groups");
+    static_assert(S >= 2, "stages");
+    extern __shared__ __align__(16) float lin_sm[];
+
+    const int tid = threadIdx.x, g = tid / GT, t = tid % GT;
+    // Warps of 4 rows x 8 columns of threads when the group is 8 or more threads wide (one
+    // 128-byte wavefront per shared load, see above); else row-major within the group.
+    constexpr bool WARP48 = TX >= 8 && TX % 8 == 0 && GT % 32 == 0 && TY % 4 == 0;
+    constexpr int WX = WARP48 ? TX / 8 : 1; // warps across the tile's columns
+    int ty, tx;
+    if (WARP48) {
+        const int lane = t % 32, w = t / 32;
+        ty = (w / WX) * 4 + lane / 8;
+        tx = (w % WX) * 8 + lane % 8;
+    } else {
+        ty = t / TX;
+        tx = t % TX;
+    }
+    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    const int nk = (K + KT - 1) / KT;
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int j = 0; j < TN; j++) acc[i][j] = 0.f;
+
+    // Prologue: stages 0 .. S-2 in flight, one commit group each. The W rows copied before the
+    // wait join group 0, which is waited for first: no stage is read before its rows landed.
+    if (pre)
+        for (int s = 0; s < S - 1 && s < nk; s++)
+            tiled_copy<BM, BN, KT, NT, VEC>(lin_sm + s * STAGE, X, W, M, N, K, m0, n0, s * KT,
+                                            TILE_W);
+    pdl_wait(); // X is the previous kernel's output
+    for (int s = 0; s < S - 1; s++) {
+        if (s < nk)
+            tiled_copy<BM, BN, KT, NT, VEC>(lin_sm + s * STAGE, X, W, M, N, K, m0, n0, s * KT,
+                                            pre ? TILE_X : TILE_X | TILE_W);
+        cp_async_commit(); // possibly empty: keeps one group per stage
+    }
+
+    int rd = 0, wr = S - 1; // stage buffer consumed, stage buffer refilled
+    for (int kt = 0; kt < nk; kt++) {
+        // Groups committed so far: S - 1 + kt; at most S - 2 in flight means stage kt landed
+        // (this thread's copies); the barrier makes everyone's visible and also ends every
+        // thread's reads of stage kt - 1, whose buffer (wr) is refilled next.
+        cp_async_wait<S - 2>();
+        __syncthreads();
+        if (kt + S - 1 < nk)
+            tiled_copy<BM, BN, KT, NT, VEC>(lin_sm + wr * STAGE, X, W, M, N, K, m0, n0,
+                                            (kt + S - 1) * KT, TILE_X | TILE_W);
+        cp_async_commit();
+        const float *xs = lin_sm + rd * STAGE, *ws = xs + BM * LD;
+#pragma unroll
+        for (int k4 = 0; k4 < KG; k4 += 4) {
+            const int k = g * KG + k4;
+            float4 a[TM], b[TN];
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+                a[i] = *reinterpret_cast<const float4 *>(&xs[(ty + TY * i) * LD + k]);
+#pragma unroll
+            for (int j = 0; j < TN; j++)
+                b[j] = *reinterpret_cast<const float4 *>(&ws[(tx + TX * j) * LD + k]);
+            // Outer products, one k at a time: consecutive FMAs on one accumulator are TM x TN
+            // instructions apart, so none waits for the previous one's result (a dot of 4 k
+            // per accumulator first made chains of 4 dependent FMAs: half the issue rate with
+            // 2 warps per scheduler). Each output still sums k in order.
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i].x, b[j].x, acc[i][j]);
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i].y, b[j].y, acc[i][j]);
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i].z, b[j].z, acc[i][j]);
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i].w, b[j].w, acc[i][j]);
+        }
+        rd = rd == S - 1 ? 0 : rd + 1;
+        wr = wr == S - 1 ? 0 : wr + 1;
+    }
+    pdl_trigger(); // only the epilogue is left
+
+    if (KS == 1) {
+        float bj[TN];
+#pragma unroll
+        for (int j = 0; j < TN; j++) {
+            const int n = n0 + tx + TX * j;
+            bj[j] = n < N ? __ldg(bias + n) : 0.f;
+        }
+#pragma unroll
+        for (int i = 0; i < TM; i++) {
+            const int m = m0 + ty + TY * i;
+            if (m >= M) continue;
+#pragma unroll
+            for (int j = 0; j < TN; j++) {
+                const int n = n0 + tx + TX * j;
+                if (n < N) Y[(size_t)m * (size_t)N + n] = act_f<ACT>(acc[i][j] + bj[j]);
+            }
+        }
+    } else {
+        // The groups' partial tiles, [KS][BM][BN], over the stage buffers: wait for the
+        // (empty) trailing copy groups and for every thread's last reads of the stages.
+        cp_async_wait<0>();
+        __syncthreads();
+        float *red = lin_sm;
+#pragma unroll
+        for (int i = 0; i < TM; i++)
+#pragma unroll
+            for (int j = 0; j < TN; j++)
+                red[(g * BM + ty + TY * i) * BN + tx + TX * j] = acc[i][j];
+        __syncthreads();
+        // all 256 threads add them up (groups in order: deterministic) and store, adjacent
+        // threads on adjacent columns
+        static_assert(BM * BN % NT == 0, "whole rounds");
+#pragma unroll
+        for (int u = 0; u < BM * BN / NT; u++) {
+            const int e = tid + u * NT, r = e / BN, c = e % BN;
+            const int m = m0 + r, n = n0 + c;
+            if (m >= M || n >= N) continue;
+            float s = 0.f;
+#pragma unroll
+            for (int gg = 0; gg < KS; gg++) s += red[(gg * BM + r) * BN + c];
+            Y[(size_t)m * (size_t)N + n] = act_f<ACT>(s + __ldg(bias + n));
+        }
+    }
+}
+
 dim3 grid_of(const gr_op *op) { return dim3(op->grid[0], op->grid[1], op->grid[2]); }
 dim3 block_of(const gr_op *op) { return dim3(op->block[0], op->block[1], op->block[2]); }
 
@@ -481,6 +744,50 @@ cudaError_t linear_dispatch_act(int act, const gr_op *op, const gr_launch_ctx *c
     default:
         return gr_launch(linear_simt_kernel<BN, GR_DLRM_ACT_NONE, VEC>, grid_of(op), block_of(op),
                          0, ctx, X, W, b, Y, M, N, K, pre);
+    }
+}
+
+// The tiled kernel of configuration CFG (a GR_LIN_TCFG_* list: BM, BN, TM, TN, KT, stages) for
+// the op's activation and copy width.
+template <int BM, int BN, int TM, int TN, int KT, int S> struct tiled_launcher {
+    using C = tiled_cfg<BM, BN, TM, TN, KT, S, GR_LIN_TILED_THREADS>;
+    typedef void (*kernel_t)(const float *, const float *, const float *, float *, int, int, int,
+                             int);
+    template <bool VEC> static kernel_t pick(int act) {
+        switch (act) {
+        case GR_DLRM_ACT_RELU:
+            return linear_tiled_kernel<BM, BN, TM, TN, KT, S, GR_LIN_TILED_THREADS,
+                                       GR_DLRM_ACT_RELU, VEC>;
+        case GR_DLRM_ACT_SIGMOID:
+            return linear_tiled_kernel<BM, BN, TM, TN, KT, S, GR_LIN_TILED_THREADS,
+                                       GR_DLRM_ACT_SIGMOID, VEC>;
+        default:
+            return linear_tiled_kernel<BM, BN, TM, TN, KT, S, GR_LIN_TILED_THREADS,
+                                       GR_DLRM_ACT_NONE, VEC>;
+        }
+    }
+    static kernel_t kernel(const gr_op *op) {
+        const int act = (int)op->ip[GR_LIN_ACT];
+        return op->ip[GR_LIN_VEC] ? pick<true>(act) : pick<false>(act);
+    }
+    static size_t smem() { return (size_t)C::FLOATS * sizeof(float); }
+};
+
+// The kernel and shared memory of the op's configuration; NULL for an unknown one.
+typedef tiled_launcher<GR_LIN_TCFG_64>::kernel_t tiled_kernel_t;
+template <int BM, int BN, int TM, int TN, int KT, int S>
+tiled_kernel_t tiled_pick(const gr_op *op, size_t *smem) {
+    *smem = tiled_launcher<BM, BN, TM, TN, KT, S>::smem();
+    return tiled_launcher<BM, BN, TM, TN, KT, S>::kernel(op);
+}
+
+tiled_kernel_t tiled_kernel_of(const gr_op *op, size_t *smem) {
+    switch (op->ip[GR_LIN_BN]) {
+    case GR_LIN_T64: return tiled_pick<GR_LIN_TCFG_64>(op, smem);
+    case GR_LIN_T64W: return tiled_pick<GR_LIN_TCFG_64W>(op, smem);
+    case GR_LIN_T32: return tiled_pick<GR_LIN_TCFG_32>(op, smem);
+    case GR_LIN_T16: return tiled_pick<GR_LIN_TCFG_16>(op, smem);
+    default: *smem = 0; return NULL;
     }
 }
 
@@ -630,4 +937,41 @@ extern "C" gr_status gr_launch_linear_simt(const gr_op *op, const gr_launch_ctx 
                             (long long)op->ip[GR_LIN_BN]);
     }
     return finish(rc, op, err);
+}
+
+// The check's configuration must be one the device side knows, with the shared memory the
+// host computed from dlrm.h's table (gr_lin_tiled_smem) equal to the kernel's own.
+static gr_status tiled_resolve(const gr_op *op, tiled_kernel_t *k, gr_error *err) {
+    size_t smem = 0;
+    *k = tiled_kernel_of(op, &smem);
+    if (!*k || smem != op->smem || op->block[0] != GR_LIN_TILED_THREADS)
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path,
+                            "linear_act (tiled): configuration %lld, %zu bytes of shared memory "
+                            "(kernel: %zu), %u threads",
+                            (long long)op->ip[GR_LIN_BN], op->smem, smem, op->block[0]);
+    return GR_OK;
+}
+
+extern "C" gr_status gr_setup_linear_tiled(const gr_op *op, gr_error *err) {
+    tiled_kernel_t k;
+    GR_TRY(tiled_resolve(op, &k, err));
+    if (op->smem > 48 * 1024)
+        GR_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)op->smem),
+                err);
+    return GR_OK;
+}
+
+extern "C" gr_status gr_launch_linear_tiled(const gr_op *op, const gr_launch_ctx *ctx,
+                                            gr_error *err) {
+    tiled_kernel_t k;
+    GR_TRY(tiled_resolve(op, &k, err));
+    const float *X = static_cast<const float *>(ctx->dptr[op->inputs[0]]);
+    const float *W = static_cast<const float *>(ctx->dptr[op->inputs[1]]);
+    const float *b = static_cast<const float *>(ctx->dptr[op->inputs[2]]);
+    float *Y = static_cast<float *>(ctx->dptr[op->outputs[0]]);
+    const int M = (int)op->ip[GR_LIN_M], N = (int)op->ip[GR_LIN_N], K = (int)op->ip[GR_LIN_K];
+    const int pre = (op->ip[GR_LIN_FLAGS] & GR_LIN_F_PRE) != 0;
+    return finish(gr_launch(k, grid_of(op), block_of(op), op->smem, ctx, X, W, b, Y, M, N, K, pre),
+                  op, err);
 }

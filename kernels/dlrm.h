@@ -1,12 +1,14 @@
 /* DLRM kernel family (issue #4): embedding bags (one table, and table-batched over up to 32
  * tables in one launch), bias add, sigmoid, concat, lower-triangle gather, the fused dot
  * interaction (alone, or with the table-batched embedding gather fused in), and Linear + bias +
- * activation fused (own SIMT kernel for small batches, cuBLASLt with a bias/ReLU epilogue for
- * large ones, optionally TF32). Host side (schemas, checks, accounting, CPU references,
- * cuBLASLt setup and algorithm timing) in dlrm.c; device code in dlrm.cu. fp32 storage. */
+ * activation fused (own SIMT kernel for small batches, own register-tiled SGEMM for large ones
+ * in fp32, cuBLASLt with a bias/ReLU epilogue, optionally TF32). Host side (schemas, checks,
+ * accounting, CPU references, cuBLASLt setup and algorithm timing) in dlrm.c; device code in
+ * dlrm.cu. fp32 storage. */
 #ifndef GR_KERNELS_DLRM_H
 #define GR_KERNELS_DLRM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/kernel.h"
@@ -15,11 +17,13 @@
 extern "C" {
 #endif
 
-#define GR_EMB_MAX_TABLES 32 /* inputs are tables + index buffers, at most GR_MAX_INPUTS = 64 */
-#define GR_CONCAT_MAX_INPUTS GR_MAX_INPUTS
+#define GR_EMB_MAX_TABLES 32 /* inputs are tables + index buffers (2 x 32 = 64) */
+/* concat's kernel parameter holds a pointer and two offsets per input: 64 inputs keep it at 1.5 KB
+ * (an op may list up to GR_MAX_INPUTS = 512 buffers) */
+#define GR_CONCAT_MAX_INPUTS 64
 
 enum { GR_DLRM_ACT_NONE = 0, GR_DLRM_ACT_RELU = 1, GR_DLRM_ACT_SIGMOID = 2 };
-enum { GR_LINEAR_SIMT = 0, GR_LINEAR_LT = 1 };
+enum { GR_LINEAR_SIMT = 0, GR_LINEAR_LT = 1, GR_LINEAR_TILED = 2 };
 enum { GR_MATH_FP32 = 0, GR_MATH_TF32 = 1 };
 
 /* op->ip layouts, shared by dlrm.c (check) and dlrm.cu (launch). A *_PRE slot is 1 when every
@@ -41,6 +45,8 @@ enum { GR_TRIL_B, GR_TRIL_N, GR_TRIL_P };
 enum { GR_INT_B, GR_INT_T, GR_INT_D, GR_INT_P };
 /* embedding_interaction: x [B, D], T tables, T index buffers -> R [B, D + P] */
 enum { GR_EI_B, GR_EI_T, GR_EI_D, GR_EI_BAG, GR_EI_IDX64, GR_EI_VEC, GR_EI_P, GR_EI_PRE };
+/* GR_LIN_BN: the simt kernel's tile width (8, 16, 32), or the tiled kernel's configuration
+ * (GR_LIN_T64 ...); 0 for lt. GR_LIN_VEC: K % 4 == 0, so rows of x and W take 16-byte loads. */
 enum { GR_LIN_M, GR_LIN_N, GR_LIN_K, GR_LIN_ACT, GR_LIN_IMPL, GR_LIN_BN, GR_LIN_VEC, GR_LIN_FLAGS };
 enum {
     GR_LIN_F_PRE = 1, /* W and bias are written by no op: loaded before the PDL wait */
@@ -55,6 +61,42 @@ enum {
 #define GR_LIN_KC 128
 #define GR_LIN_THREADS 256
 
+/* The tiled linear kernel (impl "tiled", large M, fp32; design and measurements in dlrm.cu):
+ * a block of 256 threads owns a BM x BN output tile, each thread a TM x TN block of it; the
+ * (BM / TM) (BN / TN) threads covering the tile are a group, and a block's KS = 256 / group
+ * size groups split each K stage between them and add their partial tiles at the end. K is
+ * staged KT at a time through a STAGES-deep cp.async pipeline in dynamic shared memory (x's
+ * and W's rows k-contiguous, padded to KT + 4 floats). op->ip[GR_LIN_BN] holds the
+ * configuration, one of these (BM, BN, TM, TN, KT, STAGES), chosen by the check: */
+#define GR_LIN_TILED_THREADS 256
+#define GR_LIN_TCFG_64 64, 64, 4, 4, 16, 3  /* GR_LIN_T64: K <= 64 or K % 4 != 0, 1 group */
+#define GR_LIN_TCFG_64W 64, 64, 8, 4, 32, 3 /* GR_LIN_T64W: K > 64, K % 4 == 0, 2 groups */
+#define GR_LIN_TCFG_32 32, 32, 4, 4, 32, 3  /* GR_LIN_T32: 4 groups */
+#define GR_LIN_TCFG_16 16, 16, 4, 4, 64, 3  /* GR_LIN_T16: 16 groups */
+enum { GR_LIN_T64, GR_LIN_T64W, GR_LIN_T32, GR_LIN_T16, GR_LIN_NTCFG };
+enum { GR_LIN_TC_BM, GR_LIN_TC_BN, GR_LIN_TC_TM, GR_LIN_TC_TN, GR_LIN_TC_KT, GR_LIN_TC_STAGES };
+
+/* Field f (GR_LIN_TC_*) of configuration c. */
+static inline int gr_lin_tcfg(int c, int f) {
+    static const int t[GR_LIN_NTCFG][6] = {
+        {GR_LIN_TCFG_64}, {GR_LIN_TCFG_64W}, {GR_LIN_TCFG_32}, {GR_LIN_TCFG_16}};
+    return c >= 0 && c < GR_LIN_NTCFG && f >= 0 && f < 6 ? t[c][f] : 0;
+}
+
+/* Dynamic shared memory of configuration c: the pipeline's stages, or the groups' partial
+ * tiles when they need more (they reuse it): 26-54 KB. Above 48 KB the kernel is opted in by
+ * setup(). */
+static inline size_t gr_lin_tiled_smem(int c) {
+    size_t bm = (size_t)gr_lin_tcfg(c, GR_LIN_TC_BM), bn = (size_t)gr_lin_tcfg(c, GR_LIN_TC_BN);
+    size_t tm = (size_t)gr_lin_tcfg(c, GR_LIN_TC_TM), tn = (size_t)gr_lin_tcfg(c, GR_LIN_TC_TN);
+    if (!bm || !bn || !tm || !tn) return 0;
+    size_t ks = GR_LIN_TILED_THREADS / ((bm / tm) * (bn / tn));
+    size_t pipe = (size_t)gr_lin_tcfg(c, GR_LIN_TC_STAGES) * (bm + bn) *
+                  (size_t)(gr_lin_tcfg(c, GR_LIN_TC_KT) + 4);
+    size_t red = ks > 1 ? ks * bm * bn : 0;
+    return (pipe > red ? pipe : red) * sizeof(float);
+}
+
 /* Launches (dlrm.cu). Each checks its launch and returns a gr_error naming the op. */
 gr_status gr_launch_embedding(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_launch_bias_add(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
@@ -64,6 +106,9 @@ gr_status gr_launch_tril_gather(const gr_op *op, const gr_launch_ctx *ctx, gr_er
 gr_status gr_launch_dot_interaction(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_launch_embedding_interaction(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_launch_linear_simt(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+gr_status gr_launch_linear_tiled(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+/* Opts the op's tiled kernel in to its shared memory beyond 48 KB (setup(), before capture). */
+gr_status gr_setup_linear_tiled(const gr_op *op, gr_error *err);
 
 /* (i, j), j < i, of pair p in the strictly lower triangle taken row by row:
  * p = i (i - 1) / 2 + j. Shared by the references and tests. */

@@ -334,6 +334,149 @@ static int bn_for(int M, int N) {
     return bn;
 }
 
+/* One linear_act of M x N x K with attrs (JSON object body): the op's check ran on the default
+ * target (132 SMs). */
+static gr_plan *linear_plan(int M, int N, int K, const char *attrs) {
+    char json[2048];
+    snprintf(json, sizeof(json),
+             "{\"name\": \"k\", \"buffers\": ["
+             "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": \"normal\"},"
+             "{\"name\": \"W\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": \"normal\"},"
+             "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": \"normal\"},"
+             "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [%d, %d]}], \"outputs\": [\"y\"], "
+             "\"ops\": ["
+             "{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W\", \"b\"], \"outputs\": "
+             "[\"y\"], \"attrs\": {%s}}]}",
+             M, K, N, K, N, M, N, attrs);
+    gr_error e;
+    gr_error_clear(&e);
+    gr_plan *p = gr_test_plan(json, NULL, &e);
+    if (!p) fprintf(stderr, "\n    %d x %d x %d {%s}: %s", M, N, K, attrs, e.msg);
+    return p;
+}
+
+/* The impl auto picks: simt up to 256 rows, and for fewer than 128 outputs (latency-bound
+ * layers); above, the tiled kernel for sigmoid (no cuBLASLt epilogue) and K <= 64 (one stage),
+ * cuBLASLt with math tf32 and for K % 4 != 0 (4-byte copies), else tiled; an impl named is
+ * taken as named. */
+static void test_linear_impl_choice(void) {
+    static const struct {
+        int M, N, K;
+        const char *attrs;
+        int impl;
+    } cases[] = {
+        {2048, 256, 64, "", GR_LINEAR_TILED},
+        {2048, 256, 512, "", GR_LINEAR_TILED},
+        {2048, 512, 13, "", GR_LINEAR_TILED},
+        {2048, 512, 367, "", GR_LINEAR_LT},
+        {2048, 512, 367, "\"act\": \"sigmoid\"", GR_LINEAR_TILED},
+        {2048, 256, 64, "\"math\": \"tf32\"", GR_LINEAR_TILED},
+        {2048, 256, 68, "\"math\": \"tf32\"", GR_LINEAR_LT},
+        {2048, 512, 13, "\"math\": \"tf32\"", GR_LINEAR_TILED},
+        {2048, 256, 66, "", GR_LINEAR_LT},
+        {2048, 256, 63, "", GR_LINEAR_TILED},
+        {2048, 256, 64, "\"act\": \"sigmoid\"", GR_LINEAR_TILED},
+        {2048, 256, 64, "\"act\": \"sigmoid\", \"math\": \"tf32\"", GR_LINEAR_TILED},
+        {2048, 256, 64, "\"act\": \"none\"", GR_LINEAR_TILED},
+        {2048, 128, 64, "", GR_LINEAR_TILED},
+        {2048, 127, 64, "", GR_LINEAR_SIMT},
+        {2048, 64, 256, "", GR_LINEAR_SIMT},
+        {2048, 64, 256, "\"math\": \"tf32\"", GR_LINEAR_SIMT},
+        {2048, 1, 256, "\"act\": \"sigmoid\"", GR_LINEAR_SIMT},
+        {257, 256, 64, "", GR_LINEAR_TILED},
+        {256, 256, 64, "", GR_LINEAR_SIMT},
+        {128, 256, 64, "", GR_LINEAR_SIMT},
+        {128, 256, 64, "\"math\": \"tf32\"", GR_LINEAR_SIMT},
+        {1, 256, 64, "", GR_LINEAR_SIMT},
+        {2048, 256, 64, "\"impl\": \"simt\"", GR_LINEAR_SIMT},
+        {2048, 256, 64, "\"impl\": \"lt\"", GR_LINEAR_LT},
+        {128, 256, 64, "\"impl\": \"tiled\"", GR_LINEAR_TILED},
+        {128, 256, 64, "\"impl\": \"tiled\", \"math\": \"tf32\"", GR_LINEAR_TILED},
+        {2048, 256, 64, "\"impl\": \"auto\"", GR_LINEAR_TILED},
+        {2100000, 16, 4, "", GR_LINEAR_TILED}, /* past the simt kernel's 65535 x 32 rows */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        gr_plan *p = linear_plan(cases[i].M, cases[i].N, cases[i].K, cases[i].attrs);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        if (p->ops[0].ip[GR_LIN_IMPL] != cases[i].impl)
+            fprintf(stderr, "\n    %d x %d x %d {%s}: impl %lld, want %d", cases[i].M, cases[i].N,
+                    cases[i].K, cases[i].attrs, (long long)p->ops[0].ip[GR_LIN_IMPL],
+                    cases[i].impl);
+        CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_IMPL], cases[i].impl);
+        CU_ASSERT_EQUAL(p->ops[0].launches, cases[i].impl == GR_LINEAR_LT ? -1 : 1);
+        gr_plan_destroy(p);
+    }
+}
+
+/* The tiled kernel's configuration and launch dims: the largest tile (64 x 64, 32 x 32) whose
+ * blocks reach 3/4 of the 132 SMs (99), else 16 x 16; 64 x 64 with 8 x 4 per thread (T64W)
+ * when K % 4 == 0 and K > 64; M tiles in grid x, N tiles in grid y; dynamic shared memory =
+ * the stages ((BM + BN) rows of KT + 4 floats each), or the groups' partial tiles if larger. */
+static void test_linear_tiled_geometry(void) {
+    static const struct {
+        int M, N, K, cfg;
+        unsigned gx, gy;
+    } cases[] = {
+        {2048, 512, 367, GR_LIN_T64, 32, 8}, /* 256 blocks; K % 4 != 0 */
+        {2048, 512, 512, GR_LIN_T64W, 32, 8},
+        {2048, 256, 512, GR_LIN_T64W, 32, 4}, /* 128 */
+        {2048, 512, 13, GR_LIN_T64, 32, 8},
+        {2048, 256, 64, GR_LIN_T64, 32, 4}, /* K = 64: one stage of 64 */
+        {2048, 256, 68, GR_LIN_T64W, 32, 4},
+        {2048, 64, 256, GR_LIN_T32, 64, 2}, /* 64 x 64 would be 32 blocks */
+        {2048, 16, 64, GR_LIN_T16, 128, 1}, /* 32 x 32 would be 64 */
+        {2048, 1, 256, GR_LIN_T16, 128, 1},
+        {2000, 300, 13, GR_LIN_T64, 32, 5}, /* ragged: 160 blocks */
+        {2000, 300, 512, GR_LIN_T64W, 32, 5},
+        {1000, 100, 64, GR_LIN_T32, 32, 4}, /* ragged: 128 */
+        {3168, 128, 64, GR_LIN_T64, 50, 2}, /* 100 blocks of 64: enough */
+        {3104, 128, 64, GR_LIN_T32, 97, 4}, /* 98 blocks of 64 are not */
+        {128, 512, 64, GR_LIN_T16, 8, 32},
+        {1, 1, 1, GR_LIN_T16, 1, 1},
+        {7, 63, 13, GR_LIN_T16, 1, 4},
+        {65, 512, 512, GR_LIN_T16, 5, 32},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        gr_plan *p = linear_plan(cases[i].M, cases[i].N, cases[i].K, "\"impl\": \"tiled\"");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        const gr_op *o = &p->ops[0];
+        if (o->ip[GR_LIN_BN] != cases[i].cfg || o->grid[0] != cases[i].gx ||
+            o->grid[1] != cases[i].gy)
+            fprintf(stderr, "\n    %d x %d x %d: config %lld grid %u x %u, want %d, %u x %u",
+                    cases[i].M, cases[i].N, cases[i].K, (long long)o->ip[GR_LIN_BN], o->grid[0],
+                    o->grid[1], cases[i].cfg, cases[i].gx, cases[i].gy);
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], cases[i].cfg);
+        CU_ASSERT_EQUAL(o->grid[0], cases[i].gx);
+        CU_ASSERT_EQUAL(o->grid[1], cases[i].gy);
+        CU_ASSERT_EQUAL(o->grid[2], 1);
+        CU_ASSERT_EQUAL(o->block[0], 256);
+        CU_ASSERT_EQUAL(o->block[1], 1);
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_VEC], cases[i].K % 4 == 0);
+        CU_ASSERT_EQUAL(o->smem, gr_lin_tiled_smem(cases[i].cfg));
+        CU_ASSERT_EQUAL(o->launches, 1);
+        CU_ASSERT_DOUBLE_EQUAL(
+            o->flops, 2.0 * cases[i].M * cases[i].N * cases[i].K + 2.0 * cases[i].M * cases[i].N,
+            0);
+        CU_ASSERT_DOUBLE_EQUAL(
+            o->bytes_read,
+            4.0 * ((double)cases[i].M * cases[i].K + (double)cases[i].N * cases[i].K + cases[i].N),
+            0);
+        CU_ASSERT_DOUBLE_EQUAL(o->bytes_written, 4.0 * cases[i].M * cases[i].N, 0);
+        gr_plan_destroy(p);
+    }
+    /* stages x (BM + BN) rows x (KT + 4) floats: 3 x 128 x 20, 3 x 128 x 36, 3 x 64 x 36,
+     * 3 x 32 x 68 (each over its groups' partial tiles: -, 2 x 64 x 64, 4 x 32 x 32, 16 x 16 x 16)
+     */
+    CU_ASSERT_EQUAL(gr_lin_tiled_smem(GR_LIN_T64), 30720);
+    CU_ASSERT_EQUAL(gr_lin_tiled_smem(GR_LIN_T64W), 55296);
+    CU_ASSERT_EQUAL(gr_lin_tiled_smem(GR_LIN_T32), 27648);
+    CU_ASSERT_EQUAL(gr_lin_tiled_smem(GR_LIN_T16), 26112);
+    CU_ASSERT_EQUAL(gr_lin_tiled_smem(GR_LIN_NTCFG), 0);
+    CU_ASSERT_EQUAL(gr_lin_tcfg(GR_LIN_T64W, GR_LIN_TC_TM), 8);
+    CU_ASSERT_EQUAL(gr_lin_tcfg(GR_LIN_T64W, GR_LIN_TC_TN), 4);
+}
+
 static void test_linear_tile_width(void) {
     /* least work on the busiest SM (tiles per SM x BN), the wider tile on a tie */
     CU_ASSERT_EQUAL(bn_for(128, 512), 16); /* 128 tiles of 32 x 16 (256 of 32 x 8 is as much per SM) */
@@ -359,100 +502,167 @@ typedef struct err_case {
 static void test_check_errors(void) {
     static const err_case cases[] = {
         /* embedding bags */
-        {F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," F32("t1", "[5, 4]") "," OUT("y", "[3, 1, 4]"),
+        {F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]",
+                                     "\"zeros\"") "," F32("t1", "[5, 4]") "," OUT("y", "[3, 1, 4]"),
          OP("embedding_bag_tbe", "[\"t0\", \"i0\", \"t1\"]", "[\"y\"]", ""),
-         "ops[0]: kernel \"embedding_bag_tbe\": inputs are the T tables, then their T index buffers (2 x T inputs); got 3 inputs"},
+         "ops[0]: kernel \"embedding_bag_tbe\": inputs are the T tables, then their T index "
+         "buffers (2 x T inputs); got 3 inputs"},
         {F32("t0", "[5]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," OUT("y", "[3, 4]"),
          OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""),
          "ops[0]: kernel \"embedding_bag\": table \"t0\" has shape [5]; a table is [rows, D]"},
-        {F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3, 1, 1]", "\"zeros\"") "," OUT("y", "[3, 4]"),
+        {F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3, 1, 1]", "\"zeros\"") "," OUT("y",
+                                                                                      "[3, 4]"),
          OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""),
-         "ops[0]: kernel \"embedding_bag\": index buffer \"i0\" has shape [3, 1, 1]; it must be [B] or [B, bag]"},
+         "ops[0]: kernel \"embedding_bag\": index buffer \"i0\" has shape [3, 1, 1]; it must be "
+         "[B] or [B, bag]"},
         {F32("t0", "[5, 4]") "," F32("i0", "[3]") "," OUT("y", "[3, 4]"),
          OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""),
-         "ops[0]: kernel \"embedding_bag\": inputs[1] (indices of table 0) \"i0\" is fp32; it takes int32, int64"},
-        {F32("t0", "[5, 4]") "," F32("t1", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," IDX("i1", "int64", "[3]", "\"zeros\"") "," OUT("y", "[3, 2, 4]"),
+         "ops[0]: kernel \"embedding_bag\": inputs[1] (indices of table 0) \"i0\" is fp32; it "
+         "takes int32, int64"},
+        {F32("t0", "[5, 4]") "," F32("t1", "[5, 4]") "," IDX(
+             "i0", "int32", "[3]", "\"zeros\"") "," IDX("i1", "int64", "[3]",
+                                                        "\"zeros\"") "," OUT("y", "[3, 2, 4]"),
          OP("embedding_bag_tbe", "[\"t0\", \"t1\", \"i0\", \"i1\"]", "[\"y\"]", ""),
          "index buffer \"i1\" is int64 but \"i0\" is int32; the index buffers share one dtype"},
-        {F32("t0", "[5, 4]") "," F32("t1", "[5, 8]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," IDX("i1", "int32", "[3]", "\"zeros\"") "," OUT("y", "[3, 2, 4]"),
+        {F32("t0", "[5, 4]") "," F32("t1", "[5, 8]") "," IDX(
+             "i0", "int32", "[3]", "\"zeros\"") "," IDX("i1", "int32", "[3]",
+                                                        "\"zeros\"") "," OUT("y", "[3, 2, 4]"),
          OP("embedding_bag_tbe", "[\"t0\", \"t1\", \"i0\", \"i1\"]", "[\"y\"]", ""),
          "table \"t1\" has shape [5, 8]; tables are [rows, D] with one D (table \"t0\" has D = 4)"},
-        {F32("t0", "[5, 4]") "," F32("t1", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," IDX("i1", "int32", "[3, 2]", "\"zeros\"") "," OUT("y", "[3, 2, 4]"),
+        {F32("t0", "[5, 4]") "," F32("t1", "[5, 4]") "," IDX(
+             "i0", "int32", "[3]", "\"zeros\"") "," IDX("i1", "int32", "[3, 2]",
+                                                        "\"zeros\"") "," OUT("y", "[3, 2, 4]"),
          OP("embedding_bag_tbe", "[\"t0\", \"t1\", \"i0\", \"i1\"]", "[\"y\"]", ""),
-         "index buffer \"i1\" has shape [3, 2]; every index buffer has the shape of \"i0\" [3] ([B] or [B, bag])"},
-        {F32("t0", "[50, 4]") "," IDX("i0", "int32", "[3]", "{\"kind\": \"zipf\", \"range\": 100}") "," OUT("y", "[3, 4]"),
+         "index buffer \"i1\" has shape [3, 2]; every index buffer has the shape of \"i0\" [3] "
+         "([B] or [B, bag])"},
+        {F32("t0", "[50, 4]") "," IDX(
+             "i0", "int32", "[3]", "{\"kind\": \"zipf\", \"range\": 100}") "," OUT("y", "[3, 4]"),
          OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""),
-         "ops[0]: kernel \"embedding_bag\": index buffer \"i0\" holds rows 0..99 but table \"t0\" has 50 rows (0..49); make the init's range at most the table's rows"},
-        {F32("t0", "[50, 4]") "," IDX("i0", "int64", "[3]", "{\"kind\": \"randint\", \"low\": -1, \"high\": 10}") "," OUT("y", "[3, 4]"),
-         OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""), "holds rows -1..9 but table \"t0\" has 50 rows"},
-        {F32("t0", "[5, 4]") "," F32("t1", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," IDX("i1", "int32", "[3]", "\"zeros\"") "," OUT("y", "[3, 4]"),
+         "ops[0]: kernel \"embedding_bag\": index buffer \"i0\" holds rows 0..99 but table \"t0\" "
+         "has 50 rows (0..49); make the init's range at most the table's rows"},
+        {F32("t0", "[50, 4]") "," IDX(
+             "i0", "int64", "[3]",
+             "{\"kind\": \"randint\", \"low\": -1, \"high\": 10}") "," OUT("y", "[3, 4]"),
+         OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""),
+         "holds rows -1..9 but table \"t0\" has 50 rows"},
+        {F32("t0", "[5, 4]") "," F32("t1", "[5, 4]") "," IDX(
+             "i0", "int32", "[3]", "\"zeros\"") "," IDX("i1", "int32", "[3]",
+                                                        "\"zeros\"") "," OUT("y", "[3, 4]"),
          OP("embedding_bag_tbe", "[\"t0\", \"t1\", \"i0\", \"i1\"]", "[\"y\"]", ""),
-         "outputs[0] \"y\" has shape [3, 4]; 2 tables of D = 4 looked up for B = 3 rows give [3, 2, 4]"},
+         "outputs[0] \"y\" has shape [3, 4]; 2 tables of D = 4 looked up for B = 3 rows give [3, "
+         "2, 4]"},
         {F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," OUT("y", "[4, 3]"),
          OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""),
-         "outputs[0] \"y\" has shape [4, 3]; a table of D = 4 looked up for B = 3 rows gives [3, 4]"},
-        {F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") ",{\"name\": \"y\", \"dtype\": \"bf16\", \"shape\": [3, 4]}",
-         OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""), "outputs[0] \"y\" is bf16; it takes fp32"},
+         "outputs[0] \"y\" has shape [4, 3]; a table of D = 4 looked up for B = 3 rows gives [3, "
+         "4]"},
+        {F32("t0", "[5, 4]") "," IDX(
+             "i0", "int32", "[3]",
+             "\"zeros\"") ",{\"name\": \"y\", \"dtype\": \"bf16\", \"shape\": [3, 4]}",
+         OP("embedding_bag", "[\"t0\", \"i0\"]", "[\"y\"]", ""),
+         "outputs[0] \"y\" is bf16; it takes fp32"},
         /* bias_add, sigmoid */
-        {F32("x", "[2, 3]") "," F32("b", "[2]") "," OUT("y", "[2, 3]"), OP("bias_add", "[\"x\", \"b\"]", "[\"y\"]", ""),
-         "ops[0]: kernel \"bias_add\": bias \"b\" has shape [2]; x \"x\" [2, 3] needs [3] (its last dim)"},
-        {F32("x", "[2, 3]") "," F32("b", "[3]") "," OUT("y", "[3, 3]"), OP("bias_add", "[\"x\", \"b\"]", "[\"y\"]", ""),
+        {F32("x", "[2, 3]") "," F32("b", "[2]") "," OUT("y", "[2, 3]"),
+         OP("bias_add", "[\"x\", \"b\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"bias_add\": bias \"b\" has shape [2]; x \"x\" [2, 3] needs [3] (its "
+         "last dim)"},
+        {F32("x", "[2, 3]") "," F32("b", "[3]") "," OUT("y", "[3, 3]"),
+         OP("bias_add", "[\"x\", \"b\"]", "[\"y\"]", ""),
          "outputs[0] \"y\" has shape [3, 3]; it must have x's shape [2, 3]"},
-        {"{\"name\": \"x\", \"dtype\": \"bf16\", \"shape\": [4], \"init\": \"normal\"},{\"name\": \"y\", \"dtype\": \"bf16\", \"shape\": [4]}",
-         OP("sigmoid", "[\"x\"]", "[\"y\"]", ""), "ops[0]: kernel \"sigmoid\": inputs[0] \"x\" is bf16; it takes fp32"},
+        {"{\"name\": \"x\", \"dtype\": \"bf16\", \"shape\": [4], \"init\": \"normal\"},{\"name\": "
+         "\"y\", \"dtype\": \"bf16\", \"shape\": [4]}",
+         OP("sigmoid", "[\"x\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"sigmoid\": inputs[0] \"x\" is bf16; it takes fp32"},
         /* concat, tril_gather */
-        {F32("a", "[2, 3]") "," F32("b", "[3, 3]") "," OUT("y", "[2, 6]"), OP("concat", "[\"a\", \"b\"]", "[\"y\"]", ""),
-         "ops[0]: kernel \"concat\": inputs[1] \"b\" has shape [3, 3] but outputs[0] \"y\" has [2, 6]; inputs are joined along dim 1, so every first dim must be 2"},
-        {F32("a", "[2, 3]") "," F32("b", "[2, 3]") "," OUT("y", "[2, 5]"), OP("concat", "[\"a\", \"b\"]", "[\"y\"]", ""),
+        {F32("a", "[2, 3]") "," F32("b", "[3, 3]") "," OUT("y", "[2, 6]"),
+         OP("concat", "[\"a\", \"b\"]", "[\"y\"]", ""),
+         "ops[0]: kernel \"concat\": inputs[1] \"b\" has shape [3, 3] but outputs[0] \"y\" has [2, "
+         "6]; inputs are joined along dim 1, so every first dim must be 2"},
+        {F32("a", "[2, 3]") "," F32("b", "[2, 3]") "," OUT("y", "[2, 5]"),
+         OP("concat", "[\"a\", \"b\"]", "[\"y\"]", ""),
          "outputs[0] \"y\" has shape [2, 5] (5 per row) but the inputs give 6 per row"},
         {F32("z", "[2, 3, 4]") "," OUT("y", "[2, 3]"), OP("tril_gather", "[\"z\"]", "[\"y\"]", ""),
-         "ops[0]: kernel \"tril_gather\": inputs[0] \"z\" has shape [2, 3, 4]; it must be [B, n, n] with n >= 2"},
+         "ops[0]: kernel \"tril_gather\": inputs[0] \"z\" has shape [2, 3, 4]; it must be [B, n, "
+         "n] with n >= 2"},
         {F32("z", "[2, 4, 4]") "," OUT("y", "[2, 5]"), OP("tril_gather", "[\"z\"]", "[\"y\"]", ""),
          "outputs[0] \"y\" has shape [2, 5]; the strict lower triangle of [2, 4, 4] is [2, 6]"},
         /* dot_interaction */
-        {F32("x", "[2, 2, 1]") "," F32("E", "[2, 2, 2]") "," OUT("y", "[2, 5]"), OP("dot_interaction", "[\"x\", \"E\"]", "[\"y\"]", ""),
+        {F32("x", "[2, 2, 1]") "," F32("E", "[2, 2, 2]") "," OUT("y", "[2, 5]"),
+         OP("dot_interaction", "[\"x\", \"E\"]", "[\"y\"]", ""),
          "ops[0]: kernel \"dot_interaction\": x \"x\" has shape [2, 2, 1]; it must be [B, D]"},
-        {F32("x", "[2, 2]") "," F32("E", "[2, 2, 3]") "," OUT("y", "[2, 5]"), OP("dot_interaction", "[\"x\", \"E\"]", "[\"y\"]", ""),
+        {F32("x", "[2, 2]") "," F32("E", "[2, 2, 3]") "," OUT("y", "[2, 5]"),
+         OP("dot_interaction", "[\"x\", \"E\"]", "[\"y\"]", ""),
          "E \"E\" has shape [2, 2, 3]; with x [2, 2] it must be [2, T, 2]"},
-        {F32("x", "[2, 2]") "," F32("E", "[2, 2, 2]") "," OUT("y", "[2, 6]"), OP("dot_interaction", "[\"x\", \"E\"]", "[\"y\"]", ""),
-         "outputs[0] \"y\" has shape [2, 6]; x and 2 embeddings give [2, 5] (2 of x, then 3 pairwise dots)"},
-        {F32("x", "[1, 300]") "," F32("E", "[1, 40, 300]") "," OUT("y", "[1, 1120]"), OP("dot_interaction", "[\"x\", \"E\"]", "[\"y\"]", ""),
+        {F32("x", "[2, 2]") "," F32("E", "[2, 2, 2]") "," OUT("y", "[2, 6]"),
+         OP("dot_interaction", "[\"x\", \"E\"]", "[\"y\"]", ""),
+         "outputs[0] \"y\" has shape [2, 6]; x and 2 embeddings give [2, 5] (2 of x, then 3 "
+         "pairwise dots)"},
+        {F32("x", "[1, 300]") "," F32("E", "[1, 40, 300]") "," OUT("y", "[1, 1120]"),
+         OP("dot_interaction", "[\"x\", \"E\"]", "[\"y\"]", ""),
          "41 vectors of 300 floats need 49364 bytes of shared memory; at most 48 KB"},
         /* embedding_interaction */
-        {F32("x", "[3, 4]") "," F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," F32("t1", "[5, 4]") "," OUT("y", "[3, 7]"),
+        {F32("x", "[3, 4]") "," F32("t0", "[5, 4]") "," IDX(
+             "i0", "int32", "[3]", "\"zeros\"") "," F32("t1", "[5, 4]") "," OUT("y", "[3, 7]"),
          OP("embedding_interaction", "[\"x\", \"t0\", \"t1\", \"i0\"]", "[\"y\"]", ""),
-         "ops[0]: kernel \"embedding_interaction\": inputs are x [B, D], then the T tables, then their T index buffers (1 + 2 x T inputs); got 4 inputs"},
-        {F32("x", "[3, 5]") "," F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," OUT("y", "[3, 5]"),
+         "ops[0]: kernel \"embedding_interaction\": inputs are x [B, D], then the T tables, then "
+         "their T index buffers (1 + 2 x T inputs); got 4 inputs"},
+        {F32("x", "[3, 5]") "," F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]",
+                                                            "\"zeros\"") "," OUT("y", "[3, 5]"),
          OP("embedding_interaction", "[\"x\", \"t0\", \"i0\"]", "[\"y\"]", ""),
-         "ops[0]: kernel \"embedding_interaction\": x \"x\" has shape [3, 5]; with tables of D = 4 and indices for B = 3 rows it must be [3, 4]"},
-        {F32("x", "[3, 4]") "," F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," OUT("y", "[3, 6]"),
+         "ops[0]: kernel \"embedding_interaction\": x \"x\" has shape [3, 5]; with tables of D = 4 "
+         "and indices for B = 3 rows it must be [3, 4]"},
+        {F32("x", "[3, 4]") "," F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]",
+                                                            "\"zeros\"") "," OUT("y", "[3, 6]"),
          OP("embedding_interaction", "[\"x\", \"t0\", \"i0\"]", "[\"y\"]", ""),
-         "outputs[0] \"y\" has shape [3, 6]; x and 1 embeddings give [3, 5] (4 of x, then 1 pairwise dots)"},
-        {F32("x", "[3, 4]") "," F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "{\"kind\": \"zipf\", \"range\": 9}") "," OUT("y", "[3, 5]"),
+         "outputs[0] \"y\" has shape [3, 6]; x and 1 embeddings give [3, 5] (4 of x, then 1 "
+         "pairwise dots)"},
+        {F32("x", "[3, 4]") "," F32("t0", "[5, 4]") "," IDX(
+             "i0", "int32", "[3]", "{\"kind\": \"zipf\", \"range\": 9}") "," OUT("y", "[3, 5]"),
          OP("embedding_interaction", "[\"x\", \"t0\", \"i0\"]", "[\"y\"]", ""),
-         "ops[0]: kernel \"embedding_interaction\": index buffer \"i0\" holds rows 0..8 but table \"t0\" has 5 rows"},
+         "ops[0]: kernel \"embedding_interaction\": index buffer \"i0\" holds rows 0..8 but table "
+         "\"t0\" has 5 rows"},
         {F32("x", "[3, 4]") "," F32("t0", "[5, 4]") "," F32("i0", "[3]") "," OUT("y", "[3, 5]"),
          OP("embedding_interaction", "[\"x\", \"t0\", \"i0\"]", "[\"y\"]", ""),
          "inputs[2] (indices of table 0) \"i0\" is fp32; it takes int32, int64"},
-        {F32("x", "[1, 300]") "," F32("t0", "[2, 300]") "," IDX("i0", "int32", "[1]", "\"zeros\"") "," OUT("y", "[1, 301]"),
-         OP("embedding_interaction", "[\"x\", \"t0\", \"i0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\"]", "[\"y\"]", ""),
+        {F32("x", "[1, 300]") "," F32("t0", "[2, 300]") "," IDX(
+             "i0", "int32", "[1]", "\"zeros\"") "," OUT("y", "[1, 301]"),
+         OP("embedding_interaction",
+            "[\"x\", \"t0\", \"i0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", "
+            "\"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", "
+            "\"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", "
+            "\"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", "
+            "\"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", "
+            "\"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", \"t0\", "
+            "\"t0\", \"t0\", \"t0\", \"t0\"]",
+            "[\"y\"]", ""),
          "\"embedding_interaction\""},
         /* linear_act */
-        {F32("x", "[2, 3]") "," F32("W", "[9]") "," F32("b", "[3]") "," OUT("y", "[2, 3]"), OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ""),
+        {F32("x", "[2, 3]") "," F32("W", "[9]") "," F32("b", "[3]") "," OUT("y", "[2, 3]"),
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ""),
          "ops[0]: kernel \"linear_act\": W \"W\" has shape [9]; a Linear weight is [out, in]"},
-        {F32("x", "[2, 3]") "," F32("W", "[4, 5]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"), OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ""),
+        {F32("x", "[2, 3]") "," F32("W", "[4, 5]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"),
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ""),
          "x \"x\" [2, 3] has 3 features but W \"W\" [4, 5] takes 5 (W is [out, in])"},
-        {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[3]") "," OUT("y", "[2, 4]"), OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ""),
+        {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[3]") "," OUT("y", "[2, 4]"),
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ""),
          "bias \"b\" has shape [3]; W [4, 3] needs [4]"},
-        {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[4]") "," OUT("y", "[2, 3]"), OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ""),
+        {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[4]") "," OUT("y", "[2, 3]"),
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ""),
          "outputs[0] \"y\" has shape [2, 3]; x [2, 3] times W^T gives [2, 4]"},
         {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"),
-         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ", \"attrs\": {\"act\": \"sigmoid\", \"impl\": \"lt\"}"),
-         "ops[0]: kernel \"linear_act\": impl \"lt\" has no sigmoid epilogue in cuBLASLt; use impl \"simt\" or \"auto\""},
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]",
+            ", \"attrs\": {\"act\": \"sigmoid\", \"impl\": \"lt\"}"),
+         "ops[0]: kernel \"linear_act\": impl \"lt\" has no sigmoid epilogue in cuBLASLt; use impl "
+         "\"simt\", \"tiled\" or "
+         "\"auto\" for act \"sigmoid\""},
         {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"),
-         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ", \"attrs\": {\"impl\": \"gpu\"}"), "\"gpu\""},
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ", \"attrs\": {\"impl\": \"gpu\"}"),
+         "ops[0].attrs.impl: \"gpu\" is not one of: auto, simt, lt, tiled"},
         {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"),
-         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ", \"attrs\": {\"math\": \"fp16\"}"), "\"fp16\""},
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ", \"attrs\": {\"impl\": \"Tiled\"}"),
+         "ops[0].attrs.impl: \"Tiled\" is not one of: auto, simt, lt, tiled"},
+        {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"),
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ", \"attrs\": {\"math\": \"fp16\"}"),
+         "\"fp16\""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *msg = gr_test_plan_error(one_op(cases[i].bufs, "\"y\"", cases[i].op), NULL);
@@ -566,18 +776,63 @@ static void test_dlrm_accounting(void) {
     gr_plan_destroy(ft);
     gr_plan_destroy(f2);
     gr_plan_destroy(f32);
-    /* B = 2048: auto takes cuBLASLt for the ReLU layers, the sigmoid layer stays SIMT */
+    /* B = 2048, auto: the 64-, 16- and 1-wide layers stay SIMT, bot.0 (K = 13) is tiled; in
+     * fp32 the tiled kernel takes bot.1 and top.1 too, cuBLASLt top.0 (K = 367); with math
+     * tf32 cuBLASLt takes bot.1, top.0 and top.1 */
     const char *vs[] = {"fused", "fused_tf32"};
     for (int v = 0; v < 2; v++) {
         f = dlrm(vs[v], "B=2048", NULL, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        CU_ASSERT_EQUAL(f->library_ops, 6);
-        CU_ASSERT_EQUAL(op_named(f, "bot.1")->launches, -1);
+        CU_ASSERT_EQUAL(f->library_ops, v ? 3 : 1);
+        CU_ASSERT_EQUAL(f->kernels, 8); /* a library op counts as one */
+        CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
+        CU_ASSERT_EQUAL(op_named(f, "bot.1")->launches, v ? -1 : 1);
+        CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_IMPL], v ? GR_LINEAR_LT : GR_LINEAR_TILED);
         CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32, v ? GR_LIN_F_TF32 : 0);
+        CU_ASSERT_EQUAL(op_named(f, "bot.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+        CU_ASSERT_EQUAL(op_named(f, "bot.3")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+        CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_LT);
+        CU_ASSERT_EQUAL(op_named(f, "top.1")->ip[GR_LIN_IMPL], v ? GR_LINEAR_LT : GR_LINEAR_TILED);
         CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
         CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 132 * 8);
         gr_plan_destroy(f);
     }
+    /* the configurations of the fused variant's layers at B = 2048 (tiled_config in dlrm.c) */
+    f = dlrm("fused", "B=2048", "linear_impl=tiled", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->library_ops, 0);
+    static const struct {
+        const char *op;
+        int cfg;
+        unsigned gx, gy;
+        int vec;
+    } want[] = {{"bot.0", GR_LIN_T64, 32, 8, 0}, {"bot.1", GR_LIN_T64W, 32, 4, 1},
+                {"bot.2", GR_LIN_T32, 64, 2, 1}, {"bot.3", GR_LIN_T16, 128, 1, 1},
+                {"top.0", GR_LIN_T64, 32, 8, 0}, {"top.1", GR_LIN_T64W, 32, 4, 1}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const gr_op *o = op_named(f, want[i].op);
+        if (o->ip[GR_LIN_BN] != want[i].cfg || o->grid[0] != want[i].gx || o->grid[1] != want[i].gy)
+            fprintf(stderr, "\n    %s: config %lld grid %u x %u", want[i].op,
+                    (long long)o->ip[GR_LIN_BN], o->grid[0], o->grid[1]);
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], want[i].cfg);
+        CU_ASSERT_EQUAL(o->grid[0], want[i].gx);
+        CU_ASSERT_EQUAL(o->grid[1], want[i].gy);
+        CU_ASSERT_EQUAL(o->grid[2], 1);
+        CU_ASSERT_EQUAL(o->block[0], 256);
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_VEC], want[i].vec);
+        CU_ASSERT_EQUAL(o->smem, gr_lin_tiled_smem(want[i].cfg));
+        CU_ASSERT_EQUAL(o->launches, 1);
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_FLAGS], GR_LIN_F_PRE);
+    }
+    /* top.2 has no impl attr: auto keeps the 1-wide sigmoid layer on the SIMT kernel */
+    CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+    b1 = op_named(f, "bot.1");
+    CU_ASSERT_DOUBLE_EQUAL(b1->flops, 2.0 * 2048 * 256 * 512 + 2.0 * 2048 * 256, 0);
+    CU_ASSERT_DOUBLE_EQUAL(b1->bytes_read, 4.0 * (2048 * 512 + 256 * 512 + 256), 0);
+    CU_ASSERT_DOUBLE_EQUAL(b1->bytes_written, 4.0 * 2048 * 256, 0);
+    CU_ASSERT_DOUBLE_EQUAL(op_named(f, "top.2")->flops, 2.0 * 2048 * 256 + 2.0 * 2048, 0);
+    gr_plan_destroy(f);
     f = dlrm("fused", "B=2048", "linear_impl=simt", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(f->library_ops, 0);
@@ -823,18 +1078,21 @@ static void test_tf32_tolerances(void) {
     gr_plan_destroy(p);
 }
 
-static CU_TestInfo dlrm_tests[] = {{"registry names", test_registry_names},
-                                   {"tril pair mapping", test_tril_pairs},
-                                   {"embedding references", test_embedding_reference},
-                                   {"bias/sigmoid/concat/tril/interaction/linear references", test_small_kernel_references},
-                                   {"embedding_interaction reference", test_emb_interaction_reference},
-                                   {"PDL prefetch flags", test_pdl_prefetch_flags},
-                                   {"linear tile width", test_linear_tile_width},
-                                   {"check errors name the op", test_check_errors},
-                                   {"dlrm_small accounting and impl choice", test_dlrm_accounting},
-                                   {"whole model reference vs naive forward", test_whole_model_reference},
-                                   {"fused_tf32 tolerances vs emulated TF32", test_tf32_tolerances},
-                                   CU_TEST_INFO_NULL};
+static CU_TestInfo dlrm_tests[] = {
+    {"registry names", test_registry_names},
+    {"tril pair mapping", test_tril_pairs},
+    {"embedding references", test_embedding_reference},
+    {"bias/sigmoid/concat/tril/interaction/linear references", test_small_kernel_references},
+    {"embedding_interaction reference", test_emb_interaction_reference},
+    {"PDL prefetch flags", test_pdl_prefetch_flags},
+    {"linear tile width", test_linear_tile_width},
+    {"linear impl choice", test_linear_impl_choice},
+    {"linear tiled tile and launch dims", test_linear_tiled_geometry},
+    {"check errors name the op", test_check_errors},
+    {"dlrm_small accounting and impl choice", test_dlrm_accounting},
+    {"whole model reference vs naive forward", test_whole_model_reference},
+    {"fused_tf32 tolerances vs emulated TF32", test_tf32_tolerances},
+    CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_dlrm_suites[] = {{"dlrm", dlrm_tests, 0}, {NULL, NULL, 0}};
 GR_REGISTER_SUITES(gr_dlrm_suites)

@@ -1,12 +1,13 @@
-/* DLRM GPU suites: every kernel of the family against its CPU reference at odd sizes (both
- * linear_act impls, every tile width, K across chunk edges, every activation, fp32 and tf32,
- * out-of-range indices, the fused embedding interaction against the TBE + interaction chain,
- * inputs written by an earlier op so that nothing is read before the PDL wait), each with and
- * without PDL; eager == graph == reference for every dlrm_small variant at B in {1, 7, 128,
- * 2048} (with PDL, multi-hot bags and both Linear impls too) and the variants against each
- * other, the 2-stream graph's parallel branch (roots and critical path of the captured graph),
- * and --input end to end. Without a device each test prints "SKIPPED: no CUDA device" and
- * passes. A failure names the case, the check (buffer, eager/graph vs ref/eager) and its error. */
+/* DLRM GPU suites: every kernel of the family against its CPU reference at odd sizes (all three
+ * linear_act impls: simt and lt at every tile width, tiled at every tile with odd M, N and K;
+ * K across chunk edges, every activation, fp32 and tf32), out-of-range indices, the fused
+ * embedding interaction against the TBE + interaction chain, inputs written by an earlier op so
+ * that nothing is read before the PDL wait, each with and without PDL; eager == graph ==
+ * reference for every dlrm_small variant at B in {1, 7, 128, 2048} (with PDL, multi-hot bags
+ * and every Linear impl too, B = 1000 and 2048 all tiled) and the variants against each other,
+ * the 2-stream graph's parallel branch (roots and critical path of the captured graph), and
+ * --input end to end. Without a device each test prints "SKIPPED: no CUDA device" and passes. A
+ * failure names the case, the check (buffer, eager/graph vs ref/eager) and its error. */
 #include <cuda_runtime_api.h>
 #include <jansson.h>
 #include <limits.h>
@@ -20,6 +21,7 @@
 #include "core/criteo.h"
 #include "core/device.h"
 #include "core/workload.h"
+#include "kernels/dlrm.h"
 #include "kernels/registry.h"
 #include "replay/run.h"
 #include "replay/session.h"
@@ -219,6 +221,82 @@ static void test_linear_kernels(void) {
         "{\"kernel\": \"bias_add\", \"inputs\": [\"b0\", \"e\"], \"outputs\": [\"b\"]},"
         "{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W\", \"b\"], \"outputs\": [\"y\"], \"attrs\": {\"impl\": \"simt\"}}]}";
     CU_ASSERT_TRUE(verify_json(json, "linear_act 128 x 512 x 367 with W written by an op"));
+}
+
+/* impl tiled against the reference: M x N x K over {1, 7, 65, 2048} x {1, 16, 63, 512} x
+ * {1, 13, 367, 512}, each act (three ops on one x, W, bias), so every tile is taken (64:
+ * 2048 x 512; 32: 2048 x 63; 16: the rest), K = 1, 13 and 367 take the 4-byte copies (rows not
+ * 16-byte aligned), 512 the 16-byte ones across 32, 16 or 8 pipeline stages, and N = 63
+ * leaves a ragged last tile; plus ragged M and N for the 64 and 32 tiles (2000 x 300: the
+ * last 64 x 64 tile is 16 x 44; 1000 x 100: the last 32 x 32 one is 8 x 4); and W and bias
+ * written by an earlier op (nothing read before the PDL wait). Each with and without PDL. */
+static void test_linear_tiled(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    static const int Ms[] = {1, 7, 65, 2048}, Ns[] = {1, 16, 63, 512}, Ks[] = {1, 13, 367, 512};
+    int shapes[64 + 4][3];
+    int ns = 0;
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 4; c++) {
+                shapes[ns][0] = Ms[a];
+                shapes[ns][1] = Ns[b];
+                shapes[ns++][2] = Ks[c];
+            }
+    static const int extra[4][3] = {
+        {2000, 300, 13}, {2000, 300, 512}, {1000, 100, 367}, {1000, 100, 64}};
+    for (int i = 0; i < 4; i++)
+        memcpy(shapes[ns++], extra[i], sizeof(extra[i]));
+    static const char *const acts[] = {"relu", "none", "sigmoid"};
+    for (int c = 0; c < ns; c++) {
+        const int M = shapes[c][0], N = shapes[c][1], K = shapes[c][2];
+        char json[4096];
+        int o = snprintf(
+            json, sizeof(json),
+            "{\"name\": \"tiled\", \"buffers\": ["
+            "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": \"normal\"},"
+            "{\"name\": \"W\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": {\"kind\": "
+            "\"uniform\", \"low\": -0.2, \"high\": 0.2}},"
+            "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": \"normal\"}",
+            M, K, N, K, N);
+        for (int a = 0; a < 3; a++)
+            o += snprintf(json + o, sizeof(json) - (size_t)o,
+                          ",{\"name\": \"y_%s\", \"dtype\": \"fp32\", \"shape\": [%d, %d]}",
+                          acts[a], M, N);
+        o += snprintf(json + o, sizeof(json) - (size_t)o, "], \"outputs\": [");
+        for (int a = 0; a < 3; a++)
+            o += snprintf(json + o, sizeof(json) - (size_t)o,
+                          "%s{\"buffer\": \"y_%s\", \"rtol\": 1e-4}", a ? ", " : "", acts[a]);
+        o += snprintf(json + o, sizeof(json) - (size_t)o, "], \"ops\": [");
+        for (int a = 0; a < 3; a++)
+            o += snprintf(json + o, sizeof(json) - (size_t)o,
+                          "%s{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W\", \"b\"], "
+                          "\"outputs\": [\"y_%s\"], "
+                          "\"attrs\": {\"act\": \"%s\", \"impl\": \"tiled\"}}",
+                          a ? ", " : "", acts[a], acts[a]);
+        snprintf(json + o, sizeof(json) - (size_t)o, "]}");
+        char what[64];
+        snprintf(what, sizeof(what), "linear_act tiled %d x %d x %d", M, N, K);
+        CU_ASSERT_TRUE(verify_json(json, what));
+    }
+    const char *json =
+        "{\"name\": \"tiled_w\", \"buffers\": ["
+        "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [2048, 367], \"init\": \"normal\"},"
+        "{\"name\": \"W0\", \"dtype\": \"fp32\", \"shape\": [512, 367], \"init\": {\"kind\": "
+        "\"uniform\", \"low\": -0.1, \"high\": 0.1}},"
+        "{\"name\": \"d\", \"dtype\": \"fp32\", \"shape\": [367], \"init\": {\"kind\": "
+        "\"uniform\", \"low\": -0.1, \"high\": 0.1}},"
+        "{\"name\": \"b0\", \"dtype\": \"fp32\", \"shape\": [512], \"init\": \"normal\"},"
+        "{\"name\": \"e\", \"dtype\": \"fp32\", \"shape\": [512], \"init\": \"normal\"},"
+        "{\"name\": \"W\", \"dtype\": \"fp32\", \"shape\": [512, 367]},"
+        "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [512]},"
+        "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [2048, 512]}],"
+        " \"outputs\": [{\"buffer\": \"y\", \"rtol\": 1e-4}], \"ops\": ["
+        "{\"kernel\": \"bias_add\", \"inputs\": [\"W0\", \"d\"], \"outputs\": [\"W\"]},"
+        "{\"kernel\": \"bias_add\", \"inputs\": [\"b0\", \"e\"], \"outputs\": [\"b\"]},"
+        "{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W\", \"b\"], \"outputs\": [\"y\"], "
+        "\"attrs\": {\"impl\": \"tiled\"}}]}";
+    CU_ASSERT_TRUE(verify_json(json, "linear_act tiled 2048 x 512 x 367 with W written by an op"));
 }
 
 static void test_interaction_kernels(void) {
@@ -465,6 +543,26 @@ static void test_dlrm_variants_more(void) {
     run_variants(bag, 3, 0, "B=128 bag=4");
 }
 
+/* B = 2048 with the Linear layers on the tiled kernel (the sigmoid layer has no impl attr:
+ * auto keeps it on the SIMT kernel), with and without PDL, and B = 1000 (ragged tiles); every
+ * variant against the reference and each other */
+static void test_dlrm_variants_tiled(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    const char *tiled[] = {"B=2048", "rows_cap=1000", "linear_impl=tiled"};
+    gr_plan *p = dlrm_for_device("fused", tiled, 3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    for (int i = 0; i < p->nops; i++)
+        if (p->ops[i].kernel && !strcmp(p->ops[i].kernel->name, "linear_act"))
+            CU_ASSERT_EQUAL(p->ops[i].ip[GR_LIN_IMPL],
+                            strcmp(p->ops[i].name, "top.2") ? GR_LINEAR_TILED : GR_LINEAR_SIMT);
+    gr_plan_destroy(p);
+    run_variants(tiled, 3, 0, "B=2048 tiled");
+    run_variants(tiled, 3, 1, "B=2048 tiled --pdl");
+    const char *odd[] = {"B=1000", "rows_cap=1000", "linear_impl=tiled"};
+    run_variants(odd, 3, 0, "B=1000 tiled");
+}
+
 static void test_dlrm_default_cap(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
@@ -667,17 +765,21 @@ static void test_dlrm_input(void) {
     unlink(json_out);
 }
 
-static CU_TestInfo gpu_dlrm_kernel_tests[] = {{"embedding bags vs reference", test_embedding_kernels},
-                                              {"linear_act (simt, lt) vs reference", test_linear_kernels},
-                                              {"interaction fused and unfused vs reference", test_interaction_kernels},
-                                              {"embedding_interaction vs reference and the chain", test_emb_interaction_kernels},
-                                              CU_TEST_INFO_NULL};
-static CU_TestInfo gpu_dlrm_tests[] = {{"variants at B = 1, 7, 128, 2048", test_dlrm_variants},
-                                       {"variants with PDL, both impls, bags", test_dlrm_variants_more},
-                                       {"default rows cap at B = 128", test_dlrm_default_cap},
-                                       {"2-stream graph has a parallel branch", test_dlrm_2stream_branches},
-                                       {"--input end to end", test_dlrm_input},
-                                       CU_TEST_INFO_NULL};
+static CU_TestInfo gpu_dlrm_kernel_tests[] = {
+    {"embedding bags vs reference", test_embedding_kernels},
+    {"linear_act (simt, lt) vs reference", test_linear_kernels},
+    {"linear_act (tiled) vs reference", test_linear_tiled},
+    {"interaction fused and unfused vs reference", test_interaction_kernels},
+    {"embedding_interaction vs reference and the chain", test_emb_interaction_kernels},
+    CU_TEST_INFO_NULL};
+static CU_TestInfo gpu_dlrm_tests[] = {
+    {"variants at B = 1, 7, 128, 2048", test_dlrm_variants},
+    {"variants with PDL, both impls, bags", test_dlrm_variants_more},
+    {"variants at B = 2048 and 1000, tiled, with PDL", test_dlrm_variants_tiled},
+    {"default rows cap at B = 128", test_dlrm_default_cap},
+    {"2-stream graph has a parallel branch", test_dlrm_2stream_branches},
+    {"--input end to end", test_dlrm_input},
+    CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_gpu_dlrm_suites[] = {{"gpu_dlrm_kernels", gpu_dlrm_kernel_tests, 1},
                                             {"gpu_dlrm", gpu_dlrm_tests, 1},
