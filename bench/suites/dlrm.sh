@@ -3,8 +3,8 @@
 # fused (8 kernels: the lookups inside the interaction), fused_tbe (9 kernels, one chain) and
 # fused_2stream (the same 9 with TBE on a parallel branch: read the overlap off these two), and
 # fused_tf32 (TF32 tensor cores where cuBLASLt runs the layers, B > 256; its own tolerances).
-# Around them: the same with --pdl, the fused Linear layers forced to the other impl (simt vs
-# cuBLASLt) to check the auto choice, and real Criteo rows (--input) when the checkout has the
+# Around them: the same with --pdl, the fused Linear layers forced to one impl (simt, tiled,
+# cuBLASLt) to check the auto choice per shape, and real Criteo rows (--input) when the checkout has the
 # sample. docs/dlrm_small.md says what each number was predicted to be. Sourced by bench/run.sh;
 # `one LABEL graphrun-args...` runs and summarises.
 bench_dlrm() {
@@ -14,6 +14,8 @@ bench_dlrm() {
     one dlrm_b2048_pdl run workloads/dlrm_small.json --set B=2048 --iters 2000 --batches 40 --pdl --quiet
     one dlrm_b128_lt run workloads/dlrm_small.json --variant fused --set B=128 --set linear_impl=lt --iters 5000 --batches 40 --quiet
     one dlrm_b2048_simt run workloads/dlrm_small.json --variant fused --set B=2048 --set linear_impl=simt --iters 2000 --batches 40 --quiet
+    one dlrm_b2048_tiled run workloads/dlrm_small.json --variant fused --set B=2048 --set linear_impl=tiled --iters 2000 --batches 40 --quiet
+    one dlrm_b2048_lt run workloads/dlrm_small.json --variant fused --set B=2048 --set linear_impl=lt --iters 2000 --batches 40 --quiet
     if [ -f tests/data/criteo_sample.tsv ]; then
         one dlrm_b128_criteo run workloads/dlrm_small.json --input tests/data/criteo_sample.tsv --set B=128 --iters 5000 --batches 40 --quiet
     fi
