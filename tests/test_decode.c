@@ -904,6 +904,20 @@ static void test_step_errors(void) {
                                      "[\"x\", \"act\"]"),
                            NULL);
     GR_ASSERT_CONTAINS(m, "more than 512 inputs");
+    /* outputs take repeat blocks too, with their own limit */
+    gr_error_clear(&e);
+    p = gr_test_plan(step_json(json, sizeof(json), 1, "[2, 64]", all,
+                               "[{\"repeat\": 1, \"var\": \"k\", \"names\": [\"x\"]}, \"act\"]"),
+                     NULL, &e);
+    if (!p) fprintf(stderr, "\n    %s", e.msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].noutputs, 2);
+    CU_ASSERT_EQUAL(p->ops[0].outputs[0], p->ops[0].inputs[0]);
+    gr_plan_destroy(p);
+    m = gr_test_plan_error(step_json(json, sizeof(json), 1, "[2, 64]", all,
+                                     "[{\"repeat\": 9, \"var\": \"k\", \"names\": [\"act\"]}]"),
+                           NULL);
+    GR_ASSERT_CONTAINS(m, "ops[0].outputs[0].names[0]{k=8}: more than 8 outputs");
 }
 
 /* ---------- every error message, naming its place ---------- */
