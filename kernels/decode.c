@@ -125,6 +125,15 @@ static void smem_caps(const gr_target *t, size_t *per_block, size_t *per_sm) {
  * warps per task that leave at most 1/16 of the grid's teams without a task. Fewer, longer
  * tasks per team mean fewer reduction/epilogue phases; a few idle teams cost less than a second
  * round of tasks. */
+/* Warps per task team: the fewest that leave at most 1/16 of the grid's teams (bpt blocks of 8
+ * warps per batch tile) without one of the ntasks tasks. */
+static int team_width(int64_t bpt, int64_t ntasks) {
+    int tw = 1;
+    while (tw < 8 && bpt * (8 / tw) > ntasks + ntasks / 16)
+        tw *= 2;
+    return tw;
+}
+
 static gr_status gemv_geometry(gr_op *op, const gr_plan *plan, int is_down, int64_t B, int64_t K,
                                int64_t N, int64_t rank, int esize, const char *kdim,
                                gr_error *err) {
@@ -153,9 +162,7 @@ static gr_status gemv_geometry(gr_op *op, const gr_plan *plan, int is_down, int6
     int64_t bpt = target_blocks / tiles;
     if (bpt < 1) bpt = 1;
     int64_t ntasks = is_down ? (N + 3) / 4 : (N + 1) / 2;
-    int tw = 1;
-    while (tw < 8 && bpt * (8 / tw) > ntasks + ntasks / 16)
-        tw *= 2;
+    int tw = team_width(bpt, ntasks);
     int64_t teams = 8 / tw;
     if (bpt * teams > ntasks) bpt = (ntasks + teams - 1) / teams;
     if (bpt * tiles > 0x7fffffffLL)
@@ -554,12 +561,7 @@ static gr_status check_step(gr_op *op, const gr_plan *plan, gr_error *err) {
     if (grid < tiles) grid = tiles;
     grid = grid / tiles * tiles; /* every block works on one tile in every phase */
     int64_t bpt = grid / tiles;
-    int64_t ntasks_g = f / 2, ntasks_d = d / 4;
-    int tw_g = 1, tw_d = 1;
-    while (tw_g < 8 && bpt * (8 / tw_g) > ntasks_g + ntasks_g / 16)
-        tw_g *= 2;
-    while (tw_d < 8 && bpt * (8 / tw_d) > ntasks_d + ntasks_d / 16)
-        tw_d *= 2;
+    int tw_g = team_width(bpt, f / 2), tw_d = team_width(bpt, d / 4);
     op->grid[0] = (unsigned)grid;
     op->grid[1] = op->grid[2] = 1;
     op->block[0] = 256;
@@ -847,14 +849,7 @@ static gr_status ref_down(const gr_op *op, const gr_plan *plan, void *const *hos
  * 1 + GR_DEC_P_PER_LAYER l + GR_DEC_P_*; outputs x (in place), act. The statistics live in
  * fp32 host arrays here as they live in the op's device scratch there. */
 static gr_status ref_step(const gr_op *op, const gr_plan *plan, void *const *host, gr_error *err) {
-    dec_dims D;
-    D.B = op->ip[GR_DEC_B];
-    D.d = op->ip[GR_DEC_K];
-    D.f = op->ip[GR_DEC_N];
-    D.r = op->ip[GR_DEC_RANK];
-    D.t = gr_in(op, plan, 0)->dtype;
-    D.scale = op->fp[0];
-    D.eps = op->fp[1];
+    dec_dims D = op_dims(op, plan, 0); /* decode_step's ip: K = d, N = f, as gate_up's */
     int L = (op->ninputs - 1) / GR_DEC_P_PER_LAYER;
     void *x = host[op->outputs[0]], *act = host[op->outputs[1]];
     const void *x0 = host[op->inputs[0]];

@@ -86,8 +86,6 @@ enum {
 /* decode_step uses op->ip like the GEMV kernels (B, K = d, N = f, RANK, BT, TW = the gate_up
  * phase's team width, TILES) and this slot (GR_DEC_FLAGS there) for the down phase's. */
 #define GR_DEC_S_TW_DOWN 7
-/* output rows per task of the GEMV kernels (a task's 16-byte loads per step) */
-#define GR_DEC_P_ROWS 4
 gr_status gr_launch_decode_step(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 /* setup(): the step's device scratch (grid barrier counter, per-layer statistics) and its
  * shared-memory limit; checks that the whole grid fits on the device at once. */

@@ -53,7 +53,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kRows = GR_DEC_P_ROWS; // output rows per task (gate_up: 2 gate + 2 up rows)
+constexpr int kRows = 4; // output rows per task (gate_up: 2 gate + 2 up rows)
 constexpr unsigned kFull = 0xffffffffu;
 
 // Pipeline depth P: steps (kRows 16-byte loads each) in flight per lane. A block of 256 threads
