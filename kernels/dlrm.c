@@ -584,6 +584,17 @@ static int tiled_config(int64_t M, int64_t N, int64_t K, int sm_count) {
     return GR_LIN_T16;
 }
 
+/* The tensor-core kernel's configuration: the largest tile (64 x 64, 64 x 32, 32 x 32) whose
+ * blocks fill every SM at least once (a block is 4 warps: one per SM leaves each scheduler a
+ * single warp to hide its shared-memory and MMA latencies). M = 2048: N = 512 takes 64 x 64
+ * (256 blocks), N = 256 64 x 32 (256), N = 64 and below 32 x 32. */
+static int mma_config(int64_t M, int64_t N, int sm_count) {
+    int64_t enough = sm_count > 0 ? sm_count : 1;
+    if (cdiv64(M, 64) * cdiv64(N, 64) >= enough) return GR_LIN_C64;
+    if (cdiv64(M, 64) * cdiv64(N, 32) >= enough) return GR_LIN_C6432;
+    return GR_LIN_C32;
+}
+
 static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
     const gr_buffer *X = gr_in(op, plan, 0), *W = gr_in(op, plan, 1), *b = gr_in(op, plan, 2),
                     *Y = gr_out(op, plan, 0);
@@ -616,49 +627,72 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
                             Y->name, shp(Y, s1, sizeof(s1)), shp(X, s2, sizeof(s2)), (long long)M,
                             (long long)N);
     int act = parse_act(gr_op_attr_str(op, "act", "relu"));
-    int tf32 = !strcmp(gr_op_attr_str(op, "math", "fp32"), "tf32");
+    const char *math_s = gr_op_attr_str(op, "math", "fp32");
+    int math = !strcmp(math_s, "tf32")     ? GR_MATH_TF32
+               : !strcmp(math_s, "tf32x3") ? GR_MATH_TF32X3
+                                           : GR_MATH_FP32;
     const char *impl_s = gr_op_attr_str(op, "impl", "auto");
     int impl;
     if (!strcmp(impl_s, "simt")) impl = GR_LINEAR_SIMT;
     else if (!strcmp(impl_s, "lt")) impl = GR_LINEAR_LT;
     else if (!strcmp(impl_s, "tiled"))
         impl = GR_LINEAR_TILED;
+    else if (!strcmp(impl_s, "tc"))
+        impl = GR_LINEAR_TC;
     else if ((M <= GR_LIN_AUTO_MAX_ROWS || N < GR_LIN_AUTO_MIN_TILED) &&
              cdiv64(M, GR_LIN_BM) <= 65535)
         impl = GR_LINEAR_SIMT;
+    /* tf32x3 exists only in the tc kernel */
+    else if (math == GR_MATH_TF32X3)
+        impl = GR_LINEAR_TC;
     /* sigmoid: no cuBLASLt epilogue; K <= 64: one stage, where tiled beats cuBLASLt even
      * with TF32 */
     else if (act == GR_DLRM_ACT_SIGMOID || K <= 64)
         impl = GR_LINEAR_TILED;
-    else if (tf32 || K % 4 != 0)
+    else if (math == GR_MATH_TF32 || K % 4 != 0)
         impl = GR_LINEAR_LT;
     else
         impl = GR_LINEAR_TILED;
     if (impl == GR_LINEAR_LT && act == GR_DLRM_ACT_SIGMOID)
         return gr_error_set(err, GR_ERR_INPUT, op->path,
                             "kernel \"linear_act\": impl \"lt\" has no sigmoid epilogue in "
-                            "cuBLASLt; use impl \"simt\", \"tiled\" or \"auto\" for act "
+                            "cuBLASLt; use impl \"simt\", \"tiled\", \"tc\" or \"auto\" for act "
                             "\"sigmoid\"");
-    int tc = impl == GR_LINEAR_TILED ? tiled_config(M, N, K, plan->target.sm_count) : 0;
-    int64_t tbn = impl == GR_LINEAR_TILED ? gr_lin_tcfg(tc, GR_LIN_TC_BN) : 1;
-    static const char *const impl_names[] = {"simt", "lt", "tiled"};
+    if (impl == GR_LINEAR_LT && math == GR_MATH_TF32X3)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"linear_act\": impl \"lt\" has no math \"tf32x3\" "
+                            "(cuBLASLt's TF32 is one pass); use impl \"tc\" or \"auto\", or "
+                            "math \"tf32\" or \"fp32\"");
+    if (impl == GR_LINEAR_TC && math == GR_MATH_FP32)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"linear_act\": impl \"tc\" runs on TF32 tensor cores; set "
+                            "math \"tf32x3\" (fp32-accurate) or \"tf32\", or use impl "
+                            "\"tiled\" or \"simt\" for fp32 FMAs");
+    int tc = impl == GR_LINEAR_TILED ? tiled_config(M, N, K, plan->target.sm_count)
+             : impl == GR_LINEAR_TC  ? mma_config(M, N, plan->target.sm_count)
+                                     : 0;
+    int64_t tbn = impl == GR_LINEAR_TILED ? gr_lin_tcfg(tc, GR_LIN_TC_BN)
+                  : impl == GR_LINEAR_TC  ? gr_lin_ccfg(tc, 1)
+                                          : 1;
+    static const char *const impl_names[] = {"simt", "lt", "tiled", "tc"};
     if (M > 2147483647 || N > 2147483647 || K > 2147483647 ||
         (impl == GR_LINEAR_SIMT && cdiv64(M, GR_LIN_BM) > 65535) ||
-        (impl == GR_LINEAR_TILED && cdiv64(N, tbn) > 65535))
+        ((impl == GR_LINEAR_TILED || impl == GR_LINEAR_TC) && cdiv64(N, tbn) > 65535))
         return gr_error_set(err, GR_ERR_INPUT, op->path,
                             "kernel \"linear_act\": %lld x %lld x %lld is too large for impl "
-                            "\"%s\" (at most %d rows for simt, %d outputs for tiled, 2^31 per "
-                            "dim)",
+                            "\"%s\" (at most %d rows for simt, %d outputs for tiled, %d for tc, "
+                            "2^31 per dim)",
                             (long long)M, (long long)N, (long long)K, impl_names[impl],
-                            65535 * GR_LIN_BM, 65535 * 64);
+                            65535 * GR_LIN_BM, 65535 * 64, 65535 * 32);
     op->ip[GR_LIN_M] = M;
     op->ip[GR_LIN_N] = N;
     op->ip[GR_LIN_K] = K;
     op->ip[GR_LIN_ACT] = act;
     op->ip[GR_LIN_IMPL] = impl;
     op->ip[GR_LIN_VEC] = K % 4 == 0;
-    op->ip[GR_LIN_FLAGS] =
-        (written_by_no_op(op, plan, 1, 3) ? GR_LIN_F_PRE : 0) | (tf32 ? GR_LIN_F_TF32 : 0);
+    op->ip[GR_LIN_FLAGS] = (written_by_no_op(op, plan, 1, 3) ? GR_LIN_F_PRE : 0) |
+                           (math == GR_MATH_TF32 ? GR_LIN_F_TF32 : 0) |
+                           (math == GR_MATH_TF32X3 ? GR_LIN_F_TF32X3 : 0);
     if (impl == GR_LINEAR_SIMT) {
         int bn = linear_bn(M, N, plan->target.sm_count);
         op->ip[GR_LIN_BN] = bn;
@@ -677,6 +711,15 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
         op->block[0] = GR_LIN_TILED_THREADS;
         op->block[1] = op->block[2] = 1;
         op->smem = gr_lin_tiled_smem(tc); /* dynamic */
+        op->launches = 1;
+    } else if (impl == GR_LINEAR_TC) {
+        op->ip[GR_LIN_BN] = tc;
+        op->grid[0] = (unsigned)cdiv64(M, gr_lin_ccfg(tc, 0)); /* up to 2^31 - 1 tiles */
+        op->grid[1] = (unsigned)cdiv64(N, tbn);
+        op->grid[2] = 1;
+        op->block[0] = GR_LIN_MMA_THREADS;
+        op->block[1] = op->block[2] = 1;
+        op->smem = gr_lin_tc_smem(tc); /* dynamic */
         op->launches = 1;
     } else {
         op->ip[GR_LIN_BN] = 0;
@@ -870,6 +913,7 @@ static gr_status lt_make(const gr_op *op, const gr_launch_ctx *ctx, lt_state *s,
 static gr_status setup_linear(const gr_op *op, const gr_launch_ctx *ctx, void **state, gr_error *err) {
     *state = NULL;
     if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TILED) return gr_setup_linear_tiled(op, err);
+    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TC) return gr_setup_linear_tc(op, err);
     if (op->ip[GR_LIN_IMPL] != GR_LINEAR_LT) return GR_OK;
     if (!ctx->cublaslt)
         return gr_error_set(err, GR_ERR_INTERNAL, op->path, "cuBLASLt handle missing (linear_act "
@@ -888,6 +932,7 @@ static gr_status setup_linear(const gr_op *op, const gr_launch_ctx *ctx, void **
 static gr_status launch_linear(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
     if (op->ip[GR_LIN_IMPL] == GR_LINEAR_SIMT) return gr_launch_linear_simt(op, ctx, err);
     if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TILED) return gr_launch_linear_tiled(op, ctx, err);
+    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TC) return gr_launch_linear_tc(op, ctx, err);
     const lt_state *s = ctx->op_state;
     if (!s) return gr_error_set(err, GR_ERR_INTERNAL, op->path, "linear_act (lt): setup() did not run");
     GR_CUBLAS(lt_run(op, ctx, s, &s->algo), err);
@@ -898,8 +943,8 @@ static gr_status launch_linear(const gr_op *op, const gr_launch_ctx *ctx, gr_err
 
 static const char *const pooling_choices[] = {"sum", "mean", NULL};
 static const char *const act_choices[] = {"relu", "none", "sigmoid", NULL};
-static const char *const impl_choices[] = {"auto", "simt", "lt", "tiled", NULL};
-static const char *const math_choices[] = {"fp32", "tf32", NULL};
+static const char *const impl_choices[] = {"auto", "simt", "lt", "tiled", "tc", NULL};
+static const char *const math_choices[] = {"fp32", "tf32", "tf32x3", NULL};
 
 static const gr_attr_spec emb_attrs[] = {
     {"pooling", GR_ATTR_ENUM, 0, 0, "sum", pooling_choices, "bag pooling: sum (default) or mean"}};
@@ -908,13 +953,14 @@ static const gr_attr_spec linear_attrs[] = {
      "activation after the bias: relu (default), none, sigmoid"},
     {"impl", GR_ATTR_ENUM, 0, 0, "auto", impl_choices,
      "simt (own kernel for small batches), tiled (own register-tiled fp32 SGEMM for large "
-     "batches), lt (cuBLASLt with bias/ReLU epilogue) or auto: simt up to 256 rows or below "
-     "128 outputs; above, tiled for sigmoid and K <= 64, else lt with math tf32 or K % 4 != 0, "
-     "else tiled"},
+     "batches), lt (cuBLASLt with bias/ReLU epilogue), tc (own TF32 tensor-core kernel; math "
+     "tf32 or tf32x3) or auto: simt up to 256 rows or below 128 outputs; above, tc with math "
+     "tf32x3, tiled for sigmoid and K <= 64, lt with math tf32 or K % 4 != 0, else tiled"},
     {"math", GR_ATTR_ENUM, 0, 0, "fp32", math_choices,
-     "fp32 (default) or tf32: cuBLASLt may use TF32 tensor cores (~1e-3 relative error; it "
-     "falls back to fp32 for shapes without a TF32 algorithm); the simt and tiled kernels are "
-     "fp32 either way"}};
+     "fp32 (default: fp32 FMAs), tf32 (cuBLASLt or the tc kernel use TF32 tensor cores: ~1e-3 "
+     "relative error; cuBLASLt falls back to fp32 for shapes without a TF32 algorithm) or "
+     "tf32x3 (the tc kernel splits each operand into two TF32 parts and sums three products: "
+     "fp32-level error on tensor cores); the simt and tiled kernels are fp32 either way"}};
 
 static const gr_kernel_def k_embedding_bag = {
     "embedding_bag", "one table: y[b] = sum (or mean) of table rows idx[b, 0..bag-1]; rows outside "

@@ -714,6 +714,161 @@ __global__ void __launch_bounds__(NTH, NTH * TM * TN >= 256 * 32 ? 1 : 2)
     }
 }
 
+// ---------- Linear + bias + activation on tensor cores: TF32 or 3xTF32 (impl "tc") ----------
+//
+// Y[M, N] = act(X[M, K] W[N, K]^T + bias) with mma.sync.m16n8k8 TF32 tensor-core products and
+// fp32 accumulation. math "tf32": each operand rounded to TF32 once (10-bit mantissa, ~1e-3
+// relative error per product, what cuBLASLt's FAST_TF32 does). math "tf32x3": each operand is
+// split into a TF32 "big" part and the TF32 rounding of its remainder, a = a_b + a_s, and the
+// product is a_s b_b + a_b b_s + a_b b_b (the a_s b_s term, ~2^-22 of the product, is dropped)
+// in three MMAs, accumulated in fp32: the error of an fp32 FMA GEMM, at a third of the tensor
+// cores' TF32 rate, which is still ~5x the fp32 FMA pipe's (H200: ~495 dense TF32 TFLOP/s
+// against 67 fp32).
+//
+// Tiling. A block of 4 warps owns a BM x BN tile, each warp a WM x WN piece of it: WM / 16 x
+// WN / 8 MMA tiles of 16 x 8, whose accumulators stay in registers (4 floats per MMA tile per
+// lane). K is staged 32 at a time through 3 shared-memory stages by cp.async, exactly as the
+// tiled SIMT kernel does (tiled_copy: rows k-contiguous, LD = 36 floats, zero-filled past M, N
+// and K; 16-byte copies when K % 4 == 0, else 4-byte ones), two stages in flight while one is
+// consumed, one barrier per stage. Fragments are read straight from those rows: lane (g, t) =
+// (lane / 4, lane % 4) reads A's (row g [+8], k t [+4]) and B's (column g, k t [+4]); with
+// LD = 36, the 32 lanes of such a read hit 32 different banks (4 g + t).
+//
+// PDL as in the tiled kernel: with `pre`, the W rows of the first two stages are copied before
+// griddepcontrol.wait; dependents are signalled after the K loop.
+constexpr int kTcThreads = GR_LIN_MMA_THREADS;
+constexpr int kTcKT = GR_LIN_MMA_KT, kTcStages = GR_LIN_MMA_STAGES, kTcLD = kTcKT + 4;
+
+__device__ __forceinline__ uint32_t to_tf32(float v) {
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+}
+
+// v = big + small, both TF32 (small is the TF32 rounding of v - big; unused for one pass).
+template <int PASSES>
+__device__ __forceinline__ void tf32_split(float v, uint32_t &big, uint32_t &small) {
+    big = to_tf32(v);
+    if (PASSES == 3) small = to_tf32(v - __uint_as_float(big));
+}
+
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4],
+                                         const uint32_t (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+template <int BM, int BN> struct tc_cfg {
+    static constexpr int STAGE = (BM + BN) * kTcLD;
+    static constexpr int FLOATS = kTcStages * STAGE;
+};
+
+template <int BM, int BN, int WM, int WN, int PASSES, int ACT, bool VEC>
+__global__ void __launch_bounds__(kTcThreads, 3)
+    linear_tc_kernel(const float *__restrict__ X, const float *__restrict__ W,
+                     const float *__restrict__ bias, float *__restrict__ Y, int M, int N, int K,
+                     int pre) {
+    constexpr int S = kTcStages, KT = kTcKT, LD = kTcLD, STAGE = tc_cfg<BM, BN>::STAGE;
+    constexpr int WX = BN / WN, MT = WM / 16, NT8 = WN / 8;
+    static_assert((BM / WM) * WX * 32 == kTcThreads, "4 warps cover the tile");
+    static_assert(WM % 16 == 0 && WN % 8 == 0, "whole MMA tiles");
+    static_assert(PASSES == 1 || PASSES == 3, "TF32 or 3xTF32");
+    extern __shared__ __align__(16) float lin_sm[];
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int wm0 = (warp / WX) * WM, wn0 = (warp % WX) * WN;
+    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    const int nk = (K + KT - 1) / KT;
+
+    float acc[MT][NT8][4];
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NT8; j++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) acc[i][j][r] = 0.f;
+
+    if (pre)
+        for (int s = 0; s < S - 1 && s < nk; s++)
+            tiled_copy<BM, BN, KT, kTcThreads, VEC>(lin_sm + s * STAGE, X, W, M, N, K, m0, n0,
+                                                    s * KT, TILE_W);
+    pdl_wait(); // X is the previous kernel's output
+    for (int s = 0; s < S - 1; s++) {
+        if (s < nk)
+            tiled_copy<BM, BN, KT, kTcThreads, VEC>(lin_sm + s * STAGE, X, W, M, N, K, m0, n0,
+                                                    s * KT, pre ? TILE_X : TILE_X | TILE_W);
+        cp_async_commit();
+    }
+
+    int rd = 0, wr = S - 1;
+    for (int kt = 0; kt < nk; kt++) {
+        cp_async_wait<S - 2>(); // stage kt landed (see the tiled kernel)
+        __syncthreads();
+        if (kt + S - 1 < nk)
+            tiled_copy<BM, BN, KT, kTcThreads, VEC>(lin_sm + wr * STAGE, X, W, M, N, K, m0, n0,
+                                                    (kt + S - 1) * KT, TILE_X | TILE_W);
+        cp_async_commit();
+        const float *xs = lin_sm + rd * STAGE + wm0 * LD, *ws = lin_sm + rd * STAGE + (BM + wn0) * LD;
+#pragma unroll 2
+        for (int k = 0; k < KT; k += 8) {
+            uint32_t ab[MT][4], as[MT][4], bb[NT8][2], bs[NT8][2];
+#pragma unroll
+            for (int i = 0; i < MT; i++) {
+                const float *p = xs + (16 * i + g) * LD + k + t;
+                tf32_split<PASSES>(p[0], ab[i][0], as[i][0]);
+                tf32_split<PASSES>(p[8 * LD], ab[i][1], as[i][1]);
+                tf32_split<PASSES>(p[4], ab[i][2], as[i][2]);
+                tf32_split<PASSES>(p[8 * LD + 4], ab[i][3], as[i][3]);
+            }
+#pragma unroll
+            for (int j = 0; j < NT8; j++) {
+                const float *p = ws + (8 * j + g) * LD + k + t;
+                tf32_split<PASSES>(p[0], bb[j][0], bs[j][0]);
+                tf32_split<PASSES>(p[4], bb[j][1], bs[j][1]);
+            }
+#pragma unroll
+            for (int i = 0; i < MT; i++)
+#pragma unroll
+                for (int j = 0; j < NT8; j++) {
+                    if (PASSES == 3) { // the small terms first: they are the smaller addends
+                        mma_tf32(acc[i][j], as[i], bb[j]);
+                        mma_tf32(acc[i][j], ab[i], bs[j]);
+                    }
+                    mma_tf32(acc[i][j], ab[i], bb[j]);
+                }
+        }
+        rd = rd == S - 1 ? 0 : rd + 1;
+        wr = wr == S - 1 ? 0 : wr + 1;
+    }
+    pdl_trigger(); // only the epilogue is left
+
+    // Lane (g, t) holds, per MMA tile, rows g and g + 8, columns 2t and 2t + 1.
+#pragma unroll
+    for (int j = 0; j < NT8; j++) {
+        const int n = n0 + wn0 + 8 * j + 2 * t;
+        const float b0 = n < N ? __ldg(bias + n) : 0.f, b1 = n + 1 < N ? __ldg(bias + n + 1) : 0.f;
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int m = m0 + wm0 + 16 * i + g + 8 * h;
+                if (m >= M) continue;
+                const float v0 = act_f<ACT>(acc[i][j][2 * h] + b0);
+                const float v1 = act_f<ACT>(acc[i][j][2 * h + 1] + b1);
+                float *y = Y + (size_t)m * (size_t)N + n;
+                if (n + 1 < N && N % 2 == 0) // n even: 8-byte aligned
+                    *reinterpret_cast<float2 *>(y) = make_float2(v0, v1);
+                else {
+                    if (n < N) y[0] = v0;
+                    if (n + 1 < N) y[1] = v1;
+                }
+            }
+    }
+}
+
 dim3 grid_of(const gr_op *op) { return dim3(op->grid[0], op->grid[1], op->grid[2]); }
 dim3 block_of(const gr_op *op) { return dim3(op->block[0], op->block[1], op->block[2]); }
 
@@ -787,6 +942,44 @@ tiled_kernel_t tiled_kernel_of(const gr_op *op, size_t *smem) {
     case GR_LIN_T64W: return tiled_pick<GR_LIN_TCFG_64W>(op, smem);
     case GR_LIN_T32: return tiled_pick<GR_LIN_TCFG_32>(op, smem);
     case GR_LIN_T16: return tiled_pick<GR_LIN_TCFG_16>(op, smem);
+    default: *smem = 0; return NULL;
+    }
+}
+
+// The tensor-core kernel of configuration CFG (a GR_LIN_CCFG_* list: BM, BN, WM, WN) for the
+// op's passes (math tf32: 1, tf32x3: 3), activation and copy width.
+template <int BM, int BN, int WM, int WN> struct tc_launcher {
+    typedef void (*kernel_t)(const float *, const float *, const float *, float *, int, int, int,
+                             int);
+    template <int PASSES, bool VEC> static kernel_t pick(int act) {
+        switch (act) {
+        case GR_DLRM_ACT_RELU:
+            return linear_tc_kernel<BM, BN, WM, WN, PASSES, GR_DLRM_ACT_RELU, VEC>;
+        case GR_DLRM_ACT_SIGMOID:
+            return linear_tc_kernel<BM, BN, WM, WN, PASSES, GR_DLRM_ACT_SIGMOID, VEC>;
+        default: return linear_tc_kernel<BM, BN, WM, WN, PASSES, GR_DLRM_ACT_NONE, VEC>;
+        }
+    }
+    static kernel_t kernel(const gr_op *op) {
+        const int act = (int)op->ip[GR_LIN_ACT];
+        const bool x3 = (op->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32X3) != 0;
+        if (op->ip[GR_LIN_VEC]) return x3 ? pick<3, true>(act) : pick<1, true>(act);
+        return x3 ? pick<3, false>(act) : pick<1, false>(act);
+    }
+    static size_t smem() { return (size_t)tc_cfg<BM, BN>::FLOATS * sizeof(float); }
+};
+
+typedef tc_launcher<GR_LIN_CCFG_64>::kernel_t tc_kernel_t;
+template <int BM, int BN, int WM, int WN> tc_kernel_t tc_pick(const gr_op *op, size_t *smem) {
+    *smem = tc_launcher<BM, BN, WM, WN>::smem();
+    return tc_launcher<BM, BN, WM, WN>::kernel(op);
+}
+
+tc_kernel_t tc_kernel_of(const gr_op *op, size_t *smem) {
+    switch (op->ip[GR_LIN_BN]) {
+    case GR_LIN_C64: return tc_pick<GR_LIN_CCFG_64>(op, smem);
+    case GR_LIN_C6432: return tc_pick<GR_LIN_CCFG_6432>(op, smem);
+    case GR_LIN_C32: return tc_pick<GR_LIN_CCFG_32>(op, smem);
     default: *smem = 0; return NULL;
     }
 }
@@ -966,6 +1159,41 @@ extern "C" gr_status gr_launch_linear_tiled(const gr_op *op, const gr_launch_ctx
                                             gr_error *err) {
     tiled_kernel_t k;
     GR_TRY(tiled_resolve(op, &k, err));
+    const float *X = static_cast<const float *>(ctx->dptr[op->inputs[0]]);
+    const float *W = static_cast<const float *>(ctx->dptr[op->inputs[1]]);
+    const float *b = static_cast<const float *>(ctx->dptr[op->inputs[2]]);
+    float *Y = static_cast<float *>(ctx->dptr[op->outputs[0]]);
+    const int M = (int)op->ip[GR_LIN_M], N = (int)op->ip[GR_LIN_N], K = (int)op->ip[GR_LIN_K];
+    const int pre = (op->ip[GR_LIN_FLAGS] & GR_LIN_F_PRE) != 0;
+    return finish(gr_launch(k, grid_of(op), block_of(op), op->smem, ctx, X, W, b, Y, M, N, K, pre),
+                  op, err);
+}
+
+// As tiled_resolve, for the tensor-core kernel (GR_LIN_C* configurations).
+static gr_status tc_resolve(const gr_op *op, tc_kernel_t *k, gr_error *err) {
+    size_t smem = 0;
+    *k = tc_kernel_of(op, &smem);
+    if (!*k || smem != op->smem || op->block[0] != GR_LIN_MMA_THREADS)
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path,
+                            "linear_act (tc): configuration %lld, %zu bytes of shared memory "
+                            "(kernel: %zu), %u threads",
+                            (long long)op->ip[GR_LIN_BN], op->smem, smem, op->block[0]);
+    return GR_OK;
+}
+
+extern "C" gr_status gr_setup_linear_tc(const gr_op *op, gr_error *err) {
+    tc_kernel_t k;
+    GR_TRY(tc_resolve(op, &k, err));
+    if (op->smem > 48 * 1024)
+        GR_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)op->smem),
+                err);
+    return GR_OK;
+}
+
+extern "C" gr_status gr_launch_linear_tc(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+    tc_kernel_t k;
+    GR_TRY(tc_resolve(op, &k, err));
     const float *X = static_cast<const float *>(ctx->dptr[op->inputs[0]]);
     const float *W = static_cast<const float *>(ctx->dptr[op->inputs[1]]);
     const float *b = static_cast<const float *>(ctx->dptr[op->inputs[2]]);

@@ -23,8 +23,8 @@ extern "C" {
 #define GR_CONCAT_MAX_INPUTS 64
 
 enum { GR_DLRM_ACT_NONE = 0, GR_DLRM_ACT_RELU = 1, GR_DLRM_ACT_SIGMOID = 2 };
-enum { GR_LINEAR_SIMT = 0, GR_LINEAR_LT = 1, GR_LINEAR_TILED = 2 };
-enum { GR_MATH_FP32 = 0, GR_MATH_TF32 = 1 };
+enum { GR_LINEAR_SIMT = 0, GR_LINEAR_LT = 1, GR_LINEAR_TILED = 2, GR_LINEAR_TC = 3 };
+enum { GR_MATH_FP32 = 0, GR_MATH_TF32 = 1, GR_MATH_TF32X3 = 2 };
 
 /* op->ip layouts, shared by dlrm.c (check) and dlrm.cu (launch). A *_PRE slot is 1 when every
  * buffer the kernel may read before its PDL wait (tables, indices, weights) is written by no op
@@ -49,8 +49,10 @@ enum { GR_EI_B, GR_EI_T, GR_EI_D, GR_EI_BAG, GR_EI_IDX64, GR_EI_VEC, GR_EI_P, GR
  * (GR_LIN_T64 ...); 0 for lt. GR_LIN_VEC: K % 4 == 0, so rows of x and W take 16-byte loads. */
 enum { GR_LIN_M, GR_LIN_N, GR_LIN_K, GR_LIN_ACT, GR_LIN_IMPL, GR_LIN_BN, GR_LIN_VEC, GR_LIN_FLAGS };
 enum {
-    GR_LIN_F_PRE = 1, /* W and bias are written by no op: loaded before the PDL wait */
-    GR_LIN_F_TF32 = 2 /* math tf32: cuBLASLt may use TF32 tensor cores (the SIMT kernel is fp32) */
+    GR_LIN_F_PRE = 1,   /* W and bias are written by no op: loaded before the PDL wait */
+    GR_LIN_F_TF32 = 2,  /* math tf32: cuBLASLt and the tc kernel use TF32 tensor cores (the SIMT
+                           and tiled kernels are fp32) */
+    GR_LIN_F_TF32X3 = 4 /* math tf32x3: the tc kernel's 3xTF32 (fp32-accurate) products */
 };
 
 /* The SIMT linear kernel's tile: 32 rows x GR_LIN_BN (8, 16 or 32) outputs per block of 256
@@ -97,6 +99,31 @@ static inline size_t gr_lin_tiled_smem(int c) {
     return (pipe > red ? pipe : red) * sizeof(float);
 }
 
+/* The tensor-core linear kernel (impl "tc", math tf32 or tf32x3; design in dlrm.cu): a block of
+ * 4 warps owns a BM x BN output tile, each warp a WM x WN piece of 16 x 8 MMA tiles; K staged
+ * 32 at a time through a 3-stage cp.async pipeline (as the tiled kernel). op->ip[GR_LIN_BN]
+ * holds the configuration (BM, BN, WM, WN), chosen by the check: */
+#define GR_LIN_MMA_THREADS 128
+#define GR_LIN_MMA_KT 32
+#define GR_LIN_MMA_STAGES 3
+#define GR_LIN_CCFG_64 64, 64, 32, 32   /* GR_LIN_C64 */
+#define GR_LIN_CCFG_6432 64, 32, 32, 16 /* GR_LIN_C6432 */
+#define GR_LIN_CCFG_32 32, 32, 16, 16   /* GR_LIN_C32 */
+enum { GR_LIN_C64, GR_LIN_C6432, GR_LIN_C32, GR_LIN_NCCFG };
+
+/* BM (f = 0) or BN (f = 1) of tensor-core configuration c; 0 for an unknown one. */
+static inline int gr_lin_ccfg(int c, int f) {
+    static const int t[GR_LIN_NCCFG][4] = {{GR_LIN_CCFG_64}, {GR_LIN_CCFG_6432}, {GR_LIN_CCFG_32}};
+    return c >= 0 && c < GR_LIN_NCCFG && f >= 0 && f < 4 ? t[c][f] : 0;
+}
+
+/* Dynamic shared memory of tensor-core configuration c: 3 stages of BM + BN rows of 36 floats
+ * (27-55 KB; above 48 KB the kernel is opted in by setup()). */
+static inline size_t gr_lin_tc_smem(int c) {
+    size_t rows = (size_t)gr_lin_ccfg(c, 0) + (size_t)gr_lin_ccfg(c, 1);
+    return (size_t)GR_LIN_MMA_STAGES * rows * (GR_LIN_MMA_KT + 4) * sizeof(float);
+}
+
 /* Launches (dlrm.cu). Each checks its launch and returns a gr_error naming the op. */
 gr_status gr_launch_embedding(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_launch_bias_add(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
@@ -109,6 +136,8 @@ gr_status gr_launch_linear_simt(const gr_op *op, const gr_launch_ctx *ctx, gr_er
 gr_status gr_launch_linear_tiled(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 /* Opts the op's tiled kernel in to its shared memory beyond 48 KB (setup(), before capture). */
 gr_status gr_setup_linear_tiled(const gr_op *op, gr_error *err);
+gr_status gr_launch_linear_tc(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+gr_status gr_setup_linear_tc(const gr_op *op, gr_error *err);
 
 /* (i, j), j < i, of pair p in the strictly lower triangle taken row by row:
  * p = i (i - 1) / 2 + j. Shared by the references and tests. */

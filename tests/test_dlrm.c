@@ -356,9 +356,9 @@ static gr_plan *linear_plan(int M, int N, int K, const char *attrs) {
 }
 
 /* The impl auto picks: simt up to 256 rows, and for fewer than 128 outputs (latency-bound
- * layers); above, the tiled kernel for sigmoid (no cuBLASLt epilogue) and K <= 64 (one stage),
- * cuBLASLt with math tf32 and for K % 4 != 0 (4-byte copies), else tiled; an impl named is
- * taken as named. */
+ * layers); above, the tc kernel with math tf32x3 (nothing else has it), the tiled kernel for
+ * sigmoid (no cuBLASLt epilogue) and K <= 64 (one stage), cuBLASLt with math tf32 and for
+ * K % 4 != 0 (4-byte copies), else tiled; an impl named is taken as named. */
 static void test_linear_impl_choice(void) {
     static const struct {
         int M, N, K;
@@ -394,6 +394,19 @@ static void test_linear_impl_choice(void) {
         {128, 256, 64, "\"impl\": \"tiled\", \"math\": \"tf32\"", GR_LINEAR_TILED},
         {2048, 256, 64, "\"impl\": \"auto\"", GR_LINEAR_TILED},
         {2100000, 16, 4, "", GR_LINEAR_TILED}, /* past the simt kernel's 65535 x 32 rows */
+        /* math tf32x3 exists only in the tc kernel: auto takes it wherever it would leave simt */
+        {2048, 256, 512, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
+        {2048, 512, 367, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
+        {2048, 512, 13, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
+        {2048, 256, 64, "\"act\": \"sigmoid\", \"math\": \"tf32x3\"", GR_LINEAR_TC},
+        {2048, 64, 256, "\"math\": \"tf32x3\"", GR_LINEAR_SIMT},
+        {256, 256, 512, "\"math\": \"tf32x3\"", GR_LINEAR_SIMT},
+        {2048, 256, 512, "\"impl\": \"tiled\", \"math\": \"tf32x3\"", GR_LINEAR_TILED},
+        {2048, 256, 512, "\"impl\": \"simt\", \"math\": \"tf32x3\"", GR_LINEAR_SIMT},
+        /* impl tc named: taken, with either TF32 math, at any size */
+        {1, 64, 8, "\"impl\": \"tc\", \"math\": \"tf32\"", GR_LINEAR_TC},
+        {2048, 256, 512, "\"impl\": \"tc\", \"math\": \"tf32\"", GR_LINEAR_TC},
+        {128, 16, 64, "\"impl\": \"tc\", \"math\": \"tf32x3\"", GR_LINEAR_TC},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         gr_plan *p = linear_plan(cases[i].M, cases[i].N, cases[i].K, cases[i].attrs);
@@ -475,6 +488,58 @@ static void test_linear_tiled_geometry(void) {
     CU_ASSERT_EQUAL(gr_lin_tiled_smem(GR_LIN_NTCFG), 0);
     CU_ASSERT_EQUAL(gr_lin_tcfg(GR_LIN_T64W, GR_LIN_TC_TM), 8);
     CU_ASSERT_EQUAL(gr_lin_tcfg(GR_LIN_T64W, GR_LIN_TC_TN), 4);
+}
+
+/* The tc kernel's configuration and launch dims: the largest tile (64 x 64, 64 x 32, 32 x 32)
+ * whose blocks cover the 132 SMs at least once; 128 threads; M tiles in grid x, N tiles in grid
+ * y; dynamic shared memory = 3 stages of BM + BN rows of 36 floats; the 3-pass flag only with
+ * math tf32x3, and VEC (16-byte copies) only for K % 4 == 0. */
+static void test_linear_tc_geometry(void) {
+    static const struct {
+        int M, N, K;
+        const char *math;
+        int cfg;
+        unsigned gx, gy;
+    } cases[] = {
+        {2048, 512, 367, "tf32x3", GR_LIN_C64, 32, 8},   /* 256 blocks */
+        {2048, 256, 512, "tf32x3", GR_LIN_C6432, 32, 8}, /* 64 x 64 would be 128 < 132 */
+        {2048, 512, 13, "tf32", GR_LIN_C64, 32, 8},
+        {2048, 64, 256, "tf32x3", GR_LIN_C32, 64, 2},
+        {4224, 128, 64, "tf32", GR_LIN_C64, 66, 2},   /* exactly 132 blocks */
+        {4160, 128, 64, "tf32", GR_LIN_C6432, 65, 4}, /* 130 blocks of 64 x 64 */
+        {1, 1, 1, "tf32x3", GR_LIN_C32, 1, 1},
+        {100, 1000, 8, "tf32", GR_LIN_C32, 4, 32}, /* 64 x 32 would be 64 blocks */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char attrs[96];
+        snprintf(attrs, sizeof(attrs), "\"impl\": \"tc\", \"math\": \"%s\"", cases[i].math);
+        gr_plan *p = linear_plan(cases[i].M, cases[i].N, cases[i].K, attrs);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        const gr_op *o = &p->ops[0];
+        if (o->ip[GR_LIN_BN] != cases[i].cfg || o->grid[0] != cases[i].gx ||
+            o->grid[1] != cases[i].gy)
+            fprintf(stderr, "\n    %d x %d x %d: config %lld grid %u x %u", cases[i].M, cases[i].N,
+                    cases[i].K, (long long)o->ip[GR_LIN_BN], o->grid[0], o->grid[1]);
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_IMPL], GR_LINEAR_TC);
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], cases[i].cfg);
+        CU_ASSERT_EQUAL(o->grid[0], cases[i].gx);
+        CU_ASSERT_EQUAL(o->grid[1], cases[i].gy);
+        CU_ASSERT_EQUAL(o->grid[2], 1);
+        CU_ASSERT_EQUAL(o->block[0], GR_LIN_MMA_THREADS);
+        CU_ASSERT_EQUAL(o->smem,
+                        (size_t)3 *
+                            (size_t)(gr_lin_ccfg(cases[i].cfg, 0) + gr_lin_ccfg(cases[i].cfg, 1)) *
+                            36 * 4);
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_VEC], cases[i].K % 4 == 0);
+        int x3 = !strcmp(cases[i].math, "tf32x3");
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_FLAGS] & (GR_LIN_F_TF32 | GR_LIN_F_TF32X3),
+                        x3 ? GR_LIN_F_TF32X3 : GR_LIN_F_TF32);
+        CU_ASSERT_EQUAL(o->launches, 1);
+        gr_plan_destroy(p);
+    }
+    CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_C64), 55296);
+    CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_C32), 27648);
+    CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_NCCFG), 0);
 }
 
 static void test_linear_tile_width(void) {
@@ -652,8 +717,22 @@ static void test_check_errors(void) {
          OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]",
             ", \"attrs\": {\"act\": \"sigmoid\", \"impl\": \"lt\"}"),
          "ops[0]: kernel \"linear_act\": impl \"lt\" has no sigmoid epilogue in cuBLASLt; use impl "
-         "\"simt\", \"tiled\" or "
-         "\"auto\" for act \"sigmoid\""},
+         "\"simt\", \"tiled\", \"tc\" or \"auto\" for act \"sigmoid\""},
+        {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"),
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ", \"attrs\": {\"impl\": \"tc\"}"),
+         "ops[0]: kernel \"linear_act\": impl \"tc\" runs on TF32 tensor cores; set math "
+         "\"tf32x3\" "
+         "(fp32-accurate) or \"tf32\", or use impl \"tiled\" or \"simt\" for fp32 FMAs"},
+        {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"),
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]",
+            ", \"attrs\": {\"impl\": \"lt\", \"math\": \"tf32x3\"}"),
+         "ops[0]: kernel \"linear_act\": impl \"lt\" has no math \"tf32x3\" (cuBLASLt's TF32 is "
+         "one "
+         "pass); use impl \"tc\" or \"auto\", or math \"tf32\" or \"fp32\""},
+        {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"),
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]",
+            ", \"attrs\": {\"math\": \"TF32x3\"}"),
+         "ops[0].attrs.math: \"TF32x3\" is not one of: fp32, tf32, tf32x3"},
         {F32("x", "[2, 3]") "," F32("W", "[4, 3]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"),
          OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ", \"attrs\": {\"impl\": \"gpu\"}"),
          "ops[0].attrs.impl: \"gpu\" is not one of: auto, simt, lt, tiled"},
@@ -797,6 +876,28 @@ static void test_dlrm_accounting(void) {
         CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 132 * 8);
         gr_plan_destroy(f);
     }
+    /* fused_tf32x3 at B = 2048: the four wide layers on the tc kernel with 3 passes (no library
+     * op), the narrow ones and the sigmoid on the fp32 SIMT kernel */
+    f = dlrm("fused_tf32x3", "B=2048", NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->library_ops, 0);
+    CU_ASSERT_EQUAL(f->kernels, 8);
+    {
+        static const char *const tc_ops[] = {"bot.0", "bot.1", "top.0", "top.1"};
+        static const int tc_cfg[] = {GR_LIN_C64, GR_LIN_C6432, GR_LIN_C64, GR_LIN_C6432};
+        for (int i = 0; i < 4; i++) {
+            const gr_op *o = op_named(f, tc_ops[i]);
+            CU_ASSERT_EQUAL(o->ip[GR_LIN_IMPL], GR_LINEAR_TC);
+            CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], tc_cfg[i]);
+            CU_ASSERT_EQUAL(o->ip[GR_LIN_FLAGS], GR_LIN_F_PRE | GR_LIN_F_TF32X3);
+            CU_ASSERT_EQUAL(o->grid[0] * o->grid[1], 256);
+        }
+        CU_ASSERT_EQUAL(op_named(f, "bot.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+        CU_ASSERT_EQUAL(op_named(f, "bot.3")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+        CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+        CU_ASSERT_DOUBLE_EQUAL(f->bufs[bidx(f, "y")].rtol, 1e-4, 0);
+    }
+    gr_plan_destroy(f);
     /* the configurations of the fused variant's layers at B = 2048 (tiled_config in dlrm.c) */
     f = dlrm("fused", "B=2048", "linear_impl=tiled", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -871,9 +972,21 @@ static double tf32_round(double v, int mode) {
     return f;
 }
 
+/* w h as the tc kernel's math tf32x3 forms it (mode 3): each operand split into a TF32 part
+ * rounded to nearest and the TF32 rounding of the remainder, the three products but the
+ * small-small one summed; other modes: both operands tf32_round()ed, then multiplied. */
+static double tf32_mul(double w, double h, int mode) {
+    if (mode != 3) return tf32_round(w, mode) * tf32_round(h, mode);
+    double wb = tf32_round(w, 1), hb = tf32_round(h, 1);
+    double ws = tf32_round((float)((float)w - (float)wb), 1),
+           hs = tf32_round((float)((float)h - (float)hb), 1);
+    return ws * hb + wb * hs + wb * hb;
+}
+
 /* An independent forward pass from the host buffers (double throughout). With tf32 (a
- * tf32_round mode), the operands of the six ReLU layers (the ones cuBLASLt may run in TF32)
- * are rounded first and the activations stored as fp32, as the device does. */
+ * tf32_round mode, or 3 for tf32x3), the products of the six ReLU layers (the ones cuBLASLt
+ * or the tc kernel may run on tensor cores) are formed as tf32_mul() does and the activations
+ * stored as fp32, as the device does. */
 static void naive_forward(const gr_plan *p, const gr_hoststate *hs, int64_t B, int64_t D, int64_t bag,
                           double *y, double *R, int tf32) {
     static const int bot_dims[] = {13, 512, 256, 64, 0}, top_dims[] = {0, 512, 256, 1};
@@ -892,7 +1005,8 @@ static void naive_forward(const gr_plan *p, const gr_hoststate *hs, int64_t B, i
             const float *W = hbuf(p, hs, wn), *bb = hbuf(p, hs, bn);
             for (int o = 0; o < outd; o++) {
                 double s = bb[o];
-                for (int k = 0; k < in; k++) s += tf32_round(W[o * in + k], tf32) * tf32_round(h[k], tf32);
+                for (int k = 0; k < in; k++)
+                    s += tf32_mul(W[o * in + k], h[k], tf32);
                 h2[o] = s > 0 ? s : 0;
                 if (tf32) h2[o] = (float)h2[o];
             }
@@ -930,7 +1044,8 @@ static void naive_forward(const gr_plan *p, const gr_hoststate *hs, int64_t B, i
             int m = l == 2 ? 0 : tf32; /* the sigmoid layer is always the fp32 SIMT kernel */
             for (int o = 0; o < outd; o++) {
                 double s = bb[o];
-                for (int k = 0; k < in; k++) s += tf32_round(W[o * in + k], m) * tf32_round(h[k], m);
+                for (int k = 0; k < in; k++)
+                    s += tf32_mul(W[o * in + k], h[k], m);
                 h2[o] = l == 2 ? 1 / (1 + exp(-s)) : (s > 0 ? s : 0);
                 if (tf32) h2[o] = (float)h2[o];
             }
@@ -961,8 +1076,9 @@ static double rel_l2f(const float *a, const float *b, int64_t n) {
     return sqrt(num / (den > 0 ? den : 1));
 }
 
-#define NVAR 5
-static const char *const all_variants[NVAR] = {"unfused", "fused", "fused_tbe", "fused_2stream", "fused_tf32"};
+#define NVAR 6
+static const char *const all_variants[NVAR] = {"unfused",       "fused",      "fused_tbe",
+                                               "fused_2stream", "fused_tf32", "fused_tf32x3"};
 
 static void whole_model(const char *bset, const char *bagset, int64_t B, int64_t bag) {
     gr_plan *p[NVAR];
@@ -1078,6 +1194,55 @@ static void test_tf32_tolerances(void) {
     gr_plan_destroy(p);
 }
 
+/* fused_tf32x3 keeps the fp32 variants' 1e-4 because 3xTF32 is fp32-accurate: emulated over
+ * the whole model (the six ReLU layers' products split as the tc kernel splits them), its
+ * error must sit well inside 1e-4 (10x), and far below one-pass TF32's (50x), or the split
+ * would not be doing its job. */
+static void test_tf32x3_tolerances(void) {
+    const int64_t B = 64, D = 16, RC = 367;
+    gr_plan *p = dlrm("fused_tf32x3", "B=64", "rows_cap=1000", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gr_error e;
+    gr_error_clear(&e);
+    gr_hoststate *hs = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_hoststate_create(p, &hs, &e), GR_OK);
+    CU_ASSERT_EQUAL_FATAL(gr_hoststate_fill(hs, &e), GR_OK);
+    static const int modes[3] = {0, 1, 3};
+    double *y[3], *R[3];
+    for (int m = 0; m < 3; m++) {
+        y[m] = malloc((size_t)B * sizeof(double));
+        R[m] = malloc((size_t)(B * RC) * sizeof(double));
+        naive_forward(p, hs, B, D, 1, y[m], R[m], modes[m]);
+    }
+    const char *names[2] = {"R", "y"};
+    double *const *outs[2] = {R, y};
+    const int64_t n[2] = {B * RC, B};
+    for (int o = 0; o < 2; o++) {
+        double err[3] = {0, 0, 0}, den = 0;
+        for (int64_t i = 0; i < n[o]; i++)
+            den += outs[o][0][i] * outs[o][0][i];
+        for (int m = 1; m < 3; m++) {
+            for (int64_t i = 0; i < n[o]; i++) {
+                double d = outs[o][m][i] - outs[o][0][i];
+                err[m] += d * d;
+            }
+            err[m] = sqrt(err[m] / den);
+        }
+        double rtol = p->bufs[bidx(p, names[o])].rtol;
+        printf("\n    %s: rel L2 3xTF32 emulated %.1e, TF32 %.1e; rtol %.0e", names[o], err[2],
+               err[1], rtol);
+        CU_ASSERT_DOUBLE_EQUAL(rtol, 1e-4, 0);
+        CU_ASSERT_TRUE(err[2] > 0 && err[2] < rtol / 10);
+        CU_ASSERT_TRUE(err[2] < err[1] / 50);
+    }
+    for (int m = 0; m < 3; m++) {
+        free(y[m]);
+        free(R[m]);
+    }
+    gr_hoststate_destroy(hs);
+    gr_plan_destroy(p);
+}
+
 static CU_TestInfo dlrm_tests[] = {
     {"registry names", test_registry_names},
     {"tril pair mapping", test_tril_pairs},
@@ -1088,10 +1253,12 @@ static CU_TestInfo dlrm_tests[] = {
     {"linear tile width", test_linear_tile_width},
     {"linear impl choice", test_linear_impl_choice},
     {"linear tiled tile and launch dims", test_linear_tiled_geometry},
+    {"linear tc tile and launch dims", test_linear_tc_geometry},
     {"check errors name the op", test_check_errors},
     {"dlrm_small accounting and impl choice", test_dlrm_accounting},
     {"whole model reference vs naive forward", test_whole_model_reference},
     {"fused_tf32 tolerances vs emulated TF32", test_tf32_tolerances},
+    {"fused_tf32x3 tolerances vs emulated 3xTF32", test_tf32x3_tolerances},
     CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_dlrm_suites[] = {{"dlrm", dlrm_tests, 0}, {NULL, NULL, 0}};

@@ -2,7 +2,8 @@
  * linear_act impls: simt and lt at every tile width, tiled at every tile with odd M, N and K;
  * K across chunk edges, every activation, fp32 and tf32), out-of-range indices, the fused
  * embedding interaction against the TBE + interaction chain, inputs written by an earlier op so
- * that nothing is read before the PDL wait, each with and without PDL; eager == graph ==
+ * that nothing is read before the PDL wait, the tc kernel (TF32 and 3xTF32) at every tile,
+ * each with and without PDL; eager == graph ==
  * reference for every dlrm_small variant at B in {1, 7, 128, 2048} (with PDL, multi-hot bags
  * and every Linear impl too, B = 1000 and 2048 all tiled) and the variants against each other,
  * the 2-stream graph's parallel branch (roots and critical path of the captured graph), and
@@ -299,6 +300,69 @@ static void test_linear_tiled(void) {
     CU_ASSERT_TRUE(verify_json(json, "linear_act tiled 2048 x 512 x 367 with W written by an op"));
 }
 
+/* impl tc against the reference, math tf32x3 at the fp32 kernels' tolerance (1e-4: 3xTF32 must
+ * be fp32-accurate, not merely TF32-accurate; a single output summing 512 terms of both signs
+ * measured 2.2e-5 on the H200, as the tensor cores' accumulation is coarser than an fp32 FMA's)
+ * and math tf32 at 5e-3: M x N x
+ * K over {1, 65, 2048} x {1, 63, 512} x {13, 367, 512}, each act, so every configuration is
+ * taken (64 x 64: 2048 x 512; 64 x 32: 4160 x 128; 32 x 32: the rest), K = 13 and 367 take the
+ * 4-byte copies (one stage; 12 stages with a ragged last one), 512 the 16-byte ones, and N = 1
+ * and 63 leave ragged MMA tiles (odd N: scalar stores); plus ragged M and N for the larger
+ * tiles. With and without PDL (verify_json). */
+static void test_linear_tc(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    static const int Ms[] = {1, 65, 2048}, Ns[] = {1, 63, 512}, Ks[] = {13, 367, 512};
+    int shapes[27 + 3][3];
+    int ns = 0;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 3; c++) {
+                shapes[ns][0] = Ms[a];
+                shapes[ns][1] = Ns[b];
+                shapes[ns++][2] = Ks[c];
+            }
+    static const int extra[3][3] = {{2000, 300, 512}, {1000, 100, 367}, {4160, 128, 64}};
+    for (int i = 0; i < 3; i++)
+        memcpy(shapes[ns++], extra[i], sizeof(extra[i]));
+    static const char *const acts[] = {"relu", "none", "sigmoid"};
+    static const char *const maths[] = {"tf32x3", "tf32"};
+    static const double rtols[] = {1e-4, 5e-3};
+    for (int mi = 0; mi < 2; mi++)
+        for (int c = 0; c < ns; c++) {
+            const int M = shapes[c][0], N = shapes[c][1], K = shapes[c][2];
+            char json[4096];
+            int o = snprintf(
+                json, sizeof(json),
+                "{\"name\": \"tc\", \"buffers\": ["
+                "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": \"normal\"},"
+                "{\"name\": \"W\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": {\"kind\": "
+                "\"uniform\", \"low\": -0.2, \"high\": 0.2}},"
+                "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": \"normal\"}",
+                M, K, N, K, N);
+            for (int a = 0; a < 3; a++)
+                o += snprintf(json + o, sizeof(json) - (size_t)o,
+                              ",{\"name\": \"y_%s\", \"dtype\": \"fp32\", \"shape\": [%d, %d]}",
+                              acts[a], M, N);
+            o += snprintf(json + o, sizeof(json) - (size_t)o, "], \"outputs\": [");
+            for (int a = 0; a < 3; a++)
+                o += snprintf(json + o, sizeof(json) - (size_t)o,
+                              "%s{\"buffer\": \"y_%s\", \"rtol\": %g}", a ? ", " : "", acts[a],
+                              rtols[mi]);
+            o += snprintf(json + o, sizeof(json) - (size_t)o, "], \"ops\": [");
+            for (int a = 0; a < 3; a++)
+                o += snprintf(json + o, sizeof(json) - (size_t)o,
+                              "%s{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W\", \"b\"], "
+                              "\"outputs\": [\"y_%s\"], "
+                              "\"attrs\": {\"act\": \"%s\", \"impl\": \"tc\", \"math\": \"%s\"}}",
+                              a ? ", " : "", acts[a], acts[a], maths[mi]);
+            snprintf(json + o, sizeof(json) - (size_t)o, "]}");
+            char what[64];
+            snprintf(what, sizeof(what), "linear_act tc %s %d x %d x %d", maths[mi], M, N, K);
+            CU_ASSERT_TRUE(verify_json(json, what));
+        }
+}
+
 static void test_interaction_kernels(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
@@ -460,14 +524,24 @@ static void test_emb_interaction_kernels(void) {
 
 /* Every variant through the run driver: reference, eager, graph, graph == eager, later variants
  * against the first, and timing (a few steps). */
-#define NVAR 5
-static const char *const variants[NVAR] = {"unfused", "fused", "fused_tbe", "fused_2stream", "fused_tf32"};
+#define NVAR 6
+static const char *const variants[NVAR] = {"unfused",       "fused",      "fused_tbe",
+                                           "fused_2stream", "fused_tf32", "fused_tf32x3"};
 
+/* Every variant with the sets, against the reference and each other; with linear_impl=lt all but
+ * fused_tf32x3 (cuBLASLt has no 3xTF32: its check refuses the plan, see test_dlrm.c). */
 static void run_variants(const char *const *sets, int nsets, int pdl, const char *label) {
     gr_plan *plans[NVAR];
+    const char *names[NVAR];
+    int lt = 0, nv = 0;
+    for (int i = 0; i < nsets; i++)
+        lt |= !strcmp(sets[i], "linear_impl=lt");
     for (int v = 0; v < NVAR; v++) {
-        plans[v] = dlrm_for_device(variants[v], sets, nsets);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(plans[v]);
+        if (lt && !strcmp(variants[v], "fused_tf32x3")) continue;
+        names[nv] = variants[v];
+        plans[nv] = dlrm_for_device(variants[v], sets, nsets);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(plans[nv]);
+        nv++;
     }
     gr_error e;
     gr_error_clear(&e);
@@ -482,14 +556,14 @@ static void run_variants(const char *const *sets, int nsets, int pdl, const char
     o.pdl = pdl;
     gr_run_report *r = calloc(1, sizeof(*r));
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    gr_status st = gr_run_plans(wl, (const gr_plan *const *)plans, NVAR, &info, &o, r, &e);
+    gr_status st = gr_run_plans(wl, (const gr_plan *const *)plans, nv, &info, &o, r, &e);
     if (st != GR_OK) fprintf(stderr, "\n    %s: %s", label, e.msg);
     CU_ASSERT_EQUAL(st, GR_OK);
-    CU_ASSERT_EQUAL(r->nv, NVAR);
+    CU_ASSERT_EQUAL(r->nv, nv);
     for (int v = 0; v < r->nv; v++) {
         const gr_variant_run *vr = &r->v[v];
         if (!vr->verified) {
-            fprintf(stderr, "\n    %s %s not verified:", label, variants[v]);
+            fprintf(stderr, "\n    %s %s not verified:", label, names[v]);
             for (int c = 0; c < vr->nchecks; c++)
                 if (!vr->checks[c].passed)
                     fprintf(stderr, " %s %s rel %.2e;", vr->checks[c].buffer, vr->checks[c].what, vr->checks[c].rel_l2);
@@ -505,15 +579,16 @@ static void run_variants(const char *const *sets, int nsets, int pdl, const char
         CU_ASSERT_EQUAL(vs_ref, 6);   /* bot, R, y: eager and graph */
         CU_ASSERT_EQUAL(vs_eager, 3);
         CU_ASSERT_EQUAL(vs_first, v == 0 ? 0 : 3);
-        if (!strcmp(variants[v], "fused_tf32")) { /* the error TF32 brings, for the log */
-            printf("\n    %s fused_tf32 rel L2 vs ref:", label);
+        if (!strncmp(names[v], "fused_tf32", 10)) { /* the error TF32 brings, for the log */
+            printf("\n    %s %s rel L2 vs ref:", label, names[v]);
             for (int c = 0; c < vr->nchecks; c++)
                 if (strstr(vr->checks[c].what, "graph vs ref"))
                     printf(" %s %.1e (rtol %.0e);", vr->checks[c].buffer, vr->checks[c].rel_l2, vr->checks[c].rtol);
         }
     }
     free(r);
-    for (int v = 0; v < NVAR; v++) gr_plan_destroy(plans[v]);
+    for (int v = 0; v < nv; v++)
+        gr_plan_destroy(plans[v]);
     gr_workload_destroy(wl);
 }
 
@@ -561,6 +636,33 @@ static void test_dlrm_variants_tiled(void) {
     run_variants(tiled, 3, 1, "B=2048 tiled --pdl");
     const char *odd[] = {"B=1000", "rows_cap=1000", "linear_impl=tiled"};
     run_variants(odd, 3, 0, "B=1000 tiled");
+}
+
+/* B = 2048 and 1000 with every Linear layer that has an impl attr on the tc kernel: fused_tf32x3
+ * (3 passes) at the workload's fp32 tolerances, fused_tf32 (1 pass) at its own; the narrow
+ * layers too (bot.2, bot.3 take 32 x 32 tiles); with and without PDL. */
+static void test_dlrm_tc(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    static const char *const vs[] = {"fused_tf32x3", "fused_tf32"};
+    static const char *const bs[] = {"B=2048", "B=1000"};
+    for (int v = 0; v < 2; v++)
+        for (int b = 0; b < 2; b++) {
+            const char *sets[] = {bs[b], "rows_cap=1000", "linear_impl=tc"};
+            gr_plan *p = dlrm_for_device(vs[v], sets, 3);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            for (int i = 0; i < p->nops; i++)
+                if (p->ops[i].kernel && !strcmp(p->ops[i].kernel->name, "linear_act"))
+                    CU_ASSERT_EQUAL(p->ops[i].ip[GR_LIN_IMPL], strcmp(p->ops[i].name, "top.2")
+                                                                   ? GR_LINEAR_TC
+                                                                   : GR_LINEAR_SIMT);
+            for (int pdl = 0; pdl < 2; pdl++) {
+                int ok = verify(p, pdl, NULL);
+                if (!ok) fprintf(stderr, "\n    failed: %s %s tc pdl %d", vs[v], bs[b], pdl);
+                CU_ASSERT_TRUE(ok);
+            }
+            gr_plan_destroy(p);
+        }
 }
 
 static void test_dlrm_default_cap(void) {
@@ -769,6 +871,7 @@ static CU_TestInfo gpu_dlrm_kernel_tests[] = {
     {"embedding bags vs reference", test_embedding_kernels},
     {"linear_act (simt, lt) vs reference", test_linear_kernels},
     {"linear_act (tiled) vs reference", test_linear_tiled},
+    {"linear_act (tc: tf32x3, tf32) vs reference", test_linear_tc},
     {"interaction fused and unfused vs reference", test_interaction_kernels},
     {"embedding_interaction vs reference and the chain", test_emb_interaction_kernels},
     CU_TEST_INFO_NULL};
@@ -776,6 +879,7 @@ static CU_TestInfo gpu_dlrm_tests[] = {
     {"variants at B = 1, 7, 128, 2048", test_dlrm_variants},
     {"variants with PDL, both impls, bags", test_dlrm_variants_more},
     {"variants at B = 2048 and 1000, tiled, with PDL", test_dlrm_variants_tiled},
+    {"fused_tf32x3 and fused_tf32 with every layer on tc", test_dlrm_tc},
     {"default rows cap at B = 128", test_dlrm_default_cap},
     {"2-stream graph has a parallel branch", test_dlrm_2stream_branches},
     {"--input end to end", test_dlrm_input},
