@@ -65,6 +65,10 @@ gr_status gr_launch_decode_down(const gr_op *op, const gr_launch_ctx *ctx, gr_er
 gr_status gr_setup_decode_gemv(const gr_op *op, const gr_launch_ctx *ctx, void **state,
                                gr_error *err);
 void gr_teardown_decode_gemv(void *state);
+/* The shared-memory carveout setup() gave the op's GEMV kernel (and, in *norm_stats, the
+ * norm_stats kernel) for weights of gr_dtype `dtype`: 100 unless GR_DEC_CARVEOUT says otherwise
+ * (decode_gemv.cu); -1 on the cuBLAS path. For the tests. */
+int gr_decode_gemv_carveout(const gr_op *op, int dtype, int *norm_stats);
 
 /* decode_step (one persistent kernel per step, B <= GR_DEC_GEMV_MAX_B): inputs x, then per
  * layer GR_DEC_P_PER_LAYER weights in this order (the order decode_step.json declares them): */

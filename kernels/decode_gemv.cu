@@ -1203,6 +1203,45 @@ template <typename K> gr_status allow_smem(K kernel, int bytes, gr_error *err) {
     return GR_OK;
 }
 
+// The shared-memory carveout (the SM's L1 / shared-memory split) of the step's chain of kernels
+// (norm_stats, gate_up, down): one value for all of them, so that consecutive kernels never ask
+// an SM for a different split, which it can only change once the previous kernel's blocks have
+// left it. The driver's own choice follows each kernel's shared memory (gate_up's ~9 KB, down's
+// ~17 KB per block at the default size) and cost ~0.4 us per kernel boundary with --pdl (H200,
+// runs 16-17: 507.2-507.9 -> 490.9-496.3 us per step; without PDL 565.4 -> 559.4-559.9; fp32
+// B4 with PDL 192.4 -> 187.9-188.5). 100 (all shared memory) by default: the kernels
+// read weights past L1 and activations through L2, so L1 capacity buys them nothing.
+// GR_DEC_CARVEOUT=N (0-100, percent of the most shared memory) sets another value, -1 leaves the
+// driver's choice (a diagnostic, docs/decode_step.md).
+template <typename K> gr_status set_carveout(K kernel, int pct, gr_error *err) {
+    GR_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, pct), err);
+    return GR_OK;
+}
+template <typename T> gr_status carveout_t(const gr_op *op, bool down, gr_error *err) {
+    int pct = 100;
+    const char *env = getenv("GR_DEC_CARVEOUT");
+    if (env && *env) pct = atoi(env);
+    if (pct < 0) return GR_OK;
+    if (pct > 100) pct = 100;
+    GR_TRY(set_carveout(norm_stats_kernel<T>, pct, err));
+    switch (op->ip[GR_DEC_BT]) {
+    case 1:
+        return down ? set_carveout(pick_down<T, 1>::get(), pct, err)
+                    : set_carveout(pick_gate_up<T, 1>::get(), pct, err);
+    case 2:
+        return down ? set_carveout(pick_down<T, 2>::get(), pct, err)
+                    : set_carveout(pick_gate_up<T, 2>::get(), pct, err);
+    case 4:
+        return down ? set_carveout(pick_down<T, 4>::get(), pct, err)
+                    : set_carveout(pick_gate_up<T, 4>::get(), pct, err);
+    case 8:
+        return down ? set_carveout(pick_down<T, 8>::get(), pct, err)
+                    : set_carveout(pick_gate_up<T, 8>::get(), pct, err);
+    default:
+        return GR_OK;
+    }
+}
+
 template <typename T> gr_status setup_t(const gr_op *op, int bytes, bool down, gr_error *err) {
     switch (op->ip[GR_DEC_BT]) {
     case 1:
@@ -1635,6 +1674,19 @@ extern "C" gr_status gr_setup_decode_gemv(const gr_op *op, const gr_launch_ctx *
         *state = s;
         return GR_OK;
     }
+    switch (ctx->plan->bufs[op->inputs[0]].dtype) {
+    case GR_FP32:
+        GR_TRY(carveout_t<float>(op, down, err));
+        break;
+    case GR_BF16:
+        GR_TRY(carveout_t<__nv_bfloat16>(op, down, err));
+        break;
+    case GR_FP16:
+        GR_TRY(carveout_t<__half>(op, down, err));
+        break;
+    default:
+        break;
+    }
     if (op->smem <= 48u * 1024u) return GR_OK;
     int dev = 0, optin = 0;
     GR_CUDA(cudaGetDevice(&dev), err);
@@ -1657,6 +1709,35 @@ extern "C" gr_status gr_setup_decode_gemv(const gr_op *op, const gr_launch_ctx *
     default:
         return gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: unsupported dtype",
                             op->kernel->name);
+    }
+}
+
+// The preferred shared-memory carveout (cudaFuncAttributes.preferredShmemCarveout) of the
+// GEMV kernel a gate_up or down op launches and of norm_stats, for weights of dtype `dtype`; -1
+// for the cuBLAS path, an unknown batch tile or dtype. For the tests.
+template <typename K> int carveout_of(K kernel) {
+    cudaFuncAttributes a;
+    return cudaFuncGetAttributes(&a, kernel) == cudaSuccess ? a.preferredShmemCarveout : -1;
+}
+template <typename T> int carveout_op_t(const gr_op *op, int *norm) {
+    *norm = carveout_of(norm_stats_kernel<T>);
+    const bool down = op->kernel->launch == gr_launch_decode_down;
+    switch (op->ip[GR_DEC_BT]) {
+    case 1: return down ? carveout_of(pick_down<T, 1>::get()) : carveout_of(pick_gate_up<T, 1>::get());
+    case 2: return down ? carveout_of(pick_down<T, 2>::get()) : carveout_of(pick_gate_up<T, 2>::get());
+    case 4: return down ? carveout_of(pick_down<T, 4>::get()) : carveout_of(pick_gate_up<T, 4>::get());
+    case 8: return down ? carveout_of(pick_down<T, 8>::get()) : carveout_of(pick_gate_up<T, 8>::get());
+    default: return -1;
+    }
+}
+extern "C" int gr_decode_gemv_carveout(const gr_op *op, int dtype, int *norm_stats) {
+    *norm_stats = -1;
+    if (op->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS) return -1;
+    switch (dtype) {
+    case GR_FP32: return carveout_op_t<float>(op, norm_stats);
+    case GR_BF16: return carveout_op_t<__nv_bfloat16>(op, norm_stats);
+    case GR_FP16: return carveout_op_t<__half>(op, norm_stats);
+    default: return -1;
     }
 }
 

@@ -3,7 +3,8 @@
  * so both the GEMV kernels (B <= 8) and the cuBLAS path), fused against unfused, graph == eager,
  * capture of every variant in global mode (and the other modes for fused), captured kernel counts
  * against the plan, programmatic dependent launch, several steps without re-initialisation (the
- * fused kernels' accumulators must be re-zeroed inside each step), and the default size. Without a
+ * fused kernels' accumulators must be re-zeroed inside each step), the default size, and the
+ * shared-memory carveout setup gives the step's kernels. Without a
  * device each test prints "SKIPPED: no CUDA device" and passes. */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -391,6 +392,47 @@ static void test_default_size(void) {
     CU_ASSERT_EQUAL(fails, 0);
 }
 
+/* The step's kernels all get one shared-memory carveout at setup (100 by default: run 16 measured
+ * the driver's per-kernel choice ~0.4 us slower per PDL boundary), GR_DEC_CARVEOUT sets another
+ * (here 50) or -1 leaves the driver's; the step still verifies with each. */
+static void test_carveout(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    static const struct {
+        const char *env;
+        int want;
+    } cs[] = {{NULL, 100}, {"50", 50}, {"100", 100}};
+    for (int c = 0; c < 3; c++) {
+        if (cs[c].env)
+            setenv("GR_DEC_CARVEOUT", cs[c].env, 1);
+        else
+            unsetenv("GR_DEC_CARVEOUT");
+        const char *sets[] = {"L=2", "d=256", "f=512"};
+        gr_plan *p = decode_plan_dev("fused", sets, 3);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        gr_session *s = run_checked(p, own_rtol("bf16"), 1, GR_CAPTURE_GLOBAL, 1, "carveout");
+        CU_ASSERT_PTR_NOT_NULL(s);
+        int checked = 0;
+        for (int i = 0; i < p->nops; i++) {
+            const gr_op *o = &p->ops[i];
+            if (o->kernel->launch != gr_launch_decode_gate_up &&
+                o->kernel->launch != gr_launch_decode_down)
+                continue;
+            int norm = -2, k = gr_decode_gemv_carveout(o, p->bufs[o->inputs[0]].dtype, &norm);
+            if (k != cs[c].want || norm != cs[c].want)
+                fprintf(stderr, "\n    GR_DEC_CARVEOUT=%s: %s carveout %d, norm_stats %d",
+                        cs[c].env ? cs[c].env : "(unset)", o->name, k, norm);
+            CU_ASSERT_EQUAL(k, cs[c].want);
+            CU_ASSERT_EQUAL(norm, cs[c].want);
+            checked++;
+        }
+        CU_ASSERT_EQUAL(checked, 4);
+        gr_session_destroy(s);
+        gr_plan_destroy(p);
+    }
+    unsetenv("GR_DEC_CARVEOUT");
+}
+
 static CU_TestInfo gpu_decode_tests[] = {
     {"small sizes, bf16 fp32 fp16", test_small_sizes_all_dtypes},
     {"random B in 1..64", test_random_batch_sizes},
@@ -400,6 +442,7 @@ static CU_TestInfo gpu_decode_tests[] = {
     {"fused in every capture mode", test_capture_modes},
     {"steps carry state", test_steps_carry_state},
     {"default size, fused vs unfused", test_default_size},
+    {"one shared-memory carveout for the step's kernels", test_carveout},
     CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_gpu_decode_suites[] = {{"gpu_decode", gpu_decode_tests, 1}, {NULL, NULL, 0}};
