@@ -898,6 +898,16 @@ static void test_dlrm_accounting(void) {
         CU_ASSERT_DOUBLE_EQUAL(f->bufs[bidx(f, "y")].rtol, 1e-4, 0);
     }
     gr_plan_destroy(f);
+    /* its layers follow x3_impl, not linear_impl (cuBLASLt has no 3xTF32: linear_impl=lt must
+     * still resolve every variant); x3_impl=simt puts them on fp32 FMAs */
+    f = dlrm("fused_tf32x3", "B=2048", "linear_impl=lt", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_IMPL], GR_LINEAR_TC);
+    gr_plan_destroy(f);
+    f = dlrm("fused_tf32x3", "B=2048", "x3_impl=simt", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+    gr_plan_destroy(f);
     /* the configurations of the fused variant's layers at B = 2048 (tiled_config in dlrm.c) */
     f = dlrm("fused", "B=2048", "linear_impl=tiled", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);

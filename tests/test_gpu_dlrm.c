@@ -528,20 +528,11 @@ static void test_emb_interaction_kernels(void) {
 static const char *const variants[NVAR] = {"unfused",       "fused",      "fused_tbe",
                                            "fused_2stream", "fused_tf32", "fused_tf32x3"};
 
-/* Every variant with the sets, against the reference and each other; with linear_impl=lt all but
- * fused_tf32x3 (cuBLASLt has no 3xTF32: its check refuses the plan, see test_dlrm.c). */
 static void run_variants(const char *const *sets, int nsets, int pdl, const char *label) {
     gr_plan *plans[NVAR];
-    const char *names[NVAR];
-    int lt = 0, nv = 0;
-    for (int i = 0; i < nsets; i++)
-        lt |= !strcmp(sets[i], "linear_impl=lt");
     for (int v = 0; v < NVAR; v++) {
-        if (lt && !strcmp(variants[v], "fused_tf32x3")) continue;
-        names[nv] = variants[v];
-        plans[nv] = dlrm_for_device(variants[v], sets, nsets);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(plans[nv]);
-        nv++;
+        plans[v] = dlrm_for_device(variants[v], sets, nsets);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(plans[v]);
     }
     gr_error e;
     gr_error_clear(&e);
@@ -556,14 +547,14 @@ static void run_variants(const char *const *sets, int nsets, int pdl, const char
     o.pdl = pdl;
     gr_run_report *r = calloc(1, sizeof(*r));
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    gr_status st = gr_run_plans(wl, (const gr_plan *const *)plans, nv, &info, &o, r, &e);
+    gr_status st = gr_run_plans(wl, (const gr_plan *const *)plans, NVAR, &info, &o, r, &e);
     if (st != GR_OK) fprintf(stderr, "\n    %s: %s", label, e.msg);
     CU_ASSERT_EQUAL(st, GR_OK);
-    CU_ASSERT_EQUAL(r->nv, nv);
+    CU_ASSERT_EQUAL(r->nv, NVAR);
     for (int v = 0; v < r->nv; v++) {
         const gr_variant_run *vr = &r->v[v];
         if (!vr->verified) {
-            fprintf(stderr, "\n    %s %s not verified:", label, names[v]);
+            fprintf(stderr, "\n    %s %s not verified:", label, variants[v]);
             for (int c = 0; c < vr->nchecks; c++)
                 if (!vr->checks[c].passed)
                     fprintf(stderr, " %s %s rel %.2e;", vr->checks[c].buffer, vr->checks[c].what, vr->checks[c].rel_l2);
@@ -579,15 +570,15 @@ static void run_variants(const char *const *sets, int nsets, int pdl, const char
         CU_ASSERT_EQUAL(vs_ref, 6);   /* bot, R, y: eager and graph */
         CU_ASSERT_EQUAL(vs_eager, 3);
         CU_ASSERT_EQUAL(vs_first, v == 0 ? 0 : 3);
-        if (!strncmp(names[v], "fused_tf32", 10)) { /* the error TF32 brings, for the log */
-            printf("\n    %s %s rel L2 vs ref:", label, names[v]);
+        if (!strncmp(variants[v], "fused_tf32", 10)) { /* the error TF32 brings, for the log */
+            printf("\n    %s %s rel L2 vs ref:", label, variants[v]);
             for (int c = 0; c < vr->nchecks; c++)
                 if (strstr(vr->checks[c].what, "graph vs ref"))
                     printf(" %s %.1e (rtol %.0e);", vr->checks[c].buffer, vr->checks[c].rel_l2, vr->checks[c].rtol);
         }
     }
     free(r);
-    for (int v = 0; v < nv; v++)
+    for (int v = 0; v < NVAR; v++)
         gr_plan_destroy(plans[v]);
     gr_workload_destroy(wl);
 }
@@ -638,31 +629,28 @@ static void test_dlrm_variants_tiled(void) {
     run_variants(odd, 3, 0, "B=1000 tiled");
 }
 
-/* B = 2048 and 1000 with every Linear layer that has an impl attr on the tc kernel: fused_tf32x3
- * (3 passes) at the workload's fp32 tolerances, fused_tf32 (1 pass) at its own; the narrow
- * layers too (bot.2, bot.3 take 32 x 32 tiles); with and without PDL. */
+/* fused_tf32x3 at B = 2048 and 1000 with every Linear layer that has an impl attr on the tc kernel
+ * (x3_impl=tc: the narrow bot.2 and bot.3 take 32 x 32 tiles too), at the workload's fp32
+ * tolerances, with and without PDL. */
 static void test_dlrm_tc(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
-    static const char *const vs[] = {"fused_tf32x3", "fused_tf32"};
     static const char *const bs[] = {"B=2048", "B=1000"};
-    for (int v = 0; v < 2; v++)
-        for (int b = 0; b < 2; b++) {
-            const char *sets[] = {bs[b], "rows_cap=1000", "linear_impl=tc"};
-            gr_plan *p = dlrm_for_device(vs[v], sets, 3);
-            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-            for (int i = 0; i < p->nops; i++)
-                if (p->ops[i].kernel && !strcmp(p->ops[i].kernel->name, "linear_act"))
-                    CU_ASSERT_EQUAL(p->ops[i].ip[GR_LIN_IMPL], strcmp(p->ops[i].name, "top.2")
-                                                                   ? GR_LINEAR_TC
-                                                                   : GR_LINEAR_SIMT);
-            for (int pdl = 0; pdl < 2; pdl++) {
-                int ok = verify(p, pdl, NULL);
-                if (!ok) fprintf(stderr, "\n    failed: %s %s tc pdl %d", vs[v], bs[b], pdl);
-                CU_ASSERT_TRUE(ok);
-            }
-            gr_plan_destroy(p);
+    for (int b = 0; b < 2; b++) {
+        const char *sets[] = {bs[b], "rows_cap=1000", "x3_impl=tc"};
+        gr_plan *p = dlrm_for_device("fused_tf32x3", sets, 3);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        for (int i = 0; i < p->nops; i++)
+            if (p->ops[i].kernel && !strcmp(p->ops[i].kernel->name, "linear_act"))
+                CU_ASSERT_EQUAL(p->ops[i].ip[GR_LIN_IMPL],
+                                strcmp(p->ops[i].name, "top.2") ? GR_LINEAR_TC : GR_LINEAR_SIMT);
+        for (int pdl = 0; pdl < 2; pdl++) {
+            int ok = verify(p, pdl, NULL);
+            if (!ok) fprintf(stderr, "\n    failed: fused_tf32x3 %s tc pdl %d", bs[b], pdl);
+            CU_ASSERT_TRUE(ok);
         }
+        gr_plan_destroy(p);
+    }
 }
 
 static void test_dlrm_default_cap(void) {
@@ -879,7 +867,7 @@ static CU_TestInfo gpu_dlrm_tests[] = {
     {"variants at B = 1, 7, 128, 2048", test_dlrm_variants},
     {"variants with PDL, both impls, bags", test_dlrm_variants_more},
     {"variants at B = 2048 and 1000, tiled, with PDL", test_dlrm_variants_tiled},
-    {"fused_tf32x3 and fused_tf32 with every layer on tc", test_dlrm_tc},
+    {"fused_tf32x3 with every layer on tc", test_dlrm_tc},
     {"default rows cap at B = 128", test_dlrm_default_cap},
     {"2-stream graph has a parallel branch", test_dlrm_2stream_branches},
     {"--input end to end", test_dlrm_input},
