@@ -457,29 +457,40 @@ __device__ __forceinline__ void gate_up_body(const GateUpArgs<T> &p, unsigned ch
             for (int i = tid; i < 2 * rank * p.B; i += kThreads)
                 p.zero_tin[i] = 0.f;
     }
-    // stage x * w_norm (fp32) for the tile's rows; rows past B are zero
-    for (int i = tid; i < BT * nch; i += kThreads) {
-        const int b = i / nch, c = i - b * nch;
-        float xf[VEC];
-        if (b < bp.nb) {
-            float wf[VEC];
-            unpack16<T>(__ldcg(reinterpret_cast<const uint4 *>(p.x + (size_t)(bp.b0 + b) * K +
-                                                               (size_t)c * VEC)),
-                        xf);
-            unpack16<T>(*reinterpret_cast<const uint4 *>(p.w + (size_t)c * VEC), wf);
-#pragma unroll
-            for (int e = 0; e < VEC; e++)
-                xf[e] *= wf[e];
-        } else {
-#pragma unroll
-            for (int e = 0; e < VEC; e++)
-                xf[e] = 0.f;
-        }
+    // stage x * w_norm (fp32) for the tile's rows; rows past B are zero. U chunks of x and of
+    // w_norm in flight per thread, loaded before any is used: BT * nch <= U * 256 (e.g. fp32 B4
+    // at d = 1024: 1024 chunks) takes one L2 round trip after the wait instead of one per chunk.
+    {
+        constexpr int U = 4;
         float4 *s4 = reinterpret_cast<float4 *>(sx);
+        for (int i0 = tid; i0 < BT * nch; i0 += U * kThreads) {
+            uint4 xv[U], wv[U];
 #pragma unroll
-        for (int q = 0; q < PL; q++)
-            s4[(size_t)(b * PL + q) * nch + c] =
-                make_float4(xf[4 * q], xf[4 * q + 1], xf[4 * q + 2], xf[4 * q + 3]);
+            for (int u = 0; u < U; u++) {
+                const int i = i0 + u * kThreads, b = i / nch, c = i - b * nch;
+                const bool in = i < BT * nch;
+                xv[u] = in && b < bp.nb ? __ldcg(reinterpret_cast<const uint4 *>(
+                                              p.x + (size_t)(bp.b0 + b) * K + (size_t)c * VEC))
+                                        : make_uint4(0, 0, 0, 0);
+                wv[u] = in ? *reinterpret_cast<const uint4 *>(p.w + (size_t)c * VEC)
+                           : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int i = i0 + u * kThreads, b = i / nch, c = i - b * nch;
+                if (i >= BT * nch) continue;
+                float xf[VEC], wf[VEC];
+                unpack16<T>(xv[u], xf); // zero past B
+                unpack16<T>(wv[u], wf);
+#pragma unroll
+                for (int e = 0; e < VEC; e++)
+                    xf[e] *= wf[e];
+#pragma unroll
+                for (int q = 0; q < PL; q++)
+                    s4[(size_t)(b * PL + q) * nch + c] =
+                        make_float4(xf[4 * q], xf[4 * q + 1], xf[4 * q + 2], xf[4 * q + 3]);
+            }
+        }
     }
     for (int i = tid; i < 2 * rank * BT; i += kThreads) { // [kind * rank + j][b]
         const int b = i % BT, kj = i / BT;
@@ -663,7 +674,8 @@ __device__ __forceinline__ void down_body(const DownArgs<T> &p, unsigned char *s
             p.zero_td[i] = 0.f;
     {
         uint4 *s4 = reinterpret_cast<uint4 *>(sx);
-        constexpr int U = 4; // loads in flight per thread while staging
+        constexpr int U = 8; // loads in flight per thread while staging (fp32 B4 at f = 4096:
+                             // 4096 chunks, two round trips to L2 instead of four)
         for (int i0 = tid; i0 < BT * nch; i0 += U * kThreads) {
             uint4 v[U];
 #pragma unroll
