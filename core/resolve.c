@@ -1028,6 +1028,19 @@ static void params_text(rctx *c) {
     }
 }
 
+gr_status gr_workload_check_params(const gr_workload *wl, gr_error *err) {
+    rctx c;
+    memset(&c, 0, sizeof(c));
+    c.wl = wl;
+    c.err = err;
+    char pnames[1024];
+    gr_workload_param_names(wl, pnames, sizeof(pnames));
+    snprintf(c.hint, sizeof(c.hint), "(params: %s)", pnames);
+    int errors_before = err->count;
+    check_params(&c);
+    return err->count > errors_before ? err->code : GR_OK;
+}
+
 gr_status gr_plan_resolve(const gr_workload *wl, const char *variant, const gr_target *target,
                           gr_kernel_lookup lookup, gr_kernel_names names, gr_plan **out,
                           gr_error *err) {

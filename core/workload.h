@@ -57,6 +57,11 @@ void gr_workload_param_names(const gr_workload *wl, char *buf, size_t size);
  * NULL with an error naming the variants that exist. */
 const char *gr_workload_variant(const gr_workload *wl, const char *requested, gr_error *err);
 
+/* The params' own constraints (choices, min, max, expressions that evaluate), as
+ * gr_plan_resolve checks them first: once per workload, so that a bad --set is reported once
+ * rather than once per variant (replay/load.c calls it before resolving the variants). */
+gr_status gr_workload_check_params(const gr_workload *wl, gr_error *err);
+
 /* Resolve one variant into a plan for `target`. `lookup` finds kernels (kernels/registry). */
 gr_status gr_plan_resolve(const gr_workload *wl, const char *variant, const gr_target *target,
                           gr_kernel_lookup lookup, gr_kernel_names names, gr_plan **out,

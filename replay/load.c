@@ -80,6 +80,10 @@ gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_lo
         l->wl->seed = (uint64_t)s;
     }
     if (req->before_resolve && req->before_resolve(req->user, l->wl, e) != GR_OK) return e->code;
+    if (gr_workload_check_params(l->wl, e) != GR_OK) { /* once, not once per variant */
+        gr_error_prefix(e, "%s: ", req->path);
+        return e->code;
+    }
     const char *names[GR_MAX_VARIANTS];
     int n = 0;
     if (req->variant || req->one_variant || l->wl->nvariants == 0) {

@@ -11,6 +11,7 @@
 #include "core/stats.h"
 #include "core/workload.h"
 #include "kernels/registry.h"
+#include "replay/load.h"
 #include "tests.h"
 
 /* ---------- errors ---------- */
@@ -555,6 +556,44 @@ static void test_resolve_param_constraints(void) {
     gr_workload_destroy(wl);
 }
 
+/* A bad --set is reported once, not once per variant: gr_workload_check_params checks the params
+ * alone (OK for the bundled defaults), and the loader calls it before resolving the variants
+ * (pointwise_fusion has several; each would have repeated the message). */
+static void test_param_errors_once(void) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_workload *wl = NULL;
+    CU_ASSERT_EQUAL_FATAL(
+        gr_workload_load_file(gr_test_src("workloads/pointwise_fusion.json"), &wl, &e), GR_OK);
+    CU_ASSERT_EQUAL(gr_workload_check_params(wl, &e), GR_OK);
+    CU_ASSERT_EQUAL(e.count, 0);
+    gr_workload_set(wl, "act=tanh", &e);
+    CU_ASSERT_EQUAL(gr_workload_check_params(wl, &e), GR_ERR_INPUT);
+    GR_ASSERT_CONTAINS(e.msg, "--set params.act: \"tanh\" is not one of: relu, gelu, silu");
+    CU_ASSERT_EQUAL(e.count, 1);
+    CU_ASSERT_TRUE(wl->nvariants >= 3);
+    gr_workload_destroy(wl);
+
+    const char *sets[] = {"act=tanh", "n=0"};
+    gr_load_req req;
+    memset(&req, 0, sizeof(req));
+    req.path = gr_test_src("workloads/pointwise_fusion.json");
+    req.sets = sets;
+    req.nsets = 2;
+    gr_target t = gr_target_default();
+    gr_loaded l;
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_load_resolve(&req, &t, &l, &e), GR_ERR_INPUT);
+    CU_ASSERT_EQUAL(l.nplans, 0);
+    CU_ASSERT_EQUAL(e.count, 2);
+    const char *first = strstr(e.msg, "is not one of");
+    CU_ASSERT_PTR_NOT_NULL(first);
+    if (first) CU_ASSERT_PTR_NULL(strstr(first + 1, "is not one of"));
+    GR_ASSERT_CONTAINS(e.msg, "--set params.n: 0 is outside [1, inf]");
+    GR_ASSERT_CONTAINS(e.msg, "pointwise_fusion.json: ");
+    gr_loaded_free(&l);
+}
+
 static void test_resolve_outputs_rtol(void) {
     gr_error e;
     gr_error_clear(&e);
@@ -588,18 +627,20 @@ static CU_TestInfo loader_tests[] = {{"syntax error position", test_loader_synta
                                      {"file errors", test_loader_file_errors},
                                      {"variant selection", test_variant_selection},
                                      CU_TEST_INFO_NULL};
-static CU_TestInfo resolve_tests[] = {{"minimal", test_resolve_minimal},
-                                      {"repeat and templates", test_resolve_repeat_and_templates},
-                                      {"buffer errors", test_resolve_buffer_errors},
-                                      {"init errors", test_resolve_init_errors},
-                                      {"op errors", test_resolve_op_errors},
-                                      {"shape and dtype mismatch", test_resolve_shape_dtype_mismatch},
-                                      {"dataflow", test_resolve_dataflow},
-                                      {"streams", test_resolve_streams},
-                                      {"limits", test_resolve_limits},
-                                      {"param constraints", test_resolve_param_constraints},
-                                      {"outputs rtol", test_resolve_outputs_rtol},
-                                      CU_TEST_INFO_NULL};
+static CU_TestInfo resolve_tests[] = {
+    {"minimal", test_resolve_minimal},
+    {"repeat and templates", test_resolve_repeat_and_templates},
+    {"buffer errors", test_resolve_buffer_errors},
+    {"init errors", test_resolve_init_errors},
+    {"op errors", test_resolve_op_errors},
+    {"shape and dtype mismatch", test_resolve_shape_dtype_mismatch},
+    {"dataflow", test_resolve_dataflow},
+    {"streams", test_resolve_streams},
+    {"limits", test_resolve_limits},
+    {"param constraints", test_resolve_param_constraints},
+    {"param errors once, not per variant", test_param_errors_once},
+    {"outputs rtol", test_resolve_outputs_rtol},
+    CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_core_suites[] = {{"errors", errors_tests, 0},   {"expr", expr_tests, 0},
                                  {"dtype", dtype_tests, 0},     {"stats", stats_tests, 0},
