@@ -184,6 +184,35 @@ static double floor_us(const gr_run_report *r, const gr_plan *p) {
     return (p->bytes_read + p->bytes_written) / (r->bw.gbps.median * 1e9) * 1e6;
 }
 
+/* Without --pdl on a GPU that has it (cc 9.0 and later): which timed variant has the most own
+ * kernels per step that may launch with programmatic dependent launch, as a hint, since for
+ * chains of short kernels it is often the biggest lever left after the graph
+ * (docs/decode_step.md, "Kernel boundaries with PDL"). */
+static void pdl_hint(FILE *f, const gr_run_report *r) {
+    if (r->opts.pdl || r->dev.cc_major < 9) return;
+    const gr_variant_run *best = NULL;
+    int most = 0;
+    for (int i = 0; i < r->nv; i++) {
+        const gr_variant_run *v = &r->v[i];
+        if (!v->timed) continue;
+        int n = 0;
+        for (int k = 0; k < v->plan->nops; k++) {
+            const gr_op *op = &v->plan->ops[k];
+            n += op->kind == GR_OP_KERNEL && op->kernel && (op->kernel->flags & GR_KF_PDL) &&
+                 op->launches > 0;
+        }
+        if (n > most) {
+            most = n;
+            best = v;
+        }
+    }
+    if (best && most >= 2)
+        fprintf(f,
+                "  hint: %d kernels per step of %s may use programmatic dependent launch: --pdl "
+                "lets each start while the one before it drains\n",
+                most, best->plan->variant);
+}
+
 void gr_report_text(FILE *f, const gr_run_report *r) {
     const gr_device_info *d = &r->dev;
     fprintf(f, "device   %s, %d SMs, cc %d.%d, driver %d.%d, runtime %d.%d; %s\n", d->name,
@@ -273,6 +302,7 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
     }
     fprintf(f, "  (saved us/krn = (eager - graph) / kernels per step; submit = host clock for "
                "enqueueing one step)\n");
+    pdl_hint(f, r);
     if (r->have_bw) {
         fprintf(f, "\nHBM roofline (bytes per step from the plan over the copy bandwidth above; "
                    "weights = read-only inputs)\n");

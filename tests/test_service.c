@@ -1410,7 +1410,26 @@ static void test_replay_report_without_eager(void) {
     fclose(f);
     GR_ASSERT_CONTAINS(buf, "3650.00 [");
     GR_ASSERT_CONTAINS(buf, "7.23x");
+    CU_ASSERT_PTR_NULL(strstr(buf, "hint:")); /* cc 0.0: no PDL on that GPU */
     free(buf);
+    /* on a cc 9.0 GPU without --pdl: the PDL hint names the variant and its PDL kernels; with
+     * --pdl, or below cc 9.0, none */
+    static const struct { int cc, pdl, hint; } hc[] = {{9, 0, 1}, {9, 1, 0}, {8, 0, 0}, {10, 0, 1}};
+    for (int i = 0; i < 4; i++) {
+        r->dev.cc_major = hc[i].cc;
+        r->opts.pdl = hc[i].pdl;
+        f = open_memstream(&buf, &size);
+        gr_report_text(f, r);
+        fclose(f);
+        const char *h = strstr(buf, "  hint: ");
+        CU_ASSERT_EQUAL(h != NULL, hc[i].hint);
+        if (hc[i].hint)
+            GR_ASSERT_CONTAINS(buf, "hint: 1000 kernels per step of tiny may use programmatic "
+                                    "dependent launch: --pdl");
+        free(buf);
+    }
+    r->dev.cc_major = 0;
+    r->opts.pdl = 0;
     j = gr_report_json(r);
     jv = json_array_get(json_object_get(j, "variants"), 0);
     CU_ASSERT_PTR_NOT_NULL(json_object_get(jv, "eager"));
