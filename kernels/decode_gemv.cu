@@ -1229,49 +1229,52 @@ template <typename K> gr_status set_carveout(K kernel, int pct, gr_error *err) {
     GR_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, pct), err);
     return GR_OK;
 }
-template <typename T> gr_status carveout_t(const gr_op *op, bool down, gr_error *err) {
-    int pct = 100;
-    const char *env = getenv("GR_DEC_CARVEOUT");
-    if (env && *env) pct = atoi(env);
-    if (pct < 0) return GR_OK;
-    if (pct > 100) pct = 100;
-    GR_TRY(set_carveout(norm_stats_kernel<T>, pct, err));
+
+// f(kernel) for the GEMV kernel the op launches (gate_up or down at its batch tile); `other`
+// for a batch tile without a kernel.
+template <typename T, typename R, typename F>
+R with_gemv_kernel(const gr_op *op, bool down, R other, F f) {
     switch (op->ip[GR_DEC_BT]) {
-    case 1:
-        return down ? set_carveout(pick_down<T, 1>::get(), pct, err)
-                    : set_carveout(pick_gate_up<T, 1>::get(), pct, err);
-    case 2:
-        return down ? set_carveout(pick_down<T, 2>::get(), pct, err)
-                    : set_carveout(pick_gate_up<T, 2>::get(), pct, err);
-    case 4:
-        return down ? set_carveout(pick_down<T, 4>::get(), pct, err)
-                    : set_carveout(pick_gate_up<T, 4>::get(), pct, err);
-    case 8:
-        return down ? set_carveout(pick_down<T, 8>::get(), pct, err)
-                    : set_carveout(pick_gate_up<T, 8>::get(), pct, err);
-    default:
-        return GR_OK;
+    case 1: return down ? f(pick_down<T, 1>::get()) : f(pick_gate_up<T, 1>::get());
+    case 2: return down ? f(pick_down<T, 2>::get()) : f(pick_gate_up<T, 2>::get());
+    case 4: return down ? f(pick_down<T, 4>::get()) : f(pick_gate_up<T, 4>::get());
+    case 8: return down ? f(pick_down<T, 8>::get()) : f(pick_gate_up<T, 8>::get());
+    default: return other;
     }
 }
 
-template <typename T> gr_status setup_t(const gr_op *op, int bytes, bool down, gr_error *err) {
-    switch (op->ip[GR_DEC_BT]) {
-    case 1:
-        return down ? allow_smem(pick_down<T, 1>::get(), bytes, err)
-                    : allow_smem(pick_gate_up<T, 1>::get(), bytes, err);
-    case 2:
-        return down ? allow_smem(pick_down<T, 2>::get(), bytes, err)
-                    : allow_smem(pick_gate_up<T, 2>::get(), bytes, err);
-    case 4:
-        return down ? allow_smem(pick_down<T, 4>::get(), bytes, err)
-                    : allow_smem(pick_gate_up<T, 4>::get(), bytes, err);
-    case 8:
-        return down ? allow_smem(pick_down<T, 8>::get(), bytes, err)
-                    : allow_smem(pick_gate_up<T, 8>::get(), bytes, err);
-    default:
-        return gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: batch tile %lld", op->kernel->name,
-                            (long long)op->ip[GR_DEC_BT]);
+// setup() of a GEMV-path op: the chain's carveout on its kernel and on norm_stats, then its
+// dynamic shared memory, allowed up to the device's opt-in maximum (not the op's size) so that
+// ops sharing a kernel instance never lower it for each other.
+template <typename T>
+gr_status setup_gemv_t(const gr_op *op, const gr_launch_ctx *, gr_error *err) {
+    const bool down = op->kernel->launch == gr_launch_decode_down;
+    const int bt = (int)op->ip[GR_DEC_BT];
+    if (bt != 1 && bt != 2 && bt != 4 && bt != 8)
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: batch tile %d", op->kernel->name,
+                            bt);
+    int pct = 100;
+    const char *env = getenv("GR_DEC_CARVEOUT");
+    if (env && *env) pct = atoi(env);
+    if (pct > 100) pct = 100;
+    if (pct >= 0) {
+        GR_TRY(set_carveout(norm_stats_kernel<T>, pct, err));
+        GR_TRY(with_gemv_kernel<T>(op, down, GR_OK,
+                                   [&](auto k) { return set_carveout(k, pct, err); }));
     }
+    if (op->smem <= 48u * 1024u) return GR_OK;
+    int dev = 0, optin = 0;
+    GR_CUDA(cudaGetDevice(&dev), err);
+    GR_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), err);
+    if ((size_t)optin < op->smem)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\" needs %.1f KB of shared memory per block for a batch "
+                            "tile of %lld rows of %lld elements; this device allows %.1f KB. Use "
+                            "a smaller B, d or f",
+                            op->kernel->name, (double)op->smem / 1024.0,
+                            (long long)op->ip[GR_DEC_BT], (long long)op->ip[GR_DEC_K],
+                            (double)optin / 1024.0);
+    return with_gemv_kernel<T>(op, down, GR_OK, [&](auto k) { return allow_smem(k, optin, err); });
 }
 
 template <typename T> GateUpArgs<T> gate_up_args(const gr_op *op, const gr_launch_ctx *ctx) {
@@ -1664,9 +1667,7 @@ extern "C" void gr_teardown_decode_gemv(void *state) {
 }
 
 // Before any capture: on the cuBLAS path, allocate the op's scratch (capture forbids cudaMalloc);
-// on the GEMV path, allow the op's dynamic shared memory. The limit is set to the device's opt-in
-// maximum (not the op's size) so that ops sharing a kernel instance never lower it for each
-// other.
+// on the GEMV path, the kernels' carveout and shared-memory limit (setup_gemv_t).
 extern "C" gr_status gr_setup_decode_gemv(const gr_op *op, const gr_launch_ctx *ctx, void **state,
                                           gr_error *err) {
     *state = nullptr;
@@ -1686,42 +1687,7 @@ extern "C" gr_status gr_setup_decode_gemv(const gr_op *op, const gr_launch_ctx *
         *state = s;
         return GR_OK;
     }
-    switch (ctx->plan->bufs[op->inputs[0]].dtype) {
-    case GR_FP32:
-        GR_TRY(carveout_t<float>(op, down, err));
-        break;
-    case GR_BF16:
-        GR_TRY(carveout_t<__nv_bfloat16>(op, down, err));
-        break;
-    case GR_FP16:
-        GR_TRY(carveout_t<__half>(op, down, err));
-        break;
-    default:
-        break;
-    }
-    if (op->smem <= 48u * 1024u) return GR_OK;
-    int dev = 0, optin = 0;
-    GR_CUDA(cudaGetDevice(&dev), err);
-    GR_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), err);
-    if ((size_t)optin < op->smem)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\" needs %.1f KB of shared memory per block for a batch "
-                            "tile of %lld rows of %lld elements; this device allows %.1f KB. Use "
-                            "a smaller B, d or f",
-                            op->kernel->name, (double)op->smem / 1024.0,
-                            (long long)op->ip[GR_DEC_BT], (long long)op->ip[GR_DEC_K],
-                            (double)optin / 1024.0);
-    switch (ctx->plan->bufs[op->inputs[0]].dtype) {
-    case GR_FP32:
-        return setup_t<float>(op, optin, down, err);
-    case GR_BF16:
-        return setup_t<__nv_bfloat16>(op, optin, down, err);
-    case GR_FP16:
-        return setup_t<__half>(op, optin, down, err);
-    default:
-        return gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: unsupported dtype",
-                            op->kernel->name);
-    }
+    GR_DEC_DISPATCH(weight_dtype(op, ctx), setup_gemv_t)
 }
 
 // The preferred shared-memory carveout (cudaFuncAttributes.preferredShmemCarveout) of the
@@ -1733,14 +1699,8 @@ template <typename K> int carveout_of(K kernel) {
 }
 template <typename T> int carveout_op_t(const gr_op *op, int *norm) {
     *norm = carveout_of(norm_stats_kernel<T>);
-    const bool down = op->kernel->launch == gr_launch_decode_down;
-    switch (op->ip[GR_DEC_BT]) {
-    case 1: return down ? carveout_of(pick_down<T, 1>::get()) : carveout_of(pick_gate_up<T, 1>::get());
-    case 2: return down ? carveout_of(pick_down<T, 2>::get()) : carveout_of(pick_gate_up<T, 2>::get());
-    case 4: return down ? carveout_of(pick_down<T, 4>::get()) : carveout_of(pick_gate_up<T, 4>::get());
-    case 8: return down ? carveout_of(pick_down<T, 8>::get()) : carveout_of(pick_gate_up<T, 8>::get());
-    default: return -1;
-    }
+    return with_gemv_kernel<T>(op, op->kernel->launch == gr_launch_decode_down, -1,
+                               [](auto k) { return carveout_of(k); });
 }
 extern "C" int gr_decode_gemv_carveout(const gr_op *op, int dtype, int *norm_stats) {
     *norm_stats = -1;
