@@ -912,8 +912,8 @@ static gr_status lt_make(const gr_op *op, const gr_launch_ctx *ctx, lt_state *s,
 
 static gr_status setup_linear(const gr_op *op, const gr_launch_ctx *ctx, void **state, gr_error *err) {
     *state = NULL;
-    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TILED) return gr_setup_linear_tiled(op, err);
-    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TC) return gr_setup_linear_tc(op, err);
+    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TILED || op->ip[GR_LIN_IMPL] == GR_LINEAR_TC)
+        return gr_setup_linear_staged(op, err);
     if (op->ip[GR_LIN_IMPL] != GR_LINEAR_LT) return GR_OK;
     if (!ctx->cublaslt)
         return gr_error_set(err, GR_ERR_INTERNAL, op->path, "cuBLASLt handle missing (linear_act "
@@ -931,8 +931,8 @@ static gr_status setup_linear(const gr_op *op, const gr_launch_ctx *ctx, void **
 
 static gr_status launch_linear(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
     if (op->ip[GR_LIN_IMPL] == GR_LINEAR_SIMT) return gr_launch_linear_simt(op, ctx, err);
-    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TILED) return gr_launch_linear_tiled(op, ctx, err);
-    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TC) return gr_launch_linear_tc(op, ctx, err);
+    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TILED || op->ip[GR_LIN_IMPL] == GR_LINEAR_TC)
+        return gr_launch_linear_staged(op, ctx, err);
     const lt_state *s = ctx->op_state;
     if (!s) return gr_error_set(err, GR_ERR_INTERNAL, op->path, "linear_act (lt): setup() did not run");
     GR_CUBLAS(lt_run(op, ctx, s, &s->algo), err);

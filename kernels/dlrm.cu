@@ -33,6 +33,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "core/cuda_check.h"
 #include "kernels/dlrm.h"
 #include "kernels/launch.cuh"
@@ -1132,22 +1134,27 @@ extern "C" gr_status gr_launch_linear_simt(const gr_op *op, const gr_launch_ctx 
     return finish(rc, op, err);
 }
 
-// The check's configuration must be one the device side knows, with the shared memory the
-// host computed from dlrm.h's table (gr_lin_tiled_smem) equal to the kernel's own.
-static gr_status tiled_resolve(const gr_op *op, tiled_kernel_t *k, gr_error *err) {
+// The tiled and tc kernels (one signature): the op's configuration must be one the device side
+// knows, with the shared memory the host computed from dlrm.h's tables (gr_lin_tiled_smem,
+// gr_lin_tc_smem) equal to the kernel's own.
+static_assert(std::is_same<tiled_kernel_t, tc_kernel_t>::value, "one launch path for both");
+static gr_status staged_resolve(const gr_op *op, tiled_kernel_t *k, gr_error *err) {
     size_t smem = 0;
-    *k = tiled_kernel_of(op, &smem);
-    if (!*k || smem != op->smem || op->block[0] != GR_LIN_TILED_THREADS)
+    const bool tc = op->ip[GR_LIN_IMPL] == GR_LINEAR_TC;
+    *k = tc ? tc_kernel_of(op, &smem) : tiled_kernel_of(op, &smem);
+    if (!*k || smem != op->smem ||
+        op->block[0] != (unsigned)(tc ? GR_LIN_MMA_THREADS : GR_LIN_TILED_THREADS))
         return gr_error_set(err, GR_ERR_INTERNAL, op->path,
-                            "linear_act (tiled): configuration %lld, %zu bytes of shared memory "
+                            "linear_act (%s): configuration %lld, %zu bytes of shared memory "
                             "(kernel: %zu), %u threads",
-                            (long long)op->ip[GR_LIN_BN], op->smem, smem, op->block[0]);
+                            tc ? "tc" : "tiled", (long long)op->ip[GR_LIN_BN], op->smem, smem,
+                            op->block[0]);
     return GR_OK;
 }
 
-extern "C" gr_status gr_setup_linear_tiled(const gr_op *op, gr_error *err) {
+extern "C" gr_status gr_setup_linear_staged(const gr_op *op, gr_error *err) {
     tiled_kernel_t k;
-    GR_TRY(tiled_resolve(op, &k, err));
+    GR_TRY(staged_resolve(op, &k, err));
     if (op->smem > 48 * 1024)
         GR_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)op->smem),
@@ -1155,45 +1162,10 @@ extern "C" gr_status gr_setup_linear_tiled(const gr_op *op, gr_error *err) {
     return GR_OK;
 }
 
-extern "C" gr_status gr_launch_linear_tiled(const gr_op *op, const gr_launch_ctx *ctx,
-                                            gr_error *err) {
+extern "C" gr_status gr_launch_linear_staged(const gr_op *op, const gr_launch_ctx *ctx,
+                                             gr_error *err) {
     tiled_kernel_t k;
-    GR_TRY(tiled_resolve(op, &k, err));
-    const float *X = static_cast<const float *>(ctx->dptr[op->inputs[0]]);
-    const float *W = static_cast<const float *>(ctx->dptr[op->inputs[1]]);
-    const float *b = static_cast<const float *>(ctx->dptr[op->inputs[2]]);
-    float *Y = static_cast<float *>(ctx->dptr[op->outputs[0]]);
-    const int M = (int)op->ip[GR_LIN_M], N = (int)op->ip[GR_LIN_N], K = (int)op->ip[GR_LIN_K];
-    const int pre = (op->ip[GR_LIN_FLAGS] & GR_LIN_F_PRE) != 0;
-    return finish(gr_launch(k, grid_of(op), block_of(op), op->smem, ctx, X, W, b, Y, M, N, K, pre),
-                  op, err);
-}
-
-// As tiled_resolve, for the tensor-core kernel (GR_LIN_C* configurations).
-static gr_status tc_resolve(const gr_op *op, tc_kernel_t *k, gr_error *err) {
-    size_t smem = 0;
-    *k = tc_kernel_of(op, &smem);
-    if (!*k || smem != op->smem || op->block[0] != GR_LIN_MMA_THREADS)
-        return gr_error_set(err, GR_ERR_INTERNAL, op->path,
-                            "linear_act (tc): configuration %lld, %zu bytes of shared memory "
-                            "(kernel: %zu), %u threads",
-                            (long long)op->ip[GR_LIN_BN], op->smem, smem, op->block[0]);
-    return GR_OK;
-}
-
-extern "C" gr_status gr_setup_linear_tc(const gr_op *op, gr_error *err) {
-    tc_kernel_t k;
-    GR_TRY(tc_resolve(op, &k, err));
-    if (op->smem > 48 * 1024)
-        GR_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)op->smem),
-                err);
-    return GR_OK;
-}
-
-extern "C" gr_status gr_launch_linear_tc(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
-    tc_kernel_t k;
-    GR_TRY(tc_resolve(op, &k, err));
+    GR_TRY(staged_resolve(op, &k, err));
     const float *X = static_cast<const float *>(ctx->dptr[op->inputs[0]]);
     const float *W = static_cast<const float *>(ctx->dptr[op->inputs[1]]);
     const float *b = static_cast<const float *>(ctx->dptr[op->inputs[2]]);

@@ -133,11 +133,10 @@ gr_status gr_launch_tril_gather(const gr_op *op, const gr_launch_ctx *ctx, gr_er
 gr_status gr_launch_dot_interaction(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_launch_embedding_interaction(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_launch_linear_simt(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
-gr_status gr_launch_linear_tiled(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
-/* Opts the op's tiled kernel in to its shared memory beyond 48 KB (setup(), before capture). */
-gr_status gr_setup_linear_tiled(const gr_op *op, gr_error *err);
-gr_status gr_launch_linear_tc(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
-gr_status gr_setup_linear_tc(const gr_op *op, gr_error *err);
+/* impl tiled and tc (the kernels that stage x and W through dynamic shared memory): the launch,
+ * and setup() opting the op's kernel in to shared memory beyond 48 KB (before capture). */
+gr_status gr_launch_linear_staged(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+gr_status gr_setup_linear_staged(const gr_op *op, gr_error *err);
 
 /* (i, j), j < i, of pair p in the strictly lower triangle taken row by row:
  * p = i (i - 1) / 2 + j. Shared by the references and tests. */
