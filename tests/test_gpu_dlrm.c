@@ -224,6 +224,56 @@ static void test_linear_kernels(void) {
     CU_ASSERT_TRUE(verify_json(json, "linear_act 128 x 512 x 367 with W written by an op"));
 }
 
+/* Three linear_act ops (relu, none, sigmoid) on one x [M, K], W [N, K] and bias, each with
+ * `attrs` besides its act, against the reference at `rtol`, with and without PDL. */
+static int linear_acts_ok(int M, int N, int K, const char *attrs, double rtol) {
+    static const char *const acts[] = {"relu", "none", "sigmoid"};
+    char json[4096];
+    int o = snprintf(
+        json, sizeof(json),
+        "{\"name\": \"linear\", \"buffers\": ["
+        "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": \"normal\"},"
+        "{\"name\": \"W\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": {\"kind\": "
+        "\"uniform\", \"low\": -0.2, \"high\": 0.2}},"
+        "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": \"normal\"}",
+        M, K, N, K, N);
+    for (int a = 0; a < 3; a++)
+        o += snprintf(json + o, sizeof(json) - (size_t)o,
+                      ",{\"name\": \"y_%s\", \"dtype\": \"fp32\", \"shape\": [%d, %d]}", acts[a], M,
+                      N);
+    o += snprintf(json + o, sizeof(json) - (size_t)o, "], \"outputs\": [");
+    for (int a = 0; a < 3; a++)
+        o += snprintf(json + o, sizeof(json) - (size_t)o, "%s{\"buffer\": \"y_%s\", \"rtol\": %g}",
+                      a ? ", " : "", acts[a], rtol);
+    o += snprintf(json + o, sizeof(json) - (size_t)o, "], \"ops\": [");
+    for (int a = 0; a < 3; a++)
+        o += snprintf(json + o, sizeof(json) - (size_t)o,
+                      "%s{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W\", \"b\"], "
+                      "\"outputs\": [\"y_%s\"], \"attrs\": {\"act\": \"%s\", %s}}",
+                      a ? ", " : "", acts[a], acts[a], attrs);
+    snprintf(json + o, sizeof(json) - (size_t)o, "]}");
+    char what[160];
+    snprintf(what, sizeof(what), "linear_act {%s} %d x %d x %d", attrs, M, N, K);
+    return verify_json(json, what);
+}
+
+/* Every (M, N, K) of Ms x Ns x Ks (n of each), then the `nextra` shapes of `extra`, into
+ * shapes; returns how many. */
+static int cross_shapes(const int *Ms, const int *Ns, const int *Ks, int n, const int (*extra)[3],
+                        int nextra, int (*shapes)[3]) {
+    int ns = 0;
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+            for (int c = 0; c < n; c++) {
+                shapes[ns][0] = Ms[a];
+                shapes[ns][1] = Ns[b];
+                shapes[ns++][2] = Ks[c];
+            }
+    for (int i = 0; i < nextra; i++, ns++)
+        memcpy(shapes[ns], extra[i], sizeof(extra[i]));
+    return ns;
+}
+
 /* impl tiled against the reference: M x N x K over {1, 7, 65, 2048} x {1, 16, 63, 512} x
  * {1, 13, 367, 512}, each act (three ops on one x, W, bias), so every tile is taken (64:
  * 2048 x 512; 32: 2048 x 63; 16: the rest), K = 1, 13 and 367 take the 4-byte copies (rows not
@@ -235,51 +285,13 @@ static void test_linear_tiled(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
     static const int Ms[] = {1, 7, 65, 2048}, Ns[] = {1, 16, 63, 512}, Ks[] = {1, 13, 367, 512};
-    int shapes[64 + 4][3];
-    int ns = 0;
-    for (int a = 0; a < 4; a++)
-        for (int b = 0; b < 4; b++)
-            for (int c = 0; c < 4; c++) {
-                shapes[ns][0] = Ms[a];
-                shapes[ns][1] = Ns[b];
-                shapes[ns++][2] = Ks[c];
-            }
     static const int extra[4][3] = {
         {2000, 300, 13}, {2000, 300, 512}, {1000, 100, 367}, {1000, 100, 64}};
-    for (int i = 0; i < 4; i++)
-        memcpy(shapes[ns++], extra[i], sizeof(extra[i]));
-    static const char *const acts[] = {"relu", "none", "sigmoid"};
-    for (int c = 0; c < ns; c++) {
-        const int M = shapes[c][0], N = shapes[c][1], K = shapes[c][2];
-        char json[4096];
-        int o = snprintf(
-            json, sizeof(json),
-            "{\"name\": \"tiled\", \"buffers\": ["
-            "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": \"normal\"},"
-            "{\"name\": \"W\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": {\"kind\": "
-            "\"uniform\", \"low\": -0.2, \"high\": 0.2}},"
-            "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": \"normal\"}",
-            M, K, N, K, N);
-        for (int a = 0; a < 3; a++)
-            o += snprintf(json + o, sizeof(json) - (size_t)o,
-                          ",{\"name\": \"y_%s\", \"dtype\": \"fp32\", \"shape\": [%d, %d]}",
-                          acts[a], M, N);
-        o += snprintf(json + o, sizeof(json) - (size_t)o, "], \"outputs\": [");
-        for (int a = 0; a < 3; a++)
-            o += snprintf(json + o, sizeof(json) - (size_t)o,
-                          "%s{\"buffer\": \"y_%s\", \"rtol\": 1e-4}", a ? ", " : "", acts[a]);
-        o += snprintf(json + o, sizeof(json) - (size_t)o, "], \"ops\": [");
-        for (int a = 0; a < 3; a++)
-            o += snprintf(json + o, sizeof(json) - (size_t)o,
-                          "%s{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W\", \"b\"], "
-                          "\"outputs\": [\"y_%s\"], "
-                          "\"attrs\": {\"act\": \"%s\", \"impl\": \"tiled\"}}",
-                          a ? ", " : "", acts[a], acts[a]);
-        snprintf(json + o, sizeof(json) - (size_t)o, "]}");
-        char what[64];
-        snprintf(what, sizeof(what), "linear_act tiled %d x %d x %d", M, N, K);
-        CU_ASSERT_TRUE(verify_json(json, what));
-    }
+    int shapes[64 + 4][3];
+    const int ns = cross_shapes(Ms, Ns, Ks, 4, extra, 4, shapes);
+    for (int c = 0; c < ns; c++)
+        CU_ASSERT_TRUE(
+            linear_acts_ok(shapes[c][0], shapes[c][1], shapes[c][2], "\"impl\": \"tiled\"", 1e-4));
     const char *json =
         "{\"name\": \"tiled_w\", \"buffers\": ["
         "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [2048, 367], \"init\": \"normal\"},"
@@ -313,54 +325,16 @@ static void test_linear_tc(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
     static const int Ms[] = {1, 65, 2048}, Ns[] = {1, 63, 512}, Ks[] = {13, 367, 512};
-    int shapes[27 + 3][3];
-    int ns = 0;
-    for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++)
-            for (int c = 0; c < 3; c++) {
-                shapes[ns][0] = Ms[a];
-                shapes[ns][1] = Ns[b];
-                shapes[ns++][2] = Ks[c];
-            }
     static const int extra[3][3] = {{2000, 300, 512}, {1000, 100, 367}, {4160, 128, 64}};
-    for (int i = 0; i < 3; i++)
-        memcpy(shapes[ns++], extra[i], sizeof(extra[i]));
-    static const char *const acts[] = {"relu", "none", "sigmoid"};
-    static const char *const maths[] = {"tf32x3", "tf32"};
+    int shapes[27 + 3][3];
+    const int ns = cross_shapes(Ms, Ns, Ks, 3, extra, 3, shapes);
+    static const char *const maths[] = {"\"impl\": \"tc\", \"math\": \"tf32x3\"",
+                                        "\"impl\": \"tc\", \"math\": \"tf32\""};
     static const double rtols[] = {1e-4, 5e-3};
     for (int mi = 0; mi < 2; mi++)
-        for (int c = 0; c < ns; c++) {
-            const int M = shapes[c][0], N = shapes[c][1], K = shapes[c][2];
-            char json[4096];
-            int o = snprintf(
-                json, sizeof(json),
-                "{\"name\": \"tc\", \"buffers\": ["
-                "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": \"normal\"},"
-                "{\"name\": \"W\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": {\"kind\": "
-                "\"uniform\", \"low\": -0.2, \"high\": 0.2}},"
-                "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": \"normal\"}",
-                M, K, N, K, N);
-            for (int a = 0; a < 3; a++)
-                o += snprintf(json + o, sizeof(json) - (size_t)o,
-                              ",{\"name\": \"y_%s\", \"dtype\": \"fp32\", \"shape\": [%d, %d]}",
-                              acts[a], M, N);
-            o += snprintf(json + o, sizeof(json) - (size_t)o, "], \"outputs\": [");
-            for (int a = 0; a < 3; a++)
-                o += snprintf(json + o, sizeof(json) - (size_t)o,
-                              "%s{\"buffer\": \"y_%s\", \"rtol\": %g}", a ? ", " : "", acts[a],
-                              rtols[mi]);
-            o += snprintf(json + o, sizeof(json) - (size_t)o, "], \"ops\": [");
-            for (int a = 0; a < 3; a++)
-                o += snprintf(json + o, sizeof(json) - (size_t)o,
-                              "%s{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W\", \"b\"], "
-                              "\"outputs\": [\"y_%s\"], "
-                              "\"attrs\": {\"act\": \"%s\", \"impl\": \"tc\", \"math\": \"%s\"}}",
-                              a ? ", " : "", acts[a], acts[a], maths[mi]);
-            snprintf(json + o, sizeof(json) - (size_t)o, "]}");
-            char what[64];
-            snprintf(what, sizeof(what), "linear_act tc %s %d x %d x %d", maths[mi], M, N, K);
-            CU_ASSERT_TRUE(verify_json(json, what));
-        }
+        for (int c = 0; c < ns; c++)
+            CU_ASSERT_TRUE(
+                linear_acts_ok(shapes[c][0], shapes[c][1], shapes[c][2], maths[mi], rtols[mi]));
 }
 
 static void test_interaction_kernels(void) {
