@@ -589,6 +589,17 @@ static int tiled_config(int64_t M, int64_t N, int64_t K, int sm_count) {
  * single warp to hide its shared-memory and MMA latencies). M = 2048: N = 512 takes 64 x 64
  * (256 blocks), N = 256 64 x 32 (256), N = 64 and below 32 x 32. */
 static int mma_config(int64_t M, int64_t N, int sm_count) {
+    /* a tuning override for measurements: GR_LIN_TC_CFG names one configuration */
+    static const char *const names[GR_LIN_NCCFG] = GR_LIN_CNAMES;
+    const char *env = getenv("GR_LIN_TC_CFG");
+    if (env && *env) {
+        for (int c = 0; c < GR_LIN_NCCFG; c++)
+            if (!strcmp(env, names[c])) return c;
+        fprintf(stderr, "graphrun: GR_LIN_TC_CFG=%s ignored: use one of", env);
+        for (int c = 0; c < GR_LIN_NCCFG; c++)
+            fprintf(stderr, " %s", names[c]);
+        fprintf(stderr, "\n");
+    }
     int64_t enough = sm_count > 0 ? sm_count : 1;
     if (cdiv64(M, 64) * cdiv64(N, 64) >= enough) return GR_LIN_C64;
     if (cdiv64(M, 64) * cdiv64(N, 32) >= enough) return GR_LIN_C6432;
@@ -642,13 +653,15 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
     else if ((M <= GR_LIN_AUTO_MAX_ROWS || N < GR_LIN_AUTO_MIN_TILED) &&
              cdiv64(M, GR_LIN_BM) <= 65535)
         impl = GR_LINEAR_SIMT;
-    /* tf32x3 exists only in the tc kernel */
-    else if (math == GR_MATH_TF32X3)
-        impl = GR_LINEAR_TC;
     /* sigmoid: no cuBLASLt epilogue; K <= 64: one stage, where tiled beats cuBLASLt even
-     * with TF32 */
+     * with TF32, and the tc kernel's 3 passes (2048 x 512 x 13: 4.3 us against 5.5) */
     else if (act == GR_DLRM_ACT_SIGMOID || K <= 64)
         impl = GR_LINEAR_TILED;
+    /* tf32x3 asks for fp32-level accuracy: the tc kernel's 3 passes, except where rows are not
+     * 16-byte aligned and cuBLASLt's fp32 kernels (exact fp32 FMAs) are faster than its shifted
+     * copies (2048 x 512 x 367: ~22 us against 24.5) */
+    else if (math == GR_MATH_TF32X3)
+        impl = K % 4 != 0 ? GR_LINEAR_LT : GR_LINEAR_TC;
     else if (math == GR_MATH_TF32 || K % 4 != 0)
         impl = GR_LINEAR_LT;
     else
@@ -658,7 +671,7 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
                             "kernel \"linear_act\": impl \"lt\" has no sigmoid epilogue in "
                             "cuBLASLt; use impl \"simt\", \"tiled\", \"tc\" or \"auto\" for act "
                             "\"sigmoid\"");
-    if (impl == GR_LINEAR_LT && math == GR_MATH_TF32X3)
+    if (!strcmp(impl_s, "lt") && math == GR_MATH_TF32X3)
         return gr_error_set(err, GR_ERR_INPUT, op->path,
                             "kernel \"linear_act\": impl \"lt\" has no math \"tf32x3\" "
                             "(cuBLASLt's TF32 is one pass); use impl \"tc\" or \"auto\", or "
@@ -672,7 +685,7 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
              : impl == GR_LINEAR_TC  ? mma_config(M, N, plan->target.sm_count)
                                      : 0;
     int64_t tbn = impl == GR_LINEAR_TILED ? gr_lin_tcfg(tc, GR_LIN_TC_BN)
-                  : impl == GR_LINEAR_TC  ? gr_lin_ccfg(tc, 1)
+                  : impl == GR_LINEAR_TC  ? gr_lin_ccfg(tc, GR_LIN_CF_BN)
                                           : 1;
     static const char *const impl_names[] = {"simt", "lt", "tiled", "tc"};
     if (M > 2147483647 || N > 2147483647 || K > 2147483647 ||
@@ -714,9 +727,9 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
         op->launches = 1;
     } else if (impl == GR_LINEAR_TC) {
         op->ip[GR_LIN_BN] = tc;
-        op->grid[0] = (unsigned)cdiv64(M, gr_lin_ccfg(tc, 0)); /* up to 2^31 - 1 tiles */
+        op->grid[0] = (unsigned)cdiv64(M, gr_lin_ccfg(tc, GR_LIN_CF_BM)); /* up to 2^31 - 1 */
         op->grid[1] = (unsigned)cdiv64(N, tbn);
-        op->grid[2] = 1;
+        op->grid[2] = (unsigned)gr_lin_ccfg(tc, GR_LIN_CF_KS); /* the cluster's K split */
         op->block[0] = GR_LIN_MMA_THREADS;
         op->block[1] = op->block[2] = 1;
         op->smem = gr_lin_tc_smem(tc); /* dynamic */
@@ -954,8 +967,9 @@ static const gr_attr_spec linear_attrs[] = {
     {"impl", GR_ATTR_ENUM, 0, 0, "auto", impl_choices,
      "simt (own kernel for small batches), tiled (own register-tiled fp32 SGEMM for large "
      "batches), lt (cuBLASLt with bias/ReLU epilogue), tc (own TF32 tensor-core kernel; math "
-     "tf32 or tf32x3) or auto: simt up to 256 rows or below 128 outputs; above, tc with math "
-     "tf32x3, tiled for sigmoid and K <= 64, lt with math tf32 or K % 4 != 0, else tiled"},
+     "tf32 or tf32x3) or auto: simt up to 256 rows or below 128 outputs; above, tiled for "
+     "sigmoid and K <= 64, with math tf32x3 tc (lt in fp32 for K % 4 != 0), lt with math tf32 "
+     "or K % 4 != 0, else tiled"},
     {"math", GR_ATTR_ENUM, 0, 0, "fp32", math_choices,
      "fp32 (default: fp32 FMAs), tf32 (cuBLASLt or the tc kernel use TF32 tensor cores: ~1e-3 "
      "relative error; cuBLASLt falls back to fp32 for shapes without a TF32 algorithm) or "

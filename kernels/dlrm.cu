@@ -535,11 +535,12 @@ enum { TILE_X = 1, TILE_W = 2 }; // which rows of a stage to copy
 // Copies stage k0 (x rows m0 .. m0 + BM - 1, then W rows n0 .. n0 + BN - 1, k0 .. k0 + KT - 1)
 // into `st`. The 256 threads take consecutive pieces of one row (KT / 4 of 16 bytes, or KT
 // floats), so each row's KT floats are one contiguous read.
-template <int BM, int BN, int KT, int NT, bool VEC>
+// LD: the stage's row pitch in floats (the tiled kernel's KT + 4; the tensor-core kernel's
+// KT + 16, for its 16-byte fragment reads).
+template <int BM, int BN, int KT, int NT, bool VEC, int LD = KT + 4>
 __device__ __forceinline__ void tiled_copy(float *st, const float *__restrict__ X,
                                            const float *__restrict__ W, int M, int N, int K,
                                            int m0, int n0, int k0, int which) {
-    constexpr int LD = KT + 4;
     constexpr int PER_ROW = VEC ? KT / 4 : KT; // pieces per row
     constexpr int PIECES = (BM + BN) * PER_ROW;
     static_assert(PIECES % NT == 0, "every thread copies the same number of pieces");
@@ -729,17 +730,30 @@ __global__ void __launch_bounds__(NTH, NTH * TM * TN >= 256 * 32 ? 1 : 2)
 //
 // Tiling. A block of 4 warps owns a BM x BN tile, each warp a WM x WN piece of it: WM / 16 x
 // WN / 8 MMA tiles of 16 x 8, whose accumulators stay in registers (4 floats per MMA tile per
-// lane). K is staged 32 at a time through 3 shared-memory stages by cp.async, exactly as the
-// tiled SIMT kernel does (tiled_copy: rows k-contiguous, LD = 36 floats, zero-filled past M, N
-// and K; 16-byte copies when K % 4 == 0, else 4-byte ones), two stages in flight while one is
-// consumed, one barrier per stage. Fragments are read straight from those rows: lane (g, t) =
-// (lane / 4, lane % 4) reads A's (row g [+8], k t [+4]) and B's (column g, k t [+4]); with
-// LD = 36, the 32 lanes of such a read hit 32 different banks (4 g + t).
+// lane; 3xTF32 keeps the big x big products and the two small terms in separate accumulators,
+// summed in the epilogue). K is staged 32 at a time through 3 shared-memory stages by
+// cp.async, as the tiled SIMT kernel does (rows k-contiguous, zero-filled past M, N and K; 16-byte
+// copies, shifted ones when K % 4 != 0: tc_copy), two stages in flight while one is consumed,
+// one barrier per stage.
+//
+// Fragments. An MMA sums over its 8 k in any order, so A's and B's k may be permuted alike:
+// within each 16 k of a stage, lane (g, t) = (lane / 4, lane % 4) takes k = 4t .. 4t + 3 with one
+// 16-byte shared load per row, and feeds 4t + 2s and 4t + 2s + 1 to the fragment slots t and
+// t + 4 of k-step s (s = 0, 1). So a warp reads a 16 x 16 piece of A with 2 loads per lane and an
+// 8 x 16 piece of B with 1 (16 scalar loads before). The row pitch of 48 floats puts the 8 lanes
+// of each quarter-warp phase (rows g, g + 1, t = 0 .. 3) on 32 different banks. Shifted rows
+// (K % 4 != 0) take 4 scalar loads instead of each 16-byte one.
+//
+// Issue order. A k-step's MMAs issue tile by tile, pass by pass (all big x big first, then
+// all small x big, then all big x small), so consecutive MMAs never share an accumulator: the
+// three passes on one accumulator used to issue back to back, each waiting out the previous
+// one's latency.
 //
 // PDL as in the tiled kernel: with `pre`, the W rows of the first two stages are copied before
 // griddepcontrol.wait; dependents are signalled after the K loop.
 constexpr int kTcThreads = GR_LIN_MMA_THREADS;
-constexpr int kTcKT = GR_LIN_MMA_KT, kTcStages = GR_LIN_MMA_STAGES, kTcLD = kTcKT + 4;
+constexpr int kTcKT = GR_LIN_MMA_KT, kTcLD = GR_LIN_MMA_LD;
+static_assert(kTcKT % 16 == 0, "whole 16-k fragment groups per stage");
 
 __device__ __forceinline__ uint32_t to_tf32(float v) {
     uint32_t r;
@@ -747,61 +761,167 @@ __device__ __forceinline__ uint32_t to_tf32(float v) {
     return r;
 }
 
-// v = big + small, both TF32 (small is the TF32 rounding of v - big; unused for one pass).
+// One pass: big = v rounded to TF32 (cvt.rna). Three passes: big = v rounded to TF32 to
+// nearest, ties away (add half a TF32 ulp to the bits, clear the 13 low ones: an integer add and
+// a mask instead of cvt.rna's longer sequence), small = v - big (exact in fp32) handed over as
+// fp32 bits, which the MMA truncates to TF32 (CUTLASS's fast 3xTF32 does the same): 3 ALU
+// instructions per element, about half of two cvt.rna and a subtraction. The truncation costs
+// at most 2^-10 of small, ~2^-21 of v.
 template <int PASSES>
 __device__ __forceinline__ void tf32_split(float v, uint32_t &big, uint32_t &small) {
-    big = to_tf32(v);
-    if (PASSES == 3) small = to_tf32(v - __uint_as_float(big));
+    if (PASSES == 3) {
+        big = (__float_as_uint(v) + 0x1000u) & 0xFFFFE000u;
+        small = __float_as_uint(v - __uint_as_float(big));
+    } else
+        big = to_tf32(v);
 }
 
+// No `volatile`: the MMA has no side effects, so the compiler may interleave it with others.
 __device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4],
                                          const uint32_t (&b)[2]) {
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-template <int BM, int BN> struct tc_cfg {
+__device__ __forceinline__ float4 lds128(const float *p) {
+    return *reinterpret_cast<const float4 *>(p);
+}
+
+// Component s of a float4 (s a compile-time constant after unrolling).
+__device__ __forceinline__ float f4(const float4 &v, int s) {
+    return s == 0 ? v.x : s == 1 ? v.y : s == 2 ? v.z : v.w;
+}
+
+// Copies stage k0 for the tc kernel. K % 4 == 0: tiled_copy's 16-byte pieces. Otherwise a
+// row's k0 is not 16-byte aligned, and 4-byte copies (4x the copy instructions; they bound the
+// tiled kernel on K = 367) are replaced by 9 aligned 16-byte pieces per row from k0 rounded
+// down: element k0 + kk of row `row` lands at column kk + mis, mis = (row K) % 4 (buffers are
+// cudaMalloc'd, so 16-byte aligned). Pieces are zero-filled from k = K on; columns below mis
+// (k < k0, or the previous row's tail for k0 = 0) are copied but never read.
+template <int BM, int BN, bool VEC>
+__device__ __forceinline__ void tc_copy(float *st, const float *__restrict__ X,
+                                        const float *__restrict__ W, int M, int N, int K, int m0,
+                                        int n0, int k0, int which) {
+    if (VEC) {
+        tiled_copy<BM, BN, kTcKT, kTcThreads, true, kTcLD>(st, X, W, M, N, K, m0, n0, k0, which);
+        return;
+    }
+    constexpr int PER_ROW = kTcKT / 4 + 1, PIECES = (BM + BN) * PER_ROW;
+    static_assert(PER_ROW * 4 <= kTcLD, "a shifted row fits the stage's pitch");
+    for (int c = (int)threadIdx.x; c < PIECES; c += kTcThreads) {
+        const int r = c / PER_ROW, q = c % PER_ROW;
+        const bool w = r >= BM;
+        if (!(which & (w ? TILE_W : TILE_X))) continue;
+        const int row = w ? n0 + (r - BM) : m0 + r;
+        const float *A = w ? W : X;
+        const size_t e0 = (size_t)row * (size_t)K + (size_t)k0; // element (row, k0)
+        const int mis = (int)(e0 & 3), k = k0 - mis + 4 * q;  // the piece's first k
+        int valid = row < (w ? N : M) ? K - k : 0;             // elements of the row from k on
+        valid = valid < 0 ? 0 : valid > 4 ? 4 : valid;
+        cp_async16(st + r * kTcLD + 4 * q, valid ? A + (e0 - mis + 4 * q) : A, 4 * valid);
+    }
+}
+
+// 4 consecutive floats of a stage row: one 16-byte load where the row is aligned (VEC), else 4.
+template <bool VEC> __device__ __forceinline__ float4 lds4(const float *p) {
+    if (VEC) return lds128(p);
+    return make_float4(p[0], p[1], p[2], p[3]);
+}
+
+template <int BM, int BN, int S> struct tc_cfg {
     static constexpr int STAGE = (BM + BN) * kTcLD;
-    static constexpr int FLOATS = kTcStages * STAGE;
+    static constexpr int FLOATS = S * STAGE;
 };
 
-template <int BM, int BN, int WM, int WN, int PASSES, int ACT, bool VEC>
-__global__ void __launch_bounds__(kTcThreads, 3)
+// Cluster primitives (sm_90) for the K split: this block's rank in its cluster, a cluster-wide
+// barrier (release/acquire: shared-memory writes before it are visible to the other blocks
+// after it), and a load from another block's shared memory at the same offset.
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+    return r;
+}
+
+__device__ __forceinline__ void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#else
+    __trap(); // the check picks split-K configurations only for sm_90 and later
+#endif
+}
+
+__device__ __forceinline__ float ld_cluster(const float *p, unsigned rank) {
+    float v = 0.f;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(p)), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+#endif
+    return v;
+}
+
+// S: pipeline stages (S - 1 in flight while one is consumed). KS = 2: the grid's z dimension
+// splits K in two halves of whole stages, one per block of a (1, 1, 2) cluster; after its K loop
+// rank 1 parks its partial tile in its shared memory, rank 0 adds it (a distributed
+// shared-memory load per accumulator) and runs the epilogue, and a second cluster barrier keeps
+// rank 1 resident until rank 0 has read. At M = 2048, N = 256 that gives 256 blocks of 64 x 64
+// (2 per SM) instead of 128: half the A-operand conversions per MMA of 64 x 32 tiles, and a
+// third less L2 traffic.
+template <int BM, int BN, int WM, int WN, int S, int KS, int PASSES, int ACT, bool VEC>
+__global__ void __launch_bounds__(kTcThreads, 2)
     linear_tc_kernel(const float *__restrict__ X, const float *__restrict__ W,
                      const float *__restrict__ bias, float *__restrict__ Y, int M, int N, int K,
                      int pre) {
-    constexpr int S = kTcStages, KT = kTcKT, LD = kTcLD, STAGE = tc_cfg<BM, BN>::STAGE;
+    constexpr int KT = kTcKT, LD = kTcLD, STAGE = tc_cfg<BM, BN, S>::STAGE;
     constexpr int WX = BN / WN, MT = WM / 16, NT8 = WN / 8;
+    constexpr int NACC = PASSES == 3 ? 2 : 1; // [0]: big x big, [1]: the two small terms
     static_assert((BM / WM) * WX * 32 == kTcThreads, "4 warps cover the tile");
     static_assert(WM % 16 == 0 && WN % 8 == 0, "whole MMA tiles");
     static_assert(PASSES == 1 || PASSES == 3, "TF32 or 3xTF32");
+    static_assert(LD % 32 == 16, "conflict-free 16-byte fragment reads");
+    static_assert(S >= 3, "two stages in flight");
+    static_assert(KS == 1 || KS == 2, "K in one piece or split over a cluster of 2");
+    static_assert(KS == 1 || MT * NT8 * 4 * kTcThreads <= tc_cfg<BM, BN, S>::FLOATS,
+                  "the partial tile fits the stages");
     extern __shared__ __align__(16) float lin_sm[];
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, t = lane & 3;
     const int wm0 = (warp / WX) * WM, wn0 = (warp % WX) * WN;
     const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
-    const int nk = (K + KT - 1) / KT;
+    const int nk_all = (K + KT - 1) / KT;
+    const unsigned rank = KS == 2 ? cluster_rank() : 0u;
+    const int half = (nk_all + 1) / 2;
+    const int kb = KS == 2 && rank ? half : 0;                      // first stage of this block
+    const int nk = KS == 2 ? (rank ? nk_all - half : half) : nk_all; // its stage count
+    // K % 4 != 0: the lane's rows start `mis` columns into their stage rows (tc_copy); rows 8
+    // apart share it, so one value covers all of the lane's A rows and one all of its B rows
+    const int misx = VEC ? 0 : (int)(((unsigned)(m0 + wm0 + g) * (unsigned)K) & 3u);
+    const int misw = VEC ? 0 : (int)(((unsigned)(n0 + wn0 + g) * (unsigned)K) & 3u);
 
-    float acc[MT][NT8][4];
+    float acc[NACC][MT][NT8][4];
 #pragma unroll
-    for (int i = 0; i < MT; i++)
+    for (int p = 0; p < NACC; p++)
 #pragma unroll
-        for (int j = 0; j < NT8; j++)
+        for (int i = 0; i < MT; i++)
 #pragma unroll
-            for (int r = 0; r < 4; r++) acc[i][j][r] = 0.f;
+            for (int j = 0; j < NT8; j++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) acc[p][i][j][r] = 0.f;
 
     if (pre)
         for (int s = 0; s < S - 1 && s < nk; s++)
-            tiled_copy<BM, BN, KT, kTcThreads, VEC>(lin_sm + s * STAGE, X, W, M, N, K, m0, n0,
-                                                    s * KT, TILE_W);
+            tc_copy<BM, BN, VEC>(lin_sm + s * STAGE, X, W, M, N, K, m0, n0, (kb + s) * KT, TILE_W);
     pdl_wait(); // X is the previous kernel's output
     for (int s = 0; s < S - 1; s++) {
         if (s < nk)
-            tiled_copy<BM, BN, KT, kTcThreads, VEC>(lin_sm + s * STAGE, X, W, M, N, K, m0, n0,
-                                                    s * KT, pre ? TILE_X : TILE_X | TILE_W);
+            tc_copy<BM, BN, VEC>(lin_sm + s * STAGE, X, W, M, N, K, m0, n0, (kb + s) * KT,
+                                 pre ? TILE_X : TILE_X | TILE_W);
         cp_async_commit();
     }
 
@@ -810,42 +930,94 @@ __global__ void __launch_bounds__(kTcThreads, 3)
         cp_async_wait<S - 2>(); // stage kt landed (see the tiled kernel)
         __syncthreads();
         if (kt + S - 1 < nk)
-            tiled_copy<BM, BN, KT, kTcThreads, VEC>(lin_sm + wr * STAGE, X, W, M, N, K, m0, n0,
-                                                    (kt + S - 1) * KT, TILE_X | TILE_W);
+            tc_copy<BM, BN, VEC>(lin_sm + wr * STAGE, X, W, M, N, K, m0, n0,
+                                 (kb + kt + S - 1) * KT, TILE_X | TILE_W);
         cp_async_commit();
-        const float *xs = lin_sm + rd * STAGE + wm0 * LD, *ws = lin_sm + rd * STAGE + (BM + wn0) * LD;
-#pragma unroll 2
-        for (int k = 0; k < KT; k += 8) {
-            uint32_t ab[MT][4], as[MT][4], bb[NT8][2], bs[NT8][2];
+        const float *xs = lin_sm + rd * STAGE + (wm0 + g) * LD + 4 * t + misx;
+        const float *ws = lin_sm + rd * STAGE + (BM + wn0 + g) * LD + 4 * t + misw;
+#pragma unroll
+        for (int k = 0; k < KT; k += 16) {
+            float4 xa[MT][2], wb[NT8];
 #pragma unroll
             for (int i = 0; i < MT; i++) {
-                const float *p = xs + (16 * i + g) * LD + k + t;
-                tf32_split<PASSES>(p[0], ab[i][0], as[i][0]);
-                tf32_split<PASSES>(p[8 * LD], ab[i][1], as[i][1]);
-                tf32_split<PASSES>(p[4], ab[i][2], as[i][2]);
-                tf32_split<PASSES>(p[8 * LD + 4], ab[i][3], as[i][3]);
+                xa[i][0] = lds4<VEC>(xs + 16 * i * LD + k);
+                xa[i][1] = lds4<VEC>(xs + (16 * i + 8) * LD + k);
             }
 #pragma unroll
-            for (int j = 0; j < NT8; j++) {
-                const float *p = ws + (8 * j + g) * LD + k + t;
-                tf32_split<PASSES>(p[0], bb[j][0], bs[j][0]);
-                tf32_split<PASSES>(p[4], bb[j][1], bs[j][1]);
-            }
+            for (int j = 0; j < NT8; j++) wb[j] = lds4<VEC>(ws + 8 * j * LD + k);
 #pragma unroll
-            for (int i = 0; i < MT; i++)
+            for (int s = 0; s < 2; s++) {
+                uint32_t ab[MT][4], as[MT][4], bb[NT8][2], bs[NT8][2];
+#pragma unroll
+                for (int i = 0; i < MT; i++) {
+                    tf32_split<PASSES>(f4(xa[i][0], 2 * s), ab[i][0], as[i][0]);
+                    tf32_split<PASSES>(f4(xa[i][1], 2 * s), ab[i][1], as[i][1]);
+                    tf32_split<PASSES>(f4(xa[i][0], 2 * s + 1), ab[i][2], as[i][2]);
+                    tf32_split<PASSES>(f4(xa[i][1], 2 * s + 1), ab[i][3], as[i][3]);
+                }
 #pragma unroll
                 for (int j = 0; j < NT8; j++) {
-                    if (PASSES == 3) { // the small terms first: they are the smaller addends
-                        mma_tf32(acc[i][j], as[i], bb[j]);
-                        mma_tf32(acc[i][j], ab[i], bs[j]);
-                    }
-                    mma_tf32(acc[i][j], ab[i], bb[j]);
+                    tf32_split<PASSES>(f4(wb[j], 2 * s), bb[j][0], bs[j][0]);
+                    tf32_split<PASSES>(f4(wb[j], 2 * s + 1), bb[j][1], bs[j][1]);
                 }
+#pragma unroll
+                for (int i = 0; i < MT; i++)
+#pragma unroll
+                    for (int j = 0; j < NT8; j++) mma_tf32(acc[0][i][j], ab[i], bb[j]);
+                if (PASSES == 3) {
+#pragma unroll
+                    for (int i = 0; i < MT; i++)
+#pragma unroll
+                        for (int j = 0; j < NT8; j++) mma_tf32(acc[NACC - 1][i][j], as[i], bb[j]);
+#pragma unroll
+                    for (int i = 0; i < MT; i++)
+#pragma unroll
+                        for (int j = 0; j < NT8; j++) mma_tf32(acc[NACC - 1][i][j], ab[i], bs[j]);
+                }
+            }
         }
         rd = rd == S - 1 ? 0 : rd + 1;
         wr = wr == S - 1 ? 0 : wr + 1;
     }
     pdl_trigger(); // only the epilogue is left
+
+    // One sum per output: the small terms first (the smaller addends), then big x big.
+    float sum[MT][NT8][4];
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NT8; j++)
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+                sum[i][j][r] = NACC == 2 ? acc[NACC - 1][i][j][r] + acc[0][i][j][r] : acc[0][i][j][r];
+    if (KS == 2) {
+        // thread-major layout: thread x's value v at v * 128 + x (consecutive threads,
+        // consecutive words); no cp.async is pending (the last groups committed were empty)
+        cp_async_wait<0>();
+        __syncthreads(); // every warp is done reading the stages
+        if (rank) {
+#pragma unroll
+            for (int i = 0; i < MT; i++)
+#pragma unroll
+                for (int j = 0; j < NT8; j++)
+#pragma unroll
+                    for (int r = 0; r < 4; r++)
+                        lin_sm[((i * NT8 + j) * 4 + r) * kTcThreads + threadIdx.x] = sum[i][j][r];
+        }
+        cluster_sync(); // rank 1's partial tile is written
+        if (!rank) {
+#pragma unroll
+            for (int i = 0; i < MT; i++)
+#pragma unroll
+                for (int j = 0; j < NT8; j++)
+#pragma unroll
+                    for (int r = 0; r < 4; r++)
+                        sum[i][j][r] += ld_cluster(
+                            lin_sm + ((i * NT8 + j) * 4 + r) * kTcThreads + threadIdx.x, 1u);
+        }
+        cluster_sync(); // rank 0 has read it: rank 1 may leave
+        if (rank) return;
+    }
 
     // Lane (g, t) holds, per MMA tile, rows g and g + 8, columns 2t and 2t + 1.
 #pragma unroll
@@ -858,8 +1030,8 @@ __global__ void __launch_bounds__(kTcThreads, 3)
             for (int h = 0; h < 2; h++) {
                 const int m = m0 + wm0 + 16 * i + g + 8 * h;
                 if (m >= M) continue;
-                const float v0 = act_f<ACT>(acc[i][j][2 * h] + b0);
-                const float v1 = act_f<ACT>(acc[i][j][2 * h + 1] + b1);
+                const float v0 = act_f<ACT>(sum[i][j][2 * h] + b0);
+                const float v1 = act_f<ACT>(sum[i][j][2 * h + 1] + b1);
                 float *y = Y + (size_t)m * (size_t)N + n;
                 if (n + 1 < N && N % 2 == 0) // n even: 8-byte aligned
                     *reinterpret_cast<float2 *>(y) = make_float2(v0, v1);
@@ -948,18 +1120,18 @@ tiled_kernel_t tiled_kernel_of(const gr_op *op, size_t *smem) {
     }
 }
 
-// The tensor-core kernel of configuration CFG (a GR_LIN_CCFG_* list: BM, BN, WM, WN) for the
-// op's passes (math tf32: 1, tf32x3: 3), activation and copy width.
-template <int BM, int BN, int WM, int WN> struct tc_launcher {
+// The tensor-core kernel of configuration CFG (a GR_LIN_CCFG_* list: BM, BN, WM, WN, S, KS)
+// for the op's passes (math tf32: 1, tf32x3: 3), activation and copy width.
+template <int BM, int BN, int WM, int WN, int S, int KS> struct tc_launcher {
     typedef void (*kernel_t)(const float *, const float *, const float *, float *, int, int, int,
                              int);
     template <int PASSES, bool VEC> static kernel_t pick(int act) {
         switch (act) {
         case GR_DLRM_ACT_RELU:
-            return linear_tc_kernel<BM, BN, WM, WN, PASSES, GR_DLRM_ACT_RELU, VEC>;
+            return linear_tc_kernel<BM, BN, WM, WN, S, KS, PASSES, GR_DLRM_ACT_RELU, VEC>;
         case GR_DLRM_ACT_SIGMOID:
-            return linear_tc_kernel<BM, BN, WM, WN, PASSES, GR_DLRM_ACT_SIGMOID, VEC>;
-        default: return linear_tc_kernel<BM, BN, WM, WN, PASSES, GR_DLRM_ACT_NONE, VEC>;
+            return linear_tc_kernel<BM, BN, WM, WN, S, KS, PASSES, GR_DLRM_ACT_SIGMOID, VEC>;
+        default: return linear_tc_kernel<BM, BN, WM, WN, S, KS, PASSES, GR_DLRM_ACT_NONE, VEC>;
         }
     }
     static kernel_t kernel(const gr_op *op) {
@@ -968,13 +1140,14 @@ template <int BM, int BN, int WM, int WN> struct tc_launcher {
         if (op->ip[GR_LIN_VEC]) return x3 ? pick<3, true>(act) : pick<1, true>(act);
         return x3 ? pick<3, false>(act) : pick<1, false>(act);
     }
-    static size_t smem() { return (size_t)tc_cfg<BM, BN>::FLOATS * sizeof(float); }
+    static size_t smem() { return (size_t)tc_cfg<BM, BN, S>::FLOATS * sizeof(float); }
 };
 
 typedef tc_launcher<GR_LIN_CCFG_64>::kernel_t tc_kernel_t;
-template <int BM, int BN, int WM, int WN> tc_kernel_t tc_pick(const gr_op *op, size_t *smem) {
-    *smem = tc_launcher<BM, BN, WM, WN>::smem();
-    return tc_launcher<BM, BN, WM, WN>::kernel(op);
+template <int BM, int BN, int WM, int WN, int S, int KS>
+tc_kernel_t tc_pick(const gr_op *op, size_t *smem) {
+    *smem = tc_launcher<BM, BN, WM, WN, S, KS>::smem();
+    return tc_launcher<BM, BN, WM, WN, S, KS>::kernel(op);
 }
 
 tc_kernel_t tc_kernel_of(const gr_op *op, size_t *smem) {
@@ -982,6 +1155,10 @@ tc_kernel_t tc_kernel_of(const gr_op *op, size_t *smem) {
     case GR_LIN_C64: return tc_pick<GR_LIN_CCFG_64>(op, smem);
     case GR_LIN_C6432: return tc_pick<GR_LIN_CCFG_6432>(op, smem);
     case GR_LIN_C32: return tc_pick<GR_LIN_CCFG_32>(op, smem);
+    case GR_LIN_C64S4: return tc_pick<GR_LIN_CCFG_64S4>(op, smem);
+    case GR_LIN_C6432S4: return tc_pick<GR_LIN_CCFG_6432S4>(op, smem);
+    case GR_LIN_C64K2: return tc_pick<GR_LIN_CCFG_64K2>(op, smem);
+    case GR_LIN_C64K2S4: return tc_pick<GR_LIN_CCFG_64K2S4>(op, smem);
     default: *smem = 0; return NULL;
     }
 }
@@ -1142,13 +1319,14 @@ static gr_status staged_resolve(const gr_op *op, tiled_kernel_t *k, gr_error *er
     size_t smem = 0;
     const bool tc = op->ip[GR_LIN_IMPL] == GR_LINEAR_TC;
     *k = tc ? tc_kernel_of(op, &smem) : tiled_kernel_of(op, &smem);
-    if (!*k || smem != op->smem ||
+    const unsigned z = tc ? (unsigned)gr_lin_ccfg((int)op->ip[GR_LIN_BN], GR_LIN_CF_KS) : 1u;
+    if (!*k || smem != op->smem || op->grid[2] != z ||
         op->block[0] != (unsigned)(tc ? GR_LIN_MMA_THREADS : GR_LIN_TILED_THREADS))
         return gr_error_set(err, GR_ERR_INTERNAL, op->path,
                             "linear_act (%s): configuration %lld, %zu bytes of shared memory "
-                            "(kernel: %zu), %u threads",
+                            "(kernel: %zu), %u threads, grid z %u (kernel: %u)",
                             tc ? "tc" : "tiled", (long long)op->ip[GR_LIN_BN], op->smem, smem,
-                            op->block[0]);
+                            op->block[0], op->grid[2], z);
     return GR_OK;
 }
 
@@ -1172,6 +1350,9 @@ extern "C" gr_status gr_launch_linear_staged(const gr_op *op, const gr_launch_ct
     float *Y = static_cast<float *>(ctx->dptr[op->outputs[0]]);
     const int M = (int)op->ip[GR_LIN_M], N = (int)op->ip[GR_LIN_N], K = (int)op->ip[GR_LIN_K];
     const int pre = (op->ip[GR_LIN_FLAGS] & GR_LIN_F_PRE) != 0;
-    return finish(gr_launch(k, grid_of(op), block_of(op), op->smem, ctx, X, W, b, Y, M, N, K, pre),
+    // the tc kernel's K split (grid z > 1) runs as clusters spanning z
+    const unsigned cz = op->ip[GR_LIN_IMPL] == GR_LINEAR_TC ? op->grid[2] : 1u;
+    return finish(gr_launch_cluster(k, grid_of(op), block_of(op), op->smem, ctx, cz, X, W, b, Y, M,
+                                    N, K, pre),
                   op, err);
 }

@@ -101,27 +101,48 @@ static inline size_t gr_lin_tiled_smem(int c) {
 
 /* The tensor-core linear kernel (impl "tc", math tf32 or tf32x3; design in dlrm.cu): a block of
  * 4 warps owns a BM x BN output tile, each warp a WM x WN piece of 16 x 8 MMA tiles; K staged
- * 32 at a time through a 3-stage cp.async pipeline (as the tiled kernel). op->ip[GR_LIN_BN]
- * holds the configuration (BM, BN, WM, WN), chosen by the check: */
+ * 32 at a time through an S-stage cp.async pipeline (as the tiled kernel). KS = 2 splits K over
+ * a cluster of 2 blocks (grid z), which sum their partial tiles through distributed shared
+ * memory (sm_90). op->ip[GR_LIN_BN] holds the configuration, chosen by the check (or by
+ * GR_LIN_TC_CFG, a tuning override naming one of the GR_LIN_CNAMES): */
 #define GR_LIN_MMA_THREADS 128
 #define GR_LIN_MMA_KT 32
-#define GR_LIN_MMA_STAGES 3
-#define GR_LIN_CCFG_64 64, 64, 32, 32   /* GR_LIN_C64 */
-#define GR_LIN_CCFG_6432 64, 32, 32, 16 /* GR_LIN_C6432 */
-#define GR_LIN_CCFG_32 32, 32, 16, 16   /* GR_LIN_C32 */
-enum { GR_LIN_C64, GR_LIN_C6432, GR_LIN_C32, GR_LIN_NCCFG };
+#define GR_LIN_MMA_LD 48 /* row pitch of a stage in floats: KT + 16, see dlrm.cu */
+/*                        BM  BN  WM  WN  S  KS */
+#define GR_LIN_CCFG_64 64, 64, 32, 32, 3, 1     /* GR_LIN_C64 */
+#define GR_LIN_CCFG_6432 64, 32, 32, 16, 3, 1   /* GR_LIN_C6432 */
+#define GR_LIN_CCFG_32 32, 32, 16, 16, 3, 1     /* GR_LIN_C32 */
+#define GR_LIN_CCFG_64S4 64, 64, 32, 32, 4, 1   /* GR_LIN_C64S4 */
+#define GR_LIN_CCFG_6432S4 64, 32, 32, 16, 4, 1 /* GR_LIN_C6432S4 */
+#define GR_LIN_CCFG_64K2 64, 64, 32, 32, 3, 2   /* GR_LIN_C64K2 */
+#define GR_LIN_CCFG_64K2S4 64, 64, 32, 32, 4, 2 /* GR_LIN_C64K2S4 */
+enum {
+    GR_LIN_C64,
+    GR_LIN_C6432,
+    GR_LIN_C32,
+    GR_LIN_C64S4,
+    GR_LIN_C6432S4,
+    GR_LIN_C64K2,
+    GR_LIN_C64K2S4,
+    GR_LIN_NCCFG
+};
+#define GR_LIN_CNAMES                                                                              \
+    { "64", "6432", "32", "64s4", "6432s4", "64k2", "64k2s4" }
+enum { GR_LIN_CF_BM, GR_LIN_CF_BN, GR_LIN_CF_WM, GR_LIN_CF_WN, GR_LIN_CF_S, GR_LIN_CF_KS };
 
-/* BM (f = 0) or BN (f = 1) of tensor-core configuration c; 0 for an unknown one. */
+/* Field f (GR_LIN_CF_*) of tensor-core configuration c; 0 for an unknown one. */
 static inline int gr_lin_ccfg(int c, int f) {
-    static const int t[GR_LIN_NCCFG][4] = {{GR_LIN_CCFG_64}, {GR_LIN_CCFG_6432}, {GR_LIN_CCFG_32}};
-    return c >= 0 && c < GR_LIN_NCCFG && f >= 0 && f < 4 ? t[c][f] : 0;
+    static const int t[GR_LIN_NCCFG][6] = {
+        {GR_LIN_CCFG_64},     {GR_LIN_CCFG_6432}, {GR_LIN_CCFG_32},    {GR_LIN_CCFG_64S4},
+        {GR_LIN_CCFG_6432S4}, {GR_LIN_CCFG_64K2}, {GR_LIN_CCFG_64K2S4}};
+    return c >= 0 && c < GR_LIN_NCCFG && f >= 0 && f < 6 ? t[c][f] : 0;
 }
 
-/* Dynamic shared memory of tensor-core configuration c: 3 stages of BM + BN rows of 36 floats
- * (27-55 KB; above 48 KB the kernel is opted in by setup()). */
+/* Dynamic shared memory of tensor-core configuration c: S stages of BM + BN rows of 48 floats
+ * (36-96 KB; above 48 KB the kernel is opted in by setup()). */
 static inline size_t gr_lin_tc_smem(int c) {
-    size_t rows = (size_t)gr_lin_ccfg(c, 0) + (size_t)gr_lin_ccfg(c, 1);
-    return (size_t)GR_LIN_MMA_STAGES * rows * (GR_LIN_MMA_KT + 4) * sizeof(float);
+    size_t rows = (size_t)gr_lin_ccfg(c, GR_LIN_CF_BM) + (size_t)gr_lin_ccfg(c, GR_LIN_CF_BN);
+    return (size_t)gr_lin_ccfg(c, GR_LIN_CF_S) * rows * GR_LIN_MMA_LD * sizeof(float);
 }
 
 /* Launches (dlrm.cu). Each checks its launch and returns a gr_error naming the op. */

@@ -21,11 +21,14 @@ __device__ __forceinline__ void gr_pdl_enter() {
 #endif
 }
 
+// cluster_z > 1: the grid's z dimension is split into thread-block clusters of (1, 1, cluster_z)
+// (sm_90; the kernel reads its rank with %cluster_ctarank).
 template <typename... KArgs, typename... Args>
-static inline cudaError_t gr_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
-                                    const gr_launch_ctx *ctx, Args... args) {
+static inline cudaError_t gr_launch_cluster(void (*kernel)(KArgs...), dim3 grid, dim3 block,
+                                            size_t smem, const gr_launch_ctx *ctx,
+                                            unsigned cluster_z, Args... args) {
     cudaStream_t stream = (cudaStream_t)ctx->stream;
-    if (!ctx->pdl) {
+    if (!ctx->pdl && cluster_z <= 1) {
         kernel<<<grid, block, smem, stream>>>(static_cast<KArgs>(args)...);
         return cudaSuccess;
     }
@@ -34,12 +37,26 @@ static inline cudaError_t gr_launch(void (*kernel)(KArgs...), dim3 grid, dim3 bl
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute attr[2];
+    unsigned n = 0;
+    if (ctx->pdl) {
+        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[n++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster_z > 1) {
+        attr[n].id = cudaLaunchAttributeClusterDimension;
+        attr[n].val.clusterDim.x = 1;
+        attr[n].val.clusterDim.y = 1;
+        attr[n++].val.clusterDim.z = cluster_z;
+    }
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = n;
     return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
 }
 
+template <typename... KArgs, typename... Args>
+static inline cudaError_t gr_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                    const gr_launch_ctx *ctx, Args... args) {
+    return gr_launch_cluster(kernel, grid, block, smem, ctx, 1u, args...);
+}
 #endif

@@ -356,9 +356,10 @@ static gr_plan *linear_plan(int M, int N, int K, const char *attrs) {
 }
 
 /* The impl auto picks: simt up to 256 rows, and for fewer than 128 outputs (latency-bound
- * layers); above, the tc kernel with math tf32x3 (nothing else has it), the tiled kernel for
- * sigmoid (no cuBLASLt epilogue) and K <= 64 (one stage), cuBLASLt with math tf32 and for
- * K % 4 != 0 (4-byte copies), else tiled; an impl named is taken as named. */
+ * layers); above, the tiled kernel for sigmoid (no cuBLASLt epilogue) and K <= 64 (one stage),
+ * with math tf32x3 the tc kernel (3xTF32) or, for K % 4 != 0, cuBLASLt in fp32 (both
+ * fp32-accurate), cuBLASLt with math tf32 and for K % 4 != 0 (4-byte copies), else tiled; an
+ * impl named is taken as named. */
 static void test_linear_impl_choice(void) {
     static const struct {
         int M, N, K;
@@ -394,11 +395,13 @@ static void test_linear_impl_choice(void) {
         {128, 256, 64, "\"impl\": \"tiled\", \"math\": \"tf32\"", GR_LINEAR_TILED},
         {2048, 256, 64, "\"impl\": \"auto\"", GR_LINEAR_TILED},
         {2100000, 16, 4, "", GR_LINEAR_TILED}, /* past the simt kernel's 65535 x 32 rows */
-        /* math tf32x3 exists only in the tc kernel: auto takes it wherever it would leave simt */
+        /* math tf32x3 (fp32-level accuracy): the tc kernel's 3 passes for K % 4 == 0 and
+         * K > 64, else fp32 FMAs (cuBLASLt, tiled) */
         {2048, 256, 512, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
-        {2048, 512, 367, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
-        {2048, 512, 13, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
-        {2048, 256, 64, "\"act\": \"sigmoid\", \"math\": \"tf32x3\"", GR_LINEAR_TC},
+        {2048, 256, 68, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
+        {2048, 512, 367, "\"math\": \"tf32x3\"", GR_LINEAR_LT},
+        {2048, 512, 13, "\"math\": \"tf32x3\"", GR_LINEAR_TILED},
+        {2048, 256, 64, "\"act\": \"sigmoid\", \"math\": \"tf32x3\"", GR_LINEAR_TILED},
         {2048, 64, 256, "\"math\": \"tf32x3\"", GR_LINEAR_SIMT},
         {256, 256, 512, "\"math\": \"tf32x3\"", GR_LINEAR_SIMT},
         {2048, 256, 512, "\"impl\": \"tiled\", \"math\": \"tf32x3\"", GR_LINEAR_TILED},
@@ -529,7 +532,7 @@ static void test_linear_tc_geometry(void) {
         CU_ASSERT_EQUAL(o->smem,
                         (size_t)3 *
                             (size_t)(gr_lin_ccfg(cases[i].cfg, 0) + gr_lin_ccfg(cases[i].cfg, 1)) *
-                            36 * 4);
+                            GR_LIN_MMA_LD * 4);
         CU_ASSERT_EQUAL(o->ip[GR_LIN_VEC], cases[i].K % 4 == 0);
         int x3 = !strcmp(cases[i].math, "tf32x3");
         CU_ASSERT_EQUAL(o->ip[GR_LIN_FLAGS] & (GR_LIN_F_TF32 | GR_LIN_F_TF32X3),
@@ -537,9 +540,45 @@ static void test_linear_tc_geometry(void) {
         CU_ASSERT_EQUAL(o->launches, 1);
         gr_plan_destroy(p);
     }
-    CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_C64), 55296);
-    CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_C32), 27648);
+    CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_C64), 73728);
+    CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_C32), 36864);
+    CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_C64S4), 98304);
+    CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_C64K2), 73728);
     CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_NCCFG), 0);
+}
+
+/* GR_LIN_TC_CFG forces a tc configuration by name: its tile, stages (shared memory) and K
+ * split (grid z = the cluster's size); an unknown name leaves the check's own choice. */
+static void test_linear_tc_override(void) {
+    static const char *const names[GR_LIN_NCCFG] = GR_LIN_CNAMES;
+    const char *attrs = "\"impl\": \"tc\", \"math\": \"tf32x3\"";
+    for (int c = 0; c < GR_LIN_NCCFG; c++) {
+        setenv("GR_LIN_TC_CFG", names[c], 1);
+        gr_plan *p = linear_plan(2048, 256, 512, attrs);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        const gr_op *o = &p->ops[0];
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], c);
+        CU_ASSERT_EQUAL(o->grid[0], 2048 / gr_lin_ccfg(c, GR_LIN_CF_BM));
+        CU_ASSERT_EQUAL(o->grid[1], 256 / gr_lin_ccfg(c, GR_LIN_CF_BN));
+        CU_ASSERT_EQUAL(o->grid[2], (unsigned)gr_lin_ccfg(c, GR_LIN_CF_KS));
+        CU_ASSERT_EQUAL(o->smem, gr_lin_tc_smem(c));
+        CU_ASSERT_EQUAL(o->smem,
+                        (size_t)gr_lin_ccfg(c, GR_LIN_CF_S) *
+                            (size_t)(gr_lin_ccfg(c, GR_LIN_CF_BM) + gr_lin_ccfg(c, GR_LIN_CF_BN)) *
+                            GR_LIN_MMA_LD * 4);
+        gr_plan_destroy(p);
+    }
+    CU_ASSERT_EQUAL(gr_lin_ccfg(GR_LIN_C64K2, GR_LIN_CF_KS), 2);
+    CU_ASSERT_EQUAL(gr_lin_ccfg(GR_LIN_C64S4, GR_LIN_CF_S), 4);
+    setenv("GR_LIN_TC_CFG", "128", 1); /* unknown: warned about, then ignored */
+    gr_plan *p = linear_plan(2048, 256, 512, attrs);
+    unsetenv("GR_LIN_TC_CFG");
+    gr_plan *q = linear_plan(2048, 256, 512, attrs);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], q->ops[0].ip[GR_LIN_BN]);
+    gr_plan_destroy(p);
+    gr_plan_destroy(q);
 }
 
 static void test_linear_tile_width(void) {
@@ -876,16 +915,19 @@ static void test_dlrm_accounting(void) {
         CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 132 * 8);
         gr_plan_destroy(f);
     }
-    /* fused_tf32x3 at B = 2048: the four wide layers on the tc kernel with 3 passes (no library
-     * op), the narrow ones and the sigmoid on the fp32 SIMT kernel */
+    /* fused_tf32x3 at B = 2048: bot.1 and top.1 on the tc kernel with 3 passes; fp32 FMAs where
+     * those are faster: bot.0 (K = 13) tiled, top.0 (K = 367) cuBLASLt's fp32 (the one library
+     * op); the narrow ones and the sigmoid on the fp32 SIMT kernel */
     f = dlrm("fused_tf32x3", "B=2048", NULL, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    CU_ASSERT_EQUAL(f->library_ops, 0);
-    CU_ASSERT_EQUAL(f->kernels, 8);
+    CU_ASSERT_EQUAL(f->library_ops, 1);
+    CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
+    CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_LT);
+    CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32, 0); /* fp32 compute */
     {
-        static const char *const tc_ops[] = {"bot.0", "bot.1", "top.0", "top.1"};
-        static const int tc_cfg[] = {GR_LIN_C64, GR_LIN_C6432, GR_LIN_C64, GR_LIN_C6432};
-        for (int i = 0; i < 4; i++) {
+        static const char *const tc_ops[] = {"bot.1", "top.1"};
+        static const int tc_cfg[] = {GR_LIN_C6432, GR_LIN_C6432};
+        for (int i = 0; i < 2; i++) {
             const gr_op *o = op_named(f, tc_ops[i]);
             CU_ASSERT_EQUAL(o->ip[GR_LIN_IMPL], GR_LINEAR_TC);
             CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], tc_cfg[i]);
@@ -983,13 +1025,14 @@ static double tf32_round(double v, int mode) {
 }
 
 /* w h as the tc kernel's math tf32x3 forms it (mode 3): each operand split into a TF32 part
- * rounded to nearest and the TF32 rounding of the remainder, the three products but the
- * small-small one summed; other modes: both operands tf32_round()ed, then multiplied. */
+ * rounded to nearest and the remainder truncated to TF32 (the MMA truncates the fp32 bits it is
+ * handed), the three products but the small-small one summed; other modes: both operands
+ * tf32_round()ed, then multiplied. */
 static double tf32_mul(double w, double h, int mode) {
     if (mode != 3) return tf32_round(w, mode) * tf32_round(h, mode);
     double wb = tf32_round(w, 1), hb = tf32_round(h, 1);
-    double ws = tf32_round((float)((float)w - (float)wb), 1),
-           hs = tf32_round((float)((float)h - (float)hb), 1);
+    double ws = tf32_round((float)((float)w - (float)wb), 2),
+           hs = tf32_round((float)((float)h - (float)hb), 2);
     return ws * hb + wb * hs + wb * hb;
 }
 
@@ -1264,6 +1307,7 @@ static CU_TestInfo dlrm_tests[] = {
     {"linear impl choice", test_linear_impl_choice},
     {"linear tiled tile and launch dims", test_linear_tiled_geometry},
     {"linear tc tile and launch dims", test_linear_tc_geometry},
+    {"linear tc configuration override", test_linear_tc_override},
     {"check errors name the op", test_check_errors},
     {"dlrm_small accounting and impl choice", test_dlrm_accounting},
     {"whole model reference vs naive forward", test_whole_model_reference},

@@ -318,16 +318,19 @@ static void test_linear_tiled(void) {
  * and math tf32 at 5e-3: M x N x
  * K over {1, 65, 2048} x {1, 63, 512} x {13, 367, 512}, each act, so every configuration is
  * taken (64 x 64: 2048 x 512; 64 x 32: 4160 x 128; 32 x 32: the rest), K = 13 and 367 take the
- * 4-byte copies (one stage; 12 stages with a ragged last one), 512 the 16-byte ones, and N = 1
- * and 63 leave ragged MMA tiles (odd N: scalar stores); plus ragged M and N for the larger
- * tiles. With and without PDL (verify_json). */
+ * shifted copies (rows not 16-byte aligned, row starts 1 and 3 floats apart; one stage; 12
+ * stages with a ragged last one), as do K = 130 (2 apart) and K = 1 (one float per row, the
+ * pieces mostly past K), 512 the aligned 16-byte ones, and N = 1 and 63 leave ragged MMA tiles
+ * (odd N: scalar stores); plus ragged M and N for the larger tiles. With and without PDL
+ * (verify_json). */
 static void test_linear_tc(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
     static const int Ms[] = {1, 65, 2048}, Ns[] = {1, 63, 512}, Ks[] = {13, 367, 512};
-    static const int extra[3][3] = {{2000, 300, 512}, {1000, 100, 367}, {4160, 128, 64}};
-    int shapes[27 + 3][3];
-    const int ns = cross_shapes(Ms, Ns, Ks, 3, extra, 3, shapes);
+    static const int extra[5][3] = {
+        {2000, 300, 512}, {1000, 100, 367}, {4160, 128, 64}, {257, 70, 130}, {130, 40, 1}};
+    int shapes[27 + 5][3];
+    const int ns = cross_shapes(Ms, Ns, Ks, 3, extra, 5, shapes);
     static const char *const maths[] = {"\"impl\": \"tc\", \"math\": \"tf32x3\"",
                                         "\"impl\": \"tc\", \"math\": \"tf32\""};
     static const double rtols[] = {1e-4, 5e-3};
@@ -335,6 +338,31 @@ static void test_linear_tc(void) {
         for (int c = 0; c < ns; c++)
             CU_ASSERT_TRUE(
                 linear_acts_ok(shapes[c][0], shapes[c][1], shapes[c][2], maths[mi], rtols[mi]));
+}
+
+/* Every tc configuration (GR_LIN_TC_CFG), not only those the check picks today: 3 and 4 stages,
+ * and the K split over a cluster of 2 (grid z): K = 512 (16 stages, 8 per half), 367 (12,
+ * shifted rows, ragged last stage), 130 (5 stages: 3 and 2), 13 and 1 (one stage: the second
+ * block of each cluster has none and contributes zeros), with ragged M and N. tf32x3 at 1e-4,
+ * tf32 on one shape at 5e-3; with and without PDL (verify_json). */
+static void test_linear_tc_configs(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    static const char *const names[GR_LIN_NCCFG] = GR_LIN_CNAMES;
+    static const int shapes[][3] = {
+        {2048, 256, 512}, {2000, 300, 367}, {257, 70, 130}, {130, 40, 13}, {65, 63, 1}};
+    for (int c = 0; c < GR_LIN_NCCFG; c++) {
+        setenv("GR_LIN_TC_CFG", names[c], 1);
+        for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+            int ok = linear_acts_ok(shapes[i][0], shapes[i][1], shapes[i][2],
+                                    "\"impl\": \"tc\", \"math\": \"tf32x3\"", 1e-4);
+            if (!ok) fprintf(stderr, "\n    failed: configuration %s", names[c]);
+            CU_ASSERT_TRUE(ok);
+        }
+        CU_ASSERT_TRUE(
+            linear_acts_ok(2000, 300, 367, "\"impl\": \"tc\", \"math\": \"tf32\"", 5e-3));
+    }
+    unsetenv("GR_LIN_TC_CFG");
 }
 
 static void test_interaction_kernels(void) {
@@ -834,6 +862,7 @@ static CU_TestInfo gpu_dlrm_kernel_tests[] = {
     {"linear_act (simt, lt) vs reference", test_linear_kernels},
     {"linear_act (tiled) vs reference", test_linear_tiled},
     {"linear_act (tc: tf32x3, tf32) vs reference", test_linear_tc},
+    {"linear_act (tc) in every configuration", test_linear_tc_configs},
     {"interaction fused and unfused vs reference", test_interaction_kernels},
     {"embedding_interaction vs reference and the chain", test_emb_interaction_kernels},
     CU_TEST_INFO_NULL};
