@@ -730,7 +730,7 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
         op->grid[0] = (unsigned)cdiv64(M, gr_lin_ccfg(tc, GR_LIN_CF_BM)); /* up to 2^31 - 1 */
         op->grid[1] = (unsigned)cdiv64(N, tbn);
         op->grid[2] = (unsigned)gr_lin_ccfg(tc, GR_LIN_CF_KS); /* the cluster's K split */
-        op->block[0] = GR_LIN_MMA_THREADS;
+        op->block[0] = gr_lin_tc_threads(tc);
         op->block[1] = op->block[2] = 1;
         op->smem = gr_lin_tc_smem(tc); /* dynamic */
         op->launches = 1;

@@ -728,7 +728,8 @@ __global__ void __launch_bounds__(NTH, NTH * TM * TN >= 256 * 32 ? 1 : 2)
 // cores' TF32 rate, which is still ~5x the fp32 FMA pipe's (H200: ~495 dense TF32 TFLOP/s
 // against 67 fp32).
 //
-// Tiling. A block of 4 warps owns a BM x BN tile, each warp a WM x WN piece of it: WM / 16 x
+// Tiling. A block of (BM / WM) x (BN / WN) warps (4, or 8 in the W8 configurations) owns a
+// BM x BN tile, each warp a WM x WN piece of it: WM / 16 x
 // WN / 8 MMA tiles of 16 x 8, whose accumulators stay in registers (4 floats per MMA tile per
 // lane; 3xTF32 keeps the big x big products and the two small terms in separate accumulators,
 // summed in the epilogue). K is staged 32 at a time through 3 shared-memory stages by
@@ -751,7 +752,6 @@ __global__ void __launch_bounds__(NTH, NTH * TM * TN >= 256 * 32 ? 1 : 2)
 //
 // PDL as in the tiled kernel: with `pre`, the W rows of the first two stages are copied before
 // griddepcontrol.wait; dependents are signalled after the K loop.
-constexpr int kTcThreads = GR_LIN_MMA_THREADS;
 constexpr int kTcKT = GR_LIN_MMA_KT, kTcLD = GR_LIN_MMA_LD;
 static_assert(kTcKT % 16 == 0, "whole 16-k fragment groups per stage");
 
@@ -800,17 +800,17 @@ __device__ __forceinline__ float f4(const float4 &v, int s) {
 // down: element k0 + kk of row `row` lands at column kk + mis, mis = (row K) % 4 (buffers are
 // cudaMalloc'd, so 16-byte aligned). Pieces are zero-filled from k = K on; columns below mis
 // (k < k0, or the previous row's tail for k0 = 0) are copied but never read.
-template <int BM, int BN, bool VEC>
+template <int BM, int BN, int NT, bool VEC>
 __device__ __forceinline__ void tc_copy(float *st, const float *__restrict__ X,
                                         const float *__restrict__ W, int M, int N, int K, int m0,
                                         int n0, int k0, int which) {
     if (VEC) {
-        tiled_copy<BM, BN, kTcKT, kTcThreads, true, kTcLD>(st, X, W, M, N, K, m0, n0, k0, which);
+        tiled_copy<BM, BN, kTcKT, NT, true, kTcLD>(st, X, W, M, N, K, m0, n0, k0, which);
         return;
     }
     constexpr int PER_ROW = kTcKT / 4 + 1, PIECES = (BM + BN) * PER_ROW;
     static_assert(PER_ROW * 4 <= kTcLD, "a shifted row fits the stage's pitch");
-    for (int c = (int)threadIdx.x; c < PIECES; c += kTcThreads) {
+    for (int c = (int)threadIdx.x; c < PIECES; c += NT) {
         const int r = c / PER_ROW, q = c % PER_ROW;
         const bool w = r >= BM;
         if (!(which & (w ? TILE_W : TILE_X))) continue;
@@ -873,20 +873,22 @@ __device__ __forceinline__ float ld_cluster(const float *p, unsigned rank) {
 // (2 per SM) instead of 128: half the A-operand conversions per MMA of 64 x 32 tiles, and a
 // third less L2 traffic.
 template <int BM, int BN, int WM, int WN, int S, int KS, int PASSES, int ACT, bool VEC>
-__global__ void __launch_bounds__(kTcThreads, 2)
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 2)
     linear_tc_kernel(const float *__restrict__ X, const float *__restrict__ W,
                      const float *__restrict__ bias, float *__restrict__ Y, int M, int N, int K,
                      int pre) {
     constexpr int KT = kTcKT, LD = kTcLD, STAGE = tc_cfg<BM, BN, S>::STAGE;
-    constexpr int WX = BN / WN, MT = WM / 16, NT8 = WN / 8;
-    constexpr int NACC = PASSES == 3 ? 2 : 1; // [0]: big x big, [1]: the two small terms
-    static_assert((BM / WM) * WX * 32 == kTcThreads, "4 warps cover the tile");
+    constexpr int WX = BN / WN, MT = WM / 16, NT8 = WN / 8, NT = (BM / WM) * WX * 32;
+    // accumulators: [0] big x big, [1] small x big, [2] big x small (3xTF32), so an accumulator
+    // takes one MMA per k-step and its MMAs are MT x NT8 issues apart (4 in a 32 x 16 warp tile
+    // with two small terms sharing one: less than the MMA's latency)
+    constexpr int NACC = PASSES == 3 ? 3 : 1, A1 = NACC > 1 ? 1 : 0, A2 = NACC - 1;
     static_assert(WM % 16 == 0 && WN % 8 == 0, "whole MMA tiles");
     static_assert(PASSES == 1 || PASSES == 3, "TF32 or 3xTF32");
     static_assert(LD % 32 == 16, "conflict-free 16-byte fragment reads");
     static_assert(S >= 3, "two stages in flight");
     static_assert(KS == 1 || KS == 2, "K in one piece or split over a cluster of 2");
-    static_assert(KS == 1 || MT * NT8 * 4 * kTcThreads <= tc_cfg<BM, BN, S>::FLOATS,
+    static_assert(KS == 1 || MT * NT8 * 4 * NT <= tc_cfg<BM, BN, S>::FLOATS,
                   "the partial tile fits the stages");
     extern __shared__ __align__(16) float lin_sm[];
 
@@ -916,11 +918,11 @@ __global__ void __launch_bounds__(kTcThreads, 2)
 
     if (pre)
         for (int s = 0; s < S - 1 && s < nk; s++)
-            tc_copy<BM, BN, VEC>(lin_sm + s * STAGE, X, W, M, N, K, m0, n0, (kb + s) * KT, TILE_W);
+            tc_copy<BM, BN, NT, VEC>(lin_sm + s * STAGE, X, W, M, N, K, m0, n0, (kb + s) * KT, TILE_W);
     pdl_wait(); // X is the previous kernel's output
     for (int s = 0; s < S - 1; s++) {
         if (s < nk)
-            tc_copy<BM, BN, VEC>(lin_sm + s * STAGE, X, W, M, N, K, m0, n0, (kb + s) * KT,
+            tc_copy<BM, BN, NT, VEC>(lin_sm + s * STAGE, X, W, M, N, K, m0, n0, (kb + s) * KT,
                                  pre ? TILE_X : TILE_X | TILE_W);
         cp_async_commit();
     }
@@ -930,7 +932,7 @@ __global__ void __launch_bounds__(kTcThreads, 2)
         cp_async_wait<S - 2>(); // stage kt landed (see the tiled kernel)
         __syncthreads();
         if (kt + S - 1 < nk)
-            tc_copy<BM, BN, VEC>(lin_sm + wr * STAGE, X, W, M, N, K, m0, n0,
+            tc_copy<BM, BN, NT, VEC>(lin_sm + wr * STAGE, X, W, M, N, K, m0, n0,
                                  (kb + kt + S - 1) * KT, TILE_X | TILE_W);
         cp_async_commit();
         const float *xs = lin_sm + rd * STAGE + (wm0 + g) * LD + 4 * t + misx;
@@ -968,11 +970,11 @@ __global__ void __launch_bounds__(kTcThreads, 2)
 #pragma unroll
                     for (int i = 0; i < MT; i++)
 #pragma unroll
-                        for (int j = 0; j < NT8; j++) mma_tf32(acc[NACC - 1][i][j], as[i], bb[j]);
+                        for (int j = 0; j < NT8; j++) mma_tf32(acc[A1][i][j], as[i], bb[j]);
 #pragma unroll
                     for (int i = 0; i < MT; i++)
 #pragma unroll
-                        for (int j = 0; j < NT8; j++) mma_tf32(acc[NACC - 1][i][j], ab[i], bs[j]);
+                        for (int j = 0; j < NT8; j++) mma_tf32(acc[A2][i][j], ab[i], bs[j]);
                 }
             }
         }
@@ -989,7 +991,8 @@ __global__ void __launch_bounds__(kTcThreads, 2)
         for (int j = 0; j < NT8; j++)
 #pragma unroll
             for (int r = 0; r < 4; r++)
-                sum[i][j][r] = NACC == 2 ? acc[NACC - 1][i][j][r] + acc[0][i][j][r] : acc[0][i][j][r];
+                sum[i][j][r] = NACC == 3 ? (acc[A1][i][j][r] + acc[A2][i][j][r]) + acc[0][i][j][r]
+                                         : acc[0][i][j][r];
     if (KS == 2) {
         // thread-major layout: thread x's value v at v * 128 + x (consecutive threads,
         // consecutive words); no cp.async is pending (the last groups committed were empty)
@@ -1002,7 +1005,7 @@ __global__ void __launch_bounds__(kTcThreads, 2)
                 for (int j = 0; j < NT8; j++)
 #pragma unroll
                     for (int r = 0; r < 4; r++)
-                        lin_sm[((i * NT8 + j) * 4 + r) * kTcThreads + threadIdx.x] = sum[i][j][r];
+                        lin_sm[((i * NT8 + j) * 4 + r) * NT + threadIdx.x] = sum[i][j][r];
         }
         cluster_sync(); // rank 1's partial tile is written
         if (!rank) {
@@ -1013,7 +1016,7 @@ __global__ void __launch_bounds__(kTcThreads, 2)
 #pragma unroll
                     for (int r = 0; r < 4; r++)
                         sum[i][j][r] += ld_cluster(
-                            lin_sm + ((i * NT8 + j) * 4 + r) * kTcThreads + threadIdx.x, 1u);
+                            lin_sm + ((i * NT8 + j) * 4 + r) * NT + threadIdx.x, 1u);
         }
         cluster_sync(); // rank 0 has read it: rank 1 may leave
         if (rank) return;
@@ -1159,6 +1162,8 @@ tc_kernel_t tc_kernel_of(const gr_op *op, size_t *smem) {
     case GR_LIN_C6432S4: return tc_pick<GR_LIN_CCFG_6432S4>(op, smem);
     case GR_LIN_C64K2: return tc_pick<GR_LIN_CCFG_64K2>(op, smem);
     case GR_LIN_C64K2S4: return tc_pick<GR_LIN_CCFG_64K2S4>(op, smem);
+    case GR_LIN_C6432W8: return tc_pick<GR_LIN_CCFG_6432W8>(op, smem);
+    case GR_LIN_C64W8: return tc_pick<GR_LIN_CCFG_64W8>(op, smem);
     default: *smem = 0; return NULL;
     }
 }
@@ -1321,7 +1326,8 @@ static gr_status staged_resolve(const gr_op *op, tiled_kernel_t *k, gr_error *er
     *k = tc ? tc_kernel_of(op, &smem) : tiled_kernel_of(op, &smem);
     const unsigned z = tc ? (unsigned)gr_lin_ccfg((int)op->ip[GR_LIN_BN], GR_LIN_CF_KS) : 1u;
     if (!*k || smem != op->smem || op->grid[2] != z ||
-        op->block[0] != (unsigned)(tc ? GR_LIN_MMA_THREADS : GR_LIN_TILED_THREADS))
+        op->block[0] != (tc ? gr_lin_tc_threads((int)op->ip[GR_LIN_BN])
+                            : (unsigned)GR_LIN_TILED_THREADS))
         return gr_error_set(err, GR_ERR_INTERNAL, op->path,
                             "linear_act (%s): configuration %lld, %zu bytes of shared memory "
                             "(kernel: %zu), %u threads, grid z %u (kernel: %u)",

@@ -100,12 +100,12 @@ static inline size_t gr_lin_tiled_smem(int c) {
 }
 
 /* The tensor-core linear kernel (impl "tc", math tf32 or tf32x3; design in dlrm.cu): a block of
- * 4 warps owns a BM x BN output tile, each warp a WM x WN piece of 16 x 8 MMA tiles; K staged
+ * (BM / WM) x (BN / WN) warps owns a BM x BN output tile, each warp a WM x WN piece of 16 x 8 MMA
+ * tiles; K staged
  * 32 at a time through an S-stage cp.async pipeline (as the tiled kernel). KS = 2 splits K over
  * a cluster of 2 blocks (grid z), which sum their partial tiles through distributed shared
  * memory (sm_90). op->ip[GR_LIN_BN] holds the configuration, chosen by the check (or by
  * GR_LIN_TC_CFG, a tuning override naming one of the GR_LIN_CNAMES): */
-#define GR_LIN_MMA_THREADS 128
 #define GR_LIN_MMA_KT 32
 #define GR_LIN_MMA_LD 48 /* row pitch of a stage in floats: KT + 16, see dlrm.cu */
 /*                        BM  BN  WM  WN  S  KS */
@@ -116,6 +116,8 @@ static inline size_t gr_lin_tiled_smem(int c) {
 #define GR_LIN_CCFG_6432S4 64, 32, 32, 16, 4, 1 /* GR_LIN_C6432S4 */
 #define GR_LIN_CCFG_64K2 64, 64, 32, 32, 3, 2   /* GR_LIN_C64K2 */
 #define GR_LIN_CCFG_64K2S4 64, 64, 32, 32, 4, 2 /* GR_LIN_C64K2S4 */
+#define GR_LIN_CCFG_6432W8 64, 32, 16, 16, 3, 1 /* GR_LIN_C6432W8: 8 warps */
+#define GR_LIN_CCFG_64W8 64, 64, 32, 16, 3, 1   /* GR_LIN_C64W8: 8 warps */
 enum {
     GR_LIN_C64,
     GR_LIN_C6432,
@@ -124,18 +126,28 @@ enum {
     GR_LIN_C6432S4,
     GR_LIN_C64K2,
     GR_LIN_C64K2S4,
+    GR_LIN_C6432W8,
+    GR_LIN_C64W8,
     GR_LIN_NCCFG
 };
 #define GR_LIN_CNAMES                                                                              \
-    { "64", "6432", "32", "64s4", "6432s4", "64k2", "64k2s4" }
+    { "64", "6432", "32", "64s4", "6432s4", "64k2", "64k2s4", "6432w8", "64w8" }
 enum { GR_LIN_CF_BM, GR_LIN_CF_BN, GR_LIN_CF_WM, GR_LIN_CF_WN, GR_LIN_CF_S, GR_LIN_CF_KS };
 
 /* Field f (GR_LIN_CF_*) of tensor-core configuration c; 0 for an unknown one. */
 static inline int gr_lin_ccfg(int c, int f) {
     static const int t[GR_LIN_NCCFG][6] = {
-        {GR_LIN_CCFG_64},     {GR_LIN_CCFG_6432}, {GR_LIN_CCFG_32},    {GR_LIN_CCFG_64S4},
-        {GR_LIN_CCFG_6432S4}, {GR_LIN_CCFG_64K2}, {GR_LIN_CCFG_64K2S4}};
+        {GR_LIN_CCFG_64},     {GR_LIN_CCFG_6432},   {GR_LIN_CCFG_32},
+        {GR_LIN_CCFG_64S4},   {GR_LIN_CCFG_6432S4}, {GR_LIN_CCFG_64K2},
+        {GR_LIN_CCFG_64K2S4}, {GR_LIN_CCFG_6432W8}, {GR_LIN_CCFG_64W8}};
     return c >= 0 && c < GR_LIN_NCCFG && f >= 0 && f < 6 ? t[c][f] : 0;
+}
+
+/* Threads per block of tensor-core configuration c: 32 per warp tile; 0 for an unknown one. */
+static inline unsigned gr_lin_tc_threads(int c) {
+    int wm = gr_lin_ccfg(c, GR_LIN_CF_WM), wn = gr_lin_ccfg(c, GR_LIN_CF_WN);
+    if (!wm || !wn) return 0;
+    return (unsigned)(gr_lin_ccfg(c, GR_LIN_CF_BM) / wm * (gr_lin_ccfg(c, GR_LIN_CF_BN) / wn) * 32);
 }
 
 /* Dynamic shared memory of tensor-core configuration c: S stages of BM + BN rows of 48 floats

@@ -528,7 +528,7 @@ static void test_linear_tc_geometry(void) {
         CU_ASSERT_EQUAL(o->grid[0], cases[i].gx);
         CU_ASSERT_EQUAL(o->grid[1], cases[i].gy);
         CU_ASSERT_EQUAL(o->grid[2], 1);
-        CU_ASSERT_EQUAL(o->block[0], GR_LIN_MMA_THREADS);
+        CU_ASSERT_EQUAL(o->block[0], 128); /* 4 warps */
         CU_ASSERT_EQUAL(o->smem,
                         (size_t)3 *
                             (size_t)(gr_lin_ccfg(cases[i].cfg, 0) + gr_lin_ccfg(cases[i].cfg, 1)) *
@@ -561,6 +561,7 @@ static void test_linear_tc_override(void) {
         CU_ASSERT_EQUAL(o->grid[0], 2048 / gr_lin_ccfg(c, GR_LIN_CF_BM));
         CU_ASSERT_EQUAL(o->grid[1], 256 / gr_lin_ccfg(c, GR_LIN_CF_BN));
         CU_ASSERT_EQUAL(o->grid[2], (unsigned)gr_lin_ccfg(c, GR_LIN_CF_KS));
+        CU_ASSERT_EQUAL(o->block[0], gr_lin_tc_threads(c));
         CU_ASSERT_EQUAL(o->smem, gr_lin_tc_smem(c));
         CU_ASSERT_EQUAL(o->smem,
                         (size_t)gr_lin_ccfg(c, GR_LIN_CF_S) *
@@ -570,6 +571,10 @@ static void test_linear_tc_override(void) {
     }
     CU_ASSERT_EQUAL(gr_lin_ccfg(GR_LIN_C64K2, GR_LIN_CF_KS), 2);
     CU_ASSERT_EQUAL(gr_lin_ccfg(GR_LIN_C64S4, GR_LIN_CF_S), 4);
+    CU_ASSERT_EQUAL(gr_lin_tc_threads(GR_LIN_C64), 128);
+    CU_ASSERT_EQUAL(gr_lin_tc_threads(GR_LIN_C6432W8), 256);
+    CU_ASSERT_EQUAL(gr_lin_tc_threads(GR_LIN_C64W8), 256);
+    CU_ASSERT_EQUAL(gr_lin_tc_threads(GR_LIN_NCCFG), 0);
     setenv("GR_LIN_TC_CFG", "128", 1); /* unknown: warned about, then ignored */
     gr_plan *p = linear_plan(2048, 256, 512, attrs);
     unsetenv("GR_LIN_TC_CFG");
