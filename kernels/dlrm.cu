@@ -722,11 +722,12 @@ __global__ void __launch_bounds__(NTH, NTH * TM * TN >= 256 * 32 ? 1 : 2)
 // Y[M, N] = act(X[M, K] W[N, K]^T + bias) with mma.sync.m16n8k8 TF32 tensor-core products and
 // fp32 accumulation. math "tf32": each operand rounded to TF32 once (10-bit mantissa, ~1e-3
 // relative error per product, what cuBLASLt's FAST_TF32 does). math "tf32x3": each operand is
-// split into a TF32 "big" part and the TF32 rounding of its remainder, a = a_b + a_s, and the
-// product is a_s b_b + a_b b_s + a_b b_b (the a_s b_s term, ~2^-22 of the product, is dropped)
-// in three MMAs, accumulated in fp32: the error of an fp32 FMA GEMM, at a third of the tensor
-// cores' TF32 rate, which is still ~5x the fp32 FMA pipe's (H200: ~495 dense TF32 TFLOP/s
-// against 67 fp32).
+// split into a TF32 "big" part and its remainder, a = a_b + a_s (tf32_split), and the product
+// is a_s b_b + a_b b_s + a_b b_b (the a_s b_s term, ~2^-22 of the product, is dropped) in three
+// MMAs, accumulated in fp32: about the error of an fp32 FMA GEMM, at a third of mma.sync's TF32
+// rate. On the H200 that rate is ~590 MAC/clk/SM (gr_mma_peak, bench/results run 25; wgmma's is
+// about twice), so 3 passes can at best reach ~1.6x the FFMA pipe's 120; this kernel reaches
+// ~37% of the ceiling (run 26).
 //
 // Tiling. A block of (BM / WM) x (BN / WN) warps (4, or 8 in the W8 configurations) owns a
 // BM x BN tile, each warp a WM x WN piece of it: WM / 16 x
