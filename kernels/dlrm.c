@@ -402,8 +402,9 @@ static gr_status check_interaction(gr_op *op, const gr_plan *plan, gr_error *err
     op->ip[GR_INT_T] = T;
     op->ip[GR_INT_D] = D;
     op->ip[GR_INT_P] = P;
-    /* one block per row of the batch (grid-stride beyond 8 blocks per SM) */
-    int64_t blocks = B < (int64_t)plan->target.sm_count * 8 ? B : (int64_t)plan->target.sm_count * 8;
+    /* one block per row of the batch (grid-stride beyond GR_INT_BLOCKS_PER_SM per SM) */
+    int64_t cap = (int64_t)plan->target.sm_count * GR_INT_BLOCKS_PER_SM;
+    int64_t blocks = B < cap ? B : cap;
     op->grid[0] = (unsigned)(blocks > 0 ? blocks : 1);
     op->grid[1] = op->grid[2] = 1;
     op->block[0] = 128;
@@ -493,9 +494,9 @@ static gr_status check_emb_interaction(gr_op *op, const gr_plan *plan, gr_error 
     op->ip[GR_EI_P] = P;
     op->ip[GR_EI_PRE] = written_by_no_op(op, plan, 1, 1 + 2 * T);
     op->fp[0] = mean ? 1.0 / (double)bag : 1.0;
-    /* one block per row of the batch, as dot_interaction (grid-stride beyond 8 blocks per SM) */
-    int64_t blocks =
-        B < (int64_t)plan->target.sm_count * 8 ? B : (int64_t)plan->target.sm_count * 8;
+    /* one block per row of the batch, as dot_interaction */
+    int64_t cap = (int64_t)plan->target.sm_count * GR_INT_BLOCKS_PER_SM;
+    int64_t blocks = B < cap ? B : cap;
     op->grid[0] = (unsigned)(blocks > 0 ? blocks : 1);
     op->grid[1] = op->grid[2] = 1;
     op->block[0] = 128;

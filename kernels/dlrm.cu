@@ -221,7 +221,7 @@ __device__ __forceinline__ void interaction_row(const float *f, int ld, int D, i
 
 // dot_interaction: one block per batch row (grid-stride over rows); x and E both come from the
 // kernels before, so nothing can be read before the PDL wait.
-__global__ void __launch_bounds__(128)
+__global__ void __launch_bounds__(128, GR_INT_BLOCKS_PER_SM)
 interaction_kernel(const float *__restrict__ x, const float *__restrict__ E, float *__restrict__ R,
                    int64_t B, int T, int D, int P) {
     extern __shared__ float f[];
@@ -278,7 +278,8 @@ __device__ __forceinline__ void ei_gather(const ei_args &a, int64_t b, float *f,
 }
 
 template <typename IDX, bool VEC>
-__global__ void __launch_bounds__(128) emb_interaction_kernel(const __grid_constant__ ei_args a) {
+__global__ void __launch_bounds__(128, GR_INT_BLOCKS_PER_SM)
+    emb_interaction_kernel(const __grid_constant__ ei_args a) {
     extern __shared__ float f[];
     const int ld = a.D + 1;
     int64_t b = blockIdx.x;

@@ -43,6 +43,10 @@ enum { GR_BIAS_N_TOTAL, GR_BIAS_N };
 enum { GR_CAT_ROWS, GR_CAT_COLS, GR_CAT_MAXCOLS };
 enum { GR_TRIL_B, GR_TRIL_N, GR_TRIL_P };
 enum { GR_INT_B, GR_INT_T, GR_INT_D, GR_INT_P };
+/* Both interaction kernels: one 128-thread block per batch row, at most this many per SM (the
+ * SM's 2048 threads; the kernels are built for it: at most 32 registers), grid-stride beyond.
+ * At B = 2048 every row has its own block, so no block waits out a second row's gather. */
+#define GR_INT_BLOCKS_PER_SM 16
 /* embedding_interaction: x [B, D], T tables, T index buffers -> R [B, D + P] */
 enum { GR_EI_B, GR_EI_T, GR_EI_D, GR_EI_BAG, GR_EI_IDX64, GR_EI_VEC, GR_EI_P, GR_EI_PRE };
 /* GR_LIN_BN: the simt kernel's tile width (8, 16, 32), or the tiled kernel's configuration

@@ -917,7 +917,13 @@ static void test_dlrm_accounting(void) {
         CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_LT);
         CU_ASSERT_EQUAL(op_named(f, "top.1")->ip[GR_LIN_IMPL], v ? GR_LINEAR_LT : GR_LINEAR_TILED);
         CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
-        CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 132 * 8);
+        /* one block per row: 2048 rows fit 132 SMs x GR_INT_BLOCKS_PER_SM at once */
+        CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 2048);
+        gr_plan_destroy(f);
+        /* past that the blocks stride over the rows */
+        f = dlrm(vs[v], "B=4096", NULL, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 132 * GR_INT_BLOCKS_PER_SM);
         gr_plan_destroy(f);
     }
     /* fused_tf32x3 at B = 2048: bot.1 and top.1 on the tc kernel with 3 passes; fp32 FMAs where

@@ -369,8 +369,11 @@ static void test_interaction_kernels(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
     /* fused interaction vs the unfused chain (concat, batched GEMM, tril, concat), both against
-     * the reference; B = 1500 exceeds 8 blocks per SM, so the kernel's row loop is exercised */
-    struct { int B, T, D; } cases[] = {{7, 26, 16}, {130, 3, 5}, {1500, 2, 4}, {1, 1, 1}};
+     * the reference; B = 2500 exceeds 16 blocks per SM on 132 SMs, so the kernel's row loop
+     * is exercised */
+    struct {
+        int B, T, D;
+    } cases[] = {{7, 26, 16}, {130, 3, 5}, {2500, 2, 4}, {1, 1, 1}};
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         int B = cases[c].B, T = cases[c].T, D = cases[c].D, F = T + 1, P = F * T / 2;
         char json[8192];
@@ -404,18 +407,18 @@ static void test_interaction_kernels(void) {
 
 /* embedding_interaction (the lookups gathered inside the interaction) against the reference
  * and against the chain it replaces (embedding_bag_tbe, then dot_interaction), which is checked
- * against its own reference too. B = 1500 exceeds 8 blocks per SM (the row loop, where only the
- * first row is gathered before the PDL wait); T = 31 is the most tables; D = 5 and 1 take the
- * scalar path; `written` puts an op in front that writes table 0, so the plan forbids gathering
- * before the PDL wait. */
+ * against its own reference too. B = 2500 exceeds 16 blocks per SM on 132 SMs (the row loop,
+ * where only the first row is gathered before the PDL wait); T = 31 is the most tables; D = 5 and 1
+ * take the scalar path; `written` puts an op in front that writes table 0, so the plan forbids
+ * gathering before the PDL wait. */
 static void test_emb_interaction_kernels(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
-    struct { int B, T, D, bag; const char *idt, *pool; int written; } cases[] = {
-        {7, 26, 16, 1, "int32", "sum", 0},   {130, 3, 5, 2, "int64", "mean", 0},
-        {1500, 2, 4, 1, "int32", "sum", 0},  {1, 1, 1, 1, "int32", "sum", 0},
-        {33, 31, 8, 3, "int32", "sum", 0},   {128, 26, 16, 1, "int32", "sum", 1},
-        {2048, 26, 16, 1, "int64", "sum", 0}};
+    struct { int B, T, D, bag; const char *idt, *pool; int written;
+    } cases[] = {{7, 26, 16, 1, "int32", "sum", 0},   {130, 3, 5, 2, "int64", "mean", 0},
+                 {2500, 2, 4, 1, "int32", "sum", 0},  {1, 1, 1, 1, "int32", "sum", 0},
+                 {33, 31, 8, 3, "int32", "sum", 0},   {128, 26, 16, 1, "int32", "sum", 1},
+                 {2048, 26, 16, 1, "int64", "sum", 0}};
     static char json[65536];
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         const int B = cases[c].B, T = cases[c].T, D = cases[c].D, bag = cases[c].bag;
