@@ -276,6 +276,22 @@ static gr_status check_norm_stats(gr_op *op, const gr_plan *plan, gr_error *err)
     return GR_OK;
 }
 
+/* x [B, d], act [B, f] and the op's LoRA-B weight (`role` "B_gate" [f, r] or "B_down" [d, r])
+ * must be 2-D before their dims are read; the message names all three with their shapes. */
+static gr_status check_step_ranks(const gr_op *op, const gr_buffer *x, const gr_buffer *act,
+                                  const gr_buffer *lb, const char *role, const char *want,
+                                  gr_error *err) {
+    if (x->ndim == 2 && act->ndim == 2 && lb->ndim == 2) return GR_OK;
+    char sx[96], sa[96], sb[96];
+    gr_shape_str(x, sx, sizeof(sx));
+    gr_shape_str(act, sa, sizeof(sa));
+    gr_shape_str(lb, sb, sizeof(sb));
+    return gr_error_set(err, GR_ERR_INPUT, op->path,
+                        "kernel \"%s\": x \"%s\" %s must be [B, d], act \"%s\" %s must be [B, f] "
+                        "and %s \"%s\" %s must be %s",
+                        op->kernel->name, x->name, sx, act->name, sa, role, lb->name, sb, want);
+}
+
 /* decode_gate_up: inputs x [B, d], w_norm [d], ssq [B], tin [2r, B], W_gate [f, d], W_up [f, d],
  * B_gate [f, r], B_up [f, r], A_down [r, f]; outputs act [B, f], tdown [r, B] (accumulated),
  * optional ssq_next [B] and tin_next [2r, B] (zeroed for the down kernel). */
@@ -283,16 +299,7 @@ static gr_status check_gate_up(gr_op *op, const gr_plan *plan, gr_error *err) {
     const gr_buffer *x = gr_in(op, plan, 0), *act = gr_out(op, plan, 0), *Bg = gr_in(op, plan, 6);
     gr_status st = gr_check_dtype(op, x, "inputs[0] (x)", gr_float_dtypes, err);
     if (st != GR_OK) return st;
-    if (x->ndim != 2 || act->ndim != 2 || Bg->ndim != 2) {
-        char sx[96], sa[96], sb[96];
-        gr_shape_str(x, sx, sizeof(sx));
-        gr_shape_str(act, sa, sizeof(sa));
-        gr_shape_str(Bg, sb, sizeof(sb));
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\": x \"%s\" %s must be [B, d], act \"%s\" %s must be "
-                            "[B, f] and B_gate \"%s\" %s must be [f, r]",
-                            op->kernel->name, x->name, sx, act->name, sa, Bg->name, sb);
-    }
+    GR_TRY(check_step_ranks(op, x, act, Bg, "B_gate", "[f, r]", err));
     int64_t B = x->shape[0], d = x->shape[1], f = act->shape[1], r = Bg->shape[1];
     struct {
         int in;
@@ -365,16 +372,7 @@ static gr_status check_down(gr_op *op, const gr_plan *plan, gr_error *err) {
     const gr_buffer *x = gr_in(op, plan, 0), *act = gr_in(op, plan, 1), *Bd = gr_in(op, plan, 3);
     gr_status st = gr_check_dtype(op, x, "inputs[0] (x)", gr_float_dtypes, err);
     if (st != GR_OK) return st;
-    if (x->ndim != 2 || act->ndim != 2 || Bd->ndim != 2) {
-        char sx[96], sa[96], sb[96];
-        gr_shape_str(x, sx, sizeof(sx));
-        gr_shape_str(act, sa, sizeof(sa));
-        gr_shape_str(Bd, sb, sizeof(sb));
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\": x \"%s\" %s must be [B, d], act \"%s\" %s must be "
-                            "[B, f] and B_down \"%s\" %s must be [d, r]",
-                            op->kernel->name, x->name, sx, act->name, sa, Bd->name, sb);
-    }
+    GR_TRY(check_step_ranks(op, x, act, Bd, "B_down", "[d, r]", err));
     int64_t B = x->shape[0], d = x->shape[1], f = act->shape[1], r = Bd->shape[1];
     int next = op->ninputs == 8;
     if (op->ninputs != 5 && op->ninputs != 8)
@@ -476,16 +474,7 @@ static gr_status check_step(gr_op *op, const gr_plan *plan, gr_error *err) {
                             GR_DEC_P_MAX_LAYERS, GR_DEC_P_PER_LAYER, op->ninputs);
     int L = nl / GR_DEC_P_PER_LAYER;
     const gr_buffer *act = gr_out(op, plan, 1), *Bg = gr_in(op, plan, 1 + GR_DEC_P_BGATE);
-    if (x->ndim != 2 || act->ndim != 2 || Bg->ndim != 2) {
-        char sx[96], sa[96], sb[96];
-        gr_shape_str(x, sx, sizeof(sx));
-        gr_shape_str(act, sa, sizeof(sa));
-        gr_shape_str(Bg, sb, sizeof(sb));
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\": x \"%s\" %s must be [B, d], act \"%s\" %s must be "
-                            "[B, f] and B_gate \"%s\" %s must be [f, r]",
-                            op->kernel->name, x->name, sx, act->name, sa, Bg->name, sb);
-    }
+    GR_TRY(check_step_ranks(op, x, act, Bg, "B_gate", "[f, r]", err));
     int64_t B = x->shape[0], d = x->shape[1], f = act->shape[1], r = Bg->shape[1];
     const char *docs[GR_DEC_P_PER_LAYER] = {"[d]",    "[f, d]", "[f, d]", "[d, f]", "[r, d]",
                                             "[r, d]", "[r, f]", "[f, r]", "[f, r]", "[d, r]"};
