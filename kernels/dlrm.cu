@@ -733,11 +733,11 @@ __global__ void __launch_bounds__(NTH, NTH * TM * TN >= 256 * 32 ? 1 : 2)
 // Tiling. A block of (BM / WM) x (BN / WN) warps (4, or 8 in the W8 configurations) owns a
 // BM x BN tile, each warp a WM x WN piece of it: WM / 16 x
 // WN / 8 MMA tiles of 16 x 8, whose accumulators stay in registers (4 floats per MMA tile per
-// lane; 3xTF32 keeps the big x big products and the two small terms in separate accumulators,
-// summed in the epilogue). K is staged 32 at a time through 3 shared-memory stages by
-// cp.async, as the tiled SIMT kernel does (rows k-contiguous, zero-filled past M, N and K; 16-byte
-// copies, shifted ones when K % 4 != 0: tc_copy), two stages in flight while one is consumed,
-// one barrier per stage.
+// lane; 3xTF32 keeps big x big, small x big and big x small in three accumulators, summed in
+// the epilogue). K is staged 32 at a time through S shared-memory stages (3, or 4 in the S4
+// configurations) by cp.async, as the tiled SIMT kernel does (rows k-contiguous, zero-filled
+// past M, N and K; 16-byte copies, shifted ones when K % 4 != 0: tc_copy), S - 1 stages in
+// flight while one is consumed, one barrier per stage.
 //
 // Fragments. An MMA sums over its 8 k in any order, so A's and B's k may be permuted alike:
 // within each 16 k of a stage, lane (g, t) = (lane / 4, lane % 4) takes k = 4t .. 4t + 3 with one
@@ -752,7 +752,7 @@ __global__ void __launch_bounds__(NTH, NTH * TM * TN >= 256 * 32 ? 1 : 2)
 // three passes on one accumulator used to issue back to back, each waiting out the previous
 // one's latency.
 //
-// PDL as in the tiled kernel: with `pre`, the W rows of the first two stages are copied before
+// PDL as in the tiled kernel: with `pre`, the W rows of the first S - 1 stages are copied before
 // griddepcontrol.wait; dependents are signalled after the K loop.
 constexpr int kTcKT = GR_LIN_MMA_KT, kTcLD = GR_LIN_MMA_LD;
 static_assert(kTcKT % 16 == 0, "whole 16-k fragment groups per stage");

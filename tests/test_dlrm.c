@@ -495,7 +495,7 @@ static void test_linear_tiled_geometry(void) {
 
 /* The tc kernel's configuration and launch dims: the largest tile (64 x 64, 64 x 32, 32 x 32)
  * whose blocks cover the 132 SMs at least once; 128 threads; M tiles in grid x, N tiles in grid
- * y; dynamic shared memory = 3 stages of BM + BN rows of 36 floats; the 3-pass flag only with
+ * y; dynamic shared memory = 3 stages of BM + BN rows of 48 floats; the 3-pass flag only with
  * math tf32x3, and VEC (16-byte copies) only for K % 4 == 0. */
 static void test_linear_tc_geometry(void) {
     static const struct {
@@ -529,10 +529,10 @@ static void test_linear_tc_geometry(void) {
         CU_ASSERT_EQUAL(o->grid[1], cases[i].gy);
         CU_ASSERT_EQUAL(o->grid[2], 1);
         CU_ASSERT_EQUAL(o->block[0], 128); /* 4 warps */
-        CU_ASSERT_EQUAL(o->smem,
-                        (size_t)3 *
-                            (size_t)(gr_lin_ccfg(cases[i].cfg, 0) + gr_lin_ccfg(cases[i].cfg, 1)) *
-                            GR_LIN_MMA_LD * 4);
+        CU_ASSERT_EQUAL(o->smem, (size_t)3 *
+                                     (size_t)(gr_lin_ccfg(cases[i].cfg, GR_LIN_CF_BM) +
+                                              gr_lin_ccfg(cases[i].cfg, GR_LIN_CF_BN)) *
+                                     GR_LIN_MMA_LD * 4);
         CU_ASSERT_EQUAL(o->ip[GR_LIN_VEC], cases[i].K % 4 == 0);
         int x3 = !strcmp(cases[i].math, "tf32x3");
         CU_ASSERT_EQUAL(o->ip[GR_LIN_FLAGS] & (GR_LIN_F_TF32 | GR_LIN_F_TF32X3),
