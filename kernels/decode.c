@@ -578,6 +578,50 @@ static gr_status check_step(gr_op *op, const gr_plan *plan, gr_error *err) {
     return GR_OK;
 }
 
+/* decode_step_stream: decode_step's op (same inputs, outputs, attrs, checks, accounting and CPU
+ * reference), one block of GR_DEC_S_THREADS per SM, one batch tile of BT = B rounded up to a power
+ * of two, and the shared memory for the activations, the per-task epilogue weights and as many
+ * ring slots as fit (decode.h). Needs bulk copies (cc >= 9.0). */
+static gr_status check_step_stream(gr_op *op, const gr_plan *plan, gr_error *err) {
+    GR_TRY(check_step(op, plan, err));
+    const gr_target *t = &plan->target;
+    if (t->cc_major < 9)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\" streams weights with bulk copies (TMA), which need "
+                            "compute capability 9.0 or later; the target (%s) is cc %d.%d. Use the "
+                            "fused or fused_persistent variant",
+                            op->kernel->name, t->name, t->cc_major, t->cc_minor);
+    int64_t B = op->ip[GR_DEC_B], d = op->ip[GR_DEC_K], f = op->ip[GR_DEC_N];
+    int64_t r = op->ip[GR_DEC_RANK];
+    int esize = (int)gr_dtype_size(gr_in(op, plan, 0)->dtype);
+    int bt = 1;
+    while (bt < B)
+        bt *= 2;
+    size_t per_block, per_sm;
+    smem_caps(t, &per_block, &per_sm);
+    int64_t grid = t->sm_count > 0 ? t->sm_count : 1;
+    gr_dec_stream_layout sl = gr_dec_stream_smem_layout(bt, d, f, r, esize, grid, per_block);
+    if (sl.nslots < 2)
+        return gr_error_set(
+            err, GR_ERR_INPUT, op->path,
+            "kernel \"%s\": B = %lld, d = %lld, f = %lld, r = %lld leave no room "
+            "for 2 weight slots of %d KB in the %.1f KB of shared memory a block "
+            "may have on the target (%s): the activations take %.1f KB. Use smaller "
+            "B, d or f, or the fused variant (per-layer kernels)",
+            op->kernel->name, (long long)B, (long long)d, (long long)f, (long long)r,
+            GR_DEC_S_SLOT / 1024, (double)per_block / 1024.0, t->name, (double)sl.ring / 1024.0);
+    op->grid[0] = (unsigned)grid;
+    op->grid[1] = op->grid[2] = 1;
+    op->block[0] = GR_DEC_S_THREADS;
+    op->block[1] = op->block[2] = 1;
+    op->smem = sl.total;
+    op->ip[GR_DEC_BT] = bt;
+    op->ip[GR_DEC_TW] = 1;
+    op->ip[GR_DEC_TILES] = 1;
+    op->ip[GR_DEC_S_TW_DOWN] = 1;
+    return GR_OK;
+}
+
 /* ---------- fused kernels: CPU references (double accumulation) ---------- */
 
 static float bf16_bits_to_f32(uint16_t h) {
@@ -1250,6 +1294,28 @@ static const gr_kernel_def k_step = {
     gr_setup_decode_step,
     gr_teardown_decode_step};
 
+static const gr_kernel_def k_step_stream = {
+    "decode_step_stream",
+    "decode_step with the weights streamed through a shared-memory ring by bulk copies (TMA, cc "
+    ">= 9.0): one block per SM, a producer warp that copies every phase's weights in order and "
+    "never waits at a grid barrier, and consumer warps that compute from the ring, so HBM keeps "
+    "streaming while the grid synchronises (B <= 8)",
+    "x [B, d], then per layer w_norm [d], W_gate [f, d], W_up [f, d], W_down [d, f], A_gate [r, "
+    "d], A_up [r, d], A_down [r, f], B_gate [f, r], B_up [f, r], B_down [d, r]",
+    "x (in place), act [B, f]",
+    1 + GR_DEC_P_PER_LAYER,
+    1 + GR_DEC_P_PER_LAYER *GR_DEC_P_MAX_LAYERS,
+    2,
+    2,
+    gate_up_attrs,
+    2,
+    GR_KF_INPLACE,
+    check_step_stream,
+    gr_launch_decode_step_stream,
+    ref_step,
+    gr_setup_decode_step,
+    gr_teardown_decode_step};
+
 const gr_kernel_def *const gr_decode_kernels[] = {
-    &k_square,     &k_rsqrt_eps, &k_scale_add, &k_mean_lastdim, &k_mul_bcast,
-    &k_norm_stats, &k_gate_up,   &k_down,      &k_step,         NULL};
+    &k_square,  &k_rsqrt_eps, &k_scale_add, &k_mean_lastdim, &k_mul_bcast, &k_norm_stats,
+    &k_gate_up, &k_down,      &k_step,      &k_step_stream,  NULL};

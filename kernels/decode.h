@@ -97,6 +97,22 @@ gr_status gr_setup_decode_step(const gr_op *op, const gr_launch_ctx *ctx, void *
                                gr_error *err);
 void gr_teardown_decode_step(void *state);
 
+/* decode_step_stream: the same step and op signature as decode_step, one persistent block per SM
+ * whose weights arrive through a ring of shared-memory slots filled by bulk copies (TMA): a
+ * producer warp streams every phase's weights in order and never waits at a grid barrier, so
+ * HBM keeps streaming while the GR_DEC_S_CWARPS consumer warps wait at one; decode_gemv.cu has
+ * the design. It uses op->ip like decode_step (BT = B rounded up to a power of two <= 8, one
+ * batch tile, TILES = 1); setup and teardown are decode_step's. */
+#define GR_DEC_S_CWARPS 8
+#define GR_DEC_S_THREADS ((GR_DEC_S_CWARPS + 1) * 32)
+#define GR_DEC_S_SLOT 16384 /* bytes per ring slot */
+#define GR_DEC_S_MAX_SLOTS 32
+/* Stages a producer keeps in flight (copies issued and not yet landed), at most the ring's slots:
+ * what streams at the full rate without queueing every other memory access of the step behind a
+ * deep backlog (decode_gemv.cu). GR_DEC_S_INFLIGHT=N overrides it at setup. */
+#define GR_DEC_S_INFLIGHT 2
+gr_status gr_launch_decode_step_stream(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+
 /* Shared-memory layout of one block of the fused GEMV kernels (byte offsets, 16-byte
  * aligned), shared by the check (which picks the batch tile so that it fits) and the kernels.
  * gate_up: act = x*w_norm tile [BT][K] fp32 (two 16-byte planes per 8-element chunk for 2-byte
@@ -136,6 +152,83 @@ GR_DEC_HD gr_dec_layout gr_dec_smem_layout(int is_down, int bt, long long K, lon
     l.acc = o;
     o += gr_dec_align16((is_down ? 2u * (size_t)rank + 1u : (size_t)rank) * bts * 4u);
     l.total = o;
+    return l;
+}
+
+/* Shared-memory layout of a decode_step_stream block (byte offsets) and the task chunking it
+ * implies; one function for the check (decode.c) and the kernel.
+ * full/empty: mbarriers of the ring slots; seq: the stage each slot was last filled with (a
+ * consumer waits for its stage number there before it waits on the slot's mbarrier, so a parity
+ * wait never runs two rounds ahead); act: x * w_norm [BT][d] fp32 (gate_up phases) or act [BT][f]
+ * in the weight dtype (down phases), one region for both; lora: scale * tin [2][r][BT] or scale *
+ * tdown [r][BT]; rstd [BT]; acc: the block's partial tdown [r][BT] or next-layer statistics
+ * [2r+1][BT]; epi: the phase's per-task epilogue weights as fp32 (gate_up: the 4 LoRA-B rows and
+ * A_down[:, n0..n0+1] of each task, 6r floats; down: per row the B_down row and the 2r
+ * coefficients A[j][m] * w_next[m], 12r floats a task); xo: x[b][m] of the down rows [task][4][BT];
+ * dpart: the down chunks' partial sums [task][chunk][4][BT]; xn: the new x of the block's down
+ * rows [task][4][BT]; ring: nslots slots of GR_DEC_S_SLOT bytes.
+ * Tasks are 4 rows: a gate_up task 2 outputs (gate, up, gate, up rows of d), a down task 4 outputs
+ * (rows of f). A task whose 4 rows exceed a slot is split along K into nc chunks of kc elements
+ * (a multiple of 16 bytes): a gate_up task's chunks go to one warp, a down task's chunks to
+ * different warps (their partial sums meet in dpart). */
+typedef struct gr_dec_stream_layout {
+    size_t full, empty, seq, act, lora, rstd, acc, epi, xo, dpart, xn, ring, total;
+    int nslots;
+    int kc_gu, nc_gu, kc_dn, nc_dn; /* elements per chunk and chunks per task */
+    int tg, td;                     /* tasks per block at most: gate_up, down */
+} gr_dec_stream_layout;
+
+GR_DEC_HD void gr_dec_stream_chunks(long long K, int rows, int esize, int *kc, int *nc) {
+    long long vec = 16 / esize;
+    long long kmax = (long long)GR_DEC_S_SLOT / ((long long)rows * esize) / vec * vec;
+    long long n = (K + kmax - 1) / kmax;
+    long long k = (K + n - 1) / n;
+    k = (k + vec - 1) / vec * vec;
+    *kc = (int)k;
+    *nc = (int)n;
+}
+
+/* per_block: the shared memory a block may have; nslots = 0 when not even 2 slots fit. */
+GR_DEC_HD gr_dec_stream_layout gr_dec_stream_smem_layout(int bt, long long d, long long f,
+                                                         long long r, int esize, long long grid,
+                                                         size_t per_block) {
+    gr_dec_stream_layout l;
+    size_t o = 0, bts = (size_t)bt, rr = (size_t)r;
+    gr_dec_stream_chunks(d, 4, esize, &l.kc_gu, &l.nc_gu);
+    gr_dec_stream_chunks(f, 4, esize, &l.kc_dn, &l.nc_dn);
+    l.tg = (int)((f / 2 + grid - 1) / grid);
+    l.td = (int)((d / 4 + grid - 1) / grid);
+    size_t tg = (size_t)l.tg, td = (size_t)l.td;
+    l.full = o;
+    o += (size_t)GR_DEC_S_MAX_SLOTS * 8u;
+    l.empty = o;
+    o += (size_t)GR_DEC_S_MAX_SLOTS * 8u;
+    l.seq = o;
+    o += (size_t)GR_DEC_S_MAX_SLOTS * 4u;
+    l.act = o;
+    size_t a_gu = bts * (size_t)d * 4u, a_dn = bts * (size_t)f * (size_t)esize;
+    o += gr_dec_align16(a_gu > a_dn ? a_gu : a_dn);
+    l.lora = o;
+    o += gr_dec_align16(2u * rr * bts * 4u);
+    l.rstd = o;
+    o += gr_dec_align16(bts * 4u);
+    l.acc = o;
+    o += gr_dec_align16((2u * rr + 1u) * bts * 4u);
+    l.epi = o;
+    size_t e_gu = tg * 6u * rr, e_dn = td * 12u * rr;
+    o += gr_dec_align16((e_gu > e_dn ? e_gu : e_dn) * 4u);
+    l.xo = o;
+    o += gr_dec_align16(td * 4u * bts * 4u);
+    l.dpart = o;
+    o += gr_dec_align16(td * (size_t)l.nc_dn * 4u * bts * 4u);
+    l.xn = o;
+    o += gr_dec_align16(td * 4u * bts * 4u);
+    l.ring = (o + 127u) & ~(size_t)127u;
+    size_t room = per_block > l.ring ? per_block - l.ring : 0u;
+    size_t n = room / (size_t)GR_DEC_S_SLOT;
+    if (n > GR_DEC_S_MAX_SLOTS) n = GR_DEC_S_MAX_SLOTS;
+    l.nslots = n >= 2 ? (int)n : 0;
+    l.total = l.ring + (size_t)l.nslots * (size_t)GR_DEC_S_SLOT;
     return l;
 }
 

@@ -92,6 +92,22 @@ template <> __device__ __forceinline__ __half from_f<__half>(float v) {
     return __float2half_rn(v);
 }
 
+// One element that another block of the grid may have written, read through L2 (ld.global.cg).
+// CUDA's own __ldcg for __nv_bfloat16 and __half is a non-volatile asm with no memory clobber,
+// which the compiler may merge with an earlier load of the same address: decode_step_stream read
+// layer 0's x again in its last layer's residual, in 2-byte dtypes only (runs 32-34); the
+// unsigned-short overload is volatile.
+template <typename T> __device__ __forceinline__ T ldcg_elem(const T *p) {
+    if constexpr (sizeof(T) == 2) {
+        const unsigned short u = __ldcg(reinterpret_cast<const unsigned short *>(p));
+        T v;
+        memcpy(&v, &u, sizeof(v));
+        return v;
+    } else {
+        return __ldcg(p);
+    }
+}
+
 // 16 bytes -> 16 / sizeof(T) floats.
 template <typename T> __device__ __forceinline__ void unpack16(const uint4 &v, float *f);
 template <> __device__ __forceinline__ void unpack16<float>(const uint4 &v, float *f) {
@@ -753,7 +769,7 @@ __device__ __forceinline__ void down_body(const DownArgs<T> &p, unsigned char *s
                 issue<T>(buf[s], irows, ic, itask < ntasks && is0 + s < nsteps && ic < nch);
             }
         }
-        const float xo = has_x ? to_f(__ldcg(xrow)) : 0.f;
+        const float xo = has_x ? to_f(ldcg_elem(xrow)) : 0.f;
         float c0[kRows], c1[kRows], wn[kRows];
 #pragma unroll
         for (int r = 0; r < kRows; r++)
@@ -969,19 +985,23 @@ struct grid_wait {
 
 // Layer 0's statistics, one warp per (statistic j, batch row b) over the whole grid (the
 // norm_stats kernel's work with warps instead of blocks: (2r + 1) B dot products of length d).
-template <typename T> __device__ __forceinline__ void step_norm_phase(const StepArgs<T> &a) {
+// NW: the warps of each block that take part (threads 0 .. 32 NW - 1).
+template <typename T, int NW>
+__device__ __forceinline__ void step_norm_phase(const T *x, const T *w0, const T *Ag0, const T *Au0,
+                                                float *ssq0, float *tin0, float *td0, int B, int d,
+                                                int r) {
     constexpr int VEC = 16 / (int)sizeof(T);
     const int lane = (int)threadIdx.x & 31;
-    const int gw = (int)blockIdx.x * kWarps + ((int)threadIdx.x >> 5);
-    const int nw = (int)gridDim.x * kWarps;
-    const int B = a.B, d = a.d, r = a.rank, nch = d / VEC;
+    const int gw = (int)blockIdx.x * NW + ((int)threadIdx.x >> 5);
+    const int nw = (int)gridDim.x * NW;
+    const int nch = d / VEC;
     if (blockIdx.x == 0)
-        for (int i = (int)threadIdx.x; i < r * B; i += kThreads)
-            a.td0[i] = 0.f;
+        for (int i = (int)threadIdx.x; i < r * B; i += NW * 32)
+            td0[i] = 0.f;
     for (int job = gw; job < (2 * r + 1) * B; job += nw) {
         const int j = job / B, b = job - j * B;
-        const T *xb = a.x + (size_t)b * d;
-        const T *A = j == 0 ? nullptr : ((j - 1) / r ? a.Au0 : a.Ag0) + (size_t)((j - 1) % r) * d;
+        const T *xb = x + (size_t)b * d;
+        const T *A = j == 0 ? nullptr : ((j - 1) / r ? Au0 : Ag0) + (size_t)((j - 1) % r) * d;
         float s = 0.f;
         for (int c = lane; c < nch; c += 32) {
             float xf[VEC];
@@ -992,7 +1012,7 @@ template <typename T> __device__ __forceinline__ void step_norm_phase(const Step
                     s = fmaf(xf[e], xf[e], s);
             } else {
                 float wf[VEC], of[VEC];
-                unpack16<T>(*reinterpret_cast<const uint4 *>(a.w0 + (size_t)c * VEC), wf);
+                unpack16<T>(*reinterpret_cast<const uint4 *>(w0 + (size_t)c * VEC), wf);
                 unpack16<T>(*reinterpret_cast<const uint4 *>(A + (size_t)c * VEC), of);
 #pragma unroll
                 for (int e = 0; e < VEC; e++)
@@ -1003,9 +1023,9 @@ template <typename T> __device__ __forceinline__ void step_norm_phase(const Step
             s += __shfl_xor_sync(kFull, s, o);
         if (lane == 0) {
             if (j == 0)
-                a.ssq0[b] = s;
+                ssq0[b] = s;
             else
-                a.tin0[(size_t)(j - 1) * B + b] = s;
+                tin0[(size_t)(j - 1) * B + b] = s;
         }
     }
 }
@@ -1024,7 +1044,7 @@ __global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
         base = v - v % (2ull * (unsigned long long)a.L * nb);
     }
     mark(a.ts0, 0);
-    step_norm_phase(a);
+    step_norm_phase<T, kWarps>(a.x, a.w0, a.Ag0, a.Au0, a.ssq0, a.tin0, a.td0, a.B, a.d, a.rank);
     mark(a.ts0, 4);
     grid_arrive(a.bar, a.ts0);
     unsigned long long k = 0;
@@ -1035,6 +1055,610 @@ __global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
         down_body<T, BT, depth_of<T, BT, true>()>(a.dn[l], smem,
                                                   grid_wait{a.bar, base + (++k) * nb});
         if (l + 1 < a.L) grid_arrive(a.bar, a.dn[l].ts);
+    }
+}
+
+// ---------- decode_step_stream: the step in one persistent kernel, weights through a TMA ring
+// ----------
+//
+// Why another persistent kernel: decode_step's grid barriers cost 2-5 us each because a block
+// reaches its barrier with its next phase's weight loads in flight in its own registers; the
+// fence before the arrival waits for those loads and the pollers' loads queue behind them, and
+// HBM idles while the grid waits (docs/decode_step.md). Here the weights do not go through the
+// consumers at all. Each block (one per SM) has GR_DEC_S_CWARPS consumer warps and one producer
+// warp; the producer's lane 0 walks the block's stages of every phase of the step in order and
+// copies each into the next free ring slot with bulk copies (cp.async.bulk, completing on the
+// slot's "full" mbarrier, L2 evict-first: the weights are read once). It waits only for slots to
+// be released (and for its in-flight cap), never for a grid barrier, so while the consumers wait
+// at one HBM can keep filling the ring: nslots x 16 KB per SM, 9 slots (~4.6 us of the SM's share
+// of 4.2 TB/s) at fp32 B4, 12 at the default bf16 size. The fencing thread holds no weight loads,
+// so its fence only waits for the block's own act/x stores and atomics.
+//
+// Work split: tasks are 4 rows. gate_up task t (outputs 2t, 2t + 1: rows gate, up, gate, up, the
+// per-layer kernels' order) is computed whole by one warp and reduced with reduce_scatter; down
+// task t (outputs 4t .. 4t + 3) is split along K into chunks that go to different warps, whose
+// partial sums meet in shared memory (dpart) before a block-level epilogue. Task t goes to block
+// t % grid and, within it, work item (local task or (task, chunk)) i to consumer warp i % 8. The
+// arithmetic, the rounding points and the accumulators (act, x rounded to T; tdown and the next
+// layer's statistics summed in fp32 with atomics; rstd factored out of the LoRA-A products) are
+// those of decode_step, so its CPU reference checks this kernel too.
+//
+// Per phase (consumer threads only; named barrier 1, the producer never joins it):
+//   arrive (the block's writes fenced, counter += 1) -> stage the NEXT phase's epilogue weights
+//   (LoRA-B rows, A_down columns, A_next[j][m] w_next[m]) into shared memory -> wait for the
+//   counter -> stage the phase's activations (x * w_norm or act, old x, LoRA-A products, rstd)
+//   -> work items -> the block's partial sums to global with vector atomics.
+// Everything read across blocks goes through L2 (ld.global.cg); the counter is decode_step's
+// monotonic one (2 L arrivals per block and launch, so no reset between launches).
+// Measured (runs 31-35, docs/decode_step.md): correct in every dtype, but no faster than the
+// per-layer kernels with PDL (fp32 B4 186.3 us against 180.9): the stall at each grid barrier
+// (~5-6 us: fence, barrier, staging the activations from L2 under load) outlasts the ring.
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ unsigned long long global_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+// A wait that has not finished after 10 s is a bug (a lost arrival or a wrong byte count): trap,
+// so the launch fails with an error instead of hanging the device.
+constexpr unsigned long long kSpinLimitNs = 10000000000ull;
+
+// The bulk-copy and mbarrier instructions are sm_90's; the check refuses older targets, and a
+// build for one compiles these to traps.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define GR_DEC_SM90(...) __VA_ARGS__
+#else
+#define GR_DEC_SM90(...) __trap()
+#endif
+__device__ __forceinline__ void mbar_init(unsigned long long *bar, unsigned count) {
+    GR_DEC_SM90(
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count)
+                     : "memory"));
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned long long *bar, unsigned bytes) {
+    GR_DEC_SM90(asm volatile(
+        "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes)
+        : "memory"));
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long *bar) {
+    GR_DEC_SM90(asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar))
+                             : "memory"));
+}
+__device__ __forceinline__ bool mbar_try(unsigned long long *bar, unsigned parity) {
+    unsigned ok = 0;
+    GR_DEC_SM90(asm volatile("{\n\t.reg .pred p;\n\t"
+                             "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                             "selp.u32 %0, 1, 0, p;\n\t}"
+                             : "=r"(ok)
+                             : "r"(smem_u32(bar)), "r"(parity)
+                             : "memory"));
+    return ok != 0;
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned parity) {
+    if (mbar_try(bar, parity)) return;
+    const unsigned long long t0 = global_ns();
+    while (!mbar_try(bar, parity))
+        if (global_ns() - t0 > kSpinLimitNs) __trap();
+}
+__device__ __forceinline__ void bulk_load(void *dst, const void *src, unsigned bytes,
+                                          unsigned long long *bar, unsigned long long policy) {
+    GR_DEC_SM90(
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::"
+                     "cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(smem_u32(dst)),
+                     "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(policy)
+                     : "memory"));
+}
+__device__ __forceinline__ void consumers_sync() {
+    asm volatile("bar.sync 1, %0;" ::"n"(GR_DEC_S_CWARPS * 32) : "memory");
+}
+
+template <typename T> struct StreamLayer {
+    const T *w, *Wg, *Wu, *Wd, *Ag, *Au, *Ad, *Bg, *Bu, *Bd;
+};
+template <typename T> struct StreamArgs {
+    StreamLayer<T> ly[GR_DEC_P_MAX_LAYERS];
+    T *x, *act;
+    unsigned char *stats; // per layer (st_per_layer bytes): ssq [B], tin [2r][B], td [r][B]
+    size_t st_per_layer, st_tin, st_td;
+    unsigned long long *bar;
+    unsigned long long *ts; // GR_STEP_TIMES: [2L + 1 phases][grid][kMarks], else null
+    int L, B, d, f, rank;
+    int inflight; // stages the producer keeps in flight (1 .. nslots)
+    float scale, eps;
+    gr_dec_stream_layout sl;
+};
+template <typename T> __device__ __forceinline__ float *st_ssq(const StreamArgs<T> &a, int l) {
+    return reinterpret_cast<float *>(a.stats + (size_t)l * a.st_per_layer);
+}
+template <typename T> __device__ __forceinline__ float *st_tin(const StreamArgs<T> &a, int l) {
+    return reinterpret_cast<float *>(a.stats + (size_t)l * a.st_per_layer + a.st_tin);
+}
+template <typename T> __device__ __forceinline__ float *st_td(const StreamArgs<T> &a, int l) {
+    return reinterpret_cast<float *>(a.stats + (size_t)l * a.st_per_layer + a.st_td);
+}
+__device__ __forceinline__ int local_tasks(int ntask) {
+    const int b = (int)blockIdx.x, g = (int)gridDim.x;
+    return ntask > b ? (ntask - 1 - b) / g + 1 : 0;
+}
+template <typename T>
+__device__ __forceinline__ unsigned long long *phase_ts(const StreamArgs<T> &a, int phase) {
+    return a.ts ? a.ts + (size_t)phase * gridDim.x * kMarks : nullptr;
+}
+
+// The block's stages in the order the consumers take them: phase p = 2 l (+1 for down), local
+// task i, K chunk c.
+template <typename T> struct stage_iter {
+    const StreamArgs<T> *a;
+    int p, i, c, nloc;
+    __device__ void settle() { // skip phases in which this block has no task
+        for (; p < 2 * a->L; p++, i = 0, c = 0) {
+            nloc = local_tasks((p & 1) ? a->d / kRows : a->f / 2);
+            if (i < nloc) return;
+        }
+    }
+    __device__ explicit stage_iter(const StreamArgs<T> &args)
+        : a(&args), p(0), i(0), c(0), nloc(0) {
+        settle();
+    }
+    __device__ bool done() const {
+        return p >= 2 * a->L;
+    }
+    __device__ int kc() const {
+        return (p & 1) ? a->sl.kc_dn : a->sl.kc_gu;
+    }
+    __device__ unsigned bytes() const {
+        const int K = (p & 1) ? a->f : a->d, k0 = c * kc();
+        return (unsigned)(min(kc(), K - k0) * (int)sizeof(T));
+    }
+    __device__ const T *row(int r) const {
+        const StreamLayer<T> &ly = a->ly[p >> 1];
+        const size_t t = (size_t)blockIdx.x + (size_t)i * gridDim.x, k0 = (size_t)c * kc();
+        return (p & 1) ? ly.Wd + (kRows * t + r) * (size_t)a->f + k0
+                       : ((r & 1) ? ly.Wu : ly.Wg) + (2 * t + (r >> 1)) * (size_t)a->d + k0;
+    }
+    __device__ void next() {
+        if (++c < ((p & 1) ? a->sl.nc_dn : a->sl.nc_gu)) return;
+        c = 0;
+        if (++i < nloc) return;
+        i = 0;
+        p++;
+        settle();
+    }
+};
+
+// The producer: lane 0 of the last warp. Stage s goes to slot s % nslots, whose previous round
+// (stage s - nslots) must be released first, and is issued only once stage s - inflight has
+// landed: the ring may hold up to nslots landed stages, but at most `inflight` copies are
+// outstanding at a time. Run 31 let all slots be outstanding (144 KB per SM at fp32 B4): after a
+// phase's last slot freed, ~19 MB of copies were queued GPU-wide and every other access of the
+// step queued behind them (the block's atomics 2.5-5.7 us, its fence 1.7, staging from L2 2.3);
+// with the cap those dropped (run 32), though the step time moved little (2 stages: 186.3 us,
+// 3-9: 189.1-189.7). Also measured and removed (run 35): prefetching the stages 4-32 ahead of the
+// ring into L2 (cp.async.bulk.prefetch.L2), to keep HBM streaming while the ring is full across a
+// grid barrier: slower at every distance (fp32 B4 189.3 -> 198.9-230.5 us, bf16 588 -> 706-843).
+template <typename T>
+__device__ __forceinline__ void stream_produce(const StreamArgs<T> &a, unsigned char *ring,
+                                               unsigned long long *full, unsigned long long *empty,
+                                               unsigned *seq) {
+    unsigned long long policy = 0;
+    GR_DEC_SM90(asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"
+                             : "=l"(policy)));
+    const unsigned NS = (unsigned)a.sl.nslots, IF = (unsigned)a.inflight;
+    stage_iter<T> fill(a);
+    for (unsigned s = 0; !fill.done(); s++, fill.next()) {
+        const unsigned slot = s % NS;
+        if (s >= NS) mbar_wait(&empty[slot], (s / NS - 1u) & 1u);
+        if (s >= IF) mbar_wait(&full[(s - IF) % NS], ((s - IF) / NS) & 1u);
+        const unsigned bytes = fill.bytes();
+        *reinterpret_cast<volatile unsigned *>(&seq[slot]) = s;
+        mbar_expect_tx(&full[slot], bytes * (unsigned)kRows);
+        unsigned char *dst = ring + (size_t)slot * GR_DEC_S_SLOT;
+        const size_t pitch = (size_t)fill.kc() * sizeof(T);
+        for (int r = 0; r < kRows; r++)
+            bulk_load(dst + (size_t)r * pitch, fill.row(r), bytes, &full[slot], policy);
+    }
+}
+
+// A consumer's wait for stage s: first until the slot holds stage s (seq), then for its bytes.
+// A parity wait alone is ambiguous when the slot is still a round behind (stage s - nslots not yet
+// issued, which happens when nslots is smaller than the stages the warps wait on at once): the
+// parity of round s / nslots is that of a round already completed, so it would pass at once.
+__device__ __forceinline__ void stage_wait(unsigned long long *full, const unsigned *seq,
+                                           unsigned s, unsigned NS) {
+    const unsigned slot = s % NS;
+    const volatile unsigned *q = seq + slot;
+    if (*q != s) {
+        const unsigned long long t0 = global_ns();
+        while (*q != s)
+            if (global_ns() - t0 > kSpinLimitNs) __trap();
+    }
+    mbar_wait(&full[slot], (s / NS) & 1u);
+}
+
+// The next phase's epilogue weights into epi (fp32), 8 loads in flight per thread.
+template <typename T>
+__device__ __forceinline__ void stage_epi(const StreamArgs<T> &a, int p, float *epi) {
+    const int l = p >> 1, r = a.rank, tid = (int)threadIdx.x;
+    constexpr int NT = GR_DEC_S_CWARPS * 32, U = 8;
+    const StreamLayer<T> &ly = a.ly[l];
+    if (!(p & 1)) { // gate_up task i: [4 rows][r] LoRA-B, then A_down [r][2]
+        const int n = local_tasks(a.f / 2) * 6 * r;
+        for (int e0 = tid; e0 < n; e0 += U * NT) {
+            float v[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int e = e0 + u * NT;
+                v[u] = 0.f;
+                if (e >= n) continue;
+                const int i = e / (6 * r), q = e - i * 6 * r;
+                const size_t n0 = 2 * ((size_t)blockIdx.x + (size_t)i * gridDim.x);
+                if (q < 4 * r) {
+                    const int rr = q / r, j = q - rr * r;
+                    v[u] = to_f(((rr & 1) ? ly.Bu : ly.Bg)[(n0 + (rr >> 1)) * r + j]);
+                } else {
+                    const int j = (q - 4 * r) >> 1, pp = (q - 4 * r) & 1;
+                    v[u] = to_f(ly.Ad[(size_t)j * a.f + n0 + pp]);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (e0 + u * NT < n) epi[e0 + u * NT] = v[u];
+        }
+    } else { // down task i, row q (m = 4 t + q): B_down row [r], then A_next[j][m] w_next[m]
+        const bool next = l + 1 < a.L;
+        const StreamLayer<T> &nx = a.ly[next ? l + 1 : l];
+        const int n = local_tasks(a.d / kRows) * kRows * 3 * r;
+        for (int e0 = tid; e0 < n; e0 += U * NT) {
+            float v[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int e = e0 + u * NT;
+                v[u] = 0.f;
+                if (e >= n) continue;
+                const int iq = e / (3 * r), q = e - iq * 3 * r;
+                const size_t m = kRows * ((size_t)blockIdx.x + (size_t)(iq / kRows) * gridDim.x) +
+                                 (size_t)(iq % kRows);
+                if (q < r) {
+                    v[u] = to_f(ly.Bd[m * r + q]);
+                } else if (next) {
+                    const int j = q - r;
+                    const T *A = j < r ? nx.Ag : nx.Au;
+                    v[u] = to_f(A[(size_t)(j % r) * a.d + m]) * to_f(nx.w[m]);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (e0 + u * NT < n) epi[e0 + u * NT] = v[u];
+        }
+    }
+}
+
+template <typename T, int BT>
+__global__ void __launch_bounds__(GR_DEC_S_THREADS, 1)
+    stream_kernel(const __grid_constant__ StreamArgs<T> a) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    constexpr int VEC = 16 / (int)sizeof(T), ES = (int)sizeof(T);
+    constexpr int NT = GR_DEC_S_CWARPS * 32;
+    const gr_dec_stream_layout &SL = a.sl;
+    unsigned long long *full = reinterpret_cast<unsigned long long *>(smem + SL.full);
+    unsigned long long *empty = reinterpret_cast<unsigned long long *>(smem + SL.empty);
+    unsigned *seq = reinterpret_cast<unsigned *>(smem + SL.seq);
+    unsigned char *ring = smem + SL.ring;
+    const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int NS = SL.nslots;
+    if (tid == 0) {
+        for (int i = 0; i < NS; i++) {
+            mbar_init(&full[i], 1);  // the producer's expect_tx arrival (+ the bytes)
+            mbar_init(&empty[i], 1); // the consuming warp's lane 0
+            seq[i] = ~0u;
+        }
+        GR_DEC_SM90(asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"));
+    }
+    __syncthreads();
+    if (warp == GR_DEC_S_CWARPS) {
+        if (lane == 0) stream_produce(a, ring, full, empty, seq);
+        return;
+    }
+
+    // ---- consumers ----
+    unsigned char *sx = smem + SL.act;
+    float *lora = reinterpret_cast<float *>(smem + SL.lora);
+    float *srstd = reinterpret_cast<float *>(smem + SL.rstd);
+    float *sacc = reinterpret_cast<float *>(smem + SL.acc);
+    float *epi = reinterpret_cast<float *>(smem + SL.epi);
+    float *sxo = reinterpret_cast<float *>(smem + SL.xo);
+    float *dpart = reinterpret_cast<float *>(smem + SL.dpart);
+    float *sxn = reinterpret_cast<float *>(smem + SL.xn);
+    const int B = a.B, d = a.d, f = a.f, r = a.rank, L = a.L;
+    const unsigned long long nb = gridDim.x;
+    unsigned long long base = 0;
+    if (tid == 0) {
+        const unsigned long long v = ld_acquire_u64(a.bar);
+        base = v - v % (2ull * (unsigned long long)L * nb);
+    }
+    mark(phase_ts(a, 0), 0);
+    step_norm_phase<T, GR_DEC_S_CWARPS>(a.x, a.ly[0].w, a.ly[0].Ag, a.ly[0].Au, st_ssq(a, 0),
+                                        st_tin(a, 0), st_td(a, 0), B, d, r);
+    mark(phase_ts(a, 0), 3);
+    mark(phase_ts(a, 0), 4);
+    unsigned s0 = 0; // the block's first stage of the phase
+    for (int p = 0; p < 2 * L; p++) {
+        const int l = p >> 1;
+        const bool dn = p & 1, next = l + 1 < L;
+        unsigned long long *ts = phase_ts(a, p + 1);
+        // arrive: the previous phase's writes of this block, then the counter
+        consumers_sync();
+        if (tid == 0) {
+            __threadfence();
+            atomicAdd(a.bar, 1ull);
+        }
+        mark(phase_ts(a, p), 5); // the previous phase's arrival (phase p of the stamps)
+        mark(ts, 0);
+        stage_epi(a, p, epi); // weights: need no barrier
+        if (tid == 0) {
+            const unsigned long long target = base + (unsigned long long)(p + 1) * nb;
+            if (ld_acquire_u64(a.bar) < target) {
+                const unsigned long long t0 = global_ns();
+                while (ld_acquire_u64(a.bar) < target)
+                    if (global_ns() - t0 > kSpinLimitNs) __trap();
+            }
+        }
+        consumers_sync();
+        mark(ts, 1);
+        const int ntask = dn ? d / kRows : f / 2, nloc = local_tasks(ntask);
+        const int K = dn ? f : d, nch = K / VEC;
+        const int kc = dn ? SL.kc_dn : SL.kc_gu, nc = dn ? SL.nc_dn : SL.nc_gu;
+        if (!dn) {
+            const float *ssq = st_ssq(a, l), *tin = st_tin(a, l);
+            if (blockIdx.x == 0 && next) { // accumulated by the down phase next
+                float *zs = st_ssq(a, l + 1), *zt = st_tin(a, l + 1);
+                for (int i = tid; i < B; i += NT)
+                    zs[i] = 0.f;
+                for (int i = tid; i < 2 * r * B; i += NT)
+                    zt[i] = 0.f;
+            }
+            // x * w_norm (fp32 planes, load_act's layout); rows past B are zero
+            constexpr int U = 4, PL = VEC / 4;
+            float4 *s4 = reinterpret_cast<float4 *>(sx);
+            const T *w = a.ly[l].w;
+            for (int i0 = tid; i0 < BT * nch; i0 += U * NT) {
+                uint4 xv[U], wv[U];
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    const int i = i0 + u * NT, b = i / nch, c = i - b * nch;
+                    const bool in = i < BT * nch;
+                    xv[u] = in && b < B ? __ldcg(reinterpret_cast<const uint4 *>(
+                                              a.x + (size_t)b * d + (size_t)c * VEC))
+                                        : make_uint4(0, 0, 0, 0);
+                    wv[u] = in ? *reinterpret_cast<const uint4 *>(w + (size_t)c * VEC)
+                               : make_uint4(0, 0, 0, 0);
+                }
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    const int i = i0 + u * NT, b = i / nch, c = i - b * nch;
+                    if (i >= BT * nch) continue;
+                    float xf[VEC], wf[VEC];
+                    unpack16<T>(xv[u], xf);
+                    unpack16<T>(wv[u], wf);
+#pragma unroll
+                    for (int e = 0; e < VEC; e++)
+                        xf[e] *= wf[e];
+#pragma unroll
+                    for (int q = 0; q < PL; q++)
+                        s4[(size_t)(b * PL + q) * nch + c] =
+                            make_float4(xf[4 * q], xf[4 * q + 1], xf[4 * q + 2], xf[4 * q + 3]);
+                }
+            }
+            for (int i = tid; i < 2 * r * BT; i += NT) { // [kind * r + j][b]
+                const int b = i % BT, kj = i / BT;
+                lora[i] = b < B ? a.scale * __ldcg(tin + (size_t)kj * B + b) : 0.f;
+            }
+            if (tid < BT) srstd[tid] = tid < B ? rsqrtf(__ldcg(ssq + tid) / (float)d + a.eps) : 0.f;
+            for (int i = tid; i < r * BT; i += NT)
+                sacc[i] = 0.f;
+        } else {
+            const float *td = st_td(a, l);
+            if (blockIdx.x == 0 && next) { // accumulated by the next gate_up phase
+                float *z = st_td(a, l + 1);
+                for (int i = tid; i < r * B; i += NT)
+                    z[i] = 0.f;
+            }
+            // act [BT][f] in the weight dtype (rows past B zero), 16 loads in flight per thread:
+            // at fp32 B4, f = 4096, one round trip to L2
+            constexpr int U = 16;
+            uint4 *s4 = reinterpret_cast<uint4 *>(sx);
+            for (int i0 = tid; i0 < BT * nch; i0 += U * NT) {
+                uint4 v[U];
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    const int i = i0 + u * NT, b = i / nch, c = i - b * nch;
+                    v[u] = i < BT * nch && b < B ? __ldcg(reinterpret_cast<const uint4 *>(
+                                                       a.act + (size_t)b * f + (size_t)c * VEC))
+                                                 : make_uint4(0, 0, 0, 0);
+                }
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (i0 + u * NT < BT * nch) s4[i0 + u * NT] = v[u];
+            }
+            for (int i = tid; i < nloc * kRows * BT; i += NT) { // [task][row][b]
+                const int iq = i / BT, b = i - iq * BT;
+                const size_t m = kRows * ((size_t)blockIdx.x + (size_t)(iq / kRows) * gridDim.x) +
+                                 (size_t)(iq % kRows);
+                sxo[i] = b < B ? to_f(ldcg_elem(a.x + (size_t)b * d + m)) : 0.f;
+            }
+            for (int i = tid; i < r * BT; i += NT) {
+                const int b = i % BT, j = i / BT;
+                lora[i] = b < B ? a.scale * __ldcg(td + (size_t)j * B + b) : 0.f;
+            }
+        }
+        consumers_sync();
+        mark(ts, 2);
+
+        // ---- this warp's work: gate_up tasks whole, down tasks chunk by chunk ----
+        constexpr int V = kRows * BT, G = 32 / V;
+        float racc[BT]; // gate_up: A_down act for j = lane, summed over the warp's tasks
+#pragma unroll
+        for (int b = 0; b < BT; b++)
+            racc[b] = 0.f;
+        const int nitems = dn ? nloc * nc : nloc;
+        for (int it = warp; it < nitems; it += GR_DEC_S_CWARPS) {
+            const int i = dn ? it / nc : it; // local task
+            const size_t t = (size_t)blockIdx.x + (size_t)i * gridDim.x;
+            float acc[kRows][BT];
+#pragma unroll
+            for (int q = 0; q < kRows; q++)
+#pragma unroll
+                for (int b = 0; b < BT; b++)
+                    acc[q][b] = 0.f;
+            const int c0 = dn ? it - i * nc : 0, c1 = dn ? c0 + 1 : nc;
+            for (int c = c0; c < c1; c++) {
+                const unsigned s = s0 + (unsigned)(i * nc + c);
+                stage_wait(full, seq, s, (unsigned)NS);
+                const int slot = (int)(s % (unsigned)NS);
+                const unsigned char *sl = ring + (size_t)slot * GR_DEC_S_SLOT;
+                const int k0 = c * kc, nv = min(kc, K - k0) / VEC;
+                if (!dn) {
+#pragma unroll 2
+                    for (int v = lane; v < nv; v += 32) {
+                        uint4 wv[kRows];
+#pragma unroll
+                        for (int q = 0; q < kRows; q++)
+                            wv[q] = *reinterpret_cast<const uint4 *>(sl + (size_t)q * kc * ES +
+                                                                     (size_t)v * 16);
+                        consume<T, BT, true>(wv, k0 / VEC + v, nch, sx, acc);
+                    }
+                } else {
+#pragma unroll 2
+                    for (int v = lane; v < nv; v += 32) {
+                        uint4 wv[kRows];
+#pragma unroll
+                        for (int q = 0; q < kRows; q++)
+                            wv[q] = *reinterpret_cast<const uint4 *>(sl + (size_t)q * kc * ES +
+                                                                     (size_t)v * 16);
+                        consume<T, BT, false>(wv, k0 / VEC + v, nch, sx, acc);
+                    }
+                }
+                __syncwarp();
+                if (lane == 0) mbar_arrive(&empty[slot]);
+            }
+            if (dn) { // the chunk's partial sums; the epilogue below adds the chunks
+                float v[V];
+#pragma unroll
+                for (int q = 0; q < kRows; q++)
+#pragma unroll
+                    for (int b = 0; b < BT; b++)
+                        v[q * BT + b] = acc[q][b];
+                const float tot = reduce_scatter<V>(v, lane); // value lane / G = row * BT + b
+                if (lane % G == 0) dpart[((size_t)i * nc + c0) * V + lane / G] = tot;
+                continue;
+            }
+            const float *e = epi + (size_t)i * 6 * r;
+            for (int j = lane; j < r; j += 32)
+#pragma unroll
+                for (int q = 0; q < kRows; q++) {
+                    const float bv = e[q * r + j];
+                    const float *lt = lora + ((size_t)(q & 1) * r + j) * BT;
+#pragma unroll
+                    for (int b = 0; b < BT; b++)
+                        acc[q][b] = fmaf(bv, lt[b], acc[q][b]);
+                }
+            float v[V];
+#pragma unroll
+            for (int q = 0; q < kRows; q++)
+#pragma unroll
+                for (int b = 0; b < BT; b++)
+                    v[q * BT + b] = acc[q][b];
+            const float tot = reduce_scatter<V>(v, lane);         // value lane / G = row * BT + b
+            const float u = __shfl_down_sync(kFull, tot, BT * G); // up row of the pair
+            const int idx = lane / G, q = idx / BT, b = idx - q * BT;
+            float at_f = 0.f;
+            if (lane % G == 0 && !(q & 1) && b < B) {
+                const float g = srstd[b] * tot, uu = srstd[b] * u;
+                const T at = from_f<T>(g / (1.f + __expf(-g)) * uu);
+                a.act[(size_t)b * f + 2 * t + (q >> 1)] = at;
+                at_f = to_f(at); // as the down phase reads it back
+            }
+#pragma unroll
+            for (int pp = 0; pp < 2; pp++)
+#pragma unroll
+                for (int bb = 0; bb < BT; bb++) {
+                    const float av = __shfl_sync(kFull, at_f, (2 * pp * BT + bb) * G);
+                    if (lane < r) racc[bb] = fmaf(e[4 * r + 2 * lane + pp], av, racc[bb]);
+                    for (int j = lane + 32; j < r; j += 32)
+                        atomicAdd(&sacc[j * BT + bb], e[4 * r + 2 * j + pp] * av);
+                }
+        }
+        s0 += (unsigned)(nloc * nc);
+        if (!dn) {
+            if (lane < r)
+#pragma unroll
+                for (int b = 0; b < BT; b++)
+                    if (b < B) atomicAdd(&sacc[lane * BT + b], racc[b]);
+            consumers_sync();
+        } else {
+            // down epilogue, one thread per (task, row, b): the chunks' sums + the LoRA term +
+            // the residual, rounded to T once; then the next layer's statistics per (j, b)
+            consumers_sync();
+            for (int e = tid; e < nloc * V; e += NT) {
+                const int i = e / V, qb = e - i * V, q = qb / BT, b = qb - q * BT;
+                float y = 0.f;
+                for (int c = 0; c < nc; c++)
+                    y += dpart[((size_t)i * nc + c) * V + qb];
+                const float *bd = epi + ((size_t)i * kRows + q) * 3 * r;
+                for (int j = 0; j < r; j++)
+                    y = fmaf(bd[j], lora[j * BT + b], y);
+                float xf = 0.f;
+                if (b < B) {
+                    const size_t m = kRows * ((size_t)blockIdx.x + (size_t)i * gridDim.x) + q;
+                    const T xn = from_f<T>(sxo[e] + y);
+                    a.x[(size_t)b * d + m] = xn;
+                    xf = to_f(xn);
+                }
+                sxn[e] = xf;
+            }
+            consumers_sync();
+            if (next)
+                for (int e = tid; e < (2 * r + 1) * BT; e += NT) {
+                    const int j = e / BT, b = e - j * BT;
+                    float sum = 0.f;
+                    for (int iq = 0; iq < nloc * kRows; iq++) {
+                        const float xv = sxn[iq * BT + b];
+                        sum = fmaf(j == 0 ? xv : epi[(size_t)iq * 3 * r + r + j - 1], xv, sum);
+                    }
+                    sacc[e] = sum;
+                }
+            consumers_sync();
+        }
+        mark(ts, 3);
+        const int vec = red_vec(B, 0);
+        if (!dn) {
+            float *td = st_td(a, l);
+            for (int j = tid; j < r; j += NT)
+                red_add(td + (size_t)j * B, sacc + j * BT, B, vec);
+        } else if (next) {
+            float *ssq = st_ssq(a, l + 1), *tin = st_tin(a, l + 1);
+            for (int j = tid; j < 2 * r + 1; j += NT)
+                red_add(j == 0 ? ssq : tin + (size_t)(j - 1) * B, sacc + j * BT, B, vec);
+        }
+        mark(ts, 4);
+    }
+}
+
+template <typename T> void (*stream_kernel_for(long long bt))(StreamArgs<T>) {
+    switch (bt) {
+    case 1:
+        return stream_kernel<T, 1>;
+    case 2:
+        return stream_kernel<T, 2>;
+    case 4:
+        return stream_kernel<T, 4>;
+    case 8:
+        return stream_kernel<T, 8>;
+    default:
+        return nullptr;
     }
 }
 
@@ -1235,11 +1859,16 @@ template <typename K> gr_status set_carveout(K kernel, int pct, gr_error *err) {
 template <typename T, typename R, typename F>
 R with_gemv_kernel(const gr_op *op, bool down, R other, F f) {
     switch (op->ip[GR_DEC_BT]) {
-    case 1: return down ? f(pick_down<T, 1>::get()) : f(pick_gate_up<T, 1>::get());
-    case 2: return down ? f(pick_down<T, 2>::get()) : f(pick_gate_up<T, 2>::get());
-    case 4: return down ? f(pick_down<T, 4>::get()) : f(pick_gate_up<T, 4>::get());
-    case 8: return down ? f(pick_down<T, 8>::get()) : f(pick_gate_up<T, 8>::get());
-    default: return other;
+    case 1:
+        return down ? f(pick_down<T, 1>::get()) : f(pick_gate_up<T, 1>::get());
+    case 2:
+        return down ? f(pick_down<T, 2>::get()) : f(pick_gate_up<T, 2>::get());
+    case 4:
+        return down ? f(pick_down<T, 4>::get()) : f(pick_gate_up<T, 4>::get());
+    case 8:
+        return down ? f(pick_down<T, 8>::get()) : f(pick_gate_up<T, 8>::get());
+    default:
+        return other;
     }
 }
 
@@ -1454,6 +2083,7 @@ struct step_state {
     char times_path[512];
     size_t times_off, times_n;
     unsigned grid;
+    int inflight; // decode_step_stream: GR_DEC_S_INFLIGHT, or the environment's override
 };
 struct step_scratch {
     size_t bar, stats, tin, td, per_layer, times, total;
@@ -1483,6 +2113,24 @@ template <typename T> void (*step_kernel_for(long long bt))(StepArgs<T>) {
     default:
         return nullptr;
     }
+}
+
+// One cooperative launch of the op's grid (the runtime refuses a grid that cannot be resident at
+// once, which the grid barriers of the step kernels need).
+template <typename Args>
+cudaError_t launch_cooperative(void (*kernel)(Args), const gr_op *op, const gr_launch_ctx *ctx,
+                               const Args &args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(op->grid[0]);
+    cfg.blockDim = dim3(op->block[0]);
+    cfg.dynamicSmemBytes = op->smem;
+    cfg.stream = (cudaStream_t)ctx->stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeCooperative;
+    attr[0].val.cooperative = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, args);
 }
 
 template <typename T>
@@ -1573,28 +2221,82 @@ gr_status launch_step_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err
     a->rank = r;
     a->ts0 = ts(0);
 
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(op->grid[0]);
-    cfg.blockDim = dim3(op->block[0]);
-    cfg.dynamicSmemBytes = op->smem;
-    cfg.stream = (cudaStream_t)ctx->stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeCooperative;
-    attr[0].val.cooperative = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    cudaError_t rc = cudaLaunchKernelEx(&cfg, kernel, *a);
+    cudaError_t rc = launch_cooperative(kernel, op, ctx, *a);
     free(a);
     GR_CUDA(rc, err);
     return gr_launch_status(op->kernel->name, op->path, err);
 }
 
 template <typename T>
-gr_status setup_step_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
-    void (*kernel)(StepArgs<T>) = step_kernel_for<T>(op->ip[GR_DEC_BT]);
-    if (!kernel)
-        return gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: batch tile %lld", op->kernel->name,
+gr_status launch_stream_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+    const step_state *st = (const step_state *)ctx->op_state;
+    void (*kernel)(StreamArgs<T>) = stream_kernel_for<T>(op->ip[GR_DEC_BT]);
+    if (!st || !kernel)
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path,
+                            "%s: no scratch from setup() or batch tile %lld", op->kernel->name,
                             (long long)op->ip[GR_DEC_BT]);
+    void *const *d = ctx->dptr;
+    const int L = (op->ninputs - 1) / GR_DEC_P_PER_LAYER;
+    const int B = (int)op->ip[GR_DEC_B], dm = (int)op->ip[GR_DEC_K], f = (int)op->ip[GR_DEC_N];
+    const int r = (int)op->ip[GR_DEC_RANK];
+    const step_scratch sl = step_scratch_layout(L, B, r, op->grid[0], st->times_n > 0);
+    static_assert(sizeof(StreamArgs<T>) <= 32764, "kernel parameter limit");
+    StreamArgs<T> *a = (StreamArgs<T> *)calloc(1, sizeof(StreamArgs<T>));
+    if (!a) return gr_error_set(err, GR_ERR_NOMEM, op->path, "out of host memory");
+    for (int l = 0; l < L; l++) {
+        auto W = [&](int k) { return (const T *)d[op->inputs[1 + GR_DEC_P_PER_LAYER * l + k]]; };
+        a->ly[l] = StreamLayer<T>{W(GR_DEC_P_WNORM), W(GR_DEC_P_WGATE), W(GR_DEC_P_WUP),
+                                  W(GR_DEC_P_WDOWN), W(GR_DEC_P_AGATE), W(GR_DEC_P_AUP),
+                                  W(GR_DEC_P_ADOWN), W(GR_DEC_P_BGATE), W(GR_DEC_P_BUP),
+                                  W(GR_DEC_P_BDOWN)};
+    }
+    a->x = (T *)d[op->outputs[0]];
+    a->act = (T *)d[op->outputs[1]];
+    a->stats = st->scratch + sl.stats;
+    a->st_per_layer = sl.per_layer;
+    a->st_tin = sl.tin;
+    a->st_td = sl.td;
+    a->bar = (unsigned long long *)(st->scratch + sl.bar);
+    a->ts = st->times_n ? (unsigned long long *)(st->scratch + sl.times) : nullptr;
+    a->L = L;
+    a->B = B;
+    a->d = dm;
+    a->f = f;
+    a->rank = r;
+    a->scale = (float)op->fp[0];
+    a->eps = (float)op->fp[1];
+    a->inflight = st->inflight;
+    a->sl = gr_dec_stream_smem_layout((int)op->ip[GR_DEC_BT], dm, f, r, (int)sizeof(T), op->grid[0],
+                                      op->smem);
+    if (a->inflight > a->sl.nslots) a->inflight = a->sl.nslots;
+    cudaError_t rc = a->sl.nslots >= 2 && a->sl.total <= op->smem && a->inflight >= 1
+                         ? launch_cooperative(kernel, op, ctx, *a)
+                         : cudaErrorInvalidValue;
+    free(a);
+    GR_CUDA(rc, err);
+    return gr_launch_status(op->kernel->name, op->path, err);
+}
+
+template <typename K>
+gr_status setup_resident(K kernel, const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+
+template <typename T>
+gr_status setup_step_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+    if (op->kernel->launch == gr_launch_decode_step_stream) {
+        void (*k)(StreamArgs<T>) = stream_kernel_for<T>(op->ip[GR_DEC_BT]);
+        if (k) return setup_resident(k, op, ctx, err);
+    } else {
+        void (*k)(StepArgs<T>) = step_kernel_for<T>(op->ip[GR_DEC_BT]);
+        if (k) return setup_resident(k, op, ctx, err);
+    }
+    return gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: batch tile %lld", op->kernel->name,
+                        (long long)op->ip[GR_DEC_BT]);
+}
+
+// The shared-memory limit of a step kernel, and the checks that its whole grid fits on the
+// device at once (cooperative launch, occupancy).
+template <typename K>
+gr_status setup_resident(K kernel, const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
     int dev = 0, optin = 0, per_sm = 0, coop = 0;
     GR_CUDA(cudaGetDevice(&dev), err);
     GR_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), err);
@@ -1706,16 +2408,25 @@ extern "C" int gr_decode_gemv_carveout(const gr_op *op, int dtype, int *norm_sta
     *norm_stats = -1;
     if (op->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS) return -1;
     switch (dtype) {
-    case GR_FP32: return carveout_op_t<float>(op, norm_stats);
-    case GR_BF16: return carveout_op_t<__nv_bfloat16>(op, norm_stats);
-    case GR_FP16: return carveout_op_t<__half>(op, norm_stats);
-    default: return -1;
+    case GR_FP32:
+        return carveout_op_t<float>(op, norm_stats);
+    case GR_BF16:
+        return carveout_op_t<__nv_bfloat16>(op, norm_stats);
+    case GR_FP16:
+        return carveout_op_t<__half>(op, norm_stats);
+    default:
+        return -1;
     }
 }
 
 extern "C" gr_status gr_launch_decode_step(const gr_op *op, const gr_launch_ctx *ctx,
                                            gr_error *err) {
     GR_DEC_DISPATCH(weight_dtype(op, ctx), launch_step_t)
+}
+
+extern "C" gr_status gr_launch_decode_step_stream(const gr_op *op, const gr_launch_ctx *ctx,
+                                                  gr_error *err) {
+    GR_DEC_DISPATCH(weight_dtype(op, ctx), launch_stream_t)
 }
 
 // GR_STEP_TIMES: "phase,kind,layer,block,t0,...,t4" in ns from the launch's earliest stamp.
@@ -1754,6 +2465,23 @@ extern "C" void gr_teardown_decode_step(void *state) {
     free(s);
 }
 
+// A stage count from the environment (a tuning override of decode_step_stream): *v unchanged when
+// the variable is unset or empty.
+static gr_status env_stages(const char *name, int lo, int hi, int *v, const gr_op *op,
+                            gr_error *err) {
+    const char *s = getenv(name);
+    if (!s || !*s) return GR_OK;
+    char *end = nullptr;
+    long n = strtol(s, &end, 10);
+    if (*end || n < lo || n > hi)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "%s=\"%s\": expected a whole number of ring stages from %d to %d "
+                            "(unset it for the default, %d)",
+                            name, s, lo, hi, *v);
+    *v = (int)n;
+    return GR_OK;
+}
+
 // Before any capture: the scratch (zeroed: the barrier counter starts at a launch boundary), the
 // shared-memory limit, and the check that the whole grid can be resident at once.
 extern "C" gr_status gr_setup_decode_step(const gr_op *op, const gr_launch_ctx *ctx, void **state,
@@ -1781,6 +2509,11 @@ extern "C" gr_status gr_setup_decode_step(const gr_op *op, const gr_launch_ctx *
         step_scratch_layout(L, op->ip[GR_DEC_B], op->ip[GR_DEC_RANK], op->grid[0], times && *times);
     step_state *s = (step_state *)calloc(1, sizeof(step_state));
     if (!s) return gr_error_set(err, GR_ERR_NOMEM, op->path, "out of host memory");
+    s->inflight = GR_DEC_S_INFLIGHT;
+    if (env_stages("GR_DEC_S_INFLIGHT", 1, GR_DEC_S_MAX_SLOTS, &s->inflight, op, err) != GR_OK) {
+        free(s);
+        return err->code;
+    }
     if (times && *times) {
         snprintf(s->times_path, sizeof(s->times_path), "%s", times);
         s->times_off = sl.times;

@@ -16,7 +16,10 @@
 
 #define DECODE_JSON "workloads/decode_step.json"
 
-static gr_plan *decode_plan(const char *variant, const char *const *sets, int nsets) {
+/* The bundled workload with --set assignments, resolved for target t; on failure NULL, with the
+ * message in *msg when msg is given (else printed). */
+static gr_plan *decode_plan_for(const char *variant, const char *const *sets, int nsets,
+                                const gr_target *t, char *msg, size_t msgsize) {
     gr_error e;
     gr_error_clear(&e);
     gr_workload *wl = NULL;
@@ -27,11 +30,19 @@ static gr_plan *decode_plan(const char *variant, const char *const *sets, int ns
     for (int i = 0; i < nsets; i++)
         if (gr_workload_set(wl, sets[i], &e) != GR_OK) fprintf(stderr, "\n    %s", e.msg);
     gr_plan *p = NULL;
-    gr_target t = gr_target_default();
-    if (gr_plan_resolve(wl, variant, &t, gr_kernel_find, gr_kernel_all_names, &p, &e) != GR_OK)
-        fprintf(stderr, "\n    %s", e.msg);
+    if (gr_plan_resolve(wl, variant, t, gr_kernel_find, gr_kernel_all_names, &p, &e) != GR_OK) {
+        if (msg)
+            snprintf(msg, msgsize, "%s", e.msg);
+        else
+            fprintf(stderr, "\n    %s", e.msg);
+    }
     gr_workload_destroy(wl);
     return p;
+}
+
+static gr_plan *decode_plan(const char *variant, const char *const *sets, int nsets) {
+    gr_target t = gr_target_default();
+    return decode_plan_for(variant, sets, nsets, &t, NULL, 0);
 }
 
 static int buf_index(const gr_plan *p, const char *name) {
@@ -351,10 +362,11 @@ static void test_variants_vs_naive(void) {
         snprintf(sl, sizeof(sl), "L=%d", cases[c].L);
         snprintf(st, sizeof(st), "dtype=%s", cases[c].dtype);
         const char *sets[] = {sb, sl, st, "d=64", "f=96", "r=8"};
-        /* fused is the one-kernel decode_step at B <= 8 and the per-layer kernels at B = 13 */
-        const char *variants[] = {"unfused", "fused_persistent", "fused"};
-        double *xv[3] = {NULL, NULL, NULL}, *want = NULL, *x0 = NULL;
-        for (int v = 0; v < 3; v++) {
+        /* fused_persistent and fused_stream are one-kernel steps at B <= 8 and the per-layer
+         * kernels at B = 13 */
+        const char *variants[] = {"unfused", "fused_persistent", "fused", "fused_stream"};
+        double *xv[4] = {NULL, NULL, NULL, NULL}, *want = NULL, *x0 = NULL;
+        for (int v = 0; v < 4; v++) {
             gr_plan *p = decode_plan(variants[v], sets, 6);
             CU_ASSERT_PTR_NOT_NULL_FATAL(p);
             gr_hoststate *init = host_state(p, 0), *hs = host_state(p, 1);
@@ -370,7 +382,7 @@ static void test_variants_vs_naive(void) {
             gr_plan_destroy(p);
         }
         int64_t n = (int64_t)cases[c].B * 64;
-        for (int v = 0; v < 3; v++) {
+        for (int v = 0; v < 4; v++) {
             double err = rel_l2(xv[v], want, n);
             if (err > cases[c].tol)
                 fprintf(stderr, "\n    %s %s B=%d L=%d: rel L2 %.2e", variants[v], cases[c].dtype,
@@ -379,7 +391,7 @@ static void test_variants_vs_naive(void) {
         }
         /* the layers changed x substantially: the comparison is not of x with itself */
         CU_ASSERT_TRUE(rel_l2(want, x0, n) > 0.3);
-        free(xv[0]), free(xv[1]), free(xv[2]), free(want), free(x0);
+        free(xv[0]), free(xv[1]), free(xv[2]), free(xv[3]), free(want), free(x0);
     }
 }
 
@@ -708,21 +720,23 @@ static void test_step_expansion(void) {
                                                     "A_gate", "A_up",   "A_down", "B_gate",
                                                     "B_up",   "B_down"};
     int Ls[] = {1, 3, 16, 48};
-    for (int i = 0; i < 4; i++) {
+    static const char *const variants[2] = {"fused_persistent", "fused_stream"};
+    static const char *const kernels[2] = {"decode_step", "decode_step_stream"};
+    for (int i = 0; i < 8; i++) {
         char sl[16];
-        snprintf(sl, sizeof(sl), "L=%d", Ls[i]);
+        snprintf(sl, sizeof(sl), "L=%d", Ls[i % 4]);
         const char *sets[] = {sl, "d=256", "f=512"};
-        gr_plan *f = decode_plan("fused_persistent", sets, 3);
+        gr_plan *f = decode_plan(variants[i / 4], sets, 3);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         CU_ASSERT_EQUAL(f->nops, 1);
         CU_ASSERT_EQUAL(f->kernels, 1);
         const gr_op *op = &f->ops[0];
-        CU_ASSERT_STRING_EQUAL(op->kernel->name, "decode_step");
-        CU_ASSERT_EQUAL(op->ninputs, 1 + GR_DEC_P_PER_LAYER * Ls[i]);
+        CU_ASSERT_STRING_EQUAL(op->kernel->name, kernels[i / 4]);
+        CU_ASSERT_EQUAL(op->ninputs, 1 + GR_DEC_P_PER_LAYER * Ls[i % 4]);
         CU_ASSERT_STRING_EQUAL(f->bufs[op->inputs[0]].name, "x");
         CU_ASSERT_EQUAL(op->outputs[0], op->inputs[0]);
         int ok = 1;
-        for (int l = 0; l < Ls[i]; l++)
+        for (int l = 0; l < Ls[i % 4]; l++)
             for (int k = 0; k < GR_DEC_P_PER_LAYER; k++) {
                 char want[32];
                 snprintf(want, sizeof(want), "%s.%d", roles[k], l);
@@ -732,18 +746,137 @@ static void test_step_expansion(void) {
         CU_ASSERT_EQUAL(op->launches, 1);
         gr_plan_destroy(f);
     }
-    /* past the kernel's limits the variant is the per-layer one */
-    const char *big_b[] = {"B=9", "L=2", "d=256", "f=512"};
-    const char *big_l[] = {"L=49", "d=256", "f=512"};
-    gr_plan *a = decode_plan("fused_persistent", big_b, 4),
-            *b = decode_plan("fused_persistent", big_l, 3);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-    CU_ASSERT_EQUAL(a->nops, 5);
-    CU_ASSERT_EQUAL(b->nops, 2 * 49 + 1);
-    CU_ASSERT_PTR_NOT_NULL(op_named(b, "down.48"));
-    gr_plan_destroy(a);
-    gr_plan_destroy(b);
+    /* past the kernels' limits both variants are the per-layer one */
+    for (int v = 0; v < 2; v++) {
+        const char *big_b[] = {"B=9", "L=2", "d=256", "f=512"};
+        const char *big_l[] = {"L=49", "d=256", "f=512"};
+        gr_plan *a = decode_plan(variants[v], big_b, 4), *b = decode_plan(variants[v], big_l, 3);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+        CU_ASSERT_EQUAL(a->nops, 5);
+        CU_ASSERT_EQUAL(b->nops, 2 * 49 + 1);
+        CU_ASSERT_PTR_NOT_NULL(op_named(b, "down.48"));
+        gr_plan_destroy(a);
+        gr_plan_destroy(b);
+    }
+}
+
+/* decode_step_stream: one block of 8 consumer warps + 1 producer warp per SM, one batch tile of B
+ * rounded up to a power of two, the layout of decode.h with as many 16 KB ring slots as fit in
+ * the 227 KB a Hopper block may have; the same bytes and flops as decode_step. Worked numbers for
+ * the fp32 target size (B = 4, d = 1024, f = 4096): act 64 KB (4 rows of fp32 act), epilogue
+ * weights 16 gate_up tasks x 6r floats = 6 KB, the rest < 3 KB: 9 slots (144 KB) remain. */
+static void test_stream_geometry(void) {
+    const char *sfp[] = {"dtype=fp32", "L=8", "d=1024", "f=4096", "B=4"};
+    gr_plan *p = decode_plan("fused_stream", sfp, 5);
+    gr_plan *q = decode_plan("fused_persistent", sfp, 5);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    const gr_op *op = &p->ops[0];
+    CU_ASSERT_STRING_EQUAL(op->kernel->name, "decode_step_stream");
+    CU_ASSERT_EQUAL(op->grid[0], 132);
+    CU_ASSERT_EQUAL(op->block[0], GR_DEC_S_THREADS);
+    CU_ASSERT_EQUAL(op->ip[GR_DEC_BT], 4);
+    CU_ASSERT_EQUAL(op->ip[GR_DEC_TILES], 1);
+    gr_dec_stream_layout sl = gr_dec_stream_smem_layout(4, 1024, 4096, 16, 4, 132, 227u * 1024u);
+    CU_ASSERT_EQUAL(op->smem, sl.total);
+    CU_ASSERT_TRUE(op->smem <= 227u * 1024u);
+    CU_ASSERT_EQUAL(sl.nslots, 9);
+    CU_ASSERT_EQUAL(sl.tg, 16);   /* 2048 gate_up tasks (2 outputs) over 132 blocks */
+    CU_ASSERT_EQUAL(sl.td, 2);    /* 256 down tasks (4 rows) */
+    CU_ASSERT_EQUAL(sl.nc_gu, 1); /* 4 rows x 4 KB: one slot */
+    CU_ASSERT_EQUAL(sl.kc_gu, 1024);
+    CU_ASSERT_EQUAL(sl.nc_dn, 4); /* 4 rows x 16 KB: 4 chunks of 1024 */
+    CU_ASSERT_EQUAL(sl.kc_dn, 1024);
+    CU_ASSERT_EQUAL(sl.seq - sl.empty, GR_DEC_S_MAX_SLOTS * 8u);
+    CU_ASSERT_EQUAL(sl.act - sl.seq, GR_DEC_S_MAX_SLOTS * 4u);
+    CU_ASSERT_TRUE(sl.dpart >= sl.xo + 2u * 4u * 4u * 4u);
+    CU_ASSERT_TRUE(sl.xn >= sl.dpart + 2u * 4u * 4u * 4u * 4u);
+    CU_ASSERT_TRUE(sl.ring % 128 == 0 && sl.ring >= sl.xn + 2u * 4u * 4u * 4u);
+    CU_ASSERT_DOUBLE_EQUAL(op->bytes_read, q->ops[0].bytes_read, 0.5);
+    CU_ASSERT_DOUBLE_EQUAL(op->bytes_written, q->ops[0].bytes_written, 0.5);
+    CU_ASSERT_DOUBLE_EQUAL(p->flops, q->flops, 1e-9 * q->flops);
+    gr_plan_destroy(p);
+    gr_plan_destroy(q);
+    /* the default size: one row, 12 slots; B = 3 -> a tile of 4, B = 8 -> 8 */
+    p = decode_plan("fused_stream", NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 1);
+    sl = gr_dec_stream_smem_layout(1, 2048, 8192, 16, 2, 132, 227u * 1024u);
+    CU_ASSERT_EQUAL(p->ops[0].smem, sl.total);
+    CU_ASSERT_EQUAL(sl.nslots, 12);
+    CU_ASSERT_EQUAL(sl.nc_gu, 1);
+    CU_ASSERT_EQUAL(sl.nc_dn, 4);
+    CU_ASSERT_EQUAL(sl.td, 4);
+    gr_plan_destroy(p);
+    const char *s3[] = {"B=3"}, *s8[] = {"B=8"};
+    p = decode_plan("fused_stream", s3, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 4);
+    gr_plan_destroy(p);
+    p = decode_plan("fused_stream", s8, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 8);
+    CU_ASSERT_TRUE(p->ops[0].smem <= 227u * 1024u);
+    gr_plan_destroy(p);
+}
+
+/* Rows longer than a slot are split along K into chunks of whole 16-byte vectors that cover K
+ * exactly once, none longer than a slot's share. */
+static void test_stream_chunks(void) {
+    static const struct {
+        long long K;
+        int rows, esize;
+    } cs[] = {{1024, 4, 4},  {2048, 4, 2},  {8448, 4, 2}, {4096, 1, 4}, {8192, 1, 2},
+              {16384, 1, 2}, {60000, 1, 4}, {264, 4, 2},  {260, 4, 4},  {12, 1, 4}};
+    for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+        int kc = 0, nc = 0;
+        gr_dec_stream_chunks(cs[i].K, cs[i].rows, cs[i].esize, &kc, &nc);
+        const int vec = 16 / cs[i].esize;
+        CU_ASSERT_TRUE(kc > 0 && nc > 0);
+        CU_ASSERT_EQUAL(kc % vec, 0);
+        CU_ASSERT_TRUE((long long)kc * cs[i].rows * cs[i].esize <= GR_DEC_S_SLOT);
+        CU_ASSERT_TRUE((long long)(nc - 1) * kc < cs[i].K); /* the last chunk is not empty */
+        CU_ASSERT_TRUE((long long)nc * kc >= cs[i].K);
+    }
+    int kc = 0, nc = 0;
+    gr_dec_stream_chunks(8448, 4, 2, &kc, &nc); /* 4 rows x 16.5 KB: 5 chunks of 1696 */
+    CU_ASSERT_EQUAL(nc, 5);
+    CU_ASSERT_EQUAL(kc, 1696);
+}
+
+/* decode_step_stream's own refusals: a target without bulk copies, and shapes whose activations
+ * leave no room for the ring; each names the op, the cause and the fix. */
+static void test_stream_errors(void) {
+    char msg[1024] = "";
+    gr_target t = gr_target_default();
+    t.cc_major = 8;
+    t.cc_minor = 0;
+    snprintf(t.name, sizeof(t.name), "an sm_80 GPU");
+    const char *sets[] = {"L=2", "d=256", "f=512"};
+    gr_plan *p = decode_plan_for("fused_stream", sets, 3, &t, msg, sizeof(msg));
+    CU_ASSERT_PTR_NULL(p);
+    gr_plan_destroy(p);
+    GR_ASSERT_CONTAINS(msg, "variants.fused_stream.ops[0].ops[0]{s=0}: ");
+    GR_ASSERT_CONTAINS(msg, "kernel \"decode_step_stream\" streams weights with bulk copies (TMA), "
+                            "which need compute capability 9.0 or later; the target (an sm_80 GPU) "
+                            "is cc 8.0");
+    GR_ASSERT_CONTAINS(msg, "Use the fused or fused_persistent variant");
+    /* fp32, B = 8, f = 16384: 512 KB of act */
+    msg[0] = 0;
+    t = gr_target_default();
+    const char *big[] = {"L=1", "d=256", "f=16384", "B=8", "dtype=fp32"};
+    p = decode_plan_for("fused_stream", big, 5, &t, msg, sizeof(msg));
+    CU_ASSERT_PTR_NULL(p);
+    gr_plan_destroy(p);
+    GR_ASSERT_CONTAINS(msg, "kernel \"decode_step_stream\": B = 8, d = 256, f = 16384, r = 16 "
+                            "leave no room for 2 weight slots of 16 KB");
+    GR_ASSERT_CONTAINS(msg, "Use smaller B, d or f, or the fused variant");
+    /* the same shape at B = 1 fits */
+    const char *one[] = {"L=1", "d=256", "f=16384", "B=1", "dtype=fp32"};
+    p = decode_plan("fused_stream", one, 5);
+    CU_ASSERT_PTR_NOT_NULL(p);
+    gr_plan_destroy(p);
 }
 
 /* decode_step's grid is one resident set for both phases: at the default size 2 blocks per SM
@@ -1309,6 +1442,8 @@ static CU_TestInfo decode_accounting_tests[] = {
     {"launch geometry", test_launch_geometry},
     {"decode_step expansion", test_step_expansion},
     {"decode_step geometry and bytes", test_step_geometry_and_bytes},
+    {"decode_step_stream geometry", test_stream_geometry},
+    {"decode_step_stream chunks", test_stream_chunks},
     CU_TEST_INFO_NULL};
 static CU_TestInfo decode_error_tests[] = {
     {"valid baseline", test_fused_valid_baseline},
@@ -1317,6 +1452,7 @@ static CU_TestInfo decode_error_tests[] = {
     {"size limits", test_size_limit_errors},
     {"small kernels", test_small_kernel_errors},
     {"decode_step", test_step_errors},
+    {"decode_step_stream", test_stream_errors},
     CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_decode_suites[] = {{"decode_reference", decode_reference_tests, 0},

@@ -125,12 +125,13 @@ static int run_size(const char *dtype, int B, int L, int d, int f, int r, int pd
     snprintf(sr, sizeof(sr), "r=%d", r);
     snprintf(st, sizeof(st), "dtype=%s", dtype);
     const char *sets[] = {sb, sl, sd, sf, sr, st};
-    /* fused: 2 kernels per layer; fused_persistent: the one-kernel decode_step at B <= 8 */
-    const char *variants[] = {"unfused", "fused_persistent", "fused", "gemv_only"};
+    /* fused: 2 kernels per layer; fused_persistent and fused_stream: the one-kernel
+     * decode_step and decode_step_stream at B <= 8 */
+    const char *variants[] = {"unfused", "fused_persistent", "fused", "gemv_only", "fused_stream"};
     char label[160];
     void *x_unfused = NULL;
     int fails = 0;
-    for (int v = 0; v < 4; v++) {
+    for (int v = 0; v < 5; v++) {
         snprintf(label, sizeof(label), "%s %s B=%d L=%d d=%d f=%d r=%d%s", variants[v], dtype, B, L,
                  d, f, r, pdl ? " pdl" : "");
         gr_plan *p = decode_plan_dev(variants[v], sets, 6);
@@ -169,7 +170,7 @@ static int run_size(const char *dtype, int B, int L, int d, int f, int r, int pd
         if (v == 0) {
             x_unfused = malloc(xb->bytes);
             memcpy(x_unfused, s->eager_out[ob], xb->bytes);
-        } else if ((v == 1 || v == 2) && x_unfused) {
+        } else if (v != 3 && x_unfused) {
             gr_check c = gr_compare(xb->name, "fused vs unfused", s->eager_out[ob], x_unfused,
                                     xb->dtype, xb->numel, cross_rtol(dtype));
             if (!c.passed) {
@@ -302,9 +303,9 @@ static void test_capture_modes(void) {
     CU_ASSERT_TRUE_FATAL(device_ready());
     gr_capture_mode modes[] = {GR_CAPTURE_GLOBAL, GR_CAPTURE_THREAD_LOCAL, GR_CAPTURE_RELAXED};
     const char *sets[] = {"B=2", "L=3", "d=256", "f=512"};
-    const char *variants[] = {"fused_persistent", "fused"};
-    const size_t nodes[] = {1, 7};
-    for (int v = 0; v < 2; v++)
+    const char *variants[] = {"fused_persistent", "fused", "fused_stream"};
+    const size_t nodes[] = {1, 7, 1};
+    for (int v = 0; v < 3; v++)
         for (int m = 0; m < 3; m++) {
             gr_plan *p = decode_plan_dev(variants[v], sets, 4);
             CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -324,13 +325,15 @@ static void test_capture_modes(void) {
 static void test_steps_carry_state(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
-    /* fused_persistent at B = 3 is decode_step: its grid-barrier counter carries over between
-     * launches (eager, graph replays, an unrolled graph) and must stay in step; fused the
+    /* fused_persistent at B = 3 is decode_step and fused_stream decode_step_stream: their
+     * grid-barrier counter carries over between launches (eager, graph replays, an unrolled
+     * graph) and must stay in step; fused the
      * per-layer kernels; B = 13 the cuBLAS path, whose small kernels zero the accumulators */
-    const char *dts[] = {"fp32", "bf16", "fp32", "bf16"};
-    const char *bs[] = {"B=3", "B=3", "B=13", "B=3"};
-    const char *vs[] = {"fused_persistent", "fused_persistent", "fused", "fused"};
-    for (int t = 0; t < 4; t++) {
+    const char *dts[] = {"fp32", "bf16", "fp32", "bf16", "fp32", "bf16"};
+    const char *bs[] = {"B=3", "B=3", "B=13", "B=3", "B=3", "B=1"};
+    const char *vs[] = {"fused_persistent", "fused_persistent", "fused", "fused",
+                        "fused_stream",     "fused_stream"};
+    for (int t = 0; t < 6; t++) {
         char st[24];
         snprintf(st, sizeof(st), "dtype=%s", dts[t]);
         const char *sets[] = {bs[t], "L=3", "d=256", "f=512", st};
