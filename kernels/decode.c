@@ -1272,14 +1272,18 @@ static const gr_kernel_def k_down = {
     gr_setup_decode_gemv,
     gr_teardown_decode_gemv};
 
+/* decode_step and decode_step_stream take the same inputs (GR_DEC_P_*) */
+#define STEP_INPUTS_DOC                                                                            \
+    "x [B, d], then per layer w_norm [d], W_gate [f, d], W_up [f, d], W_down [d, f], A_gate [r, "  \
+    "d], A_up [r, d], A_down [r, f], B_gate [f, r], B_up [f, r], B_down [d, r]"
+
 static const gr_kernel_def k_step = {
     "decode_step",
     "a whole fused LoRA MLP decode step in one persistent kernel: the norm statistics, then per "
     "layer the gate/up and the down weight-streaming GEMV phases of decode_gate_up and "
     "decode_down, separated by grid barriers; each phase's first weight loads are issued before "
     "its barrier (B <= 8)",
-    "x [B, d], then per layer w_norm [d], W_gate [f, d], W_up [f, d], W_down [d, f], A_gate [r, "
-    "d], A_up [r, d], A_down [r, f], B_gate [f, r], B_up [f, r], B_down [d, r]",
+    STEP_INPUTS_DOC,
     "x (in place), act [B, f]",
     1 + GR_DEC_P_PER_LAYER,
     1 + GR_DEC_P_PER_LAYER *GR_DEC_P_MAX_LAYERS,
@@ -1300,8 +1304,7 @@ static const gr_kernel_def k_step_stream = {
     ">= 9.0): one block per SM, a producer warp that copies every phase's weights in order and "
     "never waits at a grid barrier, and consumer warps that compute from the ring, so HBM keeps "
     "streaming while the grid synchronises (B <= 8)",
-    "x [B, d], then per layer w_norm [d], W_gate [f, d], W_up [f, d], W_down [d, f], A_gate [r, "
-    "d], A_up [r, d], A_down [r, f], B_gate [f, r], B_up [f, r], B_down [d, r]",
+    STEP_INPUTS_DOC,
     "x (in place), act [B, f]",
     1 + GR_DEC_P_PER_LAYER,
     1 + GR_DEC_P_PER_LAYER *GR_DEC_P_MAX_LAYERS,
