@@ -272,7 +272,7 @@ void gr_accounting_print(FILE *f, const gr_plan *const *plans, int n) {
         char saved[48];
         if (i == h) snprintf(saved, sizeof(saved), "(baseline)");
         else snprintf(saved, sizeof(saved), "%s", s);
-        fprintf(f, "  %-16.16s %8d %12s %12s %12s %14s %14s %7.2fx\n", p->variant, p->kernels, r,
+        fprintf(f, "  %-16s %8d %12s %12s %12s %14s %14s %7.2fx\n", p->variant, p->kernels, r,
                 w, t, rt, saved, tot > 0 ? base / tot : 0.0);
     }
     if (n > 1) {
