@@ -1,7 +1,8 @@
 /* DLRM kernel family, host side: registry entries (argument schemas), checks (shapes, dtypes,
- * index ranges, launch dims, Linear impl and tile choice, byte/flop accounting), CPU references
- * (double accumulation), and the cuBLASLt path of linear_act (descriptors and algorithm chosen
- * in setup(), before any capture). Device code: dlrm.cu. */
+ * index ranges, launch dims, Linear impl and tile choice, mlp_interaction's rows per block and
+ * shared-memory fit, byte/flop accounting), CPU references (double accumulation), and the
+ * cuBLASLt path of linear_act (descriptors and algorithm chosen in setup(), before any capture).
+ * Device code: dlrm.cu. */
 #include "kernels/dlrm.h"
 
 #include <cublasLt.h>
@@ -748,13 +749,9 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
     return GR_OK;
 }
 
-static gr_status ref_linear(const gr_op *op, const gr_plan *plan, void *const *host, gr_error *err) {
-    (void)plan;
-    (void)err;
-    int64_t M = op->ip[GR_LIN_M], N = op->ip[GR_LIN_N], K = op->ip[GR_LIN_K];
-    int act = (int)op->ip[GR_LIN_ACT];
-    const float *x = host[op->inputs[0]], *w = host[op->inputs[1]], *bias = host[op->inputs[2]];
-    float *y = host[op->outputs[0]];
+/* y [M, N] = act(x [M, K] w [N, K]^T + bias), double accumulation, rounded to fp32 as stored. */
+static void ref_linear_rows(const float *x, const float *w, const float *bias, int64_t M, int64_t N,
+                            int64_t K, int act, float *y) {
     for (int64_t m = 0; m < M; m++) {
         const float *xr = x + m * K;
         for (int64_t n = 0; n < N; n++) {
@@ -767,6 +764,15 @@ static gr_status ref_linear(const gr_op *op, const gr_plan *plan, void *const *h
             y[m * N + n] = (float)s;
         }
     }
+}
+
+static gr_status ref_linear(const gr_op *op, const gr_plan *plan, void *const *host,
+                            gr_error *err) {
+    (void)plan;
+    (void)err;
+    ref_linear_rows(host[op->inputs[0]], host[op->inputs[1]], host[op->inputs[2]], op->ip[GR_LIN_M],
+                    op->ip[GR_LIN_N], op->ip[GR_LIN_K], (int)op->ip[GR_LIN_ACT],
+                    host[op->outputs[0]]);
     return GR_OK;
 }
 
@@ -953,6 +959,209 @@ static gr_status launch_linear(const gr_op *op, const gr_launch_ctx *ctx, gr_err
     return GR_OK;
 }
 
+/* ---------- mlp_interaction: bot.2 + bot.3 + embedding_interaction in one kernel ---------- */
+
+/* Dynamic shared memory one block may opt in to, and shared memory per SM, for the target's
+ * compute capability (CUDA C++ Programming Guide, technical specifications per compute
+ * capability). */
+static size_t smem_per_block(const gr_target *t) {
+    int cc = t->cc_major * 10 + t->cc_minor;
+    if (cc == 86 || cc == 89 || cc >= 120) return 101376; /* 99 KB */
+    if (cc >= 90) return 232448;                          /* 227 KB: 9.0, 10.x */
+    if (cc == 80 || cc == 87) return 166912;              /* 163 KB */
+    if (cc == 75) return 65536;
+    if (cc >= 70) return 98304;
+    return 49152;
+}
+
+/* Batch rows per block: the fewest (1, 2, 4, 8, 16) that give at most one block per two SMs,
+ * 16 beyond (the layer-1 register tile); B = 2048 on 132 SMs: 16 rows, 128 blocks; B = 128: 2
+ * rows, 64 blocks. Every block reads all of W_a and W_b from L2 (70 KB at dlrm_small's shape:
+ * 9 MB for 128 blocks, ~1.3-1.6 us at 5.5-7 TB/s), while a row costs a block only 16 K FMAs of
+ * layer 1 and 28 dot blocks: at small B half the blocks with twice the rows halve that traffic
+ * for ~0.1 us more work each (napkin math in dlrm.cu; to be measured). GR_MI_RB (1, 2, 4, 8,
+ * 16) forces the rows per block, for such measurements. */
+static int mi_rows_per_block(int64_t B, int sm_count) {
+    const char *env = getenv("GR_MI_RB");
+    if (env && *env) {
+        char *end = NULL;
+        long v = strtol(env, &end, 10);
+        if (*end == 0 && (v == 1 || v == 2 || v == 4 || v == 8 || v == 16)) return (int)v;
+        fprintf(stderr, "graphrun: GR_MI_RB=%s ignored: use 1, 2, 4, 8 or 16\n", env);
+    }
+    int64_t blocks = sm_count > 1 ? sm_count / 2 : 1;
+    int rb = 1;
+    while (rb < GR_MI_MAX_RB && cdiv64(B, rb) > blocks)
+        rb *= 2;
+    return rb;
+}
+
+static size_t mi_smem(int rb, int64_t K, int64_t D, int64_t T) {
+    return (size_t)gr_mi_layout_of(rb, K, D, T).floats * sizeof(float);
+}
+
+static gr_status check_mlp_interaction(gr_op *op, const gr_plan *plan, gr_error *err) {
+    const char *kn = op->kernel->name;
+    const char *fix = "run the two layers as linear_act ops and the interaction as "
+                      "embedding_interaction";
+    char s1[96], s2[96];
+    if (op->ninputs < 7 || (op->ninputs - 5) % 2 != 0)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": inputs are h [B, K], W_a [N_a, K], b_a [N_a], W_b [D, "
+                            "N_a], b_b [D], then the T tables, then their T index buffers (5 + 2 x "
+                            "T inputs); got %d inputs",
+                            kn, op->ninputs);
+    int T = (op->ninputs - 5) / 2;
+    const gr_buffer *H = gr_in(op, plan, 0), *WA = gr_in(op, plan, 1), *BA = gr_in(op, plan, 2),
+                    *WB = gr_in(op, plan, 3), *BB = gr_in(op, plan, 4),
+                    *i0 = gr_in(op, plan, 5 + T), *BOT = gr_out(op, plan, 0),
+                    *R = gr_out(op, plan, 1);
+    GR_TRY(gr_check_dtype(op, H, "inputs[0] (h)", fp32_only, err));
+    GR_TRY(gr_check_dtype(op, WA, "inputs[1] (W_a)", fp32_only, err));
+    GR_TRY(gr_check_dtype(op, BA, "inputs[2] (b_a)", fp32_only, err));
+    GR_TRY(gr_check_dtype(op, WB, "inputs[3] (W_b)", fp32_only, err));
+    GR_TRY(gr_check_dtype(op, BB, "inputs[4] (b_b)", fp32_only, err));
+    GR_TRY(gr_check_dtype(op, BOT, "outputs[0] (bot)", fp32_only, err));
+    GR_TRY(gr_check_dtype(op, R, "outputs[1] (R)", fp32_only, err));
+    int64_t D, B, bag;
+    GR_TRY(check_tables(op, plan, 5, T, &D, &B, &bag, err));
+    if (H->ndim != 2 || H->shape[0] != B)
+        return gr_error_set(
+            err, GR_ERR_INPUT, op->path,
+            "kernel \"%s\": inputs[0] (h) \"%s\" has shape %s; with indices for B = "
+            "%lld rows it must be [%lld, K] (the input of the bottom MLP's last two "
+            "layers)",
+            kn, H->name, shp(H, s1, sizeof(s1)), (long long)B, (long long)B);
+    int64_t K = H->shape[1];
+    if (WA->ndim != 2 || WA->shape[1] != K)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": inputs[1] (W_a) \"%s\" has shape %s; h %s has K = %lld "
+                            "features, so W_a must be [N_a, %lld] (a Linear weight is [out, in])",
+                            kn, WA->name, shp(WA, s1, sizeof(s1)), shp(H, s2, sizeof(s2)),
+                            (long long)K, (long long)K);
+    int64_t NA = WA->shape[0];
+    if (NA > GR_MI_NA_MAX)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": inputs[1] (W_a) \"%s\" %s has N_a = %lld outputs; this "
+                            "kernel's first layer is at most %d wide; %s",
+                            kn, WA->name, shp(WA, s1, sizeof(s1)), (long long)NA, GR_MI_NA_MAX,
+                            fix);
+    if (BA->numel != NA)
+        return gr_error_set(
+            err, GR_ERR_INPUT, op->path,
+            "kernel \"%s\": inputs[2] (b_a) \"%s\" has shape %s; W_a %s needs [%lld]", kn, BA->name,
+            shp(BA, s1, sizeof(s1)), shp(WA, s2, sizeof(s2)), (long long)NA);
+    if (WB->ndim != 2 || WB->shape[0] != D || WB->shape[1] != NA)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": inputs[3] (W_b) \"%s\" has shape %s; it must be [%lld, "
+                            "%lld]: D = %lld outputs (the tables' D) from N_a = %lld inputs (W_a's "
+                            "outputs)",
+                            kn, WB->name, shp(WB, s1, sizeof(s1)), (long long)D, (long long)NA,
+                            (long long)D, (long long)NA);
+    if (BB->numel != D)
+        return gr_error_set(
+            err, GR_ERR_INPUT, op->path,
+            "kernel \"%s\": inputs[4] (b_b) \"%s\" has shape %s; W_b %s needs [%lld]", kn, BB->name,
+            shp(BB, s1, sizeof(s1)), shp(WB, s2, sizeof(s2)), (long long)D);
+    if (BOT->ndim != 2 || BOT->shape[0] != B || BOT->shape[1] != D)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": outputs[0] (bot) \"%s\" has shape %s; the bottom MLP's "
+                            "output for B = %lld rows is [%lld, %lld]",
+                            kn, BOT->name, shp(BOT, s1, sizeof(s1)), (long long)B, (long long)B,
+                            (long long)D);
+    int64_t F = T + 1, P = F * T / 2;
+    if (R->ndim != 2 || R->shape[0] != B || R->shape[1] != D + P)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": outputs[1] (R) \"%s\" has shape %s; bot and %d "
+                            "embeddings give [%lld, %lld] (%lld of bot, then %lld pairwise dots)",
+                            kn, R->name, shp(R, s1, sizeof(s1)), T, (long long)B,
+                            (long long)(D + P), (long long)D, (long long)P);
+    /* the rows per block for the SMs, fewer where the shared memory does not hold them (also
+     * when GR_MI_RB asks for more) */
+    size_t limit = smem_per_block(&plan->target);
+    int rb = mi_rows_per_block(B, plan->target.sm_count);
+    while (rb > 1 && mi_smem(rb, K, D, T) > limit)
+        rb /= 2;
+    size_t smem = mi_smem(rb, K, D, T);
+    if (smem > limit)
+        return gr_error_set(
+            err, GR_ERR_INPUT, op->path,
+            "kernel \"%s\": needs %zu bytes of shared memory per block even with one "
+            "batch row per block (W_a: 64 rows of K = %lld, W_b: %lld rows, %lld "
+            "vectors of D = %lld), more than the %zu a block may have on the target "
+            "(sm_%d%d); %s",
+            kn, smem, (long long)K, (long long)D, (long long)F, (long long)D, limit,
+            plan->target.cc_major, plan->target.cc_minor, fix);
+    int per_row = D % 4 == 0 ? (int)(D / 4) : (int)D;
+    int reg = bag == 1 && (int64_t)T * rb * per_row <= (int64_t)GR_MI_THREADS * GR_MI_GATHER_U;
+    op->ip[GR_MI_B] = B;
+    op->ip[GR_MI_T] = T;
+    op->ip[GR_MI_K] = K;
+    op->ip[GR_MI_NA] = NA;
+    op->ip[GR_MI_D] = D;
+    op->ip[GR_MI_BAG] = bag;
+    op->ip[GR_MI_RB] = rb;
+    op->ip[GR_MI_FLAGS] = (written_by_no_op(op, plan, 1, 5 + 2 * T) ? GR_MI_F_PRE : 0) |
+                          (i0->dtype == GR_INT64 ? GR_MI_F_IDX64 : 0) |
+                          (D % 4 == 0 ? GR_MI_F_VEC : 0) | (reg ? GR_MI_F_REG : 0);
+    op->fp[0] = !strcmp(gr_op_attr_str(op, "pooling", "sum"), "mean") ? 1.0 / (double)bag : 1.0;
+    /* at most one block per SM (~170 registers x 256 threads: one fits), striding beyond */
+    int64_t groups = cdiv64(B, rb), cap = plan->target.sm_count > 0 ? plan->target.sm_count : 1;
+    op->grid[0] = (unsigned)(groups < 1 ? 1 : groups < cap ? groups : cap);
+    op->grid[1] = op->grid[2] = 1;
+    op->block[0] = GR_MI_THREADS;
+    op->block[1] = op->block[2] = 1;
+    op->smem = smem; /* dynamic, opted in by setup() */
+    /* What the three ops it replaces move, less a's round trip and the interaction's read of
+     * bot (both stay on chip): h and the weights, the indices and gathered rows (not the tables);
+     * bot and R written. */
+    op->bytes_read = (double)H->bytes + (double)WA->bytes + (double)BA->bytes + (double)WB->bytes +
+                     (double)BB->bytes + (double)i0->bytes * T + (double)(B * T * bag * D) * 4.0;
+    op->bytes_written = (double)BOT->bytes + (double)R->bytes;
+    op->flops = 2.0 * (double)B * (double)NA * (double)K + 2.0 * (double)(B * NA) +
+                2.0 * (double)(B * D * NA) + 2.0 * (double)(B * D) + (double)(B * T * bag * D) +
+                2.0 * (double)(B * P * D);
+    op->launches = 1;
+    return GR_OK;
+}
+
+/* The composition of the references of what it replaces: linear_act (relu) twice, then
+ * embedding_interaction's pooling and interaction row (the same functions, so the same fp32
+ * values). */
+static gr_status ref_mlp_interaction(const gr_op *op, const gr_plan *plan, void *const *host,
+                                     gr_error *err) {
+    int64_t B = op->ip[GR_MI_B], T = op->ip[GR_MI_T], K = op->ip[GR_MI_K], NA = op->ip[GR_MI_NA],
+            D = op->ip[GR_MI_D], bag = op->ip[GR_MI_BAG], P = (T + 1) * T / 2;
+    int idx64 = (op->ip[GR_MI_FLAGS] & GR_MI_F_IDX64) != 0;
+    float *bot = host[op->outputs[0]], *R = host[op->outputs[1]];
+    float *a = malloc((size_t)(B * NA + 1) * sizeof(float)),
+          *e = malloc((size_t)(T * D) * sizeof(float));
+    if (!a || !e) {
+        free(a);
+        free(e);
+        return gr_error_set(err, GR_ERR_NOMEM, op->path, "out of host memory");
+    }
+    ref_linear_rows(host[op->inputs[0]], host[op->inputs[1]], host[op->inputs[2]], B, NA, K,
+                    GR_DLRM_ACT_RELU, a);
+    ref_linear_rows(a, host[op->inputs[3]], host[op->inputs[4]], B, D, NA, GR_DLRM_ACT_RELU, bot);
+    for (int64_t b = 0; b < B; b++) {
+        for (int64_t t = 0; t < T; t++)
+            ref_pool(host[op->inputs[5 + t]], host[op->inputs[5 + T + t]], idx64,
+                     gr_in(op, plan, 5 + (int)t)->shape[0], D, bag, b, op->fp[0], e + t * D);
+        ref_interaction_row(bot + b * D, e, D, P, R + b * (D + P));
+    }
+    free(a);
+    free(e);
+    return GR_OK;
+}
+
+static gr_status setup_mlp_interaction(const gr_op *op, const gr_launch_ctx *ctx, void **state,
+                                       gr_error *err) {
+    (void)ctx;
+    *state = NULL;
+    return gr_setup_mlp_interaction(op, err);
+}
+
 /* ---------- registry ---------- */
 
 static const char *const pooling_choices[] = {"sum", "mean", NULL};
@@ -1030,6 +1239,27 @@ static const gr_kernel_def k_emb_interaction = {
     ref_emb_interaction,
     NULL,
     NULL};
+static const gr_kernel_def k_mlp_interaction = {
+    "mlp_interaction",
+    "the bottom MLP's last two Linear + ReLU layers fused in front of embedding_interaction, in "
+    "one kernel (exact fp32 FMAs): a = relu(h W_a^T + b_a), bot = relu(a W_b^T + b_b), R[b] = "
+    "[bot[b], dots of every pair (i, j), j < i, of (bot[b], pooled rows of table 0, ..., of table "
+    "T-1)]; a never leaves the chip",
+    "h [B, K], W_a [N_a, K] (N_a <= 64), b_a [N_a], W_b [D, N_a], b_b [D] fp32, then table_0 .. "
+    "table_{T-1} [rows_t, D] fp32, then idx_0 .. idx_{T-1} [B] or [B, bag] int32/int64 (T <= 31)",
+    "bot [B, D], R [B, D + (T + 1) T / 2]",
+    7,
+    5 + 2 * (GR_EMB_MAX_TABLES - 1), /* the weights, then T <= 31 tables and their indices */
+    2,
+    2,
+    emb_attrs,
+    1,
+    GR_KF_PDL,
+    check_mlp_interaction,
+    gr_launch_mlp_interaction,
+    ref_mlp_interaction,
+    setup_mlp_interaction,
+    NULL};
 static const gr_kernel_def k_linear = {
     "linear_act",
     "y = act(x W^T + bias), fused (W [out, in] as in a Linear layer); own SIMT or tiled kernel, "
@@ -1050,5 +1280,5 @@ static const gr_kernel_def k_linear = {
     teardown_linear};
 
 const gr_kernel_def *const gr_dlrm_kernels[] = {
-    &k_embedding_bag, &k_embedding_bag_tbe, &k_bias_add,        &k_sigmoid, &k_concat,
-    &k_tril,          &k_interaction,       &k_emb_interaction, &k_linear,  NULL};
+    &k_embedding_bag, &k_embedding_bag_tbe, &k_bias_add,        &k_sigmoid, &k_concat, &k_tril,
+    &k_interaction,   &k_emb_interaction,   &k_mlp_interaction, &k_linear,  NULL};

@@ -1,6 +1,7 @@
 /* DLRM kernel family (issue #4): embedding bags (one table, and table-batched over up to 32
  * tables in one launch), bias add, sigmoid, concat, lower-triangle gather, the fused dot
- * interaction (alone, or with the table-batched embedding gather fused in), and Linear + bias +
+ * interaction (alone, with the table-batched embedding gather fused in, or with the bottom MLP's
+ * last two layers fused in front of that: mlp_interaction), and Linear + bias +
  * activation fused (own SIMT kernel for small batches, own register-tiled SGEMM for large ones
  * in fp32, cuBLASLt with a bias/ReLU epilogue, optionally TF32). Host side (schemas, checks,
  * accounting, CPU references, cuBLASLt setup and algorithm timing) in dlrm.c; device code in
@@ -49,6 +50,73 @@ enum { GR_INT_B, GR_INT_T, GR_INT_D, GR_INT_P };
 #define GR_INT_BLOCKS_PER_SM 16
 /* embedding_interaction: x [B, D], T tables, T index buffers -> R [B, D + P] */
 enum { GR_EI_B, GR_EI_T, GR_EI_D, GR_EI_BAG, GR_EI_IDX64, GR_EI_VEC, GR_EI_P, GR_EI_PRE };
+/* mlp_interaction: the bottom MLP's last two Linear + ReLU layers, then embedding_interaction, in
+ * one kernel. Inputs h [B, K], W_a [N_a, K], b_a [N_a], W_b [D, N_a], b_b [D], T tables, T index
+ * buffers; outputs bot [B, D] and R [B, D + P]. A block of GR_MI_THREADS threads owns RB batch
+ * rows (GR_MI_RB: 1, 2, 4, 8 or 16, chosen by the check), grid-stride beyond the grid. Design and
+ * napkin math in dlrm.cu. */
+enum { GR_MI_B, GR_MI_T, GR_MI_K, GR_MI_NA, GR_MI_D, GR_MI_BAG, GR_MI_RB, GR_MI_FLAGS };
+enum {
+    GR_MI_F_PRE = 1,   /* weights, tables and indices are written by no op: read before the wait */
+    GR_MI_F_IDX64 = 2, /* int64 indices */
+    GR_MI_F_VEC = 4,   /* D % 4 == 0: table rows gathered 16 bytes at a time */
+    GR_MI_F_REG = 8    /* bag 1 and at most GR_MI_GATHER_U pieces per thread: the row loads are
+                          held in registers while layer 1 runs (see dlrm.cu) */
+};
+#define GR_MI_THREADS 256
+#define GR_MI_NA_MAX 64 /* W_a's outputs: 16 column threads x 4 (zero rows past N_a) */
+#define GR_MI_MAX_RB 16
+#define GR_MI_GATHER_U 8 /* embedding pieces per thread held in registers */
+#define GR_MI_KALIGN 64  /* K is padded to a multiple of this in shared memory (zeros) */
+/* Threads covering one layer-1 partial tile of RB x 64 outputs (4 x 16 threads for RB >= 4,
+ * RB x 16 below); the block's GR_MI_THREADS / GT groups split K between them. */
+#define GR_MI_GT(rb) ((rb) >= 4 ? 64 : 16 * (rb))
+
+/* Shared-memory layout of one block (offsets and sizes in floats, each part 16-byte aligned):
+ * W_a [64][ldk], b_a [64], W_b [D][68], b_b, the region x (h [RB][ldk], then the layer-1
+ * partial tiles [KS * RB][72], then the output rows [RB][D + P]: one after the other), a1
+ * [RB][68], and the F = T + 1 vectors of each row [RB][4 nb][ldf] (vector v in slot
+ * (v % 4) nb + v / 4, see dlrm.cu). */
+typedef struct gr_mi_layout {
+    int64_t wa, ba, wb, bb, x, a1, f, floats;
+    int64_t kp, ldk, ldf, nb;
+} gr_mi_layout;
+
+static inline int64_t gr_mi_up(int64_t v, int64_t m) {
+    return (v + m - 1) / m * m;
+}
+
+static inline gr_mi_layout gr_mi_layout_of(int rb, int64_t K, int64_t D, int64_t T) {
+    gr_mi_layout l;
+    const int64_t lda = GR_MI_NA_MAX + 4, rp = GR_MI_NA_MAX + 8;
+    const int64_t ks = GR_MI_THREADS / GR_MI_GT(rb), P = (T + 1) * T / 2;
+    const int64_t d4 = gr_mi_up(D, 4);
+    l.kp = gr_mi_up(K, GR_MI_KALIGN);
+    l.ldk = l.kp + 4;                   /* an odd number of 16-byte units */
+    l.ldf = (d4 / 4) % 2 ? d4 : d4 + 4; /* likewise */
+    l.nb = (T + 1 + 3) / 4;
+    int64_t x = (int64_t)rb * l.ldk;
+    if (ks * rb * rp > x) x = ks * rb * rp;
+    if ((int64_t)rb * (D + P) > x) x = (int64_t)rb * (D + P);
+    int64_t o = 0;
+    l.wa = o;
+    o += GR_MI_NA_MAX * l.ldk;
+    l.ba = o;
+    o += GR_MI_NA_MAX;
+    l.wb = o;
+    o += gr_mi_up(D * lda, 4);
+    l.bb = o;
+    o += d4;
+    l.x = o;
+    o += gr_mi_up(x, 4);
+    l.a1 = o;
+    o += (int64_t)rb * lda;
+    l.f = o;
+    o += (int64_t)rb * 4 * l.nb * l.ldf;
+    l.floats = o;
+    return l;
+}
+
 /* GR_LIN_BN: the simt kernel's tile width (8, 16, 32), or the tiled kernel's configuration
  * (GR_LIN_T64 ...); 0 for lt. GR_LIN_VEC: K % 4 == 0, so rows of x and W take 16-byte loads. */
 enum { GR_LIN_M, GR_LIN_N, GR_LIN_K, GR_LIN_ACT, GR_LIN_IMPL, GR_LIN_BN, GR_LIN_VEC, GR_LIN_FLAGS };
@@ -169,6 +237,10 @@ gr_status gr_launch_concat(const gr_op *op, const gr_launch_ctx *ctx, gr_error *
 gr_status gr_launch_tril_gather(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_launch_dot_interaction(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_launch_embedding_interaction(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+/* mlp_interaction: the launch, and setup() opting its kernel in to the op's shared memory (always
+ * above 48 KB: W_a alone is 64 KB at dlrm_small's shape), before capture. */
+gr_status gr_launch_mlp_interaction(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+gr_status gr_setup_mlp_interaction(const gr_op *op, gr_error *err);
 gr_status gr_launch_linear_simt(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 /* impl tiled and tc (the kernels that stage x and W through dynamic shared memory): the launch,
  * and setup() opting the op's kernel in to shared memory beyond 48 KB (before capture). */

@@ -66,7 +66,7 @@ static void test_registry_names(void) {
         CU_ASSERT_PTR_NOT_NULL((*k)->reference);
         CU_ASSERT_TRUE(((*k)->flags & GR_KF_PDL) != 0);
     }
-    CU_ASSERT_EQUAL(n, 9);
+    CU_ASSERT_EQUAL(n, 10);
 }
 
 static void test_tril_pairs(void) {
@@ -794,6 +794,347 @@ static void test_check_errors(void) {
     }
 }
 
+/* ---------- mlp_interaction ---------- */
+
+/* A workload with mlp_interaction on h [B, K], W_a [NA, K], W_b [D, NA] and T tables of D (bag
+ * indices of type idt per row), and after it the chain it replaces on the same buffers:
+ * linear_act (relu) twice, then embedding_interaction. Outputs bot, R (mlp_interaction) and bot2,
+ * R2 (the chain). Random, non-zero data. With `written`, W_a is the output of a bias_add op (so
+ * nothing may be read before the PDL wait). */
+static const char *mlp_json(int B, int K, int NA, int D, int T, int bag, const char *idt,
+                            const char *pool, int written) {
+    static char json[65536];
+    const int P = (T + 1) * T / 2;
+    const double wa = sqrt(6.0 / K), wb = sqrt(6.0 / NA);
+    char wa_init[128] = "";
+    if (!written)
+        snprintf(wa_init, sizeof(wa_init),
+                 ", \"init\": {\"kind\": \"uniform\", \"low\": %.6f, \"high\": %.6f}", -wa, wa);
+    int o = snprintf(
+        json, sizeof(json),
+        "{\"name\": \"mi\", \"buffers\": ["
+        "{\"name\": \"h\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": \"normal\"},"
+        "{\"name\": \"wa0\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": {\"kind\": \"uniform\", \"low\": %.6f, \"high\": %.6f}},"
+        "{\"name\": \"dwa\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": {\"kind\": \"uniform\", \"low\": -0.01, \"high\": 0.01}},"
+        "{\"name\": \"wa\", \"dtype\": \"fp32\", \"shape\": [%d, %d]%s},"
+        "{\"name\": \"ba\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": {\"kind\": \"uniform\", \"low\": -0.3, \"high\": 0.3}},"
+        "{\"name\": \"wb\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": {\"kind\": \"uniform\", \"low\": %.6f, \"high\": %.6f}},"
+        "{\"name\": \"bb\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": {\"kind\": \"uniform\", \"low\": -0.3, \"high\": 0.3}},",
+        B, K, NA, K, -wa, wa, K, NA, K, wa_init, NA, D, NA, -wb, wb, D);
+    for (int t = 0; t < T; t++) {
+        const int rows = 1 + (t * 37) % 1000;
+        o += snprintf(json + o, sizeof(json) - (size_t)o,
+                      "{\"name\": \"t%d\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": {\"kind\": \"uniform\", \"low\": -0.5, \"high\": 0.5}},"
+                      "{\"name\": \"i%d\", \"dtype\": \"%s\", \"shape\": [%d, %d], \"init\": {\"kind\": \"zipf\", \"range\": %d}},",
+                      t, rows, D, t, idt, B, bag, rows);
+    }
+    o += snprintf(json + o, sizeof(json) - (size_t)o,
+                  "{\"name\": \"bot\", \"dtype\": \"fp32\", \"shape\": [%d, %d]},"
+                  "{\"name\": \"R\", \"dtype\": \"fp32\", \"shape\": [%d, %d]},"
+                  "{\"name\": \"a2\", \"dtype\": \"fp32\", \"shape\": [%d, %d]},"
+                  "{\"name\": \"bot2\", \"dtype\": \"fp32\", \"shape\": [%d, %d]},"
+                  "{\"name\": \"R2\", \"dtype\": \"fp32\", \"shape\": [%d, %d]}],"
+                  " \"outputs\": [{\"buffer\": \"bot\", \"rtol\": 1e-5}, {\"buffer\": \"R\", \"rtol\": 1e-5},"
+                  " {\"buffer\": \"bot2\", \"rtol\": 1e-5}, {\"buffer\": \"R2\", \"rtol\": 1e-5}], \"ops\": [",
+                  B, D, B, D + P, B, NA, B, D, B, D + P);
+    if (written)
+        o += snprintf(json + o, sizeof(json) - (size_t)o,
+                      "{\"kernel\": \"bias_add\", \"inputs\": [\"wa0\", \"dwa\"], \"outputs\": [\"wa\"]},");
+    char tabs[1024] = "", idxs[1024] = "";
+    size_t lt = 0, li = 0;
+    for (int t = 0; t < T; t++) {
+        lt += (size_t)snprintf(tabs + lt, sizeof(tabs) - lt, ", \"t%d\"", t);
+        li += (size_t)snprintf(idxs + li, sizeof(idxs) - li, ", \"i%d\"", t);
+    }
+    o += snprintf(json + o, sizeof(json) - (size_t)o,
+                  "{\"name\": \"mi\", \"kernel\": \"mlp_interaction\", \"inputs\": [\"h\", \"wa\", \"ba\", \"wb\", \"bb\"%s%s], \"outputs\": [\"bot\", \"R\"], \"attrs\": {\"pooling\": \"%s\"}},"
+                  "{\"name\": \"l2\", \"kernel\": \"linear_act\", \"inputs\": [\"h\", \"wa\", \"ba\"], \"outputs\": [\"a2\"]},"
+                  "{\"name\": \"l3\", \"kernel\": \"linear_act\", \"inputs\": [\"a2\", \"wb\", \"bb\"], \"outputs\": [\"bot2\"]},"
+                  "{\"name\": \"ei\", \"kernel\": \"embedding_interaction\", \"inputs\": [\"bot2\"%s%s], \"outputs\": [\"R2\"], \"attrs\": {\"pooling\": \"%s\"}}]}",
+                  tabs, idxs, pool, tabs, idxs, pool);
+    CU_ASSERT_TRUE_FATAL((size_t)o < sizeof(json));
+    return json;
+}
+
+/* The rows per block the check should pick: the fewest of 1, 2, 4, 8, 16 giving at most one
+ * block per two SMs, halved until the layout fits `limit` bytes. */
+static int mi_expected_rb(int64_t B, int sm, int64_t K, int64_t D, int64_t T, size_t limit) {
+    int rb = 1;
+    while (rb < 16 && (B + rb - 1) / rb > sm / 2) rb *= 2;
+    while (rb > 1 && (size_t)gr_mi_layout_of(rb, K, D, T).floats * 4 > limit) rb /= 2;
+    return rb;
+}
+
+/* mlp_interaction's reference is the composition of the references of the ops it replaces (bit
+ * for bit: the same functions), on random data at small, odd sizes (K not a multiple of 4, N_a
+ * not either, D odd, multi-hot bags, int64, mean pooling); its accounting is theirs less the
+ * intermediates that stay on chip; its launch parameters follow the check's rules. */
+static void test_mlp_interaction_reference(void) {
+    static const struct {
+        int B, K, NA, D, T, bag;
+        const char *idt, *pool;
+        int written;
+    } cases[] = {{5, 24, 20, 8, 3, 2, "int64", "mean", 0}, {4, 13, 7, 5, 2, 1, "int32", "sum", 0},
+                 {3, 256, 64, 16, 26, 1, "int32", "sum", 0}, {9, 64, 64, 4, 31, 1, "int64", "sum", 1},
+                 {140, 32, 16, 16, 4, 3, "int32", "sum", 0}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const int B = cases[c].B, K = cases[c].K, NA = cases[c].NA, D = cases[c].D, T = cases[c].T;
+        const int bag = cases[c].bag, P = (T + 1) * T / 2;
+        gr_plan *p;
+        gr_hoststate *hs = run_ref(mlp_json(B, K, NA, D, T, bag, cases[c].idt, cases[c].pool,
+                                            cases[c].written),
+                                   &p);
+        const float *bot = hbuf(p, hs, "bot"), *R = hbuf(p, hs, "R");
+        int same_bot = !memcmp(bot, hbuf(p, hs, "bot2"), (size_t)(B * D) * 4);
+        int same_R = !memcmp(R, hbuf(p, hs, "R2"), (size_t)(B * (D + P)) * 4);
+        if (!same_bot || !same_R) fprintf(stderr, "\n    case %zu: bot same %d, R same %d", c, same_bot, same_R);
+        CU_ASSERT_TRUE(same_bot);
+        CU_ASSERT_TRUE(same_R);
+        /* not degenerate: ReLU leaves a good part of bot non-zero, and the dots are non-zero */
+        int nz_bot = 0, nz_dots = 0;
+        for (int i = 0; i < B * D; i++) nz_bot += bot[i] != 0.0f;
+        for (int b = 0; b < B; b++)
+            for (int q = 0; q < P; q++) nz_dots += R[b * (D + P) + D + q] != 0.0f;
+        CU_ASSERT_TRUE(nz_bot >= B * D / 4);
+        CU_ASSERT_TRUE(nz_dots >= B * P / 2);
+        /* accounting: the chain's, less a's round trip and the interaction's read of bot */
+        const int w = cases[c].written;
+        const gr_op *mi = &p->ops[w], *l2 = &p->ops[w + 1], *l3 = &p->ops[w + 2], *ei = &p->ops[w + 3];
+        CU_ASSERT_STRING_EQUAL(mi->kernel->name, "mlp_interaction");
+        const double abytes = 4.0 * B * NA, botbytes = 4.0 * B * D;
+        CU_ASSERT_DOUBLE_EQUAL(mi->flops, l2->flops + l3->flops + ei->flops, 0);
+        CU_ASSERT_DOUBLE_EQUAL(mi->bytes_read,
+                               l2->bytes_read + l3->bytes_read + ei->bytes_read - abytes - botbytes, 0);
+        CU_ASSERT_DOUBLE_EQUAL(mi->bytes_written,
+                               l2->bytes_written + l3->bytes_written + ei->bytes_written - abytes, 0);
+        CU_ASSERT_EQUAL(mi->launches, 1);
+        /* launch parameters */
+        const int rb = mi_expected_rb(B, 132, K, D, T, 232448);
+        const int per_row = D % 4 ? D : D / 4;
+        const int reg = bag == 1 && T * rb * per_row <= GR_MI_THREADS * GR_MI_GATHER_U;
+        CU_ASSERT_EQUAL(mi->ip[GR_MI_B], B);
+        CU_ASSERT_EQUAL(mi->ip[GR_MI_T], T);
+        CU_ASSERT_EQUAL(mi->ip[GR_MI_K], K);
+        CU_ASSERT_EQUAL(mi->ip[GR_MI_NA], NA);
+        CU_ASSERT_EQUAL(mi->ip[GR_MI_D], D);
+        CU_ASSERT_EQUAL(mi->ip[GR_MI_BAG], bag);
+        CU_ASSERT_EQUAL(mi->ip[GR_MI_RB], rb);
+        CU_ASSERT_EQUAL(mi->ip[GR_MI_FLAGS],
+                        (w ? 0 : GR_MI_F_PRE) | (!strcmp(cases[c].idt, "int64") ? GR_MI_F_IDX64 : 0) |
+                            (D % 4 == 0 ? GR_MI_F_VEC : 0) | (reg ? GR_MI_F_REG : 0));
+        CU_ASSERT_DOUBLE_EQUAL(mi->fp[0], !strcmp(cases[c].pool, "mean") ? 1.0 / bag : 1.0, 0);
+        CU_ASSERT_EQUAL(mi->grid[0], (unsigned)((B + rb - 1) / rb));
+        CU_ASSERT_EQUAL(mi->block[0], GR_MI_THREADS);
+        CU_ASSERT_EQUAL(mi->smem, (size_t)gr_mi_layout_of(rb, K, D, T).floats * 4);
+        gr_hoststate_destroy(hs);
+        gr_plan_destroy(p);
+    }
+}
+
+/* One mlp_interaction of dlrm_small's shape but for B, D (and K, T) resolved for a target of
+ * compute capability cc (major * 10 + minor) with sm SMs; NULL and the message in *msg when the
+ * check refuses it. */
+static gr_plan *mi_plan(int B, int K, int D, int T, int cc, int sm, const char **msg) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_workload *wl = gr_test_load(mlp_json(B, K, 64, D, T, 1, "int32", "sum", 0), &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(wl);
+    const char *v = gr_workload_variant(wl, NULL, &e);
+    gr_target t = gr_target_default();
+    t.cc_major = cc / 10;
+    t.cc_minor = cc % 10;
+    t.sm_count = sm;
+    gr_plan *p = NULL;
+    static char m[1024];
+    m[0] = 0;
+    if (!v || gr_plan_resolve(wl, v, &t, gr_kernel_find, gr_kernel_all_names, &p, &e) != GR_OK) {
+        snprintf(m, sizeof(m), "%s", e.msg);
+        p = NULL;
+    }
+    if (msg) *msg = m;
+    gr_workload_destroy(wl);
+    return p;
+}
+
+/* Rows per block and grid: the fewest rows giving at most one block per two SMs (1 up to 66
+ * rows, 16 from 529 on), at most 16, the grid capped at the SMs beyond; fewer rows where the
+ * shared memory would not hold them (D = 256 at sm_90; the default shape at sm_86's 99 KB); the
+ * layout's size at the default shape; the register path of the gather only for bag 1 within 8
+ * pieces per thread; GR_MI_RB forcing the rows (still within the shared memory). */
+static void test_mlp_interaction_geometry(void) {
+    static const struct {
+        int B, D, cc, sm, rb;
+        unsigned grid;
+        int reg;
+    } cases[] = {
+        {1, 16, 90, 132, 1, 1, 1},         {7, 16, 90, 132, 1, 7, 1},
+        {66, 16, 90, 132, 1, 66, 1},       {67, 16, 90, 132, 2, 34, 1},
+        {128, 16, 90, 132, 2, 64, 1},      {132, 16, 90, 132, 2, 66, 1},
+        {133, 16, 90, 132, 4, 34, 1},      {528, 16, 90, 132, 8, 66, 1},
+        {529, 16, 90, 132, 16, 34, 1},     {1000, 16, 90, 132, 16, 63, 1},
+        {2048, 16, 90, 132, 16, 128, 1},   {2112, 16, 90, 132, 16, 132, 1},
+        {2113, 16, 90, 132, 16, 132, 1},   {4096, 16, 90, 132, 16, 132, 1},
+        {2048, 256, 90, 132, 2, 132, 0},   /* 16 rows of 27 vectors of 256 do not fit */
+        {2048, 5, 90, 132, 16, 128, 0},    /* 26 x 16 x 5 scalar pieces: more than 8 per thread */
+        {2048, 16, 86, 84, 4, 84, 1},      /* 99 KB per block: 4 rows (8 need 103072 bytes) */
+        {2048, 16, 80, 108, 16, 108, 1},   /* A100: 163 KB */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        gr_plan *p = mi_plan(cases[i].B, 256, cases[i].D, 26, cases[i].cc, cases[i].sm, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        const gr_op *o = &p->ops[0];
+        if (o->ip[GR_MI_RB] != cases[i].rb || o->grid[0] != cases[i].grid)
+            fprintf(stderr, "\n    B = %d, D = %d, sm_%d: %lld rows, grid %u; want %d, %u", cases[i].B,
+                    cases[i].D, cases[i].cc, (long long)o->ip[GR_MI_RB], o->grid[0], cases[i].rb,
+                    cases[i].grid);
+        CU_ASSERT_EQUAL(o->ip[GR_MI_RB], cases[i].rb);
+        CU_ASSERT_EQUAL(o->grid[0], cases[i].grid);
+        CU_ASSERT_EQUAL(o->grid[1], 1);
+        CU_ASSERT_EQUAL(o->block[0], 256);
+        CU_ASSERT_EQUAL((o->ip[GR_MI_FLAGS] & GR_MI_F_REG) != 0, cases[i].reg);
+        CU_ASSERT_EQUAL(o->smem, (size_t)gr_mi_layout_of(cases[i].rb, 256, cases[i].D, 26).floats * 4);
+        gr_plan_destroy(p);
+    }
+    /* the default shape: W_a 64 x 260, b_a, W_b 16 x 68, b_b, h / partial tiles / output rows
+     * (16 x 367 the largest), a1 16 x 68, 16 rows x 28 slots x 20 floats */
+    gr_mi_layout l = gr_mi_layout_of(16, 256, 16, 26);
+    CU_ASSERT_EQUAL(l.kp, 256);
+    CU_ASSERT_EQUAL(l.ldk, 260);
+    CU_ASSERT_EQUAL(l.ldf, 20);
+    CU_ASSERT_EQUAL(l.nb, 7);
+    CU_ASSERT_EQUAL(l.wb, 64 * 260 + 64);
+    CU_ASSERT_EQUAL(l.x, 64 * 260 + 64 + 16 * 68 + 16);
+    CU_ASSERT_EQUAL(l.a1 - l.x, 16 * 367);
+    CU_ASSERT_EQUAL(l.floats * 4, 134912);
+    CU_ASSERT_EQUAL(gr_mi_layout_of(1, 256, 16, 26).floats * 4, 78352);
+    CU_ASSERT_EQUAL(gr_mi_layout_of(2, 256, 16, 26).floats * 4, 80864);
+    /* the partial tiles are the largest use of x at 2 rows: 8 groups x 2 rows x 72 */
+    l = gr_mi_layout_of(2, 256, 16, 26);
+    CU_ASSERT_EQUAL(l.a1 - l.x, 8 * 2 * 72);
+    /* K is padded to 64 (13 -> 64), D to an odd number of 16-byte units (5 -> 8 -> 12) */
+    l = gr_mi_layout_of(1, 13, 5, 2);
+    CU_ASSERT_EQUAL(l.kp, 64);
+    CU_ASSERT_EQUAL(l.ldk, 68);
+    CU_ASSERT_EQUAL(l.ldf, 12);
+    CU_ASSERT_EQUAL(l.nb, 1);
+    /* a K too large for even one row per block, named with the target */
+    const char *msg = NULL;
+    CU_ASSERT_PTR_NULL(mi_plan(128, 1024, 16, 26, 90, 132, &msg));
+    GR_ASSERT_CONTAINS(msg, "ops[0]: kernel \"mlp_interaction\": needs ");
+    GR_ASSERT_CONTAINS(msg, "bytes of shared memory per block even with one batch row per block "
+                            "(W_a: 64 rows of K = 1024");
+    GR_ASSERT_CONTAINS(msg, "more than the 232448 a block may have on the target (sm_90); run the "
+                            "two layers as linear_act ops and the interaction as "
+                            "embedding_interaction");
+    CU_ASSERT_PTR_NULL(mi_plan(128, 256, 16, 26, 75, 40, &msg)); /* 78 KB > 64 KB */
+    GR_ASSERT_CONTAINS(msg, "more than the 65536 a block may have on the target (sm_75)");
+    /* GR_MI_RB forces the rows per block; too many for the shared memory are still halved, and
+     * a value that is not one of the five is ignored (with a warning) */
+    static const struct {
+        const char *env;
+        int B, D, rb;
+        unsigned grid;
+    } forced[] = {{"1", 128, 16, 1, 128}, {"4", 128, 16, 4, 32},   {"16", 128, 16, 16, 8},
+                  {"8", 2048, 16, 8, 132}, {"16", 2048, 256, 2, 132}, {"3", 128, 16, 2, 64},
+                  {"16x", 2048, 16, 16, 128}};
+    for (size_t i = 0; i < sizeof(forced) / sizeof(forced[0]); i++) {
+        setenv("GR_MI_RB", forced[i].env, 1);
+        gr_plan *p = mi_plan(forced[i].B, 256, forced[i].D, 26, 90, 132, NULL);
+        unsetenv("GR_MI_RB");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        if (p->ops[0].ip[GR_MI_RB] != forced[i].rb || p->ops[0].grid[0] != forced[i].grid)
+            fprintf(stderr, "\n    GR_MI_RB=%s B = %d: %lld rows, grid %u", forced[i].env,
+                    forced[i].B, (long long)p->ops[0].ip[GR_MI_RB], p->ops[0].grid[0]);
+        CU_ASSERT_EQUAL(p->ops[0].ip[GR_MI_RB], forced[i].rb);
+        CU_ASSERT_EQUAL(p->ops[0].grid[0], forced[i].grid);
+        gr_plan_destroy(p);
+    }
+}
+
+/* Every error of mlp_interaction's check names the op, the input and the fix. */
+static void test_mlp_interaction_errors(void) {
+    /* h [3, 8], W_a [6, 8], b_a [6], W_b [4, 6], b_b [4], one table [5, 4], indices [3]: R [3, 5] */
+#define MI_OK_BUFS(wa, ba, wb, bb, h, bot, y)                                                     \
+    F32("h", h) "," F32("wa", wa) "," F32("ba", ba) "," F32("wb", wb) "," F32("bb", bb) "," F32(   \
+        "t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," OUT("bot", bot) "," OUT("y", y)
+#define MI_OP(ins) OP("mlp_interaction", ins, "[\"bot\", \"y\"]", "")
+#define MI_INS "[\"h\", \"wa\", \"ba\", \"wb\", \"bb\", \"t0\", \"i0\"]"
+    static const err_case cases[] = {
+        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"),
+         MI_OP("[\"h\", \"wa\", \"ba\", \"wb\", \"bb\", \"t0\", \"i0\", \"t0\"]"),
+         "ops[0]: kernel \"mlp_interaction\": inputs are h [B, K], W_a [N_a, K], b_a [N_a], W_b "
+         "[D, N_a], b_b [D], then the T tables, then their T index buffers (5 + 2 x T inputs); got "
+         "8 inputs"},
+        {"{\"name\": \"h\", \"dtype\": \"bf16\", \"shape\": [3, 8], \"init\": \"normal\"}," F32(
+             "wa", "[6, 8]") "," F32("ba", "[6]") "," F32("wb", "[4, 6]") "," F32("bb", "[4]") "," F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," OUT("bot", "[3, 4]") "," OUT("y", "[3, 5]"),
+         MI_OP(MI_INS), "ops[0]: kernel \"mlp_interaction\": inputs[0] (h) \"h\" is bf16; it takes fp32"},
+        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"),
+         MI_OP("[\"h\", \"wa\", \"ba\", \"wb\", \"bb\", \"t0\", \"h\"]"),
+         "ops[0]: kernel \"mlp_interaction\": inputs[6] (indices of table 0) \"h\" is fp32; it "
+         "takes int32, int64"},
+        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[4, 8]", "[3, 4]", "[3, 5]"), MI_OP(MI_INS),
+         "ops[0]: kernel \"mlp_interaction\": inputs[0] (h) \"h\" has shape [4, 8]; with indices "
+         "for B = 3 rows it must be [3, K] (the input of the bottom MLP's last two layers)"},
+        {MI_OK_BUFS("[6, 7]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"), MI_OP(MI_INS),
+         "ops[0]: kernel \"mlp_interaction\": inputs[1] (W_a) \"wa\" has shape [6, 7]; h [3, 8] has "
+         "K = 8 features, so W_a must be [N_a, 8] (a Linear weight is [out, in])"},
+        {MI_OK_BUFS("[65, 8]", "[65]", "[4, 65]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"), MI_OP(MI_INS),
+         "ops[0]: kernel \"mlp_interaction\": inputs[1] (W_a) \"wa\" [65, 8] has N_a = 65 outputs; "
+         "this kernel's first layer is at most 64 wide; run the two layers as linear_act ops and "
+         "the interaction as embedding_interaction"},
+        {MI_OK_BUFS("[6, 8]", "[5]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"), MI_OP(MI_INS),
+         "ops[0]: kernel \"mlp_interaction\": inputs[2] (b_a) \"ba\" has shape [5]; W_a [6, 8] "
+         "needs [6]"},
+        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 5]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"), MI_OP(MI_INS),
+         "ops[0]: kernel \"mlp_interaction\": inputs[3] (W_b) \"wb\" has shape [4, 5]; it must be "
+         "[4, 6]: D = 4 outputs (the tables' D) from N_a = 6 inputs (W_a's outputs)"},
+        {MI_OK_BUFS("[6, 8]", "[6]", "[6, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"), MI_OP(MI_INS),
+         "inputs[3] (W_b) \"wb\" has shape [6, 6]; it must be [4, 6]"},
+        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[6]", "[3, 8]", "[3, 4]", "[3, 5]"), MI_OP(MI_INS),
+         "ops[0]: kernel \"mlp_interaction\": inputs[4] (b_b) \"bb\" has shape [6]; W_b [4, 6] "
+         "needs [4]"},
+        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 5]", "[3, 5]"), MI_OP(MI_INS),
+         "ops[0]: kernel \"mlp_interaction\": outputs[0] (bot) \"bot\" has shape [3, 5]; the bottom "
+         "MLP's output for B = 3 rows is [3, 4]"},
+        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 6]"), MI_OP(MI_INS),
+         "ops[0]: kernel \"mlp_interaction\": outputs[1] (R) \"y\" has shape [3, 6]; bot and 1 "
+         "embeddings give [3, 5] (4 of bot, then 1 pairwise dots)"},
+        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"),
+         OP("mlp_interaction", MI_INS, "[\"y\"]", ""),
+         "ops[0]: kernel \"mlp_interaction\" takes 2 outputs (bot [B, D], R [B, D + (T + 1) T / "
+         "2]), got 1"},
+        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"),
+         MI_OP("[\"h\", \"wa\", \"ba\", \"wb\", \"bb\", \"t0\"]"),
+         "ops[0]: kernel \"mlp_interaction\" takes 7 to 67 inputs"},
+        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"),
+         OP("mlp_interaction", MI_INS, "[\"bot\", \"y\"]", ", \"attrs\": {\"pooling\": \"max\"}"),
+         "ops[0].attrs.pooling: \"max\" is not one of: sum, mean"},
+    };
+#undef MI_OK_BUFS
+#undef MI_OP
+#undef MI_INS
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *msg = gr_test_plan_error(one_op(cases[i].bufs, "\"y\"", cases[i].op), NULL);
+        if (!strstr(msg, cases[i].want)) fprintf(stderr, "\n    case %zu:", i);
+        GR_ASSERT_CONTAINS(msg, cases[i].want);
+    }
+    /* 32 tables: 69 inputs, over the kernel's 67 */
+    char ins[2048] = "[\"h\", \"wa\", \"ba\", \"wb\", \"bb\"";
+    size_t n = strlen(ins);
+    for (int t = 0; t < 32; t++) n += (size_t)snprintf(ins + n, sizeof(ins) - n, ", \"t0\"");
+    for (int t = 0; t < 32; t++) n += (size_t)snprintf(ins + n, sizeof(ins) - n, ", \"i0\"");
+    snprintf(ins + n, sizeof(ins) - n, "]");
+    char op[2400];
+    snprintf(op, sizeof(op), "{\"kernel\": \"mlp_interaction\", \"inputs\": %s, \"outputs\": [\"bot\", \"y\"]}", ins);
+    const char *msg = gr_test_plan_error(
+        one_op(F32("h", "[3, 8]") "," F32("wa", "[6, 8]") "," F32("ba", "[6]") "," F32("wb", "[4, 6]") "," F32(
+                   "bb", "[4]") "," F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," OUT("bot", "[3, 4]") "," OUT("y", "[3, 532]"),
+               "\"y\"", op),
+        NULL);
+    GR_ASSERT_CONTAINS(msg, "ops[0]: kernel \"mlp_interaction\" takes 7 to 67 inputs");
+    GR_ASSERT_CONTAINS(msg, "got 69");
+}
+
 static gr_plan *dlrm(const char *variant, const char *s1, const char *s2, const char *s3) {
     gr_error e;
     gr_error_clear(&e);
@@ -1022,6 +1363,125 @@ static void test_dlrm_accounting(void) {
     gr_plan_destroy(f);
 }
 
+/* fused_tf32x3_mlpint: fused_tf32x3 with bot.2, bot.3 and the interaction as one mlp_interaction
+ * op (change 12; measured slower than the three ops, run 36, so not a production variant). Its
+ * op computes and moves what the three ops of fused_tf32x3 do, less bot.h.2's round trip and
+ * the interaction's read of bot; rows per block and grid at B = 128, 2048 and 4096, the other
+ * layers as in fused_tf32x3 (also with x3_impl=tc), and multi-hot bags. */
+static void test_dlrm_mlpint_variant(void) {
+    gr_plan *m = dlrm("fused_tf32x3_mlpint", NULL, NULL, NULL),
+            *x3 = dlrm("fused_tf32x3", NULL, NULL, NULL), *ft = dlrm("fused_tbe", NULL, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ft);
+    /* bot.0, bot.1, mlp_interaction (bot.2, bot.3, the lookups and the interaction), top.0 ..
+     * top.2; all own kernels at B = 128 */
+    CU_ASSERT_EQUAL(m->kernels, 6);
+    CU_ASSERT_EQUAL(m->nops, 6);
+    CU_ASSERT_EQUAL(m->library_ops, 0);
+    CU_ASSERT_EQUAL(m->nstreams, 1);
+    CU_ASSERT_EQUAL(x3->kernels, 8);
+    const gr_op *it = op_named(m, "bot.2-3+interaction");
+    const gr_op *b2 = op_named(x3, "bot.2"), *b3 = op_named(x3, "bot.3"),
+                *ei = op_named(x3, "interaction");
+    CU_ASSERT_STRING_EQUAL(it->kernel->name, "mlp_interaction");
+    CU_ASSERT_STRING_EQUAL(ei->kernel->name, "embedding_interaction");
+    CU_ASSERT_DOUBLE_EQUAL(it->flops, b2->flops + b3->flops + ei->flops, 0);
+    CU_ASSERT_DOUBLE_EQUAL(it->flops,
+                           2.0 * 128 * 64 * 256 + 2.0 * 128 * 64 + 2.0 * 128 * 16 * 64 +
+                               2.0 * 128 * 16 + 2.0 * 128 * 351 * 16 + 128.0 * 26 * 16,
+                           0);
+    const double h2 = 128.0 * 64 * 4, botb = 128.0 * 16 * 4;
+    CU_ASSERT_DOUBLE_EQUAL(it->bytes_read,
+                           b2->bytes_read + b3->bytes_read + ei->bytes_read - h2 - botb, 0);
+    CU_ASSERT_DOUBLE_EQUAL(it->bytes_written,
+                           b2->bytes_written + b3->bytes_written + ei->bytes_written - h2, 0);
+    /* and what fused_tbe's bot.2, bot.3, TBE and dot_interaction move, less bot.h.2 and E */
+    const gr_op *tbe = op_named(ft, "tbe"), *it2 = op_named(ft, "interaction");
+    const double eb = tbe->bytes_written;
+    CU_ASSERT_DOUBLE_EQUAL(it->bytes_read,
+                           op_named(ft, "bot.2")->bytes_read + op_named(ft, "bot.3")->bytes_read +
+                               tbe->bytes_read + it2->bytes_read - h2 - botb - eb,
+                           0);
+    CU_ASSERT_EQUAL(it->launches, 1);
+    CU_ASSERT_EQUAL(it->grid[0], 64); /* two rows per block at B = 128 */
+    CU_ASSERT_EQUAL(it->block[0], GR_MI_THREADS);
+    CU_ASSERT_EQUAL(it->ip[GR_MI_RB], 2);
+    CU_ASSERT_EQUAL(it->ip[GR_MI_B], 128);
+    CU_ASSERT_EQUAL(it->ip[GR_MI_FLAGS], GR_MI_F_PRE | GR_MI_F_VEC | GR_MI_F_REG);
+    CU_ASSERT_EQUAL(it->ip[GR_MI_K], 256);
+    CU_ASSERT_EQUAL(it->ip[GR_MI_NA], 64);
+    CU_ASSERT_EQUAL(it->ip[GR_MI_D], 16);
+    CU_ASSERT_EQUAL(it->ip[GR_MI_T], 26);
+    CU_ASSERT_EQUAL(it->ip[GR_MI_BAG], 1);
+    CU_ASSERT_EQUAL(it->smem, 80864);
+    for (int i = 0; i < m->nops; i++)
+        if (m->ops[i].kernel && !strcmp(m->ops[i].kernel->name, "linear_act"))
+            CU_ASSERT_EQUAL(m->ops[i].ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+    /* bot.h.2 is one HBM round trip fewer than fused_tf32x3's, two fewer than fused_tbe's */
+    CU_ASSERT_EQUAL(m->intermediates + 1, x3->intermediates);
+    CU_ASSERT_EQUAL(m->intermediates + 2, ft->intermediates);
+    CU_ASSERT_TRUE(m->bytes_read + m->bytes_written < x3->bytes_read + x3->bytes_written);
+    /* fp32-level accuracy: the workload's 1e-4, as fused_tf32x3 */
+    CU_ASSERT_DOUBLE_EQUAL(m->bufs[bidx(m, "bot")].rtol, 1e-4, 0);
+    CU_ASSERT_DOUBLE_EQUAL(m->bufs[bidx(m, "R")].rtol, 1e-4, 0);
+    CU_ASSERT_DOUBLE_EQUAL(m->bufs[bidx(m, "y")].rtol, 1e-4, 0);
+    gr_plan_destroy(m);
+    gr_plan_destroy(x3);
+    gr_plan_destroy(ft);
+    /* B = 2048: 16 rows per block (128 blocks, 134912 bytes of shared memory); the other layers
+     * as in fused_tf32x3: bot.0 tiled, bot.1 and top.1 tc (3xTF32), top.0 cuBLASLt fp32 (the one
+     * library op), top.2 SIMT */
+    m = dlrm("fused_tf32x3_mlpint", "B=2048", NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL(m->kernels, 6); /* a library op counts as one */
+    CU_ASSERT_EQUAL(m->library_ops, 1);
+    it = op_named(m, "bot.2-3+interaction");
+    CU_ASSERT_EQUAL(it->ip[GR_MI_RB], 16);
+    CU_ASSERT_EQUAL(it->grid[0], 128);
+    CU_ASSERT_EQUAL(it->smem, 134912);
+    CU_ASSERT_EQUAL(it->ip[GR_MI_FLAGS], GR_MI_F_PRE | GR_MI_F_VEC | GR_MI_F_REG);
+    CU_ASSERT_EQUAL(op_named(m, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
+    CU_ASSERT_EQUAL(op_named(m, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_LT);
+    CU_ASSERT_EQUAL(op_named(m, "top.0")->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32, 0); /* fp32 compute */
+    static const char *const tc_ops[] = {"bot.1", "top.1"};
+    for (int i = 0; i < 2; i++) {
+        const gr_op *o = op_named(m, tc_ops[i]);
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_IMPL], GR_LINEAR_TC);
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], GR_LIN_C6432);
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_FLAGS], GR_LIN_F_PRE | GR_LIN_F_TF32X3);
+        CU_ASSERT_EQUAL(o->grid[0] * o->grid[1], 256);
+    }
+    CU_ASSERT_EQUAL(op_named(m, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+    gr_plan_destroy(m);
+    /* past 16 rows per SM its blocks stride over the row groups */
+    m = dlrm("fused_tf32x3_mlpint", "B=4096", NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL(op_named(m, "bot.2-3+interaction")->grid[0], 132);
+    CU_ASSERT_EQUAL(op_named(m, "bot.2-3+interaction")->ip[GR_MI_RB], 16);
+    gr_plan_destroy(m);
+    /* x3_impl=tc: every linear_act but the sigmoid one on tc (what the GPU suite runs) */
+    m = dlrm("fused_tf32x3_mlpint", "B=2048", "x3_impl=tc", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    for (int i = 0; i < m->nops; i++)
+        if (m->ops[i].kernel && !strcmp(m->ops[i].kernel->name, "linear_act"))
+            CU_ASSERT_EQUAL(m->ops[i].ip[GR_LIN_IMPL],
+                            strcmp(m->ops[i].name, "top.2") ? GR_LINEAR_TC : GR_LINEAR_SIMT);
+    gr_plan_destroy(m);
+    /* multi-hot bags: h, the weights, the indices and the gathered rows; bags are gathered
+     * synchronously, not through registers */
+    m = dlrm("fused_tf32x3_mlpint", "bag=4", NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    it = op_named(m, "bot.2-3+interaction");
+    CU_ASSERT_DOUBLE_EQUAL(it->bytes_read,
+                           128.0 * 256 * 4 + (64.0 * 256 + 64 + 16 * 64 + 16) * 4 +
+                               26.0 * 128 * 4 * 4 + 128.0 * 26 * 4 * 16 * 4,
+                           0);
+    CU_ASSERT_EQUAL(it->ip[GR_MI_BAG], 4);
+    CU_ASSERT_EQUAL(it->ip[GR_MI_FLAGS] & GR_MI_F_REG, 0);
+    gr_plan_destroy(m);
+}
+
 /* v rounded to TF32 (10 explicit mantissa bits): mode 1 to nearest (even), mode 2 toward zero
  * (truncation: what a tensor core does with fp32 bits it is handed unconverted); mode 0: v. */
 static double tf32_round(double v, int mode) {
@@ -1140,9 +1600,10 @@ static double rel_l2f(const float *a, const float *b, int64_t n) {
     return sqrt(num / (den > 0 ? den : 1));
 }
 
-#define NVAR 6
-static const char *const all_variants[NVAR] = {"unfused",       "fused",      "fused_tbe",
-                                               "fused_2stream", "fused_tf32", "fused_tf32x3"};
+#define NVAR 7
+static const char *const all_variants[NVAR] = {
+    "unfused",    "fused",        "fused_tbe",          "fused_2stream",
+    "fused_tf32", "fused_tf32x3", "fused_tf32x3_mlpint"};
 
 static void whole_model(const char *bset, const char *bagset, int64_t B, int64_t bag) {
     gr_plan *p[NVAR];
@@ -1174,8 +1635,8 @@ static void whole_model(const char *bset, const char *bagset, int64_t B, int64_t
         if (B > 4) CU_ASSERT_TRUE(hi - lo > 0.05f);
     }
     /* the variants agree with each other far inside the workload's 1e-4; the fused ones (the
-     * same references in another grouping: the lookup inside the interaction or not, on one
-     * stream or two, TF32 allowed or not) bit for bit */
+     * same references in another grouping: the lookup inside the interaction or not, bot.2 and
+     * bot.3 inside it or not, on one stream or two, TF32 allowed or not) bit for bit */
     const char *outs[] = {"bot", "R", "y"};
     for (int o = 0; o < 3; o++) {
         int64_t n = p[0]->bufs[bidx(p[0], outs[o])].numel;
@@ -1320,7 +1781,11 @@ static CU_TestInfo dlrm_tests[] = {
     {"linear tc tile and launch dims", test_linear_tc_geometry},
     {"linear tc configuration override", test_linear_tc_override},
     {"check errors name the op", test_check_errors},
+    {"mlp_interaction reference, accounting and flags", test_mlp_interaction_reference},
+    {"mlp_interaction rows per block, grid, layout", test_mlp_interaction_geometry},
+    {"mlp_interaction check errors", test_mlp_interaction_errors},
     {"dlrm_small accounting and impl choice", test_dlrm_accounting},
+    {"dlrm_small fused_tf32x3_mlpint (mlp_interaction) accounting", test_dlrm_mlpint_variant},
     {"whole model reference vs naive forward", test_whole_model_reference},
     {"fused_tf32 tolerances vs emulated TF32", test_tf32_tolerances},
     {"fused_tf32x3 tolerances vs emulated 3xTF32", test_tf32x3_tolerances},

@@ -1,7 +1,8 @@
 /* DLRM GPU suites: every kernel of the family against its CPU reference at odd sizes (all three
  * linear_act impls: simt and lt at every tile width, tiled at every tile with odd M, N and K;
  * K across chunk edges, every activation, fp32 and tf32), out-of-range indices, the fused
- * embedding interaction against the TBE + interaction chain, inputs written by an earlier op so
+ * embedding interaction against the TBE + interaction chain, mlp_interaction against linear_act
+ * twice + embedding_interaction at every rows-per-block, inputs written by an earlier op so
  * that nothing is read before the PDL wait, the tc kernel (TF32 and 3xTF32) at every tile,
  * each with and without PDL; eager == graph ==
  * reference for every dlrm_small variant at B in {1, 7, 128, 2048} (with PDL, multi-hot bags
@@ -527,11 +528,216 @@ static void test_emb_interaction_kernels(void) {
     gr_plan_destroy(p);
 }
 
+/* mlp_interaction's workload: h [B, K], W_a [NA, K], W_b [D, NA], T tables of D with bag
+ * indices of type idt, then the chain it replaces on the same buffers (linear_act twice,
+ * embedding_interaction): outputs bot, R and bot2, R2, all at 1e-5 against the reference. With
+ * `written`, W_a is a bias_add's output: the plan forbids reading anything before the PDL wait. */
+static const char *mlp_json(int B, int K, int NA, int D, int T, int bag, const char *idt,
+                            const char *pool, int written) {
+    static char json[65536];
+    const int P = (T + 1) * T / 2;
+    const double wa = sqrt(6.0 / K), wb = sqrt(6.0 / NA);
+    char wa_init[128] = "";
+    if (!written)
+        snprintf(wa_init, sizeof(wa_init),
+                 ", \"init\": {\"kind\": \"uniform\", \"low\": %.6f, \"high\": %.6f}", -wa, wa);
+    int o = snprintf(
+        json, sizeof(json),
+        "{\"name\": \"mi\", \"buffers\": ["
+        "{\"name\": \"h\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": \"normal\"},"
+        "{\"name\": \"wa0\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": {\"kind\": \"uniform\", \"low\": %.6f, \"high\": %.6f}},"
+        "{\"name\": \"dwa\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": {\"kind\": \"uniform\", \"low\": -0.01, \"high\": 0.01}},"
+        "{\"name\": \"wa\", \"dtype\": \"fp32\", \"shape\": [%d, %d]%s},"
+        "{\"name\": \"ba\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": {\"kind\": \"uniform\", \"low\": -0.3, \"high\": 0.3}},"
+        "{\"name\": \"wb\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": {\"kind\": \"uniform\", \"low\": %.6f, \"high\": %.6f}},"
+        "{\"name\": \"bb\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": {\"kind\": \"uniform\", \"low\": -0.3, \"high\": 0.3}},",
+        B, K, NA, K, -wa, wa, K, NA, K, wa_init, NA, D, NA, -wb, wb, D);
+    for (int t = 0; t < T; t++) {
+        const int rows = 1 + (t * 37) % 1000;
+        o += snprintf(json + o, sizeof(json) - (size_t)o,
+                      "{\"name\": \"t%d\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": {\"kind\": \"uniform\", \"low\": -0.5, \"high\": 0.5}},"
+                      "{\"name\": \"i%d\", \"dtype\": \"%s\", \"shape\": [%d, %d], \"init\": {\"kind\": \"zipf\", \"range\": %d}},",
+                      t, rows, D, t, idt, B, bag, rows);
+    }
+    o += snprintf(json + o, sizeof(json) - (size_t)o,
+                  "{\"name\": \"bot\", \"dtype\": \"fp32\", \"shape\": [%d, %d]},"
+                  "{\"name\": \"R\", \"dtype\": \"fp32\", \"shape\": [%d, %d]},"
+                  "{\"name\": \"a2\", \"dtype\": \"fp32\", \"shape\": [%d, %d]},"
+                  "{\"name\": \"bot2\", \"dtype\": \"fp32\", \"shape\": [%d, %d]},"
+                  "{\"name\": \"R2\", \"dtype\": \"fp32\", \"shape\": [%d, %d]}],"
+                  " \"outputs\": [{\"buffer\": \"bot\", \"rtol\": 1e-5}, {\"buffer\": \"R\", \"rtol\": 1e-5},"
+                  " {\"buffer\": \"bot2\", \"rtol\": 1e-5}, {\"buffer\": \"R2\", \"rtol\": 1e-5}], \"ops\": [",
+                  B, D, B, D + P, B, NA, B, D, B, D + P);
+    if (written)
+        o += snprintf(json + o, sizeof(json) - (size_t)o,
+                      "{\"kernel\": \"bias_add\", \"inputs\": [\"wa0\", \"dwa\"], \"outputs\": [\"wa\"]},");
+    char tabs[1024] = "", idxs[1024] = "";
+    size_t lt = 0, li = 0;
+    for (int t = 0; t < T; t++) {
+        lt += (size_t)snprintf(tabs + lt, sizeof(tabs) - lt, ", \"t%d\"", t);
+        li += (size_t)snprintf(idxs + li, sizeof(idxs) - li, ", \"i%d\"", t);
+    }
+    o += snprintf(json + o, sizeof(json) - (size_t)o,
+                  "{\"name\": \"mi\", \"kernel\": \"mlp_interaction\", \"inputs\": [\"h\", \"wa\", \"ba\", \"wb\", \"bb\"%s%s], \"outputs\": [\"bot\", \"R\"], \"attrs\": {\"pooling\": \"%s\"}},"
+                  "{\"kernel\": \"linear_act\", \"inputs\": [\"h\", \"wa\", \"ba\"], \"outputs\": [\"a2\"]},"
+                  "{\"kernel\": \"linear_act\", \"inputs\": [\"a2\", \"wb\", \"bb\"], \"outputs\": [\"bot2\"]},"
+                  "{\"kernel\": \"embedding_interaction\", \"inputs\": [\"bot2\"%s%s], \"outputs\": [\"R2\"], \"attrs\": {\"pooling\": \"%s\"}}]}",
+                  tabs, idxs, pool, tabs, idxs, pool);
+    CU_ASSERT_TRUE_FATAL((size_t)o < sizeof(json));
+    return json;
+}
+
+/* Buffer `name` of a verified session, downloaded (malloc'd). */
+static float *download(gr_session *s, const gr_plan *p, const char *name) {
+    gr_error e;
+    gr_error_clear(&e);
+    for (int b = 0; b < p->nbufs; b++)
+        if (!strcmp(p->bufs[b].name, name)) {
+            float *h = malloc(p->bufs[b].bytes);
+            if (h && gr_devstate_download(s->dev, b, h, &e) == GR_OK) return h;
+            free(h);
+            return NULL;
+        }
+    return NULL;
+}
+
+static double rel_l2f(const float *a, const float *b, int64_t n) {
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)b[i] * b[i];
+    }
+    return sqrt(num / (den > 0 ? den : 1));
+}
+
+/* mlp_interaction against the reference (outputs poisoned with NaN first, eager and graph, with
+ * and without PDL) and against the chain it replaces on the device: bot and R within 1e-5 of
+ * the chain's (the layer sums run in another order), and the dots of two embeddings bit for bit
+ * (the same pooled rows and the same dot order as embedding_interaction). B in {1, 7, 128, 2048}
+ * at dlrm_small's shape (rows per block 1, 1, 2, 16), 200 (4 rows), 300 (8 rows, bags of 3, K =
+ * 100, N_a = 48, D = 12), 1000 (16 rows, a partial last group; K = 13 and N_a = 7: 4-byte copies,
+ * D = 5: scalar pieces, bags of 2, int64, mean), 4500 with 31 tables (the blocks stride over 282
+ * row groups), D = 5 at 16 rows (too many pieces for registers: gathered synchronously), D = 256
+ * (8 rows after halving for the shared memory, the gather exactly filling its registers,
+ * striding), T = 1 with D = 1; W_a written by an op (nothing read before the PDL wait); every
+ * rows-per-block forced (GR_MI_RB) at B = 37 (a partial last group) and one row per block at
+ * B = 2048 (striding). */
+static void test_mlp_interaction_kernels(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    static const struct {
+        int B, K, NA, D, T, bag;
+        const char *idt, *pool;
+        int written;
+    } cases[] = {
+        {1, 256, 64, 16, 26, 1, "int32", "sum", 0},     {7, 256, 64, 16, 26, 1, "int64", "sum", 0},
+        {128, 256, 64, 16, 26, 1, "int32", "sum", 0},   {2048, 256, 64, 16, 26, 1, "int32", "sum", 0},
+        {2048, 256, 64, 16, 26, 1, "int64", "mean", 1}, {200, 256, 64, 16, 26, 1, "int32", "sum", 0},
+        {300, 100, 48, 12, 5, 3, "int32", "sum", 0},    {1000, 13, 7, 5, 3, 2, "int64", "mean", 0},
+        {4500, 64, 32, 8, 31, 1, "int32", "sum", 0},    {2048, 32, 16, 5, 26, 1, "int32", "sum", 0},
+        {2048, 64, 16, 256, 4, 1, "int32", "sum", 0},   {33, 13, 64, 1, 1, 1, "int32", "sum", 0},
+    };
+    const int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
+    static const char *const forced[] = {"1", "2", "4", "8", "16", "1"};
+    for (int c = 0; c < ncases + 6; c++) {
+        /* the last six: dlrm_small's shape at B = 37 with each rows-per-block forced, then B = 2048
+         * with one row per block */
+        const int fc = c - ncases, cc = c < ncases ? c : 0;
+        if (fc >= 0) setenv("GR_MI_RB", forced[fc], 1);
+        const int B = fc < 0 ? cases[cc].B : fc < 5 ? 37 : 2048;
+        const int D = cases[cc].D, T = cases[cc].T, P = (T + 1) * T / 2;
+        const char *json = mlp_json(B, cases[cc].K, cases[cc].NA, D, T, cases[cc].bag,
+                                    cases[cc].idt, cases[cc].pool, cases[cc].written);
+        char what[192];
+        snprintf(what, sizeof(what), "mlp_interaction B=%d K=%d N_a=%d D=%d T=%d bag=%d %s %s%s%s%s",
+                 B, cases[cc].K, cases[cc].NA, D, T, cases[cc].bag, cases[cc].idt, cases[cc].pool,
+                 cases[cc].written ? " (W_a written by an op)" : "",
+                 fc >= 0 ? " GR_MI_RB=" : "", fc >= 0 ? forced[fc] : "");
+        CU_ASSERT_TRUE(verify_json(json, what));
+        gr_error e;
+        gr_error_clear(&e);
+        gr_plan *p = plan_for_device(json, &e);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        const gr_op *mi = NULL;
+        for (int i = 0; i < p->nops; i++)
+            if (p->ops[i].kernel && !strcmp(p->ops[i].kernel->name, "mlp_interaction")) mi = &p->ops[i];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mi);
+        printf("\n    %s: %lld rows per block, %u blocks, %zu bytes of shared memory, flags %lld", what,
+               (long long)mi->ip[GR_MI_RB], mi->grid[0], mi->smem, (long long)mi->ip[GR_MI_FLAGS]);
+        CU_ASSERT_EQUAL((mi->ip[GR_MI_FLAGS] & GR_MI_F_PRE) != 0, !cases[cc].written);
+        gr_session *s = NULL;
+        if (verify(p, 0, &s) && s) {
+            float *bot = download(s, p, "bot"), *bot2 = download(s, p, "bot2");
+            float *R = download(s, p, "R"), *R2 = download(s, p, "R2");
+            CU_ASSERT_TRUE_FATAL(bot && bot2 && R && R2);
+            double eb = rel_l2f(bot, bot2, (int64_t)B * D), eR = rel_l2f(R, R2, (int64_t)B * (D + P));
+            int64_t differ = 0;
+            for (int64_t b = 0; b < B; b++)
+                for (int i = 2; i <= T; i++)
+                    for (int j = 1; j < i; j++) {
+                        const int64_t q = b * (D + P) + D + i * (i - 1) / 2 + j;
+                        differ += memcmp(&R[q], &R2[q], sizeof(float)) != 0;
+                    }
+            if (eb > 1e-5 || eR > 1e-5 || differ)
+                fprintf(stderr, "\n    %s: vs the chain bot %.2e, R %.2e, %lld embedding dots differ",
+                        what, eb, eR, (long long)differ);
+            CU_ASSERT_TRUE(eb <= 1e-5);
+            CU_ASSERT_TRUE(eR <= 1e-5);
+            CU_ASSERT_EQUAL(differ, 0);
+            free(bot);
+            free(bot2);
+            free(R);
+            free(R2);
+        }
+        if (fc >= 0) CU_ASSERT_EQUAL(mi->ip[GR_MI_RB], atoi(forced[fc]));
+        gr_session_destroy(s);
+        gr_plan_destroy(p);
+        unsetenv("GR_MI_RB");
+    }
+    /* out-of-range rows (negative, == rows, far past) are skipped, through the registers (bag 1)
+     * and synchronously (bag 2) */
+    static const int32_t i1a[] = {0, 9, -1, 10}, i2a[] = {2, -7, 3, 0};
+    static const int32_t i1b[] = {0, 9, -1, 10, 5, 2000000000, 3, 3};
+    static const int32_t i2b[] = {2, -7, 3, 0, 1, 1, -2147483647 - 1, 2};
+    for (int bag = 1; bag <= 2; bag++) {
+        char oob[4096];
+        snprintf(oob, sizeof(oob),
+                 "{\"name\": \"oob\", \"buffers\": ["
+                 "{\"name\": \"h\", \"dtype\": \"fp32\", \"shape\": [4, 32], \"init\": \"normal\"},"
+                 "{\"name\": \"wa\", \"dtype\": \"fp32\", \"shape\": [64, 32], \"init\": {\"kind\": \"uniform\", \"low\": -0.4, \"high\": 0.4}},"
+                 "{\"name\": \"ba\", \"dtype\": \"fp32\", \"shape\": [64], \"init\": \"normal\"},"
+                 "{\"name\": \"wb\", \"dtype\": \"fp32\", \"shape\": [16, 64], \"init\": {\"kind\": \"uniform\", \"low\": -0.3, \"high\": 0.3}},"
+                 "{\"name\": \"bb\", \"dtype\": \"fp32\", \"shape\": [16], \"init\": \"normal\"},"
+                 "{\"name\": \"t0\", \"dtype\": \"fp32\", \"shape\": [10, 16], \"init\": \"normal\"},"
+                 "{\"name\": \"t1\", \"dtype\": \"fp32\", \"shape\": [3, 16], \"init\": \"normal\"},"
+                 "{\"name\": \"i0\", \"dtype\": \"int32\", \"shape\": [4, %d], \"init\": \"host\"},"
+                 "{\"name\": \"i1\", \"dtype\": \"int32\", \"shape\": [4, %d], \"init\": \"host\"},"
+                 "{\"name\": \"bot\", \"dtype\": \"fp32\", \"shape\": [4, 16]},"
+                 "{\"name\": \"R\", \"dtype\": \"fp32\", \"shape\": [4, 19]}], \"outputs\": [\"bot\", \"R\"], \"ops\": ["
+                 "{\"kernel\": \"mlp_interaction\", \"inputs\": [\"h\", \"wa\", \"ba\", \"wb\", \"bb\", \"t0\", \"t1\", \"i0\", \"i1\"], \"outputs\": [\"bot\", \"R\"]}]}",
+                 bag, bag);
+        gr_error e;
+        gr_error_clear(&e);
+        gr_plan *p = plan_for_device(oob, &e);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_EQUAL((p->ops[0].ip[GR_MI_FLAGS] & GR_MI_F_REG) != 0, bag == 1);
+        for (int b = 0; b < p->nbufs; b++) {
+            if (!strcmp(p->bufs[b].name, "i0")) p->bufs[b].host_data = bag == 1 ? i1a : i1b;
+            if (!strcmp(p->bufs[b].name, "i1")) p->bufs[b].host_data = bag == 1 ? i2a : i2b;
+        }
+        int ok = verify(p, 0, NULL) && verify(p, 1, NULL);
+        if (!ok) fprintf(stderr, "\n    failed: mlp_interaction out-of-range rows, bag %d", bag);
+        CU_ASSERT_TRUE(ok);
+        gr_plan_destroy(p);
+    }
+}
+
 /* Every variant through the run driver: reference, eager, graph, graph == eager, later variants
  * against the first, and timing (a few steps). */
-#define NVAR 6
-static const char *const variants[NVAR] = {"unfused",       "fused",      "fused_tbe",
-                                           "fused_2stream", "fused_tf32", "fused_tf32x3"};
+#define NVAR 7
+static const char *const variants[NVAR] = {
+    "unfused",    "fused",        "fused_tbe",          "fused_2stream",
+    "fused_tf32", "fused_tf32x3", "fused_tf32x3_mlpint"};
 
 static void run_variants(const char *const *sets, int nsets, int pdl, const char *label) {
     gr_plan *plans[NVAR];
@@ -636,26 +842,29 @@ static void test_dlrm_variants_tiled(void) {
 
 /* fused_tf32x3 at B = 2048 and 1000 with every Linear layer that has an impl attr on the tc kernel
  * (x3_impl=tc: the narrow bot.2 and bot.3 take 32 x 32 tiles too), at the workload's fp32
- * tolerances, with and without PDL. */
+ * tolerances, with and without PDL; the same for fused_tf32x3_mlpint (bot.0, bot.1, top.0, top.1
+ * on tc; bot.2 and bot.3 inside mlp_interaction). */
 static void test_dlrm_tc(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
     static const char *const bs[] = {"B=2048", "B=1000"};
-    for (int b = 0; b < 2; b++) {
-        const char *sets[] = {bs[b], "rows_cap=1000", "x3_impl=tc"};
-        gr_plan *p = dlrm_for_device("fused_tf32x3", sets, 3);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        for (int i = 0; i < p->nops; i++)
-            if (p->ops[i].kernel && !strcmp(p->ops[i].kernel->name, "linear_act"))
-                CU_ASSERT_EQUAL(p->ops[i].ip[GR_LIN_IMPL],
-                                strcmp(p->ops[i].name, "top.2") ? GR_LINEAR_TC : GR_LINEAR_SIMT);
-        for (int pdl = 0; pdl < 2; pdl++) {
-            int ok = verify(p, pdl, NULL);
-            if (!ok) fprintf(stderr, "\n    failed: fused_tf32x3 %s tc pdl %d", bs[b], pdl);
-            CU_ASSERT_TRUE(ok);
+    static const char *const vs[] = {"fused_tf32x3", "fused_tf32x3_mlpint"};
+    for (int v = 0; v < 2; v++)
+        for (int b = 0; b < 2; b++) {
+            const char *sets[] = {bs[b], "rows_cap=1000", "x3_impl=tc"};
+            gr_plan *p = dlrm_for_device(vs[v], sets, 3);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            for (int i = 0; i < p->nops; i++)
+                if (p->ops[i].kernel && !strcmp(p->ops[i].kernel->name, "linear_act"))
+                    CU_ASSERT_EQUAL(p->ops[i].ip[GR_LIN_IMPL],
+                                    strcmp(p->ops[i].name, "top.2") ? GR_LINEAR_TC : GR_LINEAR_SIMT);
+            for (int pdl = 0; pdl < 2; pdl++) {
+                int ok = verify(p, pdl, NULL);
+                if (!ok) fprintf(stderr, "\n    failed: %s %s tc pdl %d", vs[v], bs[b], pdl);
+                CU_ASSERT_TRUE(ok);
+            }
+            gr_plan_destroy(p);
         }
-        gr_plan_destroy(p);
-    }
 }
 
 static void test_dlrm_default_cap(void) {
@@ -721,12 +930,13 @@ static void test_dlrm_2stream_branches(void) {
     const char *sets[] = {"B=128", "rows_cap=1000", "linear_impl=simt"};
     /* fused_tbe: one chain of 9 kernels; fused_2stream: TBE is a second root beside the bottom
      * MLP, so the longest chain is 8 (4 bottom layers, interaction, 3 top layers); fused: the
-     * lookup is inside the interaction, one chain of 8 */
-    const char *vs[] = {"fused_tbe", "fused_2stream", "fused"};
-    const size_t want_roots[] = {1, 2, 1};
-    const int want_nodes[] = {9, 9, 8}, want_depth[] = {9, 8, 8};
+     * lookup is inside the interaction, one chain of 8; fused_tf32x3_mlpint: bot.2, bot.3 and
+     * the lookup are inside mlp_interaction, one chain of 6 */
+    const char *vs[] = {"fused_tbe", "fused_2stream", "fused", "fused_tf32x3_mlpint"};
+    const size_t want_roots[] = {1, 2, 1, 1};
+    const int want_nodes[] = {9, 9, 8, 6}, want_depth[] = {9, 8, 8, 6};
     for (int pdl = 0; pdl < 2; pdl++) {
-        for (int v = 0; v < 3; v++) {
+        for (int v = 0; v < 4; v++) {
             size_t roots = 0;
             int depth = 0, nodes = 0;
             gr_plan *p = dlrm_for_device(vs[v], sets, 3);
@@ -868,6 +1078,7 @@ static CU_TestInfo gpu_dlrm_kernel_tests[] = {
     {"linear_act (tc) in every configuration", test_linear_tc_configs},
     {"interaction fused and unfused vs reference", test_interaction_kernels},
     {"embedding_interaction vs reference and the chain", test_emb_interaction_kernels},
+    {"mlp_interaction vs reference and the chain", test_mlp_interaction_kernels},
     CU_TEST_INFO_NULL};
 static CU_TestInfo gpu_dlrm_tests[] = {
     {"variants at B = 1, 7, 128, 2048", test_dlrm_variants},
