@@ -608,6 +608,29 @@ static int mma_config(int64_t M, int64_t N, int sm_count) {
     return GR_LIN_C32;
 }
 
+/* The wg kernel is built for sm_90a, whose code runs on compute capability 9.0 only. */
+static int wg_ok(const gr_target *t) {
+    return t->cc_major == 9 && t->cc_minor == 0;
+}
+
+/* The wg kernel's tile width: 64 x 128 where its blocks reach 3/4 of the SMs, else 64 x 64.
+ * M = 2048: N = 512 takes 128 (128 blocks), N = 256 64 (128 blocks instead of 64). */
+static int wg_config(int64_t M, int64_t N, int sm_count) {
+    /* a tuning override for measurements: GR_LIN_WG_CFG names one configuration */
+    static const char *const names[GR_LIN_NWCFG] = GR_LIN_WNAMES;
+    const char *env = getenv("GR_LIN_WG_CFG");
+    if (env && *env) {
+        for (int c = 0; c < GR_LIN_NWCFG; c++)
+            if (!strcmp(env, names[c])) return c;
+        fprintf(stderr, "graphrun: GR_LIN_WG_CFG=%s ignored: use one of", env);
+        for (int c = 0; c < GR_LIN_NWCFG; c++)
+            fprintf(stderr, " %s", names[c]);
+        fprintf(stderr, "\n");
+    }
+    int64_t enough = (int64_t)(sm_count > 0 ? sm_count : 1) * 3 / 4;
+    return cdiv64(M, GR_LIN_WG_BM) * cdiv64(N, 128) >= enough ? GR_LIN_W128 : GR_LIN_W64;
+}
+
 static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
     const gr_buffer *X = gr_in(op, plan, 0), *W = gr_in(op, plan, 1), *b = gr_in(op, plan, 2),
                     *Y = gr_out(op, plan, 0);
@@ -652,6 +675,8 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
         impl = GR_LINEAR_TILED;
     else if (!strcmp(impl_s, "tc"))
         impl = GR_LINEAR_TC;
+    else if (!strcmp(impl_s, "wg"))
+        impl = GR_LINEAR_WG;
     else if ((M <= GR_LIN_AUTO_MAX_ROWS || N < GR_LIN_AUTO_MIN_TILED) &&
              cdiv64(M, GR_LIN_BM) <= 65535)
         impl = GR_LINEAR_SIMT;
@@ -661,9 +686,16 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
         impl = GR_LINEAR_TILED;
     /* tf32x3 asks for fp32-level accuracy: the tc kernel's 3 passes, except where rows are not
      * 16-byte aligned and cuBLASLt's fp32 kernels (exact fp32 FMAs) are faster than its shifted
-     * copies (2048 x 512 x 367: ~22 us against 24.5) */
+     * copies (2048 x 512 x 367: ~22 us against 24.5). The wg kernel (wgmma) is not picked: on the
+     * H200 it ties the tc kernel on 2048 x 256 x 512 (14.05-14.2 us against 13.9-14.05) and loses
+     * ~1 us to cuBLASLt on 2048 x 512 x 367 (22.6 against 21.7; runs 41-43); it is taken when
+     * named, and by auto_wg: auto's choice with wg for tc and lt here on compute capability 9.0
+     * (with --pdl the fastest fp32-level dlrm_small step, as every such layer is then a PDL
+     * kernel: 72.50 us at B = 2048, run 43) */
     else if (math == GR_MATH_TF32X3)
-        impl = K % 4 != 0 ? GR_LINEAR_LT : GR_LINEAR_TC;
+        impl = !strcmp(impl_s, "auto_wg") && wg_ok(&plan->target) ? GR_LINEAR_WG
+               : K % 4 != 0                                       ? GR_LINEAR_LT
+                                                                  : GR_LINEAR_TC;
     else if (math == GR_MATH_TF32 || K % 4 != 0)
         impl = GR_LINEAR_LT;
     else
@@ -683,22 +715,36 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
                             "kernel \"linear_act\": impl \"tc\" runs on TF32 tensor cores; set "
                             "math \"tf32x3\" (fp32-accurate) or \"tf32\", or use impl "
                             "\"tiled\" or \"simt\" for fp32 FMAs");
+    if (impl == GR_LINEAR_WG && math == GR_MATH_FP32)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"linear_act\": impl \"wg\" runs on TF32 tensor cores; set "
+                            "math \"tf32x3\" (fp32-accurate) or \"tf32\", or use impl "
+                            "\"tiled\" or \"simt\" for fp32 FMAs");
+    if (impl == GR_LINEAR_WG && !wg_ok(&plan->target))
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"linear_act\": impl \"wg\" uses sm_90a's wgmma and runs only "
+                            "on compute capability 9.0 (H100, H200); %s is %d.%d: use impl \"tc\" "
+                            "or \"auto\"",
+                            plan->target.name, plan->target.cc_major, plan->target.cc_minor);
     int tc = impl == GR_LINEAR_TILED ? tiled_config(M, N, K, plan->target.sm_count)
              : impl == GR_LINEAR_TC  ? mma_config(M, N, plan->target.sm_count)
+             : impl == GR_LINEAR_WG  ? wg_config(M, N, plan->target.sm_count)
                                      : 0;
     int64_t tbn = impl == GR_LINEAR_TILED ? gr_lin_tcfg(tc, GR_LIN_TC_BN)
                   : impl == GR_LINEAR_TC  ? gr_lin_ccfg(tc, GR_LIN_CF_BN)
+                  : impl == GR_LINEAR_WG  ? gr_lin_wg_bn(tc)
                                           : 1;
-    static const char *const impl_names[] = {"simt", "lt", "tiled", "tc"};
+    static const char *const impl_names[] = {"simt", "lt", "tiled", "tc", "wg"};
     if (M > 2147483647 || N > 2147483647 || K > 2147483647 ||
         (impl == GR_LINEAR_SIMT && cdiv64(M, GR_LIN_BM) > 65535) ||
-        ((impl == GR_LINEAR_TILED || impl == GR_LINEAR_TC) && cdiv64(N, tbn) > 65535))
+        ((impl == GR_LINEAR_TILED || impl == GR_LINEAR_TC || impl == GR_LINEAR_WG) &&
+         cdiv64(N, tbn) > 65535))
         return gr_error_set(err, GR_ERR_INPUT, op->path,
                             "kernel \"linear_act\": %lld x %lld x %lld is too large for impl "
-                            "\"%s\" (at most %d rows for simt, %d outputs for tiled, %d for tc, "
-                            "2^31 per dim)",
+                            "\"%s\" (at most %d rows for simt, 65535 tiles of %lld outputs "
+                            "for this tiled, tc or wg configuration, 2^31 per dim)",
                             (long long)M, (long long)N, (long long)K, impl_names[impl],
-                            65535 * GR_LIN_BM, 65535 * 64, 65535 * 32);
+                            65535 * GR_LIN_BM, (long long)tbn);
     op->ip[GR_LIN_M] = M;
     op->ip[GR_LIN_N] = N;
     op->ip[GR_LIN_K] = K;
@@ -735,6 +781,15 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
         op->block[0] = gr_lin_tc_threads(tc);
         op->block[1] = op->block[2] = 1;
         op->smem = gr_lin_tc_smem(tc); /* dynamic */
+        op->launches = 1;
+    } else if (impl == GR_LINEAR_WG) {
+        op->ip[GR_LIN_BN] = tc;
+        op->grid[0] = (unsigned)cdiv64(M, GR_LIN_WG_BM); /* up to 2^31 - 1 */
+        op->grid[1] = (unsigned)cdiv64(N, tbn);
+        op->grid[2] = 1;
+        op->block[0] = gr_lin_wg_threads(tc);
+        op->block[1] = op->block[2] = 1;
+        op->smem = gr_lin_wg_smem(tc); /* dynamic */
         op->launches = 1;
     } else {
         op->ip[GR_LIN_BN] = 0;
@@ -932,7 +987,8 @@ static gr_status lt_make(const gr_op *op, const gr_launch_ctx *ctx, lt_state *s,
 
 static gr_status setup_linear(const gr_op *op, const gr_launch_ctx *ctx, void **state, gr_error *err) {
     *state = NULL;
-    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TILED || op->ip[GR_LIN_IMPL] == GR_LINEAR_TC)
+    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TILED || op->ip[GR_LIN_IMPL] == GR_LINEAR_TC ||
+        op->ip[GR_LIN_IMPL] == GR_LINEAR_WG)
         return gr_setup_linear_staged(op, err);
     if (op->ip[GR_LIN_IMPL] != GR_LINEAR_LT) return GR_OK;
     if (!ctx->cublaslt)
@@ -951,7 +1007,8 @@ static gr_status setup_linear(const gr_op *op, const gr_launch_ctx *ctx, void **
 
 static gr_status launch_linear(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
     if (op->ip[GR_LIN_IMPL] == GR_LINEAR_SIMT) return gr_launch_linear_simt(op, ctx, err);
-    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TILED || op->ip[GR_LIN_IMPL] == GR_LINEAR_TC)
+    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TILED || op->ip[GR_LIN_IMPL] == GR_LINEAR_TC ||
+        op->ip[GR_LIN_IMPL] == GR_LINEAR_WG)
         return gr_launch_linear_staged(op, ctx, err);
     const lt_state *s = ctx->op_state;
     if (!s) return gr_error_set(err, GR_ERR_INTERNAL, op->path, "linear_act (lt): setup() did not run");
@@ -1166,7 +1223,8 @@ static gr_status setup_mlp_interaction(const gr_op *op, const gr_launch_ctx *ctx
 
 static const char *const pooling_choices[] = {"sum", "mean", NULL};
 static const char *const act_choices[] = {"relu", "none", "sigmoid", NULL};
-static const char *const impl_choices[] = {"auto", "simt", "lt", "tiled", "tc", NULL};
+static const char *const impl_choices[] = {"auto", "simt", "lt",      "tiled",
+                                           "tc",   "wg",   "auto_wg", NULL};
 static const char *const math_choices[] = {"fp32", "tf32", "tf32x3", NULL};
 
 static const gr_attr_spec emb_attrs[] = {
@@ -1176,10 +1234,12 @@ static const gr_attr_spec linear_attrs[] = {
      "activation after the bias: relu (default), none, sigmoid"},
     {"impl", GR_ATTR_ENUM, 0, 0, "auto", impl_choices,
      "simt (own kernel for small batches), tiled (own register-tiled fp32 SGEMM for large "
-     "batches), lt (cuBLASLt with bias/ReLU epilogue), tc (own TF32 tensor-core kernel; math "
-     "tf32 or tf32x3) or auto: simt up to 256 rows or below 128 outputs; above, tiled for "
-     "sigmoid and K <= 64, with math tf32x3 tc (lt in fp32 for K % 4 != 0), lt with math tf32 "
-     "or K % 4 != 0, else tiled"},
+     "batches), lt (cuBLASLt with bias/ReLU epilogue), tc (own TF32 tensor-core kernel on "
+     "mma.sync; math tf32 or tf32x3), wg (own TF32 kernel on wgmma, compute capability 9.0 "
+     "only; math tf32 or tf32x3) or auto: simt up to 256 rows or below 128 outputs; above, "
+     "tiled for sigmoid and K <= 64, with math tf32x3 tc (lt in fp32 for K % 4 != 0), lt with "
+     "math tf32 or K % 4 != 0, else tiled; auto_wg: as auto, but wg where auto takes tc or lt "
+     "with math tf32x3 on compute capability 9.0"},
     {"math", GR_ATTR_ENUM, 0, 0, "fp32", math_choices,
      "fp32 (default: fp32 FMAs), tf32 (cuBLASLt or the tc kernel use TF32 tensor cores: ~1e-3 "
      "relative error; cuBLASLt falls back to fp32 for shapes without a TF32 algorithm) or "

@@ -38,23 +38,10 @@
 
 #include "core/cuda_check.h"
 #include "kernels/dlrm.h"
+#include "kernels/dlrm_dev.cuh"
 #include "kernels/launch.cuh"
 
 namespace {
-
-// The two halves of gr_pdl_enter(), to be placed apart (see the protocol above). Without PDL
-// both are no-ops.
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void pdl_trigger() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
 
 // ---------- embedding bags (one table, or T tables in one launch) ----------
 
@@ -300,12 +287,6 @@ __global__ void __launch_bounds__(128, GR_INT_BLOCKS_PER_SM)
 
 // ---------- Linear + bias + activation, SIMT ----------
 
-template <int ACT> __device__ __forceinline__ float act_f(float v) {
-    if (ACT == GR_DLRM_ACT_RELU) return v > 0.f ? v : 0.f;
-    if (ACT == GR_DLRM_ACT_SIGMOID) return 1.f / (1.f + expf(-v));
-    return v;
-}
-
 // 4 consecutive k of row r of a row-major [rows, K] matrix; zeros outside it.
 template <bool VEC>
 __device__ __forceinline__ void load4(const float *__restrict__ A, int rows, int K, int r, int k,
@@ -505,67 +486,6 @@ __global__ void __launch_bounds__(GR_LIN_THREADS, 1)
 // do here: these GEMMs are too small for one wave of blocks to hide its latencies, and no
 // SIMT tiling changed that. What closes the 60 us target is the TF32 variant (fused_tf32).
 
-__device__ __forceinline__ unsigned smem_addr(const void *p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared, through L2 only; `bytes` (16 or 0) are read, the rest zero-filled.
-__device__ __forceinline__ void cp_async16(float *dst, const float *src, int bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-                 "r"(bytes)
-                 : "memory");
-}
-
-// 4 bytes global -> shared; `bytes` (4 or 0) are read, the rest zero-filled.
-__device__ __forceinline__ void cp_async4(float *dst, const float *src, int bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-                 "r"(bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-// Wait until at most N of this thread's committed groups are still in flight.
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-enum { TILE_X = 1, TILE_W = 2 }; // which rows of a stage to copy
-
-// Copies stage k0 (x rows m0 .. m0 + BM - 1, then W rows n0 .. n0 + BN - 1, k0 .. k0 + KT - 1)
-// into `st`. The 256 threads take consecutive pieces of one row (KT / 4 of 16 bytes, or KT
-// floats), so each row's KT floats are one contiguous read.
-// LD: the stage's row pitch in floats (the tiled kernel's KT + 4; the tensor-core kernel's
-// KT + 16, for its 16-byte fragment reads).
-template <int BM, int BN, int KT, int NT, bool VEC, int LD = KT + 4>
-__device__ __forceinline__ void tiled_copy(float *st, const float *__restrict__ X,
-                                           const float *__restrict__ W, int M, int N, int K,
-                                           int m0, int n0, int k0, int which) {
-    constexpr int PER_ROW = VEC ? KT / 4 : KT; // pieces per row
-    constexpr int PIECES = (BM + BN) * PER_ROW;
-    static_assert(PIECES % NT == 0, "every thread copies the same number of pieces");
-#pragma unroll
-    for (int u = 0; u < PIECES / NT; u++) {
-        const int c = (int)threadIdx.x + u * NT;
-        const int r = c / PER_ROW, q = c % PER_ROW;
-        const bool w = r >= BM;
-        if (!(which & (w ? TILE_W : TILE_X))) continue;
-        const int row = w ? n0 + (r - BM) : m0 + r;
-        const float *A = w ? W : X;
-        const int k = k0 + (VEC ? 4 * q : q);
-        // K % 4 == 0 with VEC: a 16-byte piece is wholly inside K or wholly past it
-        const bool ok = row < (w ? N : M) && k < K;
-        const float *src = ok ? A + (size_t)row * (size_t)K + k : A;
-        float *dst = st + r * LD + (VEC ? 4 * q : q);
-        if (VEC)
-            cp_async16(dst, src, ok ? 16 : 0);
-        else
-            cp_async4(dst, src, ok ? 4 : 0);
-    }
-}
-
 // Shared memory of one configuration, in floats: the stages, or the groups' partial tiles.
 template <int BM, int BN, int TM, int TN, int KT, int S, int THREADS> struct tiled_cfg {
     static constexpr int NT = THREADS;
@@ -758,27 +678,6 @@ __global__ void __launch_bounds__(NTH, NTH * TM * TN >= 256 * 32 ? 1 : 2)
 constexpr int kTcKT = GR_LIN_MMA_KT, kTcLD = GR_LIN_MMA_LD;
 static_assert(kTcKT % 16 == 0, "whole 16-k fragment groups per stage");
 
-__device__ __forceinline__ uint32_t to_tf32(float v) {
-    uint32_t r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
-    return r;
-}
-
-// One pass: big = v rounded to TF32 (cvt.rna). Three passes: big = v rounded to TF32 to
-// nearest, ties away (add half a TF32 ulp to the bits, clear the 13 low ones: an integer add and
-// a mask instead of cvt.rna's longer sequence), small = v - big (exact in fp32) handed over as
-// fp32 bits, which the MMA truncates to TF32 (CUTLASS's fast 3xTF32 does the same): 3 ALU
-// instructions per element, about half of two cvt.rna and a subtraction. The truncation costs
-// at most 2^-10 of small, ~2^-21 of v.
-template <int PASSES>
-__device__ __forceinline__ void tf32_split(float v, uint32_t &big, uint32_t &small) {
-    if (PASSES == 3) {
-        big = (__float_as_uint(v) + 0x1000u) & 0xFFFFE000u;
-        small = __float_as_uint(v - __uint_as_float(big));
-    } else
-        big = to_tf32(v);
-}
-
 // No `volatile`: the MMA has no side effects, so the compiler may interleave it with others.
 __device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4],
                                          const uint32_t (&b)[2]) {
@@ -788,49 +687,9 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4],
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-__device__ __forceinline__ float4 lds128(const float *p) {
-    return *reinterpret_cast<const float4 *>(p);
-}
-
 // Component s of a float4 (s a compile-time constant after unrolling).
 __device__ __forceinline__ float f4(const float4 &v, int s) {
     return s == 0 ? v.x : s == 1 ? v.y : s == 2 ? v.z : v.w;
-}
-
-// Copies stage k0 for the tc kernel. K % 4 == 0: tiled_copy's 16-byte pieces. Otherwise a
-// row's k0 is not 16-byte aligned, and 4-byte copies (4x the copy instructions; they bound the
-// tiled kernel on K = 367) are replaced by 9 aligned 16-byte pieces per row from k0 rounded
-// down: element k0 + kk of row `row` lands at column kk + mis, mis = (row K) % 4 (buffers are
-// cudaMalloc'd, so 16-byte aligned). Pieces are zero-filled from k = K on; columns below mis
-// (k < k0, or the previous row's tail for k0 = 0) are copied but never read.
-template <int BM, int BN, int NT, bool VEC>
-__device__ __forceinline__ void tc_copy(float *st, const float *__restrict__ X,
-                                        const float *__restrict__ W, int M, int N, int K, int m0,
-                                        int n0, int k0, int which) {
-    if (VEC) {
-        tiled_copy<BM, BN, kTcKT, NT, true, kTcLD>(st, X, W, M, N, K, m0, n0, k0, which);
-        return;
-    }
-    constexpr int PER_ROW = kTcKT / 4 + 1, PIECES = (BM + BN) * PER_ROW;
-    static_assert(PER_ROW * 4 <= kTcLD, "a shifted row fits the stage's pitch");
-    for (int c = (int)threadIdx.x; c < PIECES; c += NT) {
-        const int r = c / PER_ROW, q = c % PER_ROW;
-        const bool w = r >= BM;
-        if (!(which & (w ? TILE_W : TILE_X))) continue;
-        const int row = w ? n0 + (r - BM) : m0 + r;
-        const float *A = w ? W : X;
-        const size_t e0 = (size_t)row * (size_t)K + (size_t)k0; // element (row, k0)
-        const int mis = (int)(e0 & 3), k = k0 - mis + 4 * q;  // the piece's first k
-        int valid = row < (w ? N : M) ? K - k : 0;             // elements of the row from k on
-        valid = valid < 0 ? 0 : valid > 4 ? 4 : valid;
-        cp_async16(st + r * kTcLD + 4 * q, valid ? A + (e0 - mis + 4 * q) : A, 4 * valid);
-    }
-}
-
-// 4 consecutive floats of a stage row: one 16-byte load where the row is aligned (VEC), else 4.
-template <bool VEC> __device__ __forceinline__ float4 lds4(const float *p) {
-    if (VEC) return lds128(p);
-    return make_float4(p[0], p[1], p[2], p[3]);
 }
 
 template <int BM, int BN, int S> struct tc_cfg {
@@ -1840,29 +1699,45 @@ extern "C" gr_status gr_launch_linear_simt(const gr_op *op, const gr_launch_ctx 
     return finish(rc, op, err);
 }
 
-// The tiled and tc kernels (one signature): the op's configuration must be one the device side
-// knows, with the shared memory the host computed from dlrm.h's tables (gr_lin_tiled_smem,
-// gr_lin_tc_smem) equal to the kernel's own.
+// The tiled, tc and wg kernels (one signature): the op's configuration must be one the device
+// side knows, with the shared memory the host computed from dlrm.h's tables (gr_lin_tiled_smem,
+// gr_lin_tc_smem, gr_lin_wg_smem) equal to the kernel's own.
 static_assert(std::is_same<tiled_kernel_t, tc_kernel_t>::value, "one launch path for both");
+static_assert(std::is_same<tiled_kernel_t, gr_lin_staged_kernel_t>::value, "and for wg");
 static gr_status staged_resolve(const gr_op *op, tiled_kernel_t *k, gr_error *err) {
     size_t smem = 0;
-    const bool tc = op->ip[GR_LIN_IMPL] == GR_LINEAR_TC;
-    *k = tc ? tc_kernel_of(op, &smem) : tiled_kernel_of(op, &smem);
-    const unsigned z = tc ? (unsigned)gr_lin_ccfg((int)op->ip[GR_LIN_BN], GR_LIN_CF_KS) : 1u;
-    if (!*k || smem != op->smem || op->grid[2] != z ||
-        op->block[0] != (tc ? gr_lin_tc_threads((int)op->ip[GR_LIN_BN])
-                            : (unsigned)GR_LIN_TILED_THREADS))
+    const int impl = (int)op->ip[GR_LIN_IMPL];
+    const bool tc = impl == GR_LINEAR_TC, wg = impl == GR_LINEAR_WG;
+    const int cfg = (int)op->ip[GR_LIN_BN];
+    *k = wg ? gr_lin_wg_kernel_of(op, &smem) : tc ? tc_kernel_of(op, &smem) : tiled_kernel_of(op, &smem);
+    const unsigned z = tc ? (unsigned)gr_lin_ccfg(cfg, GR_LIN_CF_KS) : 1u;
+    const unsigned threads = wg   ? gr_lin_wg_threads(cfg)
+                             : tc ? gr_lin_tc_threads(cfg)
+                                  : (unsigned)GR_LIN_TILED_THREADS;
+    if (!*k || smem != op->smem || op->grid[2] != z || op->block[0] != threads)
         return gr_error_set(err, GR_ERR_INTERNAL, op->path,
-                            "linear_act (%s): configuration %lld, %zu bytes of shared memory "
+                            "linear_act (%s): configuration %d, %zu bytes of shared memory "
                             "(kernel: %zu), %u threads, grid z %u (kernel: %u)",
-                            tc ? "tc" : "tiled", (long long)op->ip[GR_LIN_BN], op->smem, smem,
-                            op->block[0], op->grid[2], z);
+                            wg ? "wg" : tc ? "tc" : "tiled", cfg, op->smem, smem, op->block[0],
+                            op->grid[2], z);
     return GR_OK;
 }
 
 extern "C" gr_status gr_setup_linear_staged(const gr_op *op, gr_error *err) {
     tiled_kernel_t k;
     GR_TRY(staged_resolve(op, &k, err));
+    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_WG) { // sm_90a code: the plan's target may not be this GPU
+        int dev = 0, major = 0, minor = 0;
+        GR_CUDA(cudaGetDevice(&dev), err);
+        GR_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), err);
+        GR_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), err);
+        if (major != 9 || minor != 0)
+            return gr_error_set(err, GR_ERR_INPUT, op->path,
+                                "kernel \"linear_act\": impl \"wg\" runs only on compute "
+                                "capability 9.0 (H100, H200); this GPU is %d.%d: use impl \"tc\" "
+                                "or \"auto\"",
+                                major, minor);
+    }
     if (op->smem > 48 * 1024)
         GR_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)op->smem),

@@ -24,7 +24,13 @@ extern "C" {
 #define GR_CONCAT_MAX_INPUTS 64
 
 enum { GR_DLRM_ACT_NONE = 0, GR_DLRM_ACT_RELU = 1, GR_DLRM_ACT_SIGMOID = 2 };
-enum { GR_LINEAR_SIMT = 0, GR_LINEAR_LT = 1, GR_LINEAR_TILED = 2, GR_LINEAR_TC = 3 };
+enum {
+    GR_LINEAR_SIMT = 0,
+    GR_LINEAR_LT = 1,
+    GR_LINEAR_TILED = 2,
+    GR_LINEAR_TC = 3,
+    GR_LINEAR_WG = 4
+};
 enum { GR_MATH_FP32 = 0, GR_MATH_TF32 = 1, GR_MATH_TF32X3 = 2 };
 
 /* op->ip layouts, shared by dlrm.c (check) and dlrm.cu (launch). A *_PRE slot is 1 when every
@@ -229,6 +235,60 @@ static inline size_t gr_lin_tc_smem(int c) {
     return (size_t)gr_lin_ccfg(c, GR_LIN_CF_S) * rows * GR_LIN_MMA_LD * sizeof(float);
 }
 
+/* The wgmma linear kernel (impl "wg", math tf32 or tf32x3; design in dlrm_wg_sm90a.cu): a
+ * 64 x BN tile per block, whose first warpgroup (128 threads) runs the MMAs; K staged
+ * GR_LIN_MMA_KT at a time through GR_LIN_WG_STAGES raw stages (tc_copy, rows GR_LIN_WG_LD floats
+ * apart) that every thread copies and splits into TF32 big and small parts in the wgmma
+ * core-matrix layout (3 sets: the tensor cores read one while the next ones are written).
+ * Built for sm_90a only, so it runs on compute capability 9.0 (H100, H200) and nowhere else; the
+ * check refuses it elsewhere. op->ip[GR_LIN_BN] holds the configuration: BN 64 or 128 and the
+ * warpgroups per block (GR_LIN_W64, GR_LIN_W128, GR_LIN_W64S6: 2; GR_LIN_W64X4: 4;
+ * GR_LIN_W64X1, GR_LIN_W128X1: 1, the MMA warpgroup copying and splitting alone) and the raw
+ * stages (gr_lin_wg_stages). */
+#define GR_LIN_WG_BM 64
+#define GR_LIN_WG_LD 36 /* KT + 4: room for a shifted row (K % 4 != 0) */
+#define GR_LIN_WG_STAGES 4
+enum {
+    GR_LIN_W64,
+    GR_LIN_W128,
+    GR_LIN_W64X1,
+    GR_LIN_W128X1,
+    GR_LIN_W64X4,
+    GR_LIN_W64S6,
+    GR_LIN_NWCFG
+};
+#define GR_LIN_WNAMES                                                                              \
+    { "w64", "w128", "w64x1", "w128x1", "w64x4", "w64s6" }
+
+/* BN of wgmma configuration c; 0 for an unknown one. */
+static inline int gr_lin_wg_bn(int c) {
+    return c == GR_LIN_W64 || c == GR_LIN_W64X1 || c == GR_LIN_W64X4 || c == GR_LIN_W64S6 ? 64
+           : c == GR_LIN_W128 || c == GR_LIN_W128X1                                       ? 128
+                                                                                          : 0;
+}
+
+/* Threads per block of wgmma configuration c: 128 per warpgroup; 0 for an unknown one. */
+static inline unsigned gr_lin_wg_threads(int c) {
+    return c == GR_LIN_W64 || c == GR_LIN_W128 || c == GR_LIN_W64S6 ? 256u
+           : c == GR_LIN_W64X1 || c == GR_LIN_W128X1                ? 128u
+           : c == GR_LIN_W64X4                                      ? 512u
+                                                                    : 0u;
+}
+
+/* Raw stages of wgmma configuration c: GR_LIN_WG_STAGES at BN = 64, 6 in GR_LIN_W64S6, 3 at 128. */
+static inline int gr_lin_wg_stages(int c) {
+    return c == GR_LIN_W64S6 ? 6 : gr_lin_wg_bn(c) == 128 ? 3 : GR_LIN_WG_STAGES;
+}
+
+/* Dynamic shared memory of wgmma configuration c: the raw stages and three sets of split operands
+ * (big and small, BM + BN rows of GR_LIN_MMA_KT floats each): 168 KB at BN = 64 (204 KB with 6
+ * stages), 225 KB at 128. */
+static inline size_t gr_lin_wg_smem(int c) {
+    size_t bn = (size_t)gr_lin_wg_bn(c), rows = (size_t)GR_LIN_WG_BM + bn;
+    return ((size_t)gr_lin_wg_stages(c) * rows * GR_LIN_WG_LD + 3 * 2 * rows * GR_LIN_MMA_KT) *
+           sizeof(float);
+}
+
 /* Launches (dlrm.cu). Each checks its launch and returns a gr_error naming the op. */
 gr_status gr_launch_embedding(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_launch_bias_add(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
@@ -242,7 +302,7 @@ gr_status gr_launch_embedding_interaction(const gr_op *op, const gr_launch_ctx *
 gr_status gr_launch_mlp_interaction(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_setup_mlp_interaction(const gr_op *op, gr_error *err);
 gr_status gr_launch_linear_simt(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
-/* impl tiled and tc (the kernels that stage x and W through dynamic shared memory): the launch,
+/* impl tiled, tc and wg (the kernels that stage x and W through dynamic shared memory): the launch,
  * and setup() opting the op's kernel in to shared memory beyond 48 KB (before capture). */
 gr_status gr_launch_linear_staged(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_setup_linear_staged(const gr_op *op, gr_error *err);

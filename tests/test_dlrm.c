@@ -337,8 +337,10 @@ static int bn_for(int M, int N) {
 
 /* One linear_act of M x N x K with attrs (JSON object body): the op's check ran on the default
  * target (132 SMs). */
-static gr_plan *linear_plan(int M, int N, int K, const char *attrs) {
-    char json[2048];
+/* One linear_act op of x [M, K], W [N, K] planned for a GPU of compute capability cc (a.b as
+ * 10 a + b; otherwise the default H200); NULL, with the check's message in *msg, if refused. */
+static gr_plan *linear_plan_cc(int M, int N, int K, const char *attrs, int cc, const char **msg) {
+    static char json[2048], m[1024];
     snprintf(json, sizeof(json),
              "{\"name\": \"k\", \"buffers\": ["
              "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": \"normal\"},"
@@ -351,8 +353,28 @@ static gr_plan *linear_plan(int M, int N, int K, const char *attrs) {
              M, K, N, K, N, M, N, attrs);
     gr_error e;
     gr_error_clear(&e);
-    gr_plan *p = gr_test_plan(json, NULL, &e);
-    if (!p) fprintf(stderr, "\n    %d x %d x %d {%s}: %s", M, N, K, attrs, e.msg);
+    m[0] = 0;
+    if (msg) *msg = m;
+    gr_workload *wl = gr_test_load(json, &e);
+    const char *v = wl ? gr_workload_variant(wl, NULL, &e) : NULL;
+    gr_target t = gr_target_default();
+    if (cc) {
+        t.cc_major = cc / 10;
+        t.cc_minor = cc % 10;
+    }
+    gr_plan *p = NULL;
+    if (!v || gr_plan_resolve(wl, v, &t, gr_kernel_find, gr_kernel_all_names, &p, &e) != GR_OK) {
+        snprintf(m, sizeof(m), "%s", e.msg);
+        p = NULL;
+    }
+    gr_workload_destroy(wl);
+    return p;
+}
+
+static gr_plan *linear_plan(int M, int N, int K, const char *attrs) {
+    const char *msg;
+    gr_plan *p = linear_plan_cc(M, N, K, attrs, 0, &msg);
+    if (!p) fprintf(stderr, "\n    %d x %d x %d {%s}: %s", M, N, K, attrs, msg);
     return p;
 }
 
@@ -397,7 +419,7 @@ static void test_linear_impl_choice(void) {
         {2048, 256, 64, "\"impl\": \"auto\"", GR_LINEAR_TILED},
         {2100000, 16, 4, "", GR_LINEAR_TILED}, /* past the simt kernel's 65535 x 32 rows */
         /* math tf32x3 (fp32-level accuracy): the tc kernel's 3 passes for K % 4 == 0 and
-         * K > 64, else fp32 FMAs (cuBLASLt, tiled) */
+         * K > 64, else fp32 FMAs (cuBLASLt, tiled); never wg (test_linear_impl_choice_cc) */
         {2048, 256, 512, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
         {2048, 256, 68, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
         {2048, 512, 367, "\"math\": \"tf32x3\"", GR_LINEAR_LT},
@@ -411,6 +433,10 @@ static void test_linear_impl_choice(void) {
         {1, 64, 8, "\"impl\": \"tc\", \"math\": \"tf32\"", GR_LINEAR_TC},
         {2048, 256, 512, "\"impl\": \"tc\", \"math\": \"tf32\"", GR_LINEAR_TC},
         {128, 16, 64, "\"impl\": \"tc\", \"math\": \"tf32x3\"", GR_LINEAR_TC},
+        /* impl wg named: likewise */
+        {1, 64, 8, "\"impl\": \"wg\", \"math\": \"tf32\"", GR_LINEAR_WG},
+        {128, 16, 64, "\"impl\": \"wg\", \"math\": \"tf32x3\"", GR_LINEAR_WG},
+        {2048, 512, 367, "\"impl\": \"wg\", \"math\": \"tf32\"", GR_LINEAR_WG},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         gr_plan *p = linear_plan(cases[i].M, cases[i].N, cases[i].K, cases[i].attrs);
@@ -1247,6 +1273,43 @@ static void test_dlrm_accounting(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_IMPL], GR_LINEAR_TC);
     gr_plan_destroy(f);
+    f = dlrm("fused_tf32x3", "B=2048", "x3_impl=tc", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_BN], GR_LIN_C6432);
+    CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_TC);
+    gr_plan_destroy(f);
+    /* x3_impl=auto_wg: auto's layers, with wg where auto takes tc or cuBLASLt (bot.1, top.0,
+     * top.1): no library op; bot.0 stays tiled, the narrow layers SIMT */
+    f = dlrm("fused_tf32x3", "B=2048", "x3_impl=auto_wg", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->library_ops, 0);
+    CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
+    CU_ASSERT_EQUAL(op_named(f, "bot.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+    CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
+    CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
+    CU_ASSERT_EQUAL(op_named(f, "top.1")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
+    gr_plan_destroy(f);
+    /* x3_impl=wg: every layer with an impl attr on the wgmma kernel, no library op; bot.1 and
+     * top.1 in 64 x 64 tiles, top.0 in 64 x 128 (128 blocks each), two warpgroups */
+    f = dlrm("fused_tf32x3", "B=2048", "x3_impl=wg", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->library_ops, 0);
+    CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
+    CU_ASSERT_EQUAL(op_named(f, "bot.2")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
+    CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+    {
+        static const char *const wg_ops[] = {"bot.1", "top.0", "top.1"};
+        static const int wg_cfg[] = {GR_LIN_W64, GR_LIN_W128, GR_LIN_W64};
+        for (int i = 0; i < 3; i++) {
+            const gr_op *o = op_named(f, wg_ops[i]);
+            CU_ASSERT_EQUAL(o->ip[GR_LIN_IMPL], GR_LINEAR_WG);
+            CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], wg_cfg[i]);
+            CU_ASSERT_EQUAL(o->ip[GR_LIN_FLAGS], GR_LIN_F_PRE | GR_LIN_F_TF32X3);
+            CU_ASSERT_EQUAL(o->grid[0] * o->grid[1], 128);
+            CU_ASSERT_EQUAL(o->block[0], 256);
+        }
+    }
+    gr_plan_destroy(f);
     f = dlrm("fused_tf32x3", "B=2048", "x3_impl=simt", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
@@ -1717,6 +1780,169 @@ static void test_tf32x3_tolerances(void) {
     gr_plan_destroy(p);
 }
 
+/* auto does not depend on the compute capability (it never picks wg: measured no faster, see
+ * check_linear), auto_wg does (wg for tf32x3's tc and lt choices on 9.0 only), and impl wg is
+ * refused off compute capability 9.0 (no sm_90a code there) with a message naming the capability
+ * and the fix. */
+static void test_linear_impl_choice_cc(void) {
+    static const struct {
+        int M, N, K;
+        const char *attrs;
+        int impl;
+    } cases[] = {
+        {2048, 256, 512, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
+        {2048, 256, 68, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
+        {2048, 512, 367, "\"math\": \"tf32x3\"", GR_LINEAR_LT},
+        {2048, 512, 13, "\"math\": \"tf32x3\"", GR_LINEAR_TILED},
+        {2048, 256, 512, "", GR_LINEAR_TILED},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        for (int cc = 80; cc <= 100; cc += 10) { /* 8.0, 9.0, 10.0 */
+            const char *msg;
+            gr_plan *p =
+                linear_plan_cc(cases[i].M, cases[i].N, cases[i].K, cases[i].attrs, cc, &msg);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_IMPL], cases[i].impl);
+            gr_plan_destroy(p);
+        }
+    const char *msg;
+    /* auto_wg: wg on 9.0 where auto takes tc or lt with tf32x3; elsewhere exactly auto */
+    for (int cc = 80; cc <= 100; cc += 10) {
+        gr_plan *p =
+            linear_plan_cc(2048, 512, 367, "\"impl\": \"auto_wg\", \"math\": \"tf32x3\"", cc, &msg);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_IMPL], cc == 90 ? GR_LINEAR_WG : GR_LINEAR_LT);
+        gr_plan_destroy(p);
+        p = linear_plan_cc(2048, 256, 512, "\"impl\": \"auto_wg\", \"math\": \"tf32x3\"", cc, &msg);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_IMPL], cc == 90 ? GR_LINEAR_WG : GR_LINEAR_TC);
+        gr_plan_destroy(p);
+        p = linear_plan_cc(2048, 256, 512, "\"impl\": \"auto_wg\"", cc, &msg); /* fp32: tiled */
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_IMPL], GR_LINEAR_TILED);
+        gr_plan_destroy(p);
+        p = linear_plan_cc(2048, 512, 13, "\"impl\": \"auto_wg\", \"math\": \"tf32x3\"", cc, &msg);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_IMPL], GR_LINEAR_TILED);
+        gr_plan_destroy(p);
+    }
+    static const int not90[] = {80, 86, 89, 100, 120};
+    for (size_t i = 0; i < sizeof(not90) / sizeof(not90[0]); i++) {
+        CU_ASSERT_PTR_NULL(linear_plan_cc(2048, 256, 512, "\"impl\": \"wg\", \"math\": \"tf32x3\"",
+                                          not90[i], &msg));
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "impl \"wg\" uses sm_90a's wgmma and runs only on "
+                                           "compute capability 9.0"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "use impl \"tc\" or \"auto\""));
+    }
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "is 12.0"));
+    /* fp32 math on the tensor cores: refused, the fix named */
+    CU_ASSERT_PTR_NULL(linear_plan_cc(2048, 256, 512, "\"impl\": \"wg\"", 0, &msg));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(msg, "impl \"wg\" runs on TF32 tensor cores; set math \"tf32x3\""));
+    /* the grid's N dimension: 65535 tiles of 128 (one M tile is far from 3/4 of the SMs, but
+     * that many N tiles are not) */
+    gr_plan *p =
+        linear_plan_cc(64, 65535 * 128, 8, "\"impl\": \"wg\", \"math\": \"tf32\"", 0, &msg);
+    CU_ASSERT_PTR_NOT_NULL(p);
+    gr_plan_destroy(p);
+    CU_ASSERT_PTR_NULL(
+        linear_plan_cc(64, 65535 * 128 + 1, 8, "\"impl\": \"wg\", \"math\": \"tf32\"", 0, &msg));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "too large for impl \"wg\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "65535 tiles of 128 outputs"));
+}
+
+/* The wg kernel's tile (64 x 128 where its blocks reach 3/4 of the 132 SMs, i.e. 99, else 64 x
+ * 64), launch dims (M tiles in grid x, N tiles in y, two warpgroups) and shared memory: 4 or 3
+ * raw stages of BM + BN rows of 36 floats and 3 x 2 operand arrays of BM + BN rows of 32 floats. */
+static void test_linear_wg_geometry(void) {
+    /* raw stages: 4 (BN = 64) or 3 (BN = 128) x (64 + BN) rows x 36 floats; operands: 3 sets x
+     * {big, small} x (64 + BN) rows x 32 floats */
+    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64),
+                    (size_t)(4 * 128 * 36 + 6 * 128 * 32) * 4); /* 172032 */
+    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W128),
+                    (size_t)(3 * 192 * 36 + 6 * 192 * 32) * 4); /* 230400 */
+    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64S6),
+                    (size_t)(6 * 128 * 36 + 6 * 128 * 32) * 4); /* 208896 */
+    CU_ASSERT_EQUAL(gr_lin_wg_stages(GR_LIN_W64), 4);
+    CU_ASSERT_EQUAL(gr_lin_wg_stages(GR_LIN_W128), 3);
+    CU_ASSERT_EQUAL(gr_lin_wg_stages(GR_LIN_W64S6), 6);
+    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64X1), gr_lin_wg_smem(GR_LIN_W64));
+    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W128X1), gr_lin_wg_smem(GR_LIN_W128));
+    CU_ASSERT(gr_lin_wg_smem(GR_LIN_W128) <= 227 * 1024); /* the H200's opt-in per block */
+    CU_ASSERT_EQUAL(gr_lin_wg_bn(GR_LIN_W128X1), 128);
+    CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_W64), 256); /* 2 warpgroups */
+    CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_W128), 256);
+    CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_W64X1), 128);
+    CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_NWCFG), 0);
+    CU_ASSERT_EQUAL(gr_lin_wg_bn(GR_LIN_NWCFG), 0);
+    static const struct {
+        int M, N, K;
+        const char *math;
+        int cfg;
+        unsigned gx, gy;
+    } cases[] = {
+        {2048, 512, 367, "tf32x3", GR_LIN_W128, 32, 4}, /* 128 blocks; K % 4 != 0 */
+        {2048, 256, 512, "tf32x3", GR_LIN_W64, 32, 4},  /* 64 x 128 would be 64 blocks */
+        {2048, 256, 68, "tf32", GR_LIN_W64, 32, 4},
+        {6336, 128, 64, "tf32", GR_LIN_W128, 99, 1},  /* 99 blocks of 64 x 128: enough */
+        {6272, 128, 64, "tf32x3", GR_LIN_W64, 98, 2}, /* 98 are not */
+        {100, 1000, 8, "tf32", GR_LIN_W64, 2, 16},
+        {1, 1, 1, "tf32x3", GR_LIN_W64, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char attrs[96];
+        snprintf(attrs, sizeof(attrs), "\"impl\": \"wg\", \"math\": \"%s\"", cases[i].math);
+        gr_plan *p = linear_plan(cases[i].M, cases[i].N, cases[i].K, attrs);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        const gr_op *o = &p->ops[0];
+        if (o->ip[GR_LIN_BN] != cases[i].cfg || o->grid[0] != cases[i].gx ||
+            o->grid[1] != cases[i].gy)
+            fprintf(stderr, "\n    %d x %d x %d: config %lld grid %u x %u", cases[i].M, cases[i].N,
+                    cases[i].K, (long long)o->ip[GR_LIN_BN], o->grid[0], o->grid[1]);
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_IMPL], GR_LINEAR_WG);
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], cases[i].cfg);
+        CU_ASSERT_EQUAL(o->grid[0], cases[i].gx);
+        CU_ASSERT_EQUAL(o->grid[1], cases[i].gy);
+        CU_ASSERT_EQUAL(o->grid[2], 1);
+        CU_ASSERT_EQUAL(o->block[0], 256); /* two warpgroups */
+        CU_ASSERT_EQUAL(o->smem, gr_lin_wg_smem(cases[i].cfg));
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_VEC], cases[i].K % 4 == 0);
+        int x3 = !strcmp(cases[i].math, "tf32x3");
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_FLAGS] & (GR_LIN_F_TF32 | GR_LIN_F_TF32X3),
+                        x3 ? GR_LIN_F_TF32X3 : GR_LIN_F_TF32);
+        CU_ASSERT_EQUAL(o->launches, 1);
+        gr_plan_destroy(p);
+    }
+    /* GR_LIN_WG_CFG forces a configuration (for measurements); anything else is warned about
+     * and ignored */
+    const char *attrs = "\"impl\": \"wg\", \"math\": \"tf32x3\"";
+    setenv("GR_LIN_WG_CFG", "w128", 1);
+    gr_plan *p = linear_plan(2048, 256, 512, attrs);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W128);
+    CU_ASSERT_EQUAL(p->ops[0].grid[1], 2);
+    CU_ASSERT_EQUAL(p->ops[0].smem, gr_lin_wg_smem(GR_LIN_W128));
+    gr_plan_destroy(p);
+    setenv("GR_LIN_WG_CFG", "w64", 1);
+    p = linear_plan(2048, 512, 367, attrs);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64);
+    CU_ASSERT_EQUAL(p->ops[0].grid[1], 8);
+    gr_plan_destroy(p);
+    setenv("GR_LIN_WG_CFG", "w64x1", 1);
+    p = linear_plan(2048, 512, 367, attrs);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64X1);
+    CU_ASSERT_EQUAL(p->ops[0].block[0], 128);
+    gr_plan_destroy(p);
+    setenv("GR_LIN_WG_CFG", "64", 1);
+    p = linear_plan(2048, 512, 367, attrs);
+    unsetenv("GR_LIN_WG_CFG");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W128);
+    gr_plan_destroy(p);
+}
+
 static CU_TestInfo dlrm_tests[] = {
     {"registry names", test_registry_names},
     {"tril pair mapping", test_tril_pairs},
@@ -1729,6 +1955,9 @@ static CU_TestInfo dlrm_tests[] = {
     {"linear tiled tile and launch dims", test_linear_tiled_geometry},
     {"linear tc tile and launch dims", test_linear_tc_geometry},
     {"linear tc configuration override", test_linear_tc_override},
+    {"linear impl choice at compute capability 8.0, 9.0, 10.0; wg refused off 9.0",
+     test_linear_impl_choice_cc},
+    {"linear wg tile, launch dims and shared memory", test_linear_wg_geometry},
     {"check errors name the op", test_check_errors},
     {"mlp_interaction reference, accounting and flags", test_mlp_interaction_reference},
     {"mlp_interaction rows per block, grid, layout", test_mlp_interaction_geometry},

@@ -367,6 +367,55 @@ static void test_linear_tc_configs(void) {
     unsetenv("GR_LIN_TC_CFG");
 }
 
+/* impl wg runs only on compute capability 9.0 (sm_90a code); elsewhere its tests say so. */
+static int wg_device(void) {
+    if (info.cc_major == 9 && info.cc_minor == 0) return 1;
+    fprintf(stderr, "\n    SKIPPED: impl wg needs compute capability 9.0 (this GPU: %d.%d)",
+            info.cc_major, info.cc_minor);
+    return 0;
+}
+
+/* impl wg against the reference, as the tc kernel: math tf32x3 at the fp32 kernels' 1e-4 and
+ * tf32 at 5e-3, M x N x K over {1, 65, 2048} x {1, 63, 512} x {13, 367, 512} and the tc test's
+ * extra shapes, each act, with and without PDL (verify_json), in the configuration the check
+ * picks (64 x 128 for 2048 x 512, 4160 x 128 and 2000 x 300; 64 x 64 for the rest); then five
+ * shapes (aligned, shifted, one stage, K = 1) with math tf32x3 in each configuration forced
+ * (GR_LIN_WG_CFG: both tile widths, with 2 warpgroups and with 1). K = 13, 367,
+ * 130 and 1 take the shifted copies (per-row offsets 1-3 floats), 512 and 64 the aligned ones;
+ * K = 1 and 13 are one ragged stage (zero-filled past K), 367 twelve; N = 1 and 63 leave ragged
+ * tiles and odd N the scalar stores. */
+static void test_linear_wg(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    if (!wg_device()) return;
+    static const int Ms[] = {1, 65, 2048}, Ns[] = {1, 63, 512}, Ks[] = {13, 367, 512};
+    static const int extra[5][3] = {
+        {2000, 300, 512}, {1000, 100, 367}, {4160, 128, 64}, {257, 70, 130}, {130, 40, 1}};
+    int shapes[27 + 5][3];
+    const int ns = cross_shapes(Ms, Ns, Ks, 3, extra, 5, shapes);
+    static const char *const maths[] = {"\"impl\": \"wg\", \"math\": \"tf32x3\"",
+                                        "\"impl\": \"wg\", \"math\": \"tf32\""};
+    static const double rtols[] = {1e-4, 5e-3};
+    for (int mi = 0; mi < 2; mi++)
+        for (int c = 0; c < ns; c++) {
+            int ok = linear_acts_ok(shapes[c][0], shapes[c][1], shapes[c][2], maths[mi], rtols[mi]);
+            if (!ok) fprintf(stderr, "\n    failed: wg %s", maths[mi]);
+            CU_ASSERT_TRUE(ok);
+        }
+    static const char *const cfgs[GR_LIN_NWCFG] = GR_LIN_WNAMES;
+    static const int forced[][3] = {
+        {2048, 256, 512}, {2000, 300, 367}, {257, 70, 130}, {130, 40, 13}, {65, 63, 1}};
+    for (int f = 0; f < GR_LIN_NWCFG; f++) {
+        setenv("GR_LIN_WG_CFG", cfgs[f], 1);
+        for (size_t c = 0; c < sizeof(forced) / sizeof(forced[0]); c++) {
+            int ok = linear_acts_ok(forced[c][0], forced[c][1], forced[c][2], maths[0], 1e-4);
+            if (!ok) fprintf(stderr, "\n    failed: wg configuration %s", cfgs[f]);
+            CU_ASSERT_TRUE(ok);
+        }
+    }
+    unsetenv("GR_LIN_WG_CFG");
+}
+
 static void test_interaction_kernels(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
@@ -817,6 +866,41 @@ static void test_dlrm_tc(void) {
         }
 }
 
+/* fused_tf32x3 and fused_tf32x3_mlpint at B = 2048 and 1000 with every Linear layer that has
+ * an impl attr on the wg kernel (x3_impl=wg: bot.0's K = 13, the narrow bot.2 and bot.3 too), at
+ * the workload's fp32 tolerances, with and without PDL; and with x3_impl=auto_wg (bot.1, top.0
+ * and top.1 there, the others as auto). */
+static void test_dlrm_wg(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    if (!wg_device()) return;
+    static const char *const bs[] = {"B=2048", "B=1000"};
+    static const char *const vs[] = {"fused_tf32x3", "fused_tf32x3_mlpint"};
+    static const char *const impls[] = {"x3_impl=wg", "x3_impl=auto_wg"};
+    for (int v = 0; v < 2; v++)
+        for (int b = 0; b < 2; b++)
+            for (int im = 0; im < 2; im++) {
+                const char *sets[] = {bs[b], "rows_cap=1000", impls[im]};
+                gr_plan *p = dlrm_for_device(vs[v], sets, 3);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+                int nwg = 0;
+                for (int i = 0; i < p->nops; i++)
+                    if (p->ops[i].kernel && !strcmp(p->ops[i].kernel->name, "linear_act"))
+                        nwg += p->ops[i].ip[GR_LIN_IMPL] == GR_LINEAR_WG;
+                /* wg: every layer but top.2 (and the two inside mlp_interaction); auto_wg:
+                 * bot.1, top.0, top.1 */
+                CU_ASSERT_EQUAL(nwg, im ? 3 : v ? 4 : 6);
+                for (int pdl = 0; pdl < 2; pdl++) {
+                    int ok = verify(p, pdl, NULL);
+                    if (!ok)
+                        fprintf(stderr, "\n    failed: %s %s %s pdl %d", vs[v], bs[b], impls[im],
+                                pdl);
+                    CU_ASSERT_TRUE(ok);
+                }
+                gr_plan_destroy(p);
+            }
+}
+
 static void test_dlrm_default_cap(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
@@ -1026,6 +1110,7 @@ static CU_TestInfo gpu_dlrm_kernel_tests[] = {
     {"linear_act (tiled) vs reference", test_linear_tiled},
     {"linear_act (tc: tf32x3, tf32) vs reference", test_linear_tc},
     {"linear_act (tc) in every configuration", test_linear_tc_configs},
+    {"linear_act (wg: tf32x3, tf32) vs reference, both configurations", test_linear_wg},
     {"interaction fused and unfused vs reference", test_interaction_kernels},
     {"embedding_interaction vs reference and the chain", test_emb_interaction_kernels},
     {"mlp_interaction vs reference and the chain", test_mlp_interaction_kernels},
@@ -1035,6 +1120,7 @@ static CU_TestInfo gpu_dlrm_tests[] = {
     {"variants with PDL, both impls, bags", test_dlrm_variants_more},
     {"variants at B = 2048 and 1000, tiled, with PDL", test_dlrm_variants_tiled},
     {"fused_tf32x3 with every layer on tc", test_dlrm_tc},
+    {"fused_tf32x3 with every layer on wg, and auto", test_dlrm_wg},
     {"default rows cap at B = 128", test_dlrm_default_cap},
     {"2-stream graph has a parallel branch", test_dlrm_2stream_branches},
     {"--input end to end", test_dlrm_input},

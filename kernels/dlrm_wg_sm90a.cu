@@ -1,0 +1,436 @@
+// Linear + bias + activation on Hopper's warpgroup MMA (impl "wg"): TF32 or 3xTF32.
+//
+// Y[M, N] = act(X[M, K] W[N, K]^T + bias), fp32 accumulation, as the tc kernel (dlrm.cu) computes
+// it, but on wgmma.mma_async instead of mma.sync. Why: at B = 2048 the tc kernel's 3 passes run
+// at ~220 MAC/clk/SM (bot.1 14.05 us, top.1 13.9; run 26), about 37% of mma.sync's TF32 ceiling
+// on the H200 (578-593 MAC/clk/SM, gr_mma_peak), bound by instruction issue: every warp converts
+// its own fragments (the split into big and small parts) before each MMA, and A's fragments are
+// converted again by every warp that shares its rows. wgmma's dense TF32 rate is about twice
+// mma.sync's (~1024 MAC/clk/SM), its operands come from shared memory through descriptors, and
+// one instruction covers a 64 x BN x 8 product for the whole warpgroup, so the split is done once
+// per element per block, by all 128 threads together, off the tensor cores' critical path.
+//
+// This file is compiled for sm_90a only (wgmma is an architecture-specific feature; CMake builds
+// it as its own object library), so the kernels run on compute capability 9.0 (H100, H200); the
+// check (dlrm.c) allows impl wg only there. auto never picks it (measured below).
+//
+// Tiling. A block owns a 64 x BN tile (BN = 64 or 128) and has NWG warpgroups (2 by default);
+// the first one issues the MMAs: warp w's accumulators hold rows 16 w .. 16 w + 15 (wgmma's fixed
+// layout: per 8 columns, rows g and g + 8, columns 2t and 2t + 1 of lane (g, t)). 3xTF32 keeps
+// big x big in one accumulator and both small terms in a second (summed small-first in the
+// epilogue, as the tc kernel does); BN = 128 holds 2 x 64 floats per thread.
+//
+// Data flow per stage of KT = 32 k (one per iteration; S raw stages, S - 1 in flight; 3 operand
+// sets):
+//   1. cp.async copies the stage's X and W rows into a raw buffer in 16-byte pieces (K % 4 != 0:
+//      tc_copy's shifted pieces, so K = 367 needs no 4-byte copies);
+//   2. once they have landed, every thread splits its pieces into big = tf32(v) and
+//      small = v - big (tf32_split, 3 integer/fp ops) and stores both into an operand set in the
+//      core-matrix layout wgmma reads without swizzling: 8 x 16-byte core matrices (8 rows x 4 k,
+//      128 contiguous bytes), K-adjacent ones 128 B apart (the descriptor's leading byte offset),
+//      8-row groups KT / 4 x 128 = 1024 B apart (its stride byte offset); 8 consecutive threads
+//      store one whole core matrix;
+//   3. fence.proxy.async (the stores are generic-proxy writes, wgmma reads through the async
+//      proxy), a barrier, then the MMA warpgroup issues KT / 8 k-steps of 1 (tf32) or 3 (tf32x3)
+//      wgmma, committed as one group; wgmma.wait_group 1 lets it run on while the next stage is
+//      copied and split (wg_stage has the barrier argument).
+//
+// Napkin math (H200, 1.98 GHz, 132 SMs; dlrm_small at B = 2048, 3xTF32): bot.1 / top.1 (2048 x
+// 256 x 512): 128 blocks of 64 x 64, each 3 x 64 x 64 x 512 = 6.3 M MAC: ~6.1 K clk at 1024
+// MAC/clk = 3.1 us of tensor time; L2 -> shared 16 KB per stage and block. Predicted ~4.5-5.5 us
+// per layer, top.0 (2048 x 512 x 367, 128 blocks of 64 x 128) ~5.5-7 us.
+//
+// Measured (H200, 2026-12-01, CUPTI per op, graph; bench/results runs 37-43): correct from the
+// first run (3xTF32 error at B = 2048 1.3e-6 / 9.8e-7 / 6.4e-7 on bot / R / y), but bot.1 and
+// top.1 take 14.05-14.3 us and top.0 22.6-23.0, against the tc kernel's 14.05 / 13.9 and
+// cuBLASLt fp32's 21.7: the prediction missed ~3x. Steps, each measured: one warpgroup 17.5 /
+// 29.0 us (run 37); 16-byte padding of the 8-row groups: no change (run 38); a second warpgroup
+// copying and splitting: first slower (run 39: ptxas serialized every wgmma, C7517/C7518, because
+// the MMA path merged with the other warpgroup's), then 15.9 / 23.5 with separate loops (run 40);
+// one barrier per stage with own pieces and 3 operand sets, batched split loads: 14.05 / 22.6
+// (run 41); 4 warpgroups, 6 raw stages, 64 x 128 tiles on the N = 256 layers, per-launch piece
+// tables: no gain (runs 40-43). Nsight Compute on bot.1 (run 42): tensor pipe ~20% active, issue
+// slots ~24% busy, 6.3 cycles per issued instruction led by long-scoreboard stalls (the cp.async
+// waits), ~230 instructions per warp and stage: the stage pipeline is latency-bound, not the
+// tensor cores. What it would take (not done): a warp-specialized producer with TMA or bulk
+// copies and mbarriers instead of per-thread cp.async and block barriers, so copies run stages
+// ahead without every warp waiting on them.
+//
+// PDL as in the tc kernel: with `pre`, the W rows of the first S - 1 stages are copied before
+// griddepcontrol.wait; dependents are signalled after the K loop. With --pdl, x3_impl=wg is the
+// fastest fp32-level form of fused_tf32x3 (72.50 us at B = 2048, run 43).
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kernels/dlrm.h"
+#include "kernels/dlrm_dev.cuh"
+
+namespace {
+
+constexpr int kWgBM = GR_LIN_WG_BM, kWgKT = GR_LIN_MMA_KT, kWgLD = GR_LIN_WG_LD;
+constexpr int kWgS = GR_LIN_WG_STAGES;
+static_assert(kWgKT % 8 == 0, "whole wgmma k-steps per stage");
+static_assert(kWgLD >= kWgKT + 4, "a shifted row fits the raw stage's pitch");
+static_assert(kWgS >= 3, "two stages in flight while one is split");
+static_assert(kWgBM == 64, "one MMA warpgroup, 16 rows per warp");
+
+// Descriptor strides of the core-matrix layout (bytes): K-adjacent core matrices 128 B apart,
+// 8-row groups KT / 4 x 128 B apart; the float offset of the 16-byte piece q (k = 4q .. 4q + 3)
+// of row r.
+constexpr uint32_t kWgLBO = 128, kWgSBO = kWgKT / 4 * 128;
+__device__ __forceinline__ int wg_off(int r, int q) {
+    return (r >> 3) * (int)(kWgSBO / 4) + q * (int)(kWgLBO / 4) + (r & 7) * 4;
+}
+
+// Shared-memory matrix descriptor, no swizzle: start address, leading and stride byte offsets,
+// each in 16-byte units (bits 0-13, 16-29, 32-45); base offset and swizzle mode 0.
+__device__ __forceinline__ uint64_t wg_desc(const float *p) {
+    return (uint64_t)((smem_addr(p) & 0x3FFFFu) >> 4) | ((uint64_t)(kWgLBO >> 4) << 16) |
+           ((uint64_t)(kWgSBO >> 4) << 32);
+}
+
+__device__ __forceinline__ void wg_fence() {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void wg_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// Keeps the compiler from moving accumulator reads or writes across the asynchronous MMAs (an
+// empty asm that "modifies" every register, ordered after the wait by `volatile`).
+template <int R> __device__ __forceinline__ void wg_fence_operand(float (&d)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; i++)
+        asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// D[64, N] += A[64, 8] B[N, 8]^T, A and B K-major in shared memory (descriptors a, b), TF32
+// operands (an fp32 bit pattern is truncated to TF32), fp32 accumulation.
+__device__ __forceinline__ void wgmma_tf32(float (&d)[32], uint64_t a, uint64_t b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
+        "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(a), "l"(b));
+}
+
+__device__ __forceinline__ void wgmma_tf32(float (&d)[64], uint64_t a, uint64_t b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
+        "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, "
+        "%37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, "
+        "%55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63])
+        : "l"(a), "l"(b));
+}
+
+// Raw stages S per configuration (gr_lin_wg_stages: 4 at BN = 64, 6 in GR_LIN_W64S6, 3 at BN =
+// 128, where 3 operand sets leave no room for a fourth in 227 KB); operand sets: 3, so the MMAs of
+// stage kt may still read set kt % 3 while stages kt + 1 and kt + 2 are split into the others (see
+// wg_stage).
+template <int BN, int S_> struct wg_geom {
+    static constexpr int S = S_, SETS = 3;
+    static constexpr int ROWS = kWgBM + BN, RAW = ROWS * kWgLD, OPS = ROWS * kWgKT;
+    static constexpr int FLOATS = S * RAW + SETS * 2 * OPS;
+};
+
+// The 16-byte piece u of this thread in a stage (K % 4 == 0): row r (x rows, then W rows) and
+// k-quad q. The split takes the same pieces, so a thread splits only what it copied itself and
+// needs no barrier between its copy landing and its split: 8 consecutive threads take rows
+// r .. r + 7 at one q (their raw reads, 36 floats apart, hit 8 different bank groups; their
+// operand stores fill one 128-byte core matrix).
+template <int NT> __device__ __forceinline__ void wg_piece(int u, int &r, int &q) {
+    constexpr int QR = kWgKT / 4;
+    const int p = (int)threadIdx.x + u * NT;
+    r = p / (8 * QR) * 8 + (p & 7);
+    q = (p >> 3) % QR;
+}
+
+// This thread's pieces (K % 4 == 0), worked out once per launch: the address of each at k = 0,
+// its offsets in a raw stage and in an operand set, and which are W rows and inside M or N. The
+// per-stage copy and split are then a pointer add, a compare and the memory instructions (an
+// Nsight Compute count of the first version, which worked them out per stage: ~230 instructions
+// per warp and stage, over half of them integer).
+template <int BN, int NT> struct wg_pieces {
+    static constexpr int U = (kWgBM + BN) * (kWgKT / 4) / NT;
+    static_assert((kWgBM + BN) * (kWgKT / 4) % NT == 0, "every thread has the same pieces");
+    const float *src[U];
+    int raw[U], op[U], k[U];
+    unsigned is_w, in_range; // bit u
+
+    __device__ __forceinline__ wg_pieces(const float *X, const float *W, int M, int N, int K,
+                                         int m0, int n0) {
+        is_w = in_range = 0;
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int r, q;
+            wg_piece<NT>(u, r, q);
+            const bool w = r >= kWgBM;
+            const int row = w ? n0 + (r - kWgBM) : m0 + r;
+            const bool ok = row < (w ? N : M);
+            src[u] = (w ? W : X) + (size_t)(ok ? row : 0) * (size_t)K + 4 * q;
+            raw[u] = r * kWgLD + 4 * q;
+            op[u] = wg_off(r, q);
+            k[u] = 4 * q;
+            is_w |= (unsigned)w << u;
+            in_range |= (unsigned)ok << u;
+        }
+    }
+
+    // Copies stage k0 (`which`: TILE_X, TILE_W), zero-filled past M, N and K (K % 4 == 0: a piece
+    // is wholly inside K or past it).
+    __device__ __forceinline__ void copy(float *st, const float *base, int K, int k0,
+                                         int which) const {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            if (!(which & ((is_w >> u & 1u) ? TILE_W : TILE_X))) continue;
+            const bool ok = (in_range >> u & 1u) && k0 + k[u] < K;
+            cp_async16(st + raw[u], ok ? src[u] + k0 : base, ok ? 16 : 0);
+        }
+    }
+};
+
+// Stage k0's copy: the thread's own pieces where rows are 16-byte aligned, else tc_copy's
+// shifted pieces (any thread's, so the split waits for a barrier).
+template <int BN, int NT, bool VEC>
+__device__ __forceinline__ void wg_copy(float *st, const wg_pieces<BN, NT> &pc,
+                                        const float *__restrict__ X, const float *__restrict__ W,
+                                        int M, int N, int K, int m0, int n0, int k0, int which) {
+    if (VEC)
+        pc.copy(st, X, K, k0, which);
+    else
+        tc_copy<kWgBM, BN, NT, false, kWgLD>(st, X, W, M, N, K, m0, n0, k0, which);
+}
+
+// Stage kt, by every thread of the block: wait for its raw copy, issue stage kt + S - 1's, split
+// stage kt into operand set kt % 3, and end in the barrier after which the MMA warpgroup may read
+// that set. Returns the set's big part (its small part follows at + OPS floats).
+//
+// Why this is safe with one barrier per stage (K % 4 == 0): a thread's copy and split touch only
+// its own pieces, so its cp.async wait is enough before the split, and the raw buffer the next
+// copy overwrites ((kt - 1) % S) was split by the same thread in stage kt - 1. Operand set kt % 3
+// was last read by stage kt - 3's MMAs, which the MMA warpgroup waited for (wait_group 1 after
+// stage kt - 2's) before it reached the barrier ending stage kt - 1, which every thread has
+// passed. K % 4 != 0 (shifted pieces, split by other threads than their copiers) adds a barrier
+// after the wait: every copy of stage kt has landed and every split of stage kt - 1 is done.
+template <int BN, int S_, int NT, int PASSES, bool VEC>
+__device__ __forceinline__ float *wg_stage(float *raw, float *ops, const float *__restrict__ X,
+                                           const float *__restrict__ W, int M, int N, int K, int m0,
+                                           int n0, int kt, int nk, const wg_pieces<BN, NT> &pc) {
+    typedef wg_geom<BN, S_> G;
+    constexpr int BM = kWgBM, KT = kWgKT, LD = kWgLD, S = G::S, RAW = G::RAW, OPS = G::OPS;
+    constexpr int QR = KT / 4, U = G::ROWS * QR / NT;
+    static_assert(G::ROWS * QR % NT == 0, "every thread splits the same number of pieces");
+    cp_async_wait<S - 2>();
+    if (!VEC) __syncthreads();
+    if (kt + S - 1 < nk)
+        wg_copy<BN, NT, VEC>(raw + (kt + S - 1) % S * RAW, pc, X, W, M, N, K, m0, n0,
+                             (kt + S - 1) * KT, TILE_X | TILE_W);
+    cp_async_commit();
+
+    const float *st = raw + kt % S * RAW;
+    float *big = ops + kt % G::SETS * 2 * OPS, *small = big + OPS;
+    // all loads first, then the stores: the compiler cannot tell the stores from the loads
+    // apart (both shared memory), and would otherwise issue each piece's load after the
+    // previous piece's store
+    float4 v[U];
+    int off[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        if (VEC) {
+            v[u] = lds128(st + pc.raw[u]);
+            off[u] = pc.op[u];
+            continue;
+        }
+        int r, q;
+        wg_piece<NT>(u, r, q);
+        // K % 4 != 0: the row's elements start `mis` columns into its raw row (tc_copy)
+        const int row = r < BM ? m0 + r : n0 + (r - BM);
+        const int mis = (int)(((unsigned)row * (unsigned)K) & 3u);
+        v[u] = lds4<false>(st + r * LD + mis + 4 * q);
+        off[u] = wg_off(r, q);
+    }
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        uint4 b4, s4;
+        tf32_split<PASSES>(v[u].x, b4.x, s4.x);
+        tf32_split<PASSES>(v[u].y, b4.y, s4.y);
+        tf32_split<PASSES>(v[u].z, b4.z, s4.z);
+        tf32_split<PASSES>(v[u].w, b4.w, s4.w);
+        *reinterpret_cast<uint4 *>(big + off[u]) = b4;
+        if (PASSES == 3) *reinterpret_cast<uint4 *>(small + off[u]) = s4;
+    }
+    fence_proxy_async();
+    __syncthreads();
+    return big;
+}
+
+// NWG warpgroups (128 threads each) copy and split every stage together; the first one also
+// issues the MMAs and runs the epilogue. The two roles are separate loops over the same barrier
+// sequence (wg_stage), so the accumulators live only in the MMA warpgroup's path: a path that
+// merges with the others' makes ptxas wait for the MMAs at the merge (C7517), and wgmma under a
+// branch it cannot prove warp-uniform is serialized (C7518), hence the shuffled warpgroup index.
+template <int BN, int S_, int NWG, int PASSES, int ACT, bool VEC>
+__global__ void __launch_bounds__(NWG * 128, 1)
+    linear_wg_kernel(const float *__restrict__ X, const float *__restrict__ W,
+                     const float *__restrict__ bias, float *__restrict__ Y, int M, int N, int K,
+                     int pre) {
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL) // the host pass parses it too
+    typedef wg_geom<BN, S_> G;
+    constexpr int BM = kWgBM, KT = kWgKT, S = G::S, RAW = G::RAW, OPS = G::OPS, NT = NWG * 128;
+    constexpr int NACC = PASSES == 3 ? 2 : 1, R = BN / 2;
+    static_assert(PASSES == 1 || PASSES == 3, "TF32 or 3xTF32");
+    extern __shared__ __align__(128) float wg_sm[];
+    float *const raw = wg_sm;           // S stages of ROWS x LD floats
+    float *const ops = wg_sm + S * RAW; // 3 sets of {big, small}, ROWS x KT floats each
+
+    const int tid = (int)threadIdx.x;
+    const int wgi = NWG == 1 ? 0 : __shfl_sync(0xffffffffu, tid / 128, 0);
+    const int m0 = (int)blockIdx.x * BM, n0 = (int)blockIdx.y * BN;
+    const int nk = (K + KT - 1) / KT;
+
+    const wg_pieces<BN, NT> pc(X, W, M, N, K, m0, n0); // (unused when K % 4 != 0)
+    if (pre)
+        for (int s = 0; s < S - 1 && s < nk; s++)
+            wg_copy<BN, NT, VEC>(raw + s * RAW, pc, X, W, M, N, K, m0, n0, s * KT, TILE_W);
+    pdl_wait(); // X is the previous kernel's output
+    for (int s = 0; s < S - 1; s++) {
+        if (s < nk)
+            wg_copy<BN, NT, VEC>(raw + s * RAW, pc, X, W, M, N, K, m0, n0, s * KT,
+                                 pre ? TILE_X : TILE_X | TILE_W);
+        cp_async_commit(); // possibly empty: one group per stage
+    }
+
+    if (wgi != 0) { // copy and split only
+        for (int kt = 0; kt < nk; kt++)
+            wg_stage<BN, S, NT, PASSES, VEC>(raw, ops, X, W, M, N, K, m0, n0, kt, nk, pc);
+        pdl_trigger();
+        return;
+    }
+
+    float acc[NACC][R];
+#pragma unroll
+    for (int p = 0; p < NACC; p++)
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            acc[p][i] = 0.f;
+    for (int kt = 0; kt < nk; kt++) {
+        const float *big =
+            wg_stage<BN, S, NT, PASSES, VEC>(raw, ops, X, W, M, N, K, m0, n0, kt, nk, pc);
+        const float *small = big + OPS;
+        wg_fence();
+        const uint64_t ab = wg_desc(big), bb = wg_desc(big + BM * KT);
+        const uint64_t as = wg_desc(small), bs = wg_desc(small + BM * KT);
+#pragma unroll
+        for (int s = 0; s < KT / 8; s++) {
+            const uint64_t o = (uint64_t)(2 * s * kWgLBO >> 4); // 8 k = 2 core matrices
+            wgmma_tf32(acc[0], ab + o, bb + o);
+            if (PASSES == 3) {
+                wgmma_tf32(acc[NACC - 1], as + o, bb + o);
+                wgmma_tf32(acc[NACC - 1], ab + o, bs + o);
+            }
+        }
+        wg_commit();
+        wg_wait<1>();
+    }
+    pdl_trigger(); // only the epilogue is left
+    wg_wait<0>();
+#pragma unroll
+    for (int p = 0; p < NACC; p++)
+        wg_fence_operand(acc[p]);
+
+    // Lane (g, t) of warp w holds, per 8 columns c, rows 16 w + g and 16 w + g + 8, columns
+    // 8c + 2t and 8c + 2t + 1: acc[.][4c + 2h + j] is (row 16 w + g + 8h, column 8c + 2t + j).
+    const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int c = 0; c < BN / 8; c++) {
+        const int n = n0 + 8 * c + 2 * t;
+        const float b0 = n < N ? __ldg(bias + n) : 0.f, b1 = n + 1 < N ? __ldg(bias + n + 1) : 0.f;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int m = m0 + 16 * warp + g + 8 * h;
+            if (m >= M) continue;
+            const int i = 4 * c + 2 * h;
+            const float s0 = NACC == 2 ? acc[NACC - 1][i] + acc[0][i] : acc[0][i];
+            const float s1 = NACC == 2 ? acc[NACC - 1][i + 1] + acc[0][i + 1] : acc[0][i + 1];
+            const float v0 = act_f<ACT>(s0 + b0), v1 = act_f<ACT>(s1 + b1);
+            float *y = Y + (size_t)m * (size_t)N + n;
+            if (n + 1 < N && N % 2 == 0) // n even: 8-byte aligned
+                *reinterpret_cast<float2 *>(y) = make_float2(v0, v1);
+            else {
+                if (n < N) y[0] = v0;
+                if (n + 1 < N) y[1] = v1;
+            }
+        }
+    }
+#else
+    __trap(); // built for sm_90a only; the check allows impl wg only on compute capability 9.0
+#endif
+}
+
+template <int BN, int S, int NWG> struct wg_launcher {
+    static_assert(wg_geom<BN, S>::FLOATS * sizeof(float) <= 227 * 1024, "fits an H100/H200 block");
+    template <int PASSES, bool VEC> static gr_lin_staged_kernel_t pick(int act) {
+        switch (act) {
+        case GR_DLRM_ACT_RELU:
+            return linear_wg_kernel<BN, S, NWG, PASSES, GR_DLRM_ACT_RELU, VEC>;
+        case GR_DLRM_ACT_SIGMOID:
+            return linear_wg_kernel<BN, S, NWG, PASSES, GR_DLRM_ACT_SIGMOID, VEC>;
+        default:
+            return linear_wg_kernel<BN, S, NWG, PASSES, GR_DLRM_ACT_NONE, VEC>;
+        }
+    }
+    static gr_lin_staged_kernel_t kernel(const gr_op *op) {
+        const int act = (int)op->ip[GR_LIN_ACT];
+        const bool x3 = (op->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32X3) != 0;
+        if (op->ip[GR_LIN_VEC]) return x3 ? pick<3, true>(act) : pick<1, true>(act);
+        return x3 ? pick<3, false>(act) : pick<1, false>(act);
+    }
+};
+
+} // namespace
+
+gr_lin_staged_kernel_t gr_lin_wg_kernel_of(const gr_op *op, size_t *smem) {
+    const int c = (int)op->ip[GR_LIN_BN];
+    *smem = gr_lin_wg_smem(c);
+    switch (c) {
+    case GR_LIN_W64:
+        return wg_launcher<64, 4, 2>::kernel(op);
+    case GR_LIN_W128:
+        return wg_launcher<128, 3, 2>::kernel(op);
+    case GR_LIN_W64X1:
+        return wg_launcher<64, 4, 1>::kernel(op);
+    case GR_LIN_W128X1:
+        return wg_launcher<128, 3, 1>::kernel(op);
+    case GR_LIN_W64X4:
+        return wg_launcher<64, 4, 4>::kernel(op);
+    case GR_LIN_W64S6:
+        return wg_launcher<64, 6, 2>::kernel(op);
+    default:
+        *smem = 0;
+        return NULL;
+    }
+}
