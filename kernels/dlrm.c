@@ -590,18 +590,24 @@ static int tiled_config(int64_t M, int64_t N, int64_t K, int sm_count) {
  * blocks fill every SM at least once (a block is 4 warps: one per SM leaves each scheduler a
  * single warp to hide its shared-memory and MMA latencies). M = 2048: N = 512 takes 64 x 64
  * (256 blocks), N = 256 64 x 32 (256), N = 64 and below 32 x 32. */
+/* A tuning override for measurements: the configuration named by environment variable `var`
+ * (one of the n `names`), or -1 when it is unset or names none (then warned about and ignored). */
+static int env_config(const char *var, const char *const *names, int n) {
+    const char *env = getenv(var);
+    if (!env || !*env) return -1;
+    for (int c = 0; c < n; c++)
+        if (!strcmp(env, names[c])) return c;
+    fprintf(stderr, "graphrun: %s=%s ignored: use one of", var, env);
+    for (int c = 0; c < n; c++)
+        fprintf(stderr, " %s", names[c]);
+    fprintf(stderr, "\n");
+    return -1;
+}
+
 static int mma_config(int64_t M, int64_t N, int sm_count) {
-    /* a tuning override for measurements: GR_LIN_TC_CFG names one configuration */
     static const char *const names[GR_LIN_NCCFG] = GR_LIN_CNAMES;
-    const char *env = getenv("GR_LIN_TC_CFG");
-    if (env && *env) {
-        for (int c = 0; c < GR_LIN_NCCFG; c++)
-            if (!strcmp(env, names[c])) return c;
-        fprintf(stderr, "graphrun: GR_LIN_TC_CFG=%s ignored: use one of", env);
-        for (int c = 0; c < GR_LIN_NCCFG; c++)
-            fprintf(stderr, " %s", names[c]);
-        fprintf(stderr, "\n");
-    }
+    int forced = env_config("GR_LIN_TC_CFG", names, GR_LIN_NCCFG);
+    if (forced >= 0) return forced;
     int64_t enough = sm_count > 0 ? sm_count : 1;
     if (cdiv64(M, 64) * cdiv64(N, 64) >= enough) return GR_LIN_C64;
     if (cdiv64(M, 64) * cdiv64(N, 32) >= enough) return GR_LIN_C6432;
@@ -616,17 +622,9 @@ static int wg_ok(const gr_target *t) {
 /* The wg kernel's tile width: 64 x 128 where its blocks reach 3/4 of the SMs, else 64 x 64.
  * M = 2048: N = 512 takes 128 (128 blocks), N = 256 64 (128 blocks instead of 64). */
 static int wg_config(int64_t M, int64_t N, int sm_count) {
-    /* a tuning override for measurements: GR_LIN_WG_CFG names one configuration */
     static const char *const names[GR_LIN_NWCFG] = GR_LIN_WNAMES;
-    const char *env = getenv("GR_LIN_WG_CFG");
-    if (env && *env) {
-        for (int c = 0; c < GR_LIN_NWCFG; c++)
-            if (!strcmp(env, names[c])) return c;
-        fprintf(stderr, "graphrun: GR_LIN_WG_CFG=%s ignored: use one of", env);
-        for (int c = 0; c < GR_LIN_NWCFG; c++)
-            fprintf(stderr, " %s", names[c]);
-        fprintf(stderr, "\n");
-    }
+    int forced = env_config("GR_LIN_WG_CFG", names, GR_LIN_NWCFG);
+    if (forced >= 0) return forced;
     int64_t enough = (int64_t)(sm_count > 0 ? sm_count : 1) * 3 / 4;
     return cdiv64(M, GR_LIN_WG_BM) * cdiv64(N, 128) >= enough ? GR_LIN_W128 : GR_LIN_W64;
 }

@@ -520,17 +520,47 @@ static void test_linear_tiled_geometry(void) {
     CU_ASSERT_EQUAL(gr_lin_tcfg(GR_LIN_T64W, GR_LIN_TC_TN), 4);
 }
 
+/* One staged tensor-core geometry case: impl (tc or wg) named with `math`, the check's
+ * configuration and grid as expected, grid z 1, `threads` per block and `smem` bytes, VEC only for
+ * K % 4 == 0, the pass flag of the math, one launch. */
+struct staged_case {
+    int M, N, K;
+    const char *math;
+    int cfg;
+    unsigned gx, gy;
+};
+
+static void check_staged_geometry(const struct staged_case *c, const char *impl_name, int impl,
+                                  unsigned threads, size_t smem) {
+    char attrs[96];
+    snprintf(attrs, sizeof(attrs), "\"impl\": \"%s\", \"math\": \"%s\"", impl_name, c->math);
+    gr_plan *p = linear_plan(c->M, c->N, c->K, attrs);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const gr_op *o = &p->ops[0];
+    if (o->ip[GR_LIN_BN] != c->cfg || o->grid[0] != c->gx || o->grid[1] != c->gy)
+        fprintf(stderr, "\n    %s %d x %d x %d: config %lld grid %u x %u", impl_name, c->M, c->N,
+                c->K, (long long)o->ip[GR_LIN_BN], o->grid[0], o->grid[1]);
+    CU_ASSERT_EQUAL(o->ip[GR_LIN_IMPL], impl);
+    CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], c->cfg);
+    CU_ASSERT_EQUAL(o->grid[0], c->gx);
+    CU_ASSERT_EQUAL(o->grid[1], c->gy);
+    CU_ASSERT_EQUAL(o->grid[2], 1);
+    CU_ASSERT_EQUAL(o->block[0], threads);
+    CU_ASSERT_EQUAL(o->smem, smem);
+    CU_ASSERT_EQUAL(o->ip[GR_LIN_VEC], c->K % 4 == 0);
+    int x3 = !strcmp(c->math, "tf32x3");
+    CU_ASSERT_EQUAL(o->ip[GR_LIN_FLAGS] & (GR_LIN_F_TF32 | GR_LIN_F_TF32X3),
+                    x3 ? GR_LIN_F_TF32X3 : GR_LIN_F_TF32);
+    CU_ASSERT_EQUAL(o->launches, 1);
+    gr_plan_destroy(p);
+}
+
 /* The tc kernel's configuration and launch dims: the largest tile (64 x 64, 64 x 32, 32 x 32)
  * whose blocks cover the 132 SMs at least once; 128 threads; M tiles in grid x, N tiles in grid
  * y; dynamic shared memory = 3 stages of BM + BN rows of 48 floats; the 3-pass flag only with
  * math tf32x3, and VEC (16-byte copies) only for K % 4 == 0. */
 static void test_linear_tc_geometry(void) {
-    static const struct {
-        int M, N, K;
-        const char *math;
-        int cfg;
-        unsigned gx, gy;
-    } cases[] = {
+    static const struct staged_case cases[] = {
         {2048, 512, 367, "tf32x3", GR_LIN_C64, 32, 8},   /* 256 blocks */
         {2048, 256, 512, "tf32x3", GR_LIN_C6432, 32, 8}, /* 64 x 64 would be 128 < 132 */
         {2048, 512, 13, "tf32", GR_LIN_C64, 32, 8},
@@ -540,33 +570,12 @@ static void test_linear_tc_geometry(void) {
         {1, 1, 1, "tf32x3", GR_LIN_C32, 1, 1},
         {100, 1000, 8, "tf32", GR_LIN_C32, 4, 32}, /* 64 x 32 would be 64 blocks */
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char attrs[96];
-        snprintf(attrs, sizeof(attrs), "\"impl\": \"tc\", \"math\": \"%s\"", cases[i].math);
-        gr_plan *p = linear_plan(cases[i].M, cases[i].N, cases[i].K, attrs);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        const gr_op *o = &p->ops[0];
-        if (o->ip[GR_LIN_BN] != cases[i].cfg || o->grid[0] != cases[i].gx ||
-            o->grid[1] != cases[i].gy)
-            fprintf(stderr, "\n    %d x %d x %d: config %lld grid %u x %u", cases[i].M, cases[i].N,
-                    cases[i].K, (long long)o->ip[GR_LIN_BN], o->grid[0], o->grid[1]);
-        CU_ASSERT_EQUAL(o->ip[GR_LIN_IMPL], GR_LINEAR_TC);
-        CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], cases[i].cfg);
-        CU_ASSERT_EQUAL(o->grid[0], cases[i].gx);
-        CU_ASSERT_EQUAL(o->grid[1], cases[i].gy);
-        CU_ASSERT_EQUAL(o->grid[2], 1);
-        CU_ASSERT_EQUAL(o->block[0], 128); /* 4 warps */
-        CU_ASSERT_EQUAL(o->smem, (size_t)3 *
-                                     (size_t)(gr_lin_ccfg(cases[i].cfg, GR_LIN_CF_BM) +
-                                              gr_lin_ccfg(cases[i].cfg, GR_LIN_CF_BN)) *
-                                     GR_LIN_MMA_LD * 4);
-        CU_ASSERT_EQUAL(o->ip[GR_LIN_VEC], cases[i].K % 4 == 0);
-        int x3 = !strcmp(cases[i].math, "tf32x3");
-        CU_ASSERT_EQUAL(o->ip[GR_LIN_FLAGS] & (GR_LIN_F_TF32 | GR_LIN_F_TF32X3),
-                        x3 ? GR_LIN_F_TF32X3 : GR_LIN_F_TF32);
-        CU_ASSERT_EQUAL(o->launches, 1);
-        gr_plan_destroy(p);
-    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        check_staged_geometry(&cases[i], "tc", GR_LINEAR_TC, 128, /* 4 warps */
+                              (size_t)3 *
+                                  (size_t)(gr_lin_ccfg(cases[i].cfg, GR_LIN_CF_BM) +
+                                           gr_lin_ccfg(cases[i].cfg, GR_LIN_CF_BN)) *
+                                  GR_LIN_MMA_LD * 4);
     CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_C64), 73728);
     CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_C32), 36864);
     CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_C64S4), 98304);
@@ -1875,12 +1884,7 @@ static void test_linear_wg_geometry(void) {
     CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_W64X1), 128);
     CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_NWCFG), 0);
     CU_ASSERT_EQUAL(gr_lin_wg_bn(GR_LIN_NWCFG), 0);
-    static const struct {
-        int M, N, K;
-        const char *math;
-        int cfg;
-        unsigned gx, gy;
-    } cases[] = {
+    static const struct staged_case cases[] = {
         {2048, 512, 367, "tf32x3", GR_LIN_W128, 32, 4}, /* 128 blocks; K % 4 != 0 */
         {2048, 256, 512, "tf32x3", GR_LIN_W64, 32, 4},  /* 64 x 128 would be 64 blocks */
         {2048, 256, 68, "tf32", GR_LIN_W64, 32, 4},
@@ -1889,30 +1893,9 @@ static void test_linear_wg_geometry(void) {
         {100, 1000, 8, "tf32", GR_LIN_W64, 2, 16},
         {1, 1, 1, "tf32x3", GR_LIN_W64, 1, 1},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char attrs[96];
-        snprintf(attrs, sizeof(attrs), "\"impl\": \"wg\", \"math\": \"%s\"", cases[i].math);
-        gr_plan *p = linear_plan(cases[i].M, cases[i].N, cases[i].K, attrs);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        const gr_op *o = &p->ops[0];
-        if (o->ip[GR_LIN_BN] != cases[i].cfg || o->grid[0] != cases[i].gx ||
-            o->grid[1] != cases[i].gy)
-            fprintf(stderr, "\n    %d x %d x %d: config %lld grid %u x %u", cases[i].M, cases[i].N,
-                    cases[i].K, (long long)o->ip[GR_LIN_BN], o->grid[0], o->grid[1]);
-        CU_ASSERT_EQUAL(o->ip[GR_LIN_IMPL], GR_LINEAR_WG);
-        CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], cases[i].cfg);
-        CU_ASSERT_EQUAL(o->grid[0], cases[i].gx);
-        CU_ASSERT_EQUAL(o->grid[1], cases[i].gy);
-        CU_ASSERT_EQUAL(o->grid[2], 1);
-        CU_ASSERT_EQUAL(o->block[0], 256); /* two warpgroups */
-        CU_ASSERT_EQUAL(o->smem, gr_lin_wg_smem(cases[i].cfg));
-        CU_ASSERT_EQUAL(o->ip[GR_LIN_VEC], cases[i].K % 4 == 0);
-        int x3 = !strcmp(cases[i].math, "tf32x3");
-        CU_ASSERT_EQUAL(o->ip[GR_LIN_FLAGS] & (GR_LIN_F_TF32 | GR_LIN_F_TF32X3),
-                        x3 ? GR_LIN_F_TF32X3 : GR_LIN_F_TF32);
-        CU_ASSERT_EQUAL(o->launches, 1);
-        gr_plan_destroy(p);
-    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        check_staged_geometry(&cases[i], "wg", GR_LINEAR_WG, 256, /* two warpgroups */
+                              gr_lin_wg_smem(cases[i].cfg));
     /* GR_LIN_WG_CFG forces a configuration (for measurements); anything else is warned about
      * and ignored */
     const char *attrs = "\"impl\": \"wg\", \"math\": \"tf32x3\"";
