@@ -57,8 +57,9 @@
 // ahead without every warp waiting on them.
 //
 // PDL as in the tc kernel: with `pre`, the W rows of the first S - 1 stages are copied before
-// griddepcontrol.wait; dependents are signalled after the K loop. With --pdl, x3_impl=wg is the
-// fastest fp32-level form of fused_tf32x3 (72.50 us at B = 2048, run 43).
+// griddepcontrol.wait; dependents are signalled after the K loop. With --pdl, x3_impl=auto_wg
+// (wg where auto takes tc or cuBLASLt) is the fastest fp32-level form of fused_tf32x3 (72.50 us
+// at B = 2048, run 43).
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -68,10 +69,8 @@
 namespace {
 
 constexpr int kWgBM = GR_LIN_WG_BM, kWgKT = GR_LIN_MMA_KT, kWgLD = GR_LIN_WG_LD;
-constexpr int kWgS = GR_LIN_WG_STAGES;
 static_assert(kWgKT % 8 == 0, "whole wgmma k-steps per stage");
 static_assert(kWgLD >= kWgKT + 4, "a shifted row fits the raw stage's pitch");
-static_assert(kWgS >= 3, "two stages in flight while one is split");
 static_assert(kWgBM == 64, "one MMA warpgroup, 16 rows per warp");
 
 // Descriptor strides of the core-matrix layout (bytes): K-adjacent core matrices 128 B apart,
@@ -152,6 +151,7 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[64], uint64_t a, uint64_t 
 // stage kt may still read set kt % 3 while stages kt + 1 and kt + 2 are split into the others (see
 // wg_stage).
 template <int BN, int S_> struct wg_geom {
+    static_assert(S_ >= 3, "two stages in flight while one is split");
     static constexpr int S = S_, SETS = 3;
     static constexpr int ROWS = kWgBM + BN, RAW = ROWS * kWgLD, OPS = ROWS * kWgKT;
     static constexpr int FLOATS = S * RAW + SETS * 2 * OPS;
