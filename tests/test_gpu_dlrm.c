@@ -1120,7 +1120,7 @@ static CU_TestInfo gpu_dlrm_tests[] = {
     {"variants with PDL, both impls, bags", test_dlrm_variants_more},
     {"variants at B = 2048 and 1000, tiled, with PDL", test_dlrm_variants_tiled},
     {"fused_tf32x3 with every layer on tc", test_dlrm_tc},
-    {"fused_tf32x3 with every layer on wg, and auto", test_dlrm_wg},
+    {"fused_tf32x3 with every layer on wg, and auto_wg", test_dlrm_wg},
     {"default rows cap at B = 128", test_dlrm_default_cap},
     {"2-stream graph has a parallel branch", test_dlrm_2stream_branches},
     {"--input end to end", test_dlrm_input},
