@@ -7,6 +7,7 @@
 #ifndef GR_KERNELS_DECODE_H
 #define GR_KERNELS_DECODE_H
 
+#include "core/hd.h"
 #include "core/kernel.h"
 
 #ifdef __cplusplus
@@ -125,19 +126,13 @@ typedef struct gr_dec_layout {
     size_t act, lora, red, misc, acc, total;
 } gr_dec_layout;
 
-#ifdef __CUDACC__
-#define GR_DEC_HD __host__ __device__ static inline
-#else
-#define GR_DEC_HD static inline
-#endif
-
-GR_DEC_HD size_t gr_dec_align16(size_t b) {
+GR_HD_INLINE size_t gr_dec_align16(size_t b) {
     return (b + 15) & ~(size_t)15;
 }
 
 /* is_down: 0 gate_up, 1 down; esize: bytes per weight element */
-GR_DEC_HD gr_dec_layout gr_dec_smem_layout(int is_down, int bt, long long K, long long rank,
-                                           int esize) {
+GR_HD_INLINE gr_dec_layout gr_dec_smem_layout(int is_down, int bt, long long K, long long rank,
+                                              int esize) {
     gr_dec_layout l;
     size_t o = 0;
     size_t bts = (size_t)bt;
@@ -178,7 +173,7 @@ typedef struct gr_dec_stream_layout {
     int tg, td;                     /* tasks per block at most: gate_up, down */
 } gr_dec_stream_layout;
 
-GR_DEC_HD void gr_dec_stream_chunks(long long K, int rows, int esize, int *kc, int *nc) {
+GR_HD_INLINE void gr_dec_stream_chunks(long long K, int rows, int esize, int *kc, int *nc) {
     long long vec = 16 / esize;
     long long kmax = (long long)GR_DEC_S_SLOT / ((long long)rows * esize) / vec * vec;
     long long n = (K + kmax - 1) / kmax;
@@ -189,9 +184,9 @@ GR_DEC_HD void gr_dec_stream_chunks(long long K, int rows, int esize, int *kc, i
 }
 
 /* per_block: the shared memory a block may have; nslots = 0 when not even 2 slots fit. */
-GR_DEC_HD gr_dec_stream_layout gr_dec_stream_smem_layout(int bt, long long d, long long f,
-                                                         long long r, int esize, long long grid,
-                                                         size_t per_block) {
+GR_HD_INLINE gr_dec_stream_layout gr_dec_stream_smem_layout(int bt, long long d, long long f,
+                                                            long long r, int esize, long long grid,
+                                                            size_t per_block) {
     gr_dec_stream_layout l;
     size_t o = 0, bts = (size_t)bt, rr = (size_t)r;
     gr_dec_stream_chunks(d, 4, esize, &l.kc_gu, &l.nc_gu);
@@ -239,8 +234,8 @@ typedef struct gr_dec_scratch {
     size_t xw, g, u, y, total;
 } gr_dec_scratch;
 
-GR_DEC_HD gr_dec_scratch gr_dec_scratch_layout(int is_down, long long B, long long K, long long N,
-                                               int esize) {
+GR_HD_INLINE gr_dec_scratch gr_dec_scratch_layout(int is_down, long long B, long long K,
+                                                  long long N, int esize) {
     gr_dec_scratch s;
     size_t o = 0;
     s.xw = s.g = s.u = s.y = 0;
