@@ -620,13 +620,20 @@ static int wg_ok(const gr_target *t) {
 }
 
 /* The wg kernel's tile width: 64 x 128 where its blocks reach 3/4 of the SMs, else 64 x 64.
- * M = 2048: N = 512 takes 128 (128 blocks), N = 256 64 (128 blocks instead of 64). */
+ * M = 2048: N = 512 takes 128 (128 blocks), N = 256 64 (128 blocks instead of 64). The
+ * register-A form of that width (GR_LIN_W64R, GR_LIN_W128R) is chosen only when
+ * GR_LIN_WG_REGA=1, a measurement switch, until it has run on a GPU (docs/dlrm_small.md change
+ * 14); GR_LIN_WG_CFG forces any one configuration. */
 static int wg_config(int64_t M, int64_t N, int sm_count) {
     static const char *const names[GR_LIN_NWCFG] = GR_LIN_WNAMES;
+    static const char *const rega_names[2] = {"0", "1"};
     int forced = env_config("GR_LIN_WG_CFG", names, GR_LIN_NWCFG);
     if (forced >= 0) return forced;
+    const int rega = env_config("GR_LIN_WG_REGA", rega_names, 2) == 1;
     int64_t enough = (int64_t)(sm_count > 0 ? sm_count : 1) * 3 / 4;
-    return cdiv64(M, GR_LIN_WG_BM) * cdiv64(N, 128) >= enough ? GR_LIN_W128 : GR_LIN_W64;
+    if (cdiv64(M, GR_LIN_WG_BM) * cdiv64(N, 128) >= enough)
+        return rega ? GR_LIN_W128R : GR_LIN_W128;
+    return rega ? GR_LIN_W64R : GR_LIN_W64;
 }
 
 static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {

@@ -687,11 +687,6 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4],
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// Component s of a float4 (s a compile-time constant after unrolling).
-__device__ __forceinline__ float f4(const float4 &v, int s) {
-    return s == 0 ? v.x : s == 1 ? v.y : s == 2 ? v.z : v.w;
-}
-
 template <int BM, int BN, int S> struct tc_cfg {
     static constexpr int STAGE = (BM + BN) * kTcLD;
     static constexpr int FLOATS = S * STAGE;

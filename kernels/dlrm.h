@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/hd.h"
 #include "core/kernel.h"
 
 #ifdef __cplusplus
@@ -244,7 +245,10 @@ static inline size_t gr_lin_tc_smem(int c) {
  * check refuses it elsewhere. op->ip[GR_LIN_BN] holds the configuration: BN 64 or 128 and the
  * warpgroups per block (GR_LIN_W64, GR_LIN_W128, GR_LIN_W64S6: 2; GR_LIN_W64X4: 4;
  * GR_LIN_W64X1, GR_LIN_W128X1: 1, the MMA warpgroup copying and splitting alone) and the raw
- * stages (gr_lin_wg_stages). */
+ * stages (gr_lin_wg_stages). GR_LIN_W64R and GR_LIN_W128R are the register-A form: the MMA
+ * warpgroup loads x's fragments from the raw stage straight into registers and splits them there,
+ * and only W's split parts go through shared memory (its sets hold BN rows, not BM + BN; the
+ * second warpgroup copies and splits W alone). */
 #define GR_LIN_WG_BM 64
 #define GR_LIN_WG_LD 36 /* KT + 4: room for a shifted row (K % 4 != 0) */
 #define GR_LIN_WG_STAGES 4
@@ -255,37 +259,86 @@ enum {
     GR_LIN_W128X1,
     GR_LIN_W64X4,
     GR_LIN_W64S6,
+    GR_LIN_W64R,
+    GR_LIN_W128R,
     GR_LIN_NWCFG
 };
 #define GR_LIN_WNAMES                                                                              \
-    { "w64", "w128", "w64x1", "w128x1", "w64x4", "w64s6" }
+    { "w64", "w128", "w64x1", "w128x1", "w64x4", "w64s6", "w64r", "w128r" }
+
+/* 1 for the register-A configurations (GR_LIN_W64R, GR_LIN_W128R). */
+static inline int gr_lin_wg_rega(int c) {
+    return c == GR_LIN_W64R || c == GR_LIN_W128R;
+}
+
+/* The wgmma kernels' operand layout (no swizzle) of a GR_LIN_MMA_KT-wide stage: 8 x 16-byte core
+ * matrices (8 rows x 4 k, 128 contiguous bytes), K-adjacent ones GR_LIN_WG_LBO bytes apart (the
+ * descriptor's leading byte offset), 8-row groups GR_LIN_WG_SBO apart (its stride byte offset).
+ * gr_lin_wg_off: the float offset of the 16-byte piece q (k = 4q .. 4q + 3) of row r. */
+#define GR_LIN_WG_LBO 128
+#define GR_LIN_WG_SBO (GR_LIN_MMA_KT / 4 * 128)
+GR_HD_INLINE int gr_lin_wg_off(int r, int q) {
+    return (r >> 3) * (GR_LIN_WG_SBO / 4) + q * (GR_LIN_WG_LBO / 4) + (r & 7) * 4;
+}
+
+/* Register-A form: the stage column (0 .. 31) that holds logical column c (0 .. 7) of k-step s
+ * (0 .. 3). Lane (g, t)'s A fragment is columns t and t + 4 of each k-step, so its columns t of
+ * the four k-steps are 8t .. 8t + 3 (one 16-byte load) and its columns t + 4 are 8t + 4 .. 8t + 7.
+ */
+GR_HD_INLINE int gr_lin_wgr_col(int s, int c) {
+    return 8 * (c & 3) + 4 * (c >> 2) + s;
+}
+
+/* Register-A form, W's producer pair p (0 .. 2 BN - 1): tile row n and half h (logical columns
+ * 4h .. 4h + 3 of every k-step); 8 consecutive pairs take rows n .. n + 7 at one h, the next 8 the
+ * other half of the same rows. The pair copies and splits the pieces gr_lin_wgr_col(0, 4h + j) / 4,
+ * j = 0 .. 3, of its row. */
+GR_HD_INLINE void gr_lin_wgr_pair(int p, int *n, int *h) {
+    *n = (p >> 4) * 8 + (p & 7);
+    *h = (p >> 3) & 1;
+}
+
+/* Register-A form, x's copy piece u (0 .. 3) of lane `lane` of MMA warp w: tile row r (16 w ..
+ * 16 w + 15, the rows whose fragments the warp reads) and 16-byte piece q; a warp instruction
+ * copies 4 whole rows. */
+GR_HD_INLINE void gr_lin_wgr_xpiece(int w, int lane, int u, int *r, int *q) {
+    const int i = lane + 32 * u;
+    *r = 16 * w + (i >> 3);
+    *q = i & 7;
+}
 
 /* BN of wgmma configuration c; 0 for an unknown one. */
 static inline int gr_lin_wg_bn(int c) {
-    return c == GR_LIN_W64 || c == GR_LIN_W64X1 || c == GR_LIN_W64X4 || c == GR_LIN_W64S6 ? 64
-           : c == GR_LIN_W128 || c == GR_LIN_W128X1                                       ? 128
-                                                                                          : 0;
+    return c == GR_LIN_W64 || c == GR_LIN_W64X1 || c == GR_LIN_W64X4 || c == GR_LIN_W64S6 ||
+                   c == GR_LIN_W64R
+               ? 64
+           : c == GR_LIN_W128 || c == GR_LIN_W128X1 || c == GR_LIN_W128R ? 128
+                                                                         : 0;
 }
 
 /* Threads per block of wgmma configuration c: 128 per warpgroup; 0 for an unknown one. */
 static inline unsigned gr_lin_wg_threads(int c) {
-    return c == GR_LIN_W64 || c == GR_LIN_W128 || c == GR_LIN_W64S6 ? 256u
-           : c == GR_LIN_W64X1 || c == GR_LIN_W128X1                ? 128u
-           : c == GR_LIN_W64X4                                      ? 512u
-                                                                    : 0u;
+    return c == GR_LIN_W64 || c == GR_LIN_W128 || c == GR_LIN_W64S6 || gr_lin_wg_rega(c) ? 256u
+           : c == GR_LIN_W64X1 || c == GR_LIN_W128X1                                     ? 128u
+           : c == GR_LIN_W64X4                                                           ? 512u
+                                                                                         : 0u;
 }
 
-/* Raw stages of wgmma configuration c: GR_LIN_WG_STAGES at BN = 64, 6 in GR_LIN_W64S6, 3 at 128. */
+/* Raw stages of wgmma configuration c: GR_LIN_WG_STAGES at BN = 64 and in the register-A ones, 6
+ * in GR_LIN_W64S6, 3 at 128. */
 static inline int gr_lin_wg_stages(int c) {
-    return c == GR_LIN_W64S6 ? 6 : gr_lin_wg_bn(c) == 128 ? 3 : GR_LIN_WG_STAGES;
+    return c == GR_LIN_W64S6                              ? 6
+           : gr_lin_wg_bn(c) == 128 && !gr_lin_wg_rega(c) ? 3
+                                                          : GR_LIN_WG_STAGES;
 }
 
 /* Dynamic shared memory of wgmma configuration c: the raw stages and three sets of split operands
- * (big and small, BM + BN rows of GR_LIN_MMA_KT floats each): 168 KB at BN = 64 (204 KB with 6
- * stages), 225 KB at 128. */
+ * (big and small, BM + BN rows of GR_LIN_MMA_KT floats each; BN rows in the register-A ones): 168
+ * KB at BN = 64 (204 KB with 6 stages), 225 KB at 128; register A 120 KB at 64, 204 KB at 128. */
 static inline size_t gr_lin_wg_smem(int c) {
     size_t bn = (size_t)gr_lin_wg_bn(c), rows = (size_t)GR_LIN_WG_BM + bn;
-    return ((size_t)gr_lin_wg_stages(c) * rows * GR_LIN_WG_LD + 3 * 2 * rows * GR_LIN_MMA_KT) *
+    size_t set_rows = gr_lin_wg_rega(c) ? bn : rows;
+    return ((size_t)gr_lin_wg_stages(c) * rows * GR_LIN_WG_LD + 3 * 2 * set_rows * GR_LIN_MMA_KT) *
            sizeof(float);
 }
 

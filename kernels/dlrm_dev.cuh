@@ -84,6 +84,11 @@ __device__ __forceinline__ float4 lds128(const float *p) {
     return *reinterpret_cast<const float4 *>(p);
 }
 
+// Component s of a float4 (s a compile-time constant after unrolling).
+__device__ __forceinline__ float f4(const float4 &v, int s) {
+    return s == 0 ? v.x : s == 1 ? v.y : s == 2 ? v.z : v.w;
+}
+
 // 4 consecutive floats of a stage row: one 16-byte load where the row is aligned (VEC), else 4.
 template <bool VEC> __device__ __forceinline__ float4 lds4(const float *p) {
     if (VEC) return lds128(p);

@@ -56,6 +56,11 @@
 // copies and mbarriers instead of per-thread cp.async and block barriers, so copies run stages
 // ahead without every warp waiting on them.
 //
+// A second form (configurations w64r, w128r; "Register-A form" below) keeps x out of the split
+// path: its fragments go from the raw stage into registers and wgmma takes A from registers. It is
+// written and CPU-tested (the index maps, emulated) but has not run on a GPU yet, so the check
+// picks it only with GR_LIN_WG_REGA=1 (docs/dlrm_small.md change 14).
+//
 // PDL as in the tc kernel: with `pre`, the W rows of the first S - 1 stages are copied before
 // griddepcontrol.wait; dependents are signalled after the K loop. With --pdl, x3_impl=auto_wg
 // (wg where auto takes tc or cuBLASLt) is the fastest fp32-level form of fused_tf32x3 (72.50 us
@@ -73,12 +78,11 @@ static_assert(kWgKT % 8 == 0, "whole wgmma k-steps per stage");
 static_assert(kWgLD >= kWgKT + 4, "a shifted row fits the raw stage's pitch");
 static_assert(kWgBM == 64, "one MMA warpgroup, 16 rows per warp");
 
-// Descriptor strides of the core-matrix layout (bytes): K-adjacent core matrices 128 B apart,
-// 8-row groups KT / 4 x 128 B apart; the float offset of the 16-byte piece q (k = 4q .. 4q + 3)
-// of row r.
-constexpr uint32_t kWgLBO = 128, kWgSBO = kWgKT / 4 * 128;
+// Descriptor strides of the core-matrix layout (bytes; gr_lin_wg_off in dlrm.h has the float
+// offset of a 16-byte piece).
+constexpr uint32_t kWgLBO = GR_LIN_WG_LBO, kWgSBO = GR_LIN_WG_SBO;
 __device__ __forceinline__ int wg_off(int r, int q) {
-    return (r >> 3) * (int)(kWgSBO / 4) + q * (int)(kWgLBO / 4) + (r & 7) * 4;
+    return gr_lin_wg_off(r, q);
 }
 
 // Shared-memory matrix descriptor, no swizzle: start address, leading and stride byte offsets,
@@ -288,6 +292,38 @@ __device__ __forceinline__ float *wg_stage(float *raw, float *ops, const float *
     return big;
 }
 
+// The epilogue of the MMA warpgroup (thread tid < 128): Y = act(sum of the NACC accumulators +
+// bias). Lane (g, t) of warp w holds, per 8 columns c, rows 16 w + g and 16 w + g + 8, columns
+// 8c + 2t and 8c + 2t + 1: acc[.][4c + 2h + j] is (row 16 w + g + 8h, column 8c + 2t + j). Two
+// accumulators (3xTF32) are summed small-first.
+template <int BN, int NACC, int ACT>
+__device__ __forceinline__ void wg_store(const float (&acc)[NACC][BN / 2],
+                                         const float *__restrict__ bias, float *__restrict__ Y,
+                                         int M, int N, int m0, int n0, int tid) {
+    const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int c = 0; c < BN / 8; c++) {
+        const int n = n0 + 8 * c + 2 * t;
+        const float b0 = n < N ? __ldg(bias + n) : 0.f, b1 = n + 1 < N ? __ldg(bias + n + 1) : 0.f;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int m = m0 + 16 * warp + g + 8 * h;
+            if (m >= M) continue;
+            const int i = 4 * c + 2 * h;
+            const float s0 = NACC == 2 ? acc[NACC - 1][i] + acc[0][i] : acc[0][i];
+            const float s1 = NACC == 2 ? acc[NACC - 1][i + 1] + acc[0][i + 1] : acc[0][i + 1];
+            const float v0 = act_f<ACT>(s0 + b0), v1 = act_f<ACT>(s1 + b1);
+            float *y = Y + (size_t)m * (size_t)N + n;
+            if (n + 1 < N && N % 2 == 0) // n even: 8-byte aligned
+                *reinterpret_cast<float2 *>(y) = make_float2(v0, v1);
+            else {
+                if (n < N) y[0] = v0;
+                if (n + 1 < N) y[1] = v1;
+            }
+        }
+    }
+}
+
 // NWG warpgroups (128 threads each) copy and split every stage together; the first one also
 // issues the MMAs and runs the epilogue. The two roles are separate loops over the same barrier
 // sequence (wg_stage), so the accumulators live only in the MMA warpgroup's path: a path that
@@ -362,30 +398,284 @@ __global__ void __launch_bounds__(NWG * 128, 1)
     for (int p = 0; p < NACC; p++)
         wg_fence_operand(acc[p]);
 
-    // Lane (g, t) of warp w holds, per 8 columns c, rows 16 w + g and 16 w + g + 8, columns
-    // 8c + 2t and 8c + 2t + 1: acc[.][4c + 2h + j] is (row 16 w + g + 8h, column 8c + 2t + j).
-    const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    wg_store<BN, NACC, ACT>(acc, bias, Y, M, N, m0, n0, tid);
+#else
+    __trap(); // built for sm_90a only; the check allows impl wg only on compute capability 9.0
+#endif
+}
+
+// ---- Register-A form (configurations w64r, w128r) ----
+//
+// Why: the kernel above moves every element through shared memory three times per stage before
+// the tensor cores read it (the cp.async landing, the split's load, the big and small stores) and
+// the tensor cores then read A and B from shared memory for each of the three products: per
+// 64 x 64 stage of 32 k about 112 KB of shared-memory traffic against 48 KB of MMA operands, ~875
+// clk at 128 B/clk, where the MMAs take ~384 (run 42 measured ~1750 per stage). Here x never goes
+// through the split's stores: the MMA warpgroup loads its fragments from the raw stage straight
+// into registers, splits them there, and issues wgmma with A from registers (the big part for
+// big x big and big x small, the small part for small x big); only W's parts go through shared
+// memory, split by the second warpgroup. Per stage: 16 KB landing, 8 KB of x fragment loads, 8 KB
+// of W split loads, 16 KB of W split stores, 24 KB of B operand reads: 72 KB.
+//
+// The k order inside a stage is permuted so that a lane's fragments are whole 16-byte loads: the
+// tf32 A fragment of lane (g, t) in k-step s holds columns t and t + 4 of rows g and g + 8 (the
+// mma.m16n8k8 layout), and logical column c of k-step s is stage column kl = 8 (c % 4) + 4 (c / 4)
+// + s, so columns t of the four k-steps are kl = 8t .. 8t + 3 (one float4) and columns t + 4 are
+// 8t + 4 .. 8t + 7. W's parts are stored in the same order: the 16-byte core-matrix row (k-step
+// s, half h = c / 4, columns 4h .. 4h + 3) of W row n holds stage columns 8j + 4h + s, j = 0 .. 3,
+// so a producer thread owning (n, h) loads the four pieces 8j + 4h .. 8j + 4h + 3 of its row and
+// writes component s of each into k-step s's core-matrix row: 4 loads and 4 (8 with the small
+// parts) 16-byte stores, as many as the kernel above. The sum over k is the same in any order.
+//
+// Ownership (K % 4 == 0), so that one barrier per stage suffices: warp w of the MMA warpgroup
+// copies x rows 16w .. 16w + 15 (4 pieces per lane), which only it reads; a producer thread copies
+// exactly the W pieces it splits. The overwrite of a raw stage is ordered after its reads within
+// the reading warp or thread; K % 4 != 0 copies through tc_copy and adds the head barrier, as
+// above. BN = 128 runs two 64-column wgmma per product (B's descriptor 8 row groups on).
+
+// D[64, 64] += A[64, 8] B[64, 8]^T, A from registers (lane (g, t) of warp w: rows 16w + g and
+// 16w + g + 8, columns t and t + 4 as a[0] (g, t), a[1] (g + 8, t), a[2] (g, t + 4), a[3]
+// (g + 8, t + 4)), B K-major in shared memory (descriptor b), TF32 operands, fp32 accumulation.
+__device__ __forceinline__ void wgmma_tf32_ra(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
+        "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "{%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+// S raw stages of BM + BN rows; 3 sets of W's {big, small} parts, BN rows each.
+template <int BN, int S_> struct wgr_geom {
+    static_assert(S_ >= 3, "two stages in flight while one is split");
+    static constexpr int S = S_, SETS = 3;
+    static constexpr int ROWS = kWgBM + BN, RAW = ROWS * kWgLD, OPS = BN * kWgKT;
+    static constexpr int FLOATS = S * RAW + SETS * 2 * OPS;
+};
+
+// A thread's U 16-byte copy pieces (K % 4 == 0), worked out once per launch as in wg_pieces.
+template <int U> struct wgr_copies {
+    const float *src[U];
+    int raw[U], k[U];
+    unsigned in_range = 0; // bit u: the piece's row is inside M or N
+
+    __device__ __forceinline__ void set(int u, const float *A, int row, int rows, int K, int r,
+                                        int q) {
+        const bool ok = row < rows;
+        src[u] = A + (size_t)(ok ? row : 0) * (size_t)K + 4 * q;
+        raw[u] = r * kWgLD + 4 * q;
+        k[u] = 4 * q;
+        in_range |= (unsigned)ok << u;
+    }
+    __device__ __forceinline__ void copy(float *st, const float *base, int K, int k0) const {
 #pragma unroll
-    for (int c = 0; c < BN / 8; c++) {
-        const int n = n0 + 8 * c + 2 * t;
-        const float b0 = n < N ? __ldg(bias + n) : 0.f, b1 = n + 1 < N ? __ldg(bias + n + 1) : 0.f;
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int m = m0 + 16 * warp + g + 8 * h;
-            if (m >= M) continue;
-            const int i = 4 * c + 2 * h;
-            const float s0 = NACC == 2 ? acc[NACC - 1][i] + acc[0][i] : acc[0][i];
-            const float s1 = NACC == 2 ? acc[NACC - 1][i + 1] + acc[0][i + 1] : acc[0][i + 1];
-            const float v0 = act_f<ACT>(s0 + b0), v1 = act_f<ACT>(s1 + b1);
-            float *y = Y + (size_t)m * (size_t)N + n;
-            if (n + 1 < N && N % 2 == 0) // n even: 8-byte aligned
-                *reinterpret_cast<float2 *>(y) = make_float2(v0, v1);
-            else {
-                if (n < N) y[0] = v0;
-                if (n + 1 < N) y[1] = v1;
-            }
+        for (int u = 0; u < U; u++) {
+            const bool ok = (in_range >> u & 1u) && k0 + k[u] < K;
+            cp_async16(st + raw[u], ok ? src[u] + k0 : base, ok ? 16 : 0);
         }
     }
+};
+
+// Producer pair p (gr_lin_wgr_pair): 8 consecutive threads take rows n .. n + 7 at one h (their
+// raw loads, 36 floats apart, hit 8 bank groups; their stores fill one core matrix) and the two
+// halves of a row are in one warp (whole 32-byte sectors).
+__device__ __forceinline__ void wgr_pair(int p, int &n, int &h) {
+    gr_lin_wgr_pair(p, &n, &h);
+}
+
+// A stage's head, by every thread: wait for this thread's copies of stage kt, issue stage
+// kt + S - 1's (own pieces, or tc_copy's shifted ones for K % 4 != 0, after a barrier).
+template <int BN, int S, int NT, bool VEC, class C>
+__device__ __forceinline__ void wgr_head(float *raw, const C &pc, const float *__restrict__ X,
+                                         const float *__restrict__ W, int M, int N, int K, int m0,
+                                         int n0, int kt, int nk) {
+    constexpr int RAW = wgr_geom<BN, S>::RAW;
+    cp_async_wait<S - 2>();
+    if (!VEC) __syncthreads();
+    if (kt + S - 1 < nk) {
+        float *st = raw + (kt + S - 1) % S * RAW;
+        if (VEC)
+            pc.copy(st, X, K, (kt + S - 1) * kWgKT);
+        else
+            tc_copy<kWgBM, BN, NT, false, kWgLD>(st, X, W, M, N, K, m0, n0, (kt + S - 1) * kWgKT,
+                                                 TILE_X | TILE_W);
+    }
+    cp_async_commit();
+}
+
+// Warpgroup 0 issues the MMAs with x's fragments from registers; warpgroup 1 copies and splits
+// W. As in linear_wg_kernel the roles are separate loops over the same barrier sequence.
+template <int BN, int S_, int PASSES, int ACT, bool VEC>
+__global__ void __launch_bounds__(256, 1)
+    linear_wgr_kernel(const float *__restrict__ X, const float *__restrict__ W,
+                      const float *__restrict__ bias, float *__restrict__ Y, int M, int N, int K,
+                      int pre) {
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    typedef wgr_geom<BN, S_> G;
+    constexpr int BM = kWgBM, KT = kWgKT, LD = kWgLD, S = G::S, RAW = G::RAW, OPS = G::OPS;
+    constexpr int NT = 256, PP = 2 * BN / 128, NACC = PASSES == 3 ? 2 : 1, NH = BN / 64;
+    static_assert(PASSES == 1 || PASSES == 3, "TF32 or 3xTF32");
+    static_assert(KT == 32, "the k permutation covers 4 k-steps of 8");
+    extern __shared__ __align__(128) float wg_sm[];
+    float *const raw = wg_sm;           // S stages of ROWS x LD floats
+    float *const ops = wg_sm + S * RAW; // 3 sets of W's {big, small}, BN x KT floats each
+
+    const int tid = (int)threadIdx.x;
+    const int wgi = __shfl_sync(0xffffffffu, tid / 128, 0);
+    const int m0 = (int)blockIdx.x * BM, n0 = (int)blockIdx.y * BN;
+    const int nk = (K + KT - 1) / KT;
+
+    if (wgi != 0) { // W: copy and split
+        const int pt = tid - 128;
+        wgr_copies<4 * PP> pc;
+        if (VEC)
+#pragma unroll
+            for (int j = 0; j < PP; j++) {
+                int n, h;
+                wgr_pair(pt + 128 * j, n, h);
+#pragma unroll
+                for (int c = 0; c < 4; c++)
+                    pc.set(4 * j + c, W, n0 + n, N, K, BM + n, gr_lin_wgr_col(0, 4 * h + c) / 4);
+            }
+        if (pre)
+            for (int s = 0; s < S - 1 && s < nk; s++) {
+                if (VEC)
+                    pc.copy(raw + s * RAW, W, K, s * KT);
+                else
+                    tc_copy<BM, BN, NT, false, LD>(raw + s * RAW, X, W, M, N, K, m0, n0, s * KT,
+                                                   TILE_W);
+            }
+        pdl_wait(); // X is the previous kernel's output
+        for (int s = 0; s < S - 1; s++) {
+            if (s < nk) {
+                if (VEC) {
+                    if (!pre) pc.copy(raw + s * RAW, W, K, s * KT);
+                } else
+                    tc_copy<BM, BN, NT, false, LD>(raw + s * RAW, X, W, M, N, K, m0, n0, s * KT,
+                                                   pre ? TILE_X : TILE_X | TILE_W);
+            }
+            cp_async_commit();
+        }
+        for (int kt = 0; kt < nk; kt++) {
+            wgr_head<BN, S, NT, VEC>(raw, pc, X, W, M, N, K, m0, n0, kt, nk);
+            const float *st = raw + kt % S * RAW;
+            float *big = ops + kt % G::SETS * 2 * OPS, *small = big + OPS;
+            float4 v[PP][4];
+#pragma unroll
+            for (int j = 0; j < PP; j++) {
+                int n, h;
+                wgr_pair(pt + 128 * j, n, h);
+                const int mis = VEC ? 0 : (int)(((unsigned)(n0 + n) * (unsigned)K) & 3u);
+#pragma unroll
+                for (int c = 0; c < 4; c++) // logical column 4h + c of k-steps 0 .. 3
+                    v[j][c] = lds4<VEC>(st + (BM + n) * LD + mis + gr_lin_wgr_col(0, 4 * h + c));
+            }
+#pragma unroll
+            for (int j = 0; j < PP; j++) {
+                int n, h;
+                wgr_pair(pt + 128 * j, n, h);
+#pragma unroll
+                for (int s = 0; s < 4; s++) {
+                    uint4 b4, s4;
+                    tf32_split<PASSES>(f4(v[j][0], s), b4.x, s4.x);
+                    tf32_split<PASSES>(f4(v[j][1], s), b4.y, s4.y);
+                    tf32_split<PASSES>(f4(v[j][2], s), b4.z, s4.z);
+                    tf32_split<PASSES>(f4(v[j][3], s), b4.w, s4.w);
+                    *reinterpret_cast<uint4 *>(big + wg_off(n, 2 * s + h)) = b4;
+                    if (PASSES == 3) *reinterpret_cast<uint4 *>(small + wg_off(n, 2 * s + h)) = s4;
+                }
+            }
+            fence_proxy_async();
+            __syncthreads();
+        }
+        pdl_trigger();
+        return;
+    }
+
+    // the MMA warpgroup: x rows 16 warp .. 16 warp + 15 are this warp's to copy and read
+    const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    wgr_copies<4> pc;
+    if (VEC)
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int r, q;
+            gr_lin_wgr_xpiece(warp, lane, u, &r, &q);
+            pc.set(u, X, m0 + r, M, K, r, q);
+        }
+    if (pre && !VEC)
+        for (int s = 0; s < S - 1 && s < nk; s++)
+            tc_copy<BM, BN, NT, false, LD>(raw + s * RAW, X, W, M, N, K, m0, n0, s * KT, TILE_W);
+    pdl_wait();
+    for (int s = 0; s < S - 1; s++) {
+        if (s < nk) {
+            if (VEC)
+                pc.copy(raw + s * RAW, X, K, s * KT);
+            else
+                tc_copy<BM, BN, NT, false, LD>(raw + s * RAW, X, W, M, N, K, m0, n0, s * KT,
+                                               pre ? TILE_X : TILE_X | TILE_W);
+        }
+        cp_async_commit();
+    }
+    const int r0 = 16 * warp + g;
+    const int mis0 = VEC ? 0 : (int)(((unsigned)(m0 + r0) * (unsigned)K) & 3u);
+    const int mis1 = VEC ? 0 : (int)(((unsigned)(m0 + r0 + 8) * (unsigned)K) & 3u);
+
+    float acc[NACC][BN / 2];
+#pragma unroll
+    for (int p = 0; p < NACC; p++)
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            acc[p][i] = 0.f;
+    for (int kt = 0; kt < nk; kt++) {
+        wgr_head<BN, S, NT, VEC>(raw, pc, X, W, M, N, K, m0, n0, kt, nk);
+        __syncthreads(); // W's parts of stage kt are split; every copy of stage kt has landed
+        const float *st = raw + kt % S * RAW;
+        // columns t (x0, y0) and t + 4 (x1, y1) of k-steps 0 .. 3, rows g and g + 8
+        const int ct = gr_lin_wgr_col(0, t), ct4 = gr_lin_wgr_col(0, t + 4);
+        const float4 x0 = lds4<VEC>(st + r0 * LD + mis0 + ct);
+        const float4 x1 = lds4<VEC>(st + r0 * LD + mis0 + ct4);
+        const float4 y0 = lds4<VEC>(st + (r0 + 8) * LD + mis1 + ct);
+        const float4 y1 = lds4<VEC>(st + (r0 + 8) * LD + mis1 + ct4);
+        uint32_t ab[4][4], as[4][4];
+#pragma unroll
+        for (int s = 0; s < 4; s++) {
+            tf32_split<PASSES>(f4(x0, s), ab[s][0], as[s][0]);
+            tf32_split<PASSES>(f4(y0, s), ab[s][1], as[s][1]);
+            tf32_split<PASSES>(f4(x1, s), ab[s][2], as[s][2]);
+            tf32_split<PASSES>(f4(y1, s), ab[s][3], as[s][3]);
+        }
+        const float *wb = ops + kt % G::SETS * 2 * OPS;
+        const uint64_t bb = wg_desc(wb), bs = wg_desc(wb + OPS);
+        wg_fence();
+#pragma unroll
+        for (int s = 0; s < 4; s++)
+#pragma unroll
+            for (int hb = 0; hb < NH; hb++) {
+                // k-step s: 2 core matrices on; column half hb: 8 row groups on
+                const uint64_t o = (uint64_t)((2 * s * kWgLBO + hb * 8 * kWgSBO) >> 4);
+                float(&d0)[32] = *reinterpret_cast<float(*)[32]>(&acc[0][32 * hb]);
+                float(&d1)[32] = *reinterpret_cast<float(*)[32]>(&acc[NACC - 1][32 * hb]);
+                wgmma_tf32_ra(d0, ab[s], bb + o);
+                if (PASSES == 3) {
+                    wgmma_tf32_ra(d1, as[s], bb + o);
+                    wgmma_tf32_ra(d1, ab[s], bs + o);
+                }
+            }
+        wg_commit();
+        wg_wait<1>();
+    }
+    pdl_trigger(); // only the epilogue is left
+    wg_wait<0>();
+#pragma unroll
+    for (int p = 0; p < NACC; p++)
+        wg_fence_operand(acc[p]);
+    wg_store<BN, NACC, ACT>(acc, bias, Y, M, N, m0, n0, tid);
 #else
     __trap(); // built for sm_90a only; the check allows impl wg only on compute capability 9.0
 #endif
@@ -401,6 +691,26 @@ template <int BN, int S, int NWG> struct wg_launcher {
             return linear_wg_kernel<BN, S, NWG, PASSES, GR_DLRM_ACT_SIGMOID, VEC>;
         default:
             return linear_wg_kernel<BN, S, NWG, PASSES, GR_DLRM_ACT_NONE, VEC>;
+        }
+    }
+    static gr_lin_staged_kernel_t kernel(const gr_op *op) {
+        const int act = (int)op->ip[GR_LIN_ACT];
+        const bool x3 = (op->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32X3) != 0;
+        if (op->ip[GR_LIN_VEC]) return x3 ? pick<3, true>(act) : pick<1, true>(act);
+        return x3 ? pick<3, false>(act) : pick<1, false>(act);
+    }
+};
+
+template <int BN, int S> struct wgr_launcher {
+    static_assert(wgr_geom<BN, S>::FLOATS * sizeof(float) <= 227 * 1024, "fits an H100/H200 block");
+    template <int PASSES, bool VEC> static gr_lin_staged_kernel_t pick(int act) {
+        switch (act) {
+        case GR_DLRM_ACT_RELU:
+            return linear_wgr_kernel<BN, S, PASSES, GR_DLRM_ACT_RELU, VEC>;
+        case GR_DLRM_ACT_SIGMOID:
+            return linear_wgr_kernel<BN, S, PASSES, GR_DLRM_ACT_SIGMOID, VEC>;
+        default:
+            return linear_wgr_kernel<BN, S, PASSES, GR_DLRM_ACT_NONE, VEC>;
         }
     }
     static gr_lin_staged_kernel_t kernel(const gr_op *op) {
@@ -429,6 +739,10 @@ gr_lin_staged_kernel_t gr_lin_wg_kernel_of(const gr_op *op, size_t *smem) {
         return wg_launcher<64, 4, 4>::kernel(op);
     case GR_LIN_W64S6:
         return wg_launcher<64, 6, 2>::kernel(op);
+    case GR_LIN_W64R:
+        return wgr_launcher<64, GR_LIN_WG_STAGES>::kernel(op);
+    case GR_LIN_W128R:
+        return wgr_launcher<128, GR_LIN_WG_STAGES>::kernel(op);
     default:
         *smem = 0;
         return NULL;

@@ -1861,8 +1861,10 @@ static void test_linear_impl_choice_cc(void) {
 }
 
 /* The wg kernel's tile (64 x 128 where its blocks reach 3/4 of the 132 SMs, i.e. 99, else 64 x
- * 64), launch dims (M tiles in grid x, N tiles in y, two warpgroups) and shared memory: 4 or 3
- * raw stages of BM + BN rows of 36 floats and 3 x 2 operand arrays of BM + BN rows of 32 floats. */
+ * 64; the register-A form only when GR_LIN_WG_CFG names it), launch dims (M tiles in grid x, N
+ * tiles in y, two warpgroups) and shared memory: 4 or 3 raw stages of BM + BN rows of 36 floats and
+ * 3 x 2 operand arrays of BM + BN rows of 32 floats (register A: 4 raw stages, operand arrays of BN
+ * rows). */
 static void test_linear_wg_geometry(void) {
     /* raw stages: 4 (BN = 64) or 3 (BN = 128) x (64 + BN) rows x 36 floats; operands: 3 sets x
      * {big, small} x (64 + BN) rows x 32 floats */
@@ -1872,6 +1874,20 @@ static void test_linear_wg_geometry(void) {
                     (size_t)(3 * 192 * 36 + 6 * 192 * 32) * 4); /* 230400 */
     CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64S6),
                     (size_t)(6 * 128 * 36 + 6 * 128 * 32) * 4); /* 208896 */
+    /* register A: 4 raw stages x (64 + BN) rows x 36 floats; W's parts only: 3 x 2 x BN x 32 */
+    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64R),
+                    (size_t)(4 * 128 * 36 + 6 * 64 * 32) * 4); /* 122880 */
+    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W128R),
+                    (size_t)(4 * 192 * 36 + 6 * 128 * 32) * 4); /* 208896 */
+    CU_ASSERT(gr_lin_wg_smem(GR_LIN_W128R) <= 227 * 1024);
+    CU_ASSERT_EQUAL(gr_lin_wg_stages(GR_LIN_W64R), 4);
+    CU_ASSERT_EQUAL(gr_lin_wg_stages(GR_LIN_W128R), 4);
+    CU_ASSERT_EQUAL(gr_lin_wg_bn(GR_LIN_W64R), 64);
+    CU_ASSERT_EQUAL(gr_lin_wg_bn(GR_LIN_W128R), 128);
+    CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_W64R), 256);
+    CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_W128R), 256);
+    CU_ASSERT(gr_lin_wg_rega(GR_LIN_W64R) && gr_lin_wg_rega(GR_LIN_W128R));
+    CU_ASSERT(!gr_lin_wg_rega(GR_LIN_W64) && !gr_lin_wg_rega(GR_LIN_W128));
     CU_ASSERT_EQUAL(gr_lin_wg_stages(GR_LIN_W64), 4);
     CU_ASSERT_EQUAL(gr_lin_wg_stages(GR_LIN_W128), 3);
     CU_ASSERT_EQUAL(gr_lin_wg_stages(GR_LIN_W64S6), 6);
@@ -1918,12 +1934,130 @@ static void test_linear_wg_geometry(void) {
     CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64X1);
     CU_ASSERT_EQUAL(p->ops[0].block[0], 128);
     gr_plan_destroy(p);
+    setenv("GR_LIN_WG_CFG", "w128r", 1); /* the register-A form: same launch, less memory */
+    p = linear_plan(2048, 512, 367, attrs);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W128R);
+    CU_ASSERT_EQUAL(p->ops[0].grid[0] * p->ops[0].grid[1], 128);
+    CU_ASSERT_EQUAL(p->ops[0].block[0], 256);
+    CU_ASSERT_EQUAL(p->ops[0].smem, gr_lin_wg_smem(GR_LIN_W128R));
+    gr_plan_destroy(p);
+    /* GR_LIN_WG_REGA=1: the register-A form of the check's tile width */
+    unsetenv("GR_LIN_WG_CFG");
+    setenv("GR_LIN_WG_REGA", "1", 1);
+    p = linear_plan(2048, 512, 367, attrs);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W128R);
+    gr_plan_destroy(p);
+    p = linear_plan(2048, 256, 512, attrs);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64R);
+    CU_ASSERT_EQUAL(p->ops[0].smem, gr_lin_wg_smem(GR_LIN_W64R));
+    gr_plan_destroy(p);
+    setenv("GR_LIN_WG_REGA", "yes", 1); /* warned about, ignored */
+    p = linear_plan(2048, 256, 512, attrs);
+    unsetenv("GR_LIN_WG_REGA");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64);
+    gr_plan_destroy(p);
     setenv("GR_LIN_WG_CFG", "64", 1);
     p = linear_plan(2048, 512, 367, attrs);
     unsetenv("GR_LIN_WG_CFG");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W128);
     gr_plan_destroy(p);
+}
+
+/* The register-A wg form's index maps (dlrm.h; the kernel computes every address with them): one
+ * block's stage emulated on the CPU with wgmma's documented operand semantics (A fragment of lane
+ * (g, t) of warp w: rows 16 w + g and + 8, columns t and t + 4; B read through a no-swizzle
+ * descriptor starting 2s core matrices on, leading byte offset GR_LIN_WG_LBO, stride byte offset
+ * GR_LIN_WG_SBO) must give x W^T exactly (small integers), with every raw piece copied once, by
+ * the warp or thread that reads it, and every operand slot written once. */
+static void test_linear_wgr_layout(void) {
+    enum { BM = 64, KT = GR_LIN_MMA_KT, MAXN = 128 };
+    static float raw[BM + MAXN][KT], set[MAXN * KT], A[4][BM][8];
+    static int copied[BM + MAXN][KT / 4], written[MAXN * KT], afill[4][BM][8];
+    CU_ASSERT_EQUAL(GR_LIN_WG_SBO, KT / 4 * GR_LIN_WG_LBO);
+    for (int s = 0; s < 4; s++)
+        for (int c = 0; c < 8; c++) /* a lane's columns of the 4 k-steps are 4 consecutive ones */
+            CU_ASSERT_EQUAL(gr_lin_wgr_col(s, c), gr_lin_wgr_col(0, c) + s);
+    for (int BN = 64; BN <= MAXN; BN += 64) {
+        const int rows = BM + BN;
+        for (int r = 0; r < rows; r++)
+            for (int k = 0; k < KT; k++)
+                raw[r][k] = (float)((r * 7 + k * 13) % 11 - 5);
+        memset(copied, 0, sizeof(copied));
+        memset(written, 0, sizeof(written));
+        memset(afill, 0, sizeof(afill));
+        int bad = 0;
+        /* the MMA warpgroup's copies and fragment loads */
+        for (int w = 0; w < 4; w++)
+            for (int lane = 0; lane < 32; lane++) {
+                for (int u = 0; u < 4; u++) {
+                    int r, q;
+                    gr_lin_wgr_xpiece(w, lane, u, &r, &q);
+                    bad += r < 16 * w || r >= 16 * w + 16 || q < 0 || q >= KT / 4;
+                    if (r >= 0 && r < BM && q >= 0 && q < KT / 4) copied[r][q]++;
+                }
+                const int g = lane >> 2, t = lane & 3, r0 = 16 * w + g;
+                for (int s = 0; s < 4; s++)
+                    for (int i = 0; i < 4;
+                         i++) { /* a[i]: (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4) */
+                        const int m = r0 + 8 * (i & 1), c = t + 4 * (i >> 1);
+                        A[s][m][c] = raw[m][gr_lin_wgr_col(0, c) + s];
+                        afill[s][m][c]++;
+                    }
+            }
+        /* the producers' copies, split loads and operand stores */
+        for (int p = 0; p < 2 * BN; p++) {
+            int n, h;
+            gr_lin_wgr_pair(p, &n, &h);
+            bad += n < 0 || n >= BN || h < 0 || h > 1;
+            if (n < 0 || n >= BN || h < 0 || h > 1) continue;
+            for (int j = 0; j < 4; j++) {
+                const int col = gr_lin_wgr_col(0, 4 * h + j);
+                bad += col % 4 != 0;
+                copied[BM + n][col / 4]++;
+                for (int s = 0; s < 4; s++) {
+                    const int o = gr_lin_wg_off(n, 2 * s + h) + j;
+                    bad += o < 0 || o >= BN * KT;
+                    if (o < 0 || o >= BN * KT) continue;
+                    set[o] = raw[BM + n][col + s];
+                    written[o]++;
+                }
+            }
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+        int once = 1;
+        for (int r = 0; r < rows; r++)
+            for (int q = 0; q < KT / 4; q++)
+                once &= copied[r][q] == 1;
+        for (int o = 0; o < BN * KT; o++)
+            once &= written[o] == 1;
+        for (int s = 0; s < 4; s++)
+            for (int m = 0; m < BM; m++)
+                for (int c = 0; c < 8; c++)
+                    once &= afill[s][m][c] == 1;
+        CU_ASSERT(once);
+        /* wgmma, k-step s: B[n][c] at 2s core matrices on, + (c / 4) LBO, + (n / 8) SBO, row n % 8
+         */
+        int exact = 1;
+        for (int m = 0; m < BM; m++)
+            for (int n = 0; n < BN; n++) {
+                double d = 0, ref = 0;
+                for (int s = 0; s < 4; s++)
+                    for (int c = 0; c < 8; c++) {
+                        const int byte = (2 * s + c / 4) * GR_LIN_WG_LBO + (n / 8) * GR_LIN_WG_SBO +
+                                         (n % 8) * 16 + (c % 4) * 4;
+                        d += (double)A[s][m][c] * (double)set[byte / 4];
+                    }
+                for (int k = 0; k < KT; k++)
+                    ref += (double)raw[m][k] * (double)raw[BM + n][k];
+                exact &= d == ref;
+            }
+        CU_ASSERT(exact);
+    }
 }
 
 static CU_TestInfo dlrm_tests[] = {
@@ -1941,6 +2075,7 @@ static CU_TestInfo dlrm_tests[] = {
     {"linear impl choice at compute capability 8.0, 9.0, 10.0; wg refused off 9.0",
      test_linear_impl_choice_cc},
     {"linear wg tile, launch dims and shared memory", test_linear_wg_geometry},
+    {"linear wg register-A form: index maps emulated", test_linear_wgr_layout},
     {"check errors name the op", test_check_errors},
     {"mlp_interaction reference, accounting and flags", test_mlp_interaction_reference},
     {"mlp_interaction rows per block, grid, layout", test_mlp_interaction_geometry},
