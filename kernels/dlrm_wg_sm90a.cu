@@ -113,41 +113,34 @@ template <int R> __device__ __forceinline__ void wg_fence_operand(float (&d)[R])
         asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// D[64, N] += A[64, 8] B[N, 8]^T, A and B K-major in shared memory (descriptors a, b), TF32
+// The accumulator operands of one wgmma: "{%0, ..., %N-1}" and N "+f" constraints on d[0 ..
+// N - 1], written once for all the wrappers below.
+#define GR_WG_D8(o) "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), "+f"(d[o + 4]), \
+                    "+f"(d[o + 5]), "+f"(d[o + 6]), "+f"(d[o + 7])
+#define GR_WG_D32(o) GR_WG_D8(o), GR_WG_D8(o + 8), GR_WG_D8(o + 16), GR_WG_D8(o + 24)
+#define GR_WG_R32                                                                                  \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "  \
+    "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define GR_WG_R64                                                                                  \
+    GR_WG_R32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "  \
+              "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define GR_WG_PRED "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n" // scale-d = 1: D += A B
+
+// D[64, 64] += A[64, 8] B[64, 8]^T, A and B K-major in shared memory (descriptors a, b), TF32
 // operands (an fp32 bit pattern is truncated to TF32), fp32 accumulation.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[32], uint64_t a, uint64_t b) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
-        "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(a), "l"(b));
+    asm volatile(GR_WG_PRED "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " GR_WG_R32
+                            "}, %32, %33, p, 1, 1;\n}\n"
+                 : GR_WG_D32(0)
+                 : "l"(a), "l"(b));
 }
 
+// The same with N = 128 (d[64]).
 __device__ __forceinline__ void wgmma_tf32(float (&d)[64], uint64_t a, uint64_t b) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
-        "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, "
-        "%37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, "
-        "%55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-          "+f"(d[63])
-        : "l"(a), "l"(b));
+    asm volatile(GR_WG_PRED "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 " GR_WG_R64
+                            "}, %64, %65, p, 1, 1;\n}\n"
+                 : GR_WG_D32(0), GR_WG_D32(32)
+                 : "l"(a), "l"(b));
 }
 
 // Raw stages S per configuration (gr_lin_wg_stages: 4 at BN = 64, 6 in GR_LIN_W64S6, 3 at BN =
@@ -437,18 +430,10 @@ __global__ void __launch_bounds__(NWG * 128, 1)
 // 16w + g + 8, columns t and t + 4 as a[0] (g, t), a[1] (g + 8, t), a[2] (g, t + 4), a[3]
 // (g + 8, t + 4)), B K-major in shared memory (descriptor b), TF32 operands, fp32 accumulation.
 __device__ __forceinline__ void wgmma_tf32_ra(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
-        "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-        "{%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+    asm volatile(GR_WG_PRED "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " GR_WG_R32
+                            "}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                 : GR_WG_D32(0)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
 // S raw stages of BM + BN rows; 3 sets of W's {big, small} parts, BN rows each.

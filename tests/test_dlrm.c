@@ -1880,24 +1880,21 @@ static void test_linear_wg_geometry(void) {
     CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W128R),
                     (size_t)(4 * 192 * 36 + 6 * 128 * 32) * 4); /* 208896 */
     CU_ASSERT(gr_lin_wg_smem(GR_LIN_W128R) <= 227 * 1024);
-    CU_ASSERT_EQUAL(gr_lin_wg_stages(GR_LIN_W64R), 4);
-    CU_ASSERT_EQUAL(gr_lin_wg_stages(GR_LIN_W128R), 4);
-    CU_ASSERT_EQUAL(gr_lin_wg_bn(GR_LIN_W64R), 64);
-    CU_ASSERT_EQUAL(gr_lin_wg_bn(GR_LIN_W128R), 128);
-    CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_W64R), 256);
-    CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_W128R), 256);
-    CU_ASSERT(gr_lin_wg_rega(GR_LIN_W64R) && gr_lin_wg_rega(GR_LIN_W128R));
-    CU_ASSERT(!gr_lin_wg_rega(GR_LIN_W64) && !gr_lin_wg_rega(GR_LIN_W128));
-    CU_ASSERT_EQUAL(gr_lin_wg_stages(GR_LIN_W64), 4);
-    CU_ASSERT_EQUAL(gr_lin_wg_stages(GR_LIN_W128), 3);
-    CU_ASSERT_EQUAL(gr_lin_wg_stages(GR_LIN_W64S6), 6);
+    /* every configuration: BN, threads (128 per warpgroup), raw stages, register A */
+    static const int cfg[GR_LIN_NWCFG][4] = {
+        [GR_LIN_W64] = {64, 256, 4, 0},   [GR_LIN_W128] = {128, 256, 3, 0},
+        [GR_LIN_W64X1] = {64, 128, 4, 0}, [GR_LIN_W128X1] = {128, 128, 3, 0},
+        [GR_LIN_W64X4] = {64, 512, 4, 0}, [GR_LIN_W64S6] = {64, 256, 6, 0},
+        [GR_LIN_W64R] = {64, 256, 4, 1},  [GR_LIN_W128R] = {128, 256, 4, 1}};
+    for (int c = 0; c < GR_LIN_NWCFG; c++) {
+        CU_ASSERT_EQUAL(gr_lin_wg_bn(c), cfg[c][0]);
+        CU_ASSERT_EQUAL(gr_lin_wg_threads(c), (unsigned)cfg[c][1]);
+        CU_ASSERT_EQUAL(gr_lin_wg_stages(c), cfg[c][2]);
+        CU_ASSERT_EQUAL(gr_lin_wg_rega(c), cfg[c][3]);
+    }
     CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64X1), gr_lin_wg_smem(GR_LIN_W64));
     CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W128X1), gr_lin_wg_smem(GR_LIN_W128));
     CU_ASSERT(gr_lin_wg_smem(GR_LIN_W128) <= 227 * 1024); /* the H200's opt-in per block */
-    CU_ASSERT_EQUAL(gr_lin_wg_bn(GR_LIN_W128X1), 128);
-    CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_W64), 256); /* 2 warpgroups */
-    CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_W128), 256);
-    CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_W64X1), 128);
     CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_NWCFG), 0);
     CU_ASSERT_EQUAL(gr_lin_wg_bn(GR_LIN_NWCFG), 0);
     static const struct staged_case cases[] = {
