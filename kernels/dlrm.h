@@ -261,14 +261,15 @@ enum {
     GR_LIN_W64S6,
     GR_LIN_W64R,
     GR_LIN_W128R,
+    GR_LIN_W64R6,
     GR_LIN_NWCFG
 };
 #define GR_LIN_WNAMES                                                                              \
-    { "w64", "w128", "w64x1", "w128x1", "w64x4", "w64s6", "w64r", "w128r" }
+    { "w64", "w128", "w64x1", "w128x1", "w64x4", "w64s6", "w64r", "w128r", "w64r6" }
 
-/* 1 for the register-A configurations (GR_LIN_W64R, GR_LIN_W128R). */
+/* 1 for the register-A configurations (GR_LIN_W64R, GR_LIN_W128R, GR_LIN_W64R6: 6 raw stages). */
 static inline int gr_lin_wg_rega(int c) {
-    return c == GR_LIN_W64R || c == GR_LIN_W128R;
+    return c == GR_LIN_W64R || c == GR_LIN_W128R || c == GR_LIN_W64R6;
 }
 
 /* The wgmma kernels' operand layout (no swizzle) of a GR_LIN_MMA_KT-wide stage: 8 x 16-byte core
@@ -310,7 +311,7 @@ GR_HD_INLINE void gr_lin_wgr_xpiece(int w, int lane, int u, int *r, int *q) {
 /* BN of wgmma configuration c; 0 for an unknown one. */
 static inline int gr_lin_wg_bn(int c) {
     return c == GR_LIN_W64 || c == GR_LIN_W64X1 || c == GR_LIN_W64X4 || c == GR_LIN_W64S6 ||
-                   c == GR_LIN_W64R
+                   c == GR_LIN_W64R || c == GR_LIN_W64R6
                ? 64
            : c == GR_LIN_W128 || c == GR_LIN_W128X1 || c == GR_LIN_W128R ? 128
                                                                          : 0;
@@ -325,16 +326,17 @@ static inline unsigned gr_lin_wg_threads(int c) {
 }
 
 /* Raw stages of wgmma configuration c: GR_LIN_WG_STAGES at BN = 64 and in the register-A ones, 6
- * in GR_LIN_W64S6, 3 at 128. */
+ * in GR_LIN_W64S6 and GR_LIN_W64R6, 3 at 128. */
 static inline int gr_lin_wg_stages(int c) {
-    return c == GR_LIN_W64S6                              ? 6
+    return c == GR_LIN_W64S6 || c == GR_LIN_W64R6         ? 6
            : gr_lin_wg_bn(c) == 128 && !gr_lin_wg_rega(c) ? 3
                                                           : GR_LIN_WG_STAGES;
 }
 
 /* Dynamic shared memory of wgmma configuration c: the raw stages and three sets of split operands
  * (big and small, BM + BN rows of GR_LIN_MMA_KT floats each; BN rows in the register-A ones): 168
- * KB at BN = 64 (204 KB with 6 stages), 225 KB at 128; register A 120 KB at 64, 204 KB at 128. */
+ * KB at BN = 64 (204 KB with 6 stages), 225 KB at 128; register A 120 KB at 64 (156 KB with 6
+ * stages), 204 KB at 128. */
 static inline size_t gr_lin_wg_smem(int c) {
     size_t bn = (size_t)gr_lin_wg_bn(c), rows = (size_t)GR_LIN_WG_BM + bn;
     size_t set_rows = gr_lin_wg_rega(c) ? bn : rows;

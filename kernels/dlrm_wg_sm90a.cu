@@ -728,6 +728,8 @@ gr_lin_staged_kernel_t gr_lin_wg_kernel_of(const gr_op *op, size_t *smem) {
         return wgr_launcher<64, GR_LIN_WG_STAGES>::kernel(op);
     case GR_LIN_W128R:
         return wgr_launcher<128, GR_LIN_WG_STAGES>::kernel(op);
+    case GR_LIN_W64R6:
+        return wgr_launcher<64, 6>::kernel(op);
     default:
         *smem = 0;
         return NULL;

@@ -1879,13 +1879,16 @@ static void test_linear_wg_geometry(void) {
                     (size_t)(4 * 128 * 36 + 6 * 64 * 32) * 4); /* 122880 */
     CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W128R),
                     (size_t)(4 * 192 * 36 + 6 * 128 * 32) * 4); /* 208896 */
+    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64R6),
+                    (size_t)(6 * 128 * 36 + 6 * 64 * 32) * 4); /* 159744 */
     CU_ASSERT(gr_lin_wg_smem(GR_LIN_W128R) <= 227 * 1024);
     /* every configuration: BN, threads (128 per warpgroup), raw stages, register A */
     static const int cfg[GR_LIN_NWCFG][4] = {
         [GR_LIN_W64] = {64, 256, 4, 0},   [GR_LIN_W128] = {128, 256, 3, 0},
         [GR_LIN_W64X1] = {64, 128, 4, 0}, [GR_LIN_W128X1] = {128, 128, 3, 0},
         [GR_LIN_W64X4] = {64, 512, 4, 0}, [GR_LIN_W64S6] = {64, 256, 6, 0},
-        [GR_LIN_W64R] = {64, 256, 4, 1},  [GR_LIN_W128R] = {128, 256, 4, 1}};
+        [GR_LIN_W64R] = {64, 256, 4, 1},  [GR_LIN_W128R] = {128, 256, 4, 1},
+        [GR_LIN_W64R6] = {64, 256, 6, 1}};
     for (int c = 0; c < GR_LIN_NWCFG; c++) {
         CU_ASSERT_EQUAL(gr_lin_wg_bn(c), cfg[c][0]);
         CU_ASSERT_EQUAL(gr_lin_wg_threads(c), (unsigned)cfg[c][1]);
