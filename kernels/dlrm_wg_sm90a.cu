@@ -56,7 +56,7 @@
 // copies and mbarriers instead of per-thread cp.async and block barriers, so copies run stages
 // ahead without every warp waiting on them.
 //
-// A second form (configurations w64r, w128r; "Register-A form" below) keeps x out of the split
+// A second form (configurations w64r, w128r, w64r6; "Register-A form" below) keeps x out of the split
 // path: its fragments go from the raw stage into registers and wgmma takes A from registers. It is
 // written and CPU-tested (the index maps, emulated) but has not run on a GPU yet, so the check
 // picks it only with GR_LIN_WG_REGA=1 (docs/dlrm_small.md change 14).
@@ -397,7 +397,7 @@ __global__ void __launch_bounds__(NWG * 128, 1)
 #endif
 }
 
-// ---- Register-A form (configurations w64r, w128r) ----
+// ---- Register-A form (configurations w64r, w128r, and w64r6 with 6 raw stages) ----
 //
 // Why: the kernel above moves every element through shared memory three times per stage before
 // the tensor cores read it (the cp.async landing, the split's load, the big and small stores) and
@@ -428,7 +428,8 @@ __global__ void __launch_bounds__(NWG * 128, 1)
 
 // D[64, 64] += A[64, 8] B[64, 8]^T, A from registers (lane (g, t) of warp w: rows 16w + g and
 // 16w + g + 8, columns t and t + 4 as a[0] (g, t), a[1] (g + 8, t), a[2] (g, t + 4), a[3]
-// (g + 8, t + 4)), B K-major in shared memory (descriptor b), TF32 operands, fp32 accumulation.
+// (g + 8, t + 4): the PTX ISA's register fragment for 32-bit A types, which CUTLASS's CuTe writes
+// as ALayout_64x8), B K-major in shared memory (descriptor b), TF32 operands, fp32 accumulation.
 __device__ __forceinline__ void wgmma_tf32_ra(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
     asm volatile(GR_WG_PRED "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " GR_WG_R32
                             "}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
