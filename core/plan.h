@@ -99,6 +99,9 @@ typedef struct gr_op {
     double fp[4];     /* float launch params (scales) */
     double bytes_read, bytes_written, flops;
     int launches;     /* kernels this op enqueues; -1 when a library decides */
+    /* which implementation the check chose, for kernels that have several (e.g. linear_act's
+     * "wg w64 tf32x3"); empty otherwise. Printed by validate and in the plan JSON. */
+    char form[40];
 } gr_op;
 
 typedef struct gr_target {

@@ -84,9 +84,10 @@ static void print_op(FILE *f, const gr_plan *p, const gr_op *op) {
         snprintf(dims, sizeof(dims), "(event)");
         rd[0] = wr[0] = '\0';
     }
-    fprintf(f, "  %4d  %-22.22s %-18.18s %-6.6s %-44s %-16s %10s %10s\n", op->index, op->name,
-            op->kind == GR_OP_KERNEL ? op->kernel->name : (op->kind == GR_OP_FORK ? "fork" : "join"),
-            p->streams[op->stream], io, dims, rd, wr);
+    fprintf(f, "  %4d  %-22.22s %-18.18s %-6.6s %-44s %-16s %10s %10s  %s\n", op->index, op->name,
+            op->kind == GR_OP_KERNEL ? op->kernel->name
+                                     : (op->kind == GR_OP_FORK ? "fork" : "join"),
+            p->streams[op->stream], io, dims, rd, wr, op->form);
 }
 
 void gr_plan_print(FILE *f, const gr_plan *p, int max_ops) {
@@ -119,9 +120,12 @@ void gr_plan_print(FILE *f, const gr_plan *p, int max_ops) {
         fprintf(f, "  %-24.24s %-6s %-22.22s %12s  %-26.26s %s\n", buf->name, gr_dtype_name(buf->dtype),
                 shp, sz, ini, role);
     }
-    fprintf(f, "\nops (%d; grid x block; bytes each op reads and writes in HBM)\n", p->nops);
-    fprintf(f, "  %4s  %-22s %-18s %-6s %-44s %-16s %10s %10s\n", "#", "name", "kernel", "stream",
-            "inputs -> outputs", "launch", "read", "written");
+    fprintf(f,
+            "\nops (%d; grid x block; bytes each op reads and writes in HBM; form: the "
+            "implementation the check chose, where a kernel has several)\n",
+            p->nops);
+    fprintf(f, "  %4s  %-22s %-18s %-6s %-44s %-16s %10s %10s  %s\n", "#", "name", "kernel",
+            "stream", "inputs -> outputs", "launch", "read", "written", "form");
     int head = max_ops > 0 && p->nops > max_ops ? max_ops - 4 : p->nops;
     for (int i = 0; i < head; i++) print_op(f, p, &p->ops[i]);
     if (head < p->nops) {
@@ -221,6 +225,7 @@ void *gr_plan_to_json(const gr_plan *p) {
             json_object_set_new(jo, "block", json_null());
         }
         json_object_set_new(jo, "launches", json_integer(op->launches));
+        if (op->form[0]) json_object_set_new(jo, "form", json_string(op->form));
         json_object_set_new(jo, "bytes_read", json_real(op->bytes_read));
         json_object_set_new(jo, "bytes_written", json_real(op->bytes_written));
         json_object_set_new(jo, "flops", json_real(op->flops));

@@ -636,6 +636,28 @@ static int wg_config(int64_t M, int64_t N, int sm_count) {
     return rega ? GR_LIN_W64R : GR_LIN_W64;
 }
 
+static const char *const impl_names[] = {"simt", "lt", "tiled", "tc", "wg"};
+
+/* op->form: the implementation, its configuration (the names GR_LIN_TC_CFG and GR_LIN_WG_CFG take;
+ * t64, t64w, t32, t16 for the tiled kernel's) and the arithmetic it runs, e.g. "wg w64 tf32x3":
+ * simt and tiled are fp32 FMAs whatever the math asked for (both are fp32-accurate, which is what
+ * tf32x3 asks), cuBLASLt is TF32 only for math tf32. */
+static void linear_form(gr_op *op, int impl, int cfg, int math) {
+    static const char *const maths[] = {"fp32", "tf32", "tf32x3"};
+    static const char *const tnames[GR_LIN_NTCFG] = {"t64", "t64w", "t32", "t16"};
+    static const char *const cnames[GR_LIN_NCCFG] = GR_LIN_CNAMES;
+    static const char *const wnames[GR_LIN_NWCFG] = GR_LIN_WNAMES;
+    const char *c = impl == GR_LINEAR_TILED ? tnames[cfg]
+                    : impl == GR_LINEAR_TC  ? cnames[cfg]
+                    : impl == GR_LINEAR_WG  ? wnames[cfg]
+                                            : NULL;
+    const int runs = impl == GR_LINEAR_SIMT || impl == GR_LINEAR_TILED ? GR_MATH_FP32
+                     : impl == GR_LINEAR_LT && math != GR_MATH_TF32    ? GR_MATH_FP32
+                                                                       : math;
+    snprintf(op->form, sizeof(op->form), "%s%s%s %s", impl_names[impl], c ? " " : "", c ? c : "",
+             maths[runs]);
+}
+
 static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
     const gr_buffer *X = gr_in(op, plan, 0), *W = gr_in(op, plan, 1), *b = gr_in(op, plan, 2),
                     *Y = gr_out(op, plan, 0);
@@ -739,7 +761,6 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
                   : impl == GR_LINEAR_TC  ? gr_lin_ccfg(tc, GR_LIN_CF_BN)
                   : impl == GR_LINEAR_WG  ? gr_lin_wg_bn(tc)
                                           : 1;
-    static const char *const impl_names[] = {"simt", "lt", "tiled", "tc", "wg"};
     if (M > 2147483647 || N > 2147483647 || K > 2147483647 ||
         (impl == GR_LINEAR_SIMT && cdiv64(M, GR_LIN_BM) > 65535) ||
         ((impl == GR_LINEAR_TILED || impl == GR_LINEAR_TC || impl == GR_LINEAR_WG) &&
@@ -756,6 +777,7 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
     op->ip[GR_LIN_ACT] = act;
     op->ip[GR_LIN_IMPL] = impl;
     op->ip[GR_LIN_VEC] = K % 4 == 0;
+    linear_form(op, impl, tc, math);
     op->ip[GR_LIN_FLAGS] = (written_by_no_op(op, plan, 1, 3) ? GR_LIN_F_PRE : 0) |
                            (math == GR_MATH_TF32 ? GR_LIN_F_TF32 : 0) |
                            (math == GR_MATH_TF32X3 ? GR_LIN_F_TF32X3 : 0);

@@ -120,6 +120,24 @@ static void test_validate_json(void) {
     CU_ASSERT_EQUAL(json_array_size(json_object_get(j, "variants")), 3);
     CU_ASSERT_EQUAL(json_array_size(json_object_get(j, "accounting")), 3);
     json_decref(j);
+    /* "form": which implementation a linear_act op runs (no such key for one-form kernels) */
+    CU_ASSERT_EQUAL(
+        run("validate workloads/dlrm_small.json --variant fused_tf32x3 --set B=2048 --json -", out,
+            sizeof(out)),
+        0);
+    j = json_loads(out, 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    ops = json_object_get(j, "ops");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(ops, 1), "name")),
+                           "bot.1");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(ops, 1), "form")),
+                           "tc 6432 tf32x3");
+    CU_ASSERT_PTR_NULL(json_object_get(json_array_get(ops, 4), "form")); /* the interaction */
+    json_decref(j);
+    CU_ASSERT_EQUAL(run("validate workloads/dlrm_small.json --variant fused_tf32x3 --set B=2048",
+                        out, sizeof(out)),
+                    0);
+    GR_ASSERT_CONTAINS(out, "tc 6432 tf32x3");
     CU_ASSERT_EQUAL(run("validate workloads/launch_bound.json --json /nonexistent/dir/x.json", out, sizeof(out)), 2);
     GR_ASSERT_CONTAINS(out, "cannot write JSON");
 }

@@ -1275,6 +1275,17 @@ static void test_dlrm_accounting(void) {
         CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
         CU_ASSERT_DOUBLE_EQUAL(f->bufs[bidx(f, "y")].rtol, 1e-4, 0);
     }
+    /* op->form names what each layer runs: the fp32 kernels' FMAs, whatever math asked for */
+    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.0")->form, "tiled t64 fp32");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.1")->form, "tc 6432 tf32x3");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.2")->form, "simt fp32");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "top.0")->form, "lt fp32");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "interaction")->form, "");
+    gr_plan_destroy(f);
+    f = dlrm("fused_tf32", "B=2048", NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.1")->form, "lt tf32");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.0")->form, "tiled t64 fp32");
     gr_plan_destroy(f);
     /* its layers follow x3_impl, not linear_impl (cuBLASLt has no 3xTF32: linear_impl=lt must
      * still resolve every variant); x3_impl=simt puts them on fp32 FMAs */
@@ -1297,6 +1308,8 @@ static void test_dlrm_accounting(void) {
     CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
     CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
     CU_ASSERT_EQUAL(op_named(f, "top.1")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
+    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.1")->form, "wg w64 tf32x3");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "top.0")->form, "wg w128 tf32x3");
     gr_plan_destroy(f);
     /* x3_impl=wg: every layer with an impl attr on the wgmma kernel, no library op; bot.1 and
      * top.1 in 64 x 64 tiles, top.0 in 64 x 128 (128 blocks each), two warpgroups */
