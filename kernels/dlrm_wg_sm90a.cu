@@ -317,6 +317,20 @@ __device__ __forceinline__ void wg_store(const float (&acc)[NACC][BN / 2],
     }
 }
 
+// The MMA warpgroup after its K loop: signal the dependent kernel (only the epilogue is left),
+// wait for the last MMAs, store.
+template <int BN, int NACC, int ACT>
+__device__ __forceinline__ void wg_finish(float (&acc)[NACC][BN / 2], const float *__restrict__ bias,
+                                          float *__restrict__ Y, int M, int N, int m0, int n0,
+                                          int tid) {
+    pdl_trigger();
+    wg_wait<0>();
+#pragma unroll
+    for (int p = 0; p < NACC; p++)
+        wg_fence_operand(acc[p]);
+    wg_store<BN, NACC, ACT>(acc, bias, Y, M, N, m0, n0, tid);
+}
+
 // NWG warpgroups (128 threads each) copy and split every stage together; the first one also
 // issues the MMAs and runs the epilogue. The two roles are separate loops over the same barrier
 // sequence (wg_stage), so the accumulators live only in the MMA warpgroup's path: a path that
@@ -385,13 +399,7 @@ __global__ void __launch_bounds__(NWG * 128, 1)
         wg_commit();
         wg_wait<1>();
     }
-    pdl_trigger(); // only the epilogue is left
-    wg_wait<0>();
-#pragma unroll
-    for (int p = 0; p < NACC; p++)
-        wg_fence_operand(acc[p]);
-
-    wg_store<BN, NACC, ACT>(acc, bias, Y, M, N, m0, n0, tid);
+    wg_finish<BN, NACC, ACT>(acc, bias, Y, M, N, m0, n0, tid);
 #else
     __trap(); // built for sm_90a only; the check allows impl wg only on compute capability 9.0
 #endif
@@ -656,83 +664,42 @@ __global__ void __launch_bounds__(256, 1)
         wg_commit();
         wg_wait<1>();
     }
-    pdl_trigger(); // only the epilogue is left
-    wg_wait<0>();
-#pragma unroll
-    for (int p = 0; p < NACC; p++)
-        wg_fence_operand(acc[p]);
-    wg_store<BN, NACC, ACT>(acc, bias, Y, M, N, m0, n0, tid);
+    wg_finish<BN, NACC, ACT>(acc, bias, Y, M, N, m0, n0, tid);
 #else
     __trap(); // built for sm_90a only; the check allows impl wg only on compute capability 9.0
 #endif
 }
 
-template <int BN, int S, int NWG> struct wg_launcher {
+// The kernel families (lin_pick, dlrm_dev.cuh) of the two forms.
+template <int BN, int S, int NWG> struct wg_family {
     static_assert(wg_geom<BN, S>::FLOATS * sizeof(float) <= 227 * 1024, "fits an H100/H200 block");
-    template <int PASSES, bool VEC> static gr_lin_staged_kernel_t pick(int act) {
-        switch (act) {
-        case GR_DLRM_ACT_RELU:
-            return linear_wg_kernel<BN, S, NWG, PASSES, GR_DLRM_ACT_RELU, VEC>;
-        case GR_DLRM_ACT_SIGMOID:
-            return linear_wg_kernel<BN, S, NWG, PASSES, GR_DLRM_ACT_SIGMOID, VEC>;
-        default:
-            return linear_wg_kernel<BN, S, NWG, PASSES, GR_DLRM_ACT_NONE, VEC>;
-        }
+    template <int PASSES, int ACT, bool VEC> static gr_lin_staged_kernel_t k() {
+        return linear_wg_kernel<BN, S, NWG, PASSES, ACT, VEC>;
     }
-    static gr_lin_staged_kernel_t kernel(const gr_op *op) {
-        const int act = (int)op->ip[GR_LIN_ACT];
-        const bool x3 = (op->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32X3) != 0;
-        if (op->ip[GR_LIN_VEC]) return x3 ? pick<3, true>(act) : pick<1, true>(act);
-        return x3 ? pick<3, false>(act) : pick<1, false>(act);
-    }
+    static size_t smem() { return (size_t)wg_geom<BN, S>::FLOATS * sizeof(float); }
 };
 
-template <int BN, int S> struct wgr_launcher {
+template <int BN, int S> struct wgr_family {
     static_assert(wgr_geom<BN, S>::FLOATS * sizeof(float) <= 227 * 1024, "fits an H100/H200 block");
-    template <int PASSES, bool VEC> static gr_lin_staged_kernel_t pick(int act) {
-        switch (act) {
-        case GR_DLRM_ACT_RELU:
-            return linear_wgr_kernel<BN, S, PASSES, GR_DLRM_ACT_RELU, VEC>;
-        case GR_DLRM_ACT_SIGMOID:
-            return linear_wgr_kernel<BN, S, PASSES, GR_DLRM_ACT_SIGMOID, VEC>;
-        default:
-            return linear_wgr_kernel<BN, S, PASSES, GR_DLRM_ACT_NONE, VEC>;
-        }
+    template <int PASSES, int ACT, bool VEC> static gr_lin_staged_kernel_t k() {
+        return linear_wgr_kernel<BN, S, PASSES, ACT, VEC>;
     }
-    static gr_lin_staged_kernel_t kernel(const gr_op *op) {
-        const int act = (int)op->ip[GR_LIN_ACT];
-        const bool x3 = (op->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32X3) != 0;
-        if (op->ip[GR_LIN_VEC]) return x3 ? pick<3, true>(act) : pick<1, true>(act);
-        return x3 ? pick<3, false>(act) : pick<1, false>(act);
-    }
+    static size_t smem() { return (size_t)wgr_geom<BN, S>::FLOATS * sizeof(float); }
 };
 
 } // namespace
 
 gr_lin_staged_kernel_t gr_lin_wg_kernel_of(const gr_op *op, size_t *smem) {
-    const int c = (int)op->ip[GR_LIN_BN];
-    *smem = gr_lin_wg_smem(c);
-    switch (c) {
-    case GR_LIN_W64:
-        return wg_launcher<64, 4, 2>::kernel(op);
-    case GR_LIN_W128:
-        return wg_launcher<128, 3, 2>::kernel(op);
-    case GR_LIN_W64X1:
-        return wg_launcher<64, 4, 1>::kernel(op);
-    case GR_LIN_W128X1:
-        return wg_launcher<128, 3, 1>::kernel(op);
-    case GR_LIN_W64X4:
-        return wg_launcher<64, 4, 4>::kernel(op);
-    case GR_LIN_W64S6:
-        return wg_launcher<64, 6, 2>::kernel(op);
-    case GR_LIN_W64R:
-        return wgr_launcher<64, GR_LIN_WG_STAGES>::kernel(op);
-    case GR_LIN_W128R:
-        return wgr_launcher<128, GR_LIN_WG_STAGES>::kernel(op);
-    case GR_LIN_W64R6:
-        return wgr_launcher<64, 6>::kernel(op);
-    default:
-        *smem = 0;
-        return NULL;
+    switch ((int)op->ip[GR_LIN_BN]) {
+    case GR_LIN_W64: return lin_pick<wg_family<64, 4, 2>>(op, smem);
+    case GR_LIN_W128: return lin_pick<wg_family<128, 3, 2>>(op, smem);
+    case GR_LIN_W64X1: return lin_pick<wg_family<64, 4, 1>>(op, smem);
+    case GR_LIN_W128X1: return lin_pick<wg_family<128, 3, 1>>(op, smem);
+    case GR_LIN_W64X4: return lin_pick<wg_family<64, 4, 4>>(op, smem);
+    case GR_LIN_W64S6: return lin_pick<wg_family<64, 6, 2>>(op, smem);
+    case GR_LIN_W64R: return lin_pick<wgr_family<64, GR_LIN_WG_STAGES>>(op, smem);
+    case GR_LIN_W128R: return lin_pick<wgr_family<128, GR_LIN_WG_STAGES>>(op, smem);
+    case GR_LIN_W64R6: return lin_pick<wgr_family<64, 6>>(op, smem);
+    default: *smem = 0; return NULL;
     }
 }
