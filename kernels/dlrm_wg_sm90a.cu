@@ -662,7 +662,10 @@ __global__ void __launch_bounds__(256, 1)
                 }
             }
         wg_commit();
-        wg_wait<1>();
+        // all of this stage's MMAs done before the next stage writes any register: with
+        // wait_group 1 the next stage's fragment loads and splits overwrote registers the
+        // in-flight MMAs still read (run 44: wrong results that differed from run to run)
+        wg_wait<0>();
     }
     wg_finish<BN, NACC, ACT>(acc, bias, Y, M, N, m0, n0, tid);
 #else
