@@ -619,21 +619,23 @@ static int wg_ok(const gr_target *t) {
     return t->cc_major == 9 && t->cc_minor == 0;
 }
 
-/* The wg kernel's tile width: 64 x 128 where its blocks reach 3/4 of the SMs, else 64 x 64.
- * M = 2048: N = 512 takes 128 (128 blocks), N = 256 64 (128 blocks instead of 64). The
- * register-A form of that width (GR_LIN_W64R, GR_LIN_W128R) is chosen only when
- * GR_LIN_WG_REGA=1, a measurement switch, until it has run on a GPU (docs/dlrm_small.md change
- * 14); GR_LIN_WG_CFG forces any one configuration. */
+/* The wg kernel's configuration: 64 x 128 tiles where its blocks reach 3/4 of the SMs, else
+ * 64 x 64. M = 2048: N = 512 takes 128 (128 blocks), N = 256 64 (128 blocks instead of 64). The
+ * 64-wide tiles run in the register-A form (w64r), the 128-wide ones in the shared-memory form
+ * (w128): each the faster one measured (run 45, B = 2048, per op in the graph: bot.1 / top.1
+ * 13.41 / 13.09 us in w64r against 14.1-14.2 in w64; top.0 26.66 in w128r against 22.8 in
+ * w128). GR_LIN_WG_REGA=1 or 0 puts both widths in one form, GR_LIN_WG_CFG forces any one
+ * configuration (measurement switches). */
 static int wg_config(int64_t M, int64_t N, int sm_count) {
     static const char *const names[GR_LIN_NWCFG] = GR_LIN_WNAMES;
     static const char *const rega_names[2] = {"0", "1"};
     int forced = env_config("GR_LIN_WG_CFG", names, GR_LIN_NWCFG);
     if (forced >= 0) return forced;
-    const int rega = env_config("GR_LIN_WG_REGA", rega_names, 2) == 1;
+    const int rega = env_config("GR_LIN_WG_REGA", rega_names, 2);
     int64_t enough = (int64_t)(sm_count > 0 ? sm_count : 1) * 3 / 4;
     if (cdiv64(M, GR_LIN_WG_BM) * cdiv64(N, 128) >= enough)
-        return rega ? GR_LIN_W128R : GR_LIN_W128;
-    return rega ? GR_LIN_W64R : GR_LIN_W64;
+        return rega == 1 ? GR_LIN_W128R : GR_LIN_W128;
+    return rega == 0 ? GR_LIN_W64 : GR_LIN_W64R;
 }
 
 static const char *const impl_names[] = {"simt", "lt", "tiled", "tc", "wg"};

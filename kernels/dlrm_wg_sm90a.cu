@@ -12,7 +12,7 @@
 //
 // This file is compiled for sm_90a only (wgmma is an architecture-specific feature; CMake builds
 // it as its own object library), so the kernels run on compute capability 9.0 (H100, H200); the
-// check (dlrm.c) allows impl wg only there. auto never picks it (measured below).
+// check (dlrm.c) allows impl wg only there. auto never picks it (measured below); auto_wg does.
 //
 // Tiling. A block owns a 64 x BN tile (BN = 64 or 128) and has NWG warpgroups (2 by default);
 // the first one issues the MMAs: warp w's accumulators hold rows 16 w .. 16 w + 15 (wgmma's fixed
@@ -56,15 +56,16 @@
 // copies and mbarriers instead of per-thread cp.async and block barriers, so copies run stages
 // ahead without every warp waiting on them.
 //
-// A second form (configurations w64r, w128r, w64r6; "Register-A form" below) keeps x out of the split
-// path: its fragments go from the raw stage into registers and wgmma takes A from registers. It is
-// written and CPU-tested (the index maps, emulated) but has not run on a GPU yet, so the check
-// picks it only with GR_LIN_WG_REGA=1 (docs/dlrm_small.md change 14).
+// A second form (configurations w64r, w128r, w64r6; "Register-A form" below) keeps x out of the
+// split path: its fragments go from the raw stage into registers and wgmma takes A from
+// registers. Measured (runs 44-46): ~1 us faster on the 64-wide layers (bot.1 / top.1 13.2 / 13.0
+// us), ~4 us slower on top.0, so the check takes w64r for 64-wide tiles and w128 for 128-wide ones
+// (docs/dlrm_small.md change 14).
 //
 // PDL as in the tc kernel: with `pre`, the W rows of the first S - 1 stages are copied before
 // griddepcontrol.wait; dependents are signalled after the K loop. With --pdl, x3_impl=auto_wg
-// (wg where auto takes tc or cuBLASLt) is the fastest fp32-level form of fused_tf32x3 (72.50 us
-// at B = 2048, run 43).
+// (wg where auto takes tc or cuBLASLt) is the fastest fp32-level form of fused_tf32x3 (69.44 us
+// at B = 2048 with the mixed forms, run 46; 72.50 with w64 / w128, run 43).
 #include <cuda_runtime.h>
 #include <stdint.h>
 

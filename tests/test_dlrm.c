@@ -1308,11 +1308,12 @@ static void test_dlrm_accounting(void) {
     CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
     CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
     CU_ASSERT_EQUAL(op_named(f, "top.1")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
-    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.1")->form, "wg w64 tf32x3");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.1")->form, "wg w64r tf32x3");
     CU_ASSERT_STRING_EQUAL(op_named(f, "top.0")->form, "wg w128 tf32x3");
     gr_plan_destroy(f);
     /* x3_impl=wg: every layer with an impl attr on the wgmma kernel, no library op; bot.1 and
-     * top.1 in 64 x 64 tiles, top.0 in 64 x 128 (128 blocks each), two warpgroups */
+     * top.1 in 64 x 64 tiles (register-A form), top.0 in 64 x 128 (128 blocks each), two
+     * warpgroups */
     f = dlrm("fused_tf32x3", "B=2048", "x3_impl=wg", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(f->library_ops, 0);
@@ -1321,7 +1322,7 @@ static void test_dlrm_accounting(void) {
     CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
     {
         static const char *const wg_ops[] = {"bot.1", "top.0", "top.1"};
-        static const int wg_cfg[] = {GR_LIN_W64, GR_LIN_W128, GR_LIN_W64};
+        static const int wg_cfg[] = {GR_LIN_W64R, GR_LIN_W128, GR_LIN_W64R};
         for (int i = 0; i < 3; i++) {
             const gr_op *o = op_named(f, wg_ops[i]);
             CU_ASSERT_EQUAL(o->ip[GR_LIN_IMPL], GR_LINEAR_WG);
@@ -1874,7 +1875,7 @@ static void test_linear_impl_choice_cc(void) {
 }
 
 /* The wg kernel's tile (64 x 128 where its blocks reach 3/4 of the 132 SMs, i.e. 99, else 64 x
- * 64; the register-A form only when GR_LIN_WG_CFG names it), launch dims (M tiles in grid x, N
+ * 64 in the register-A form), launch dims (M tiles in grid x, N
  * tiles in y, two warpgroups) and shared memory: 4 or 3 raw stages of BM + BN rows of 36 floats and
  * 3 x 2 operand arrays of BM + BN rows of 32 floats (register A: 4 raw stages, operand arrays of BN
  * rows). */
@@ -1915,12 +1916,12 @@ static void test_linear_wg_geometry(void) {
     CU_ASSERT_EQUAL(gr_lin_wg_bn(GR_LIN_NWCFG), 0);
     static const struct staged_case cases[] = {
         {2048, 512, 367, "tf32x3", GR_LIN_W128, 32, 4}, /* 128 blocks; K % 4 != 0 */
-        {2048, 256, 512, "tf32x3", GR_LIN_W64, 32, 4},  /* 64 x 128 would be 64 blocks */
-        {2048, 256, 68, "tf32", GR_LIN_W64, 32, 4},
-        {6336, 128, 64, "tf32", GR_LIN_W128, 99, 1},  /* 99 blocks of 64 x 128: enough */
-        {6272, 128, 64, "tf32x3", GR_LIN_W64, 98, 2}, /* 98 are not */
-        {100, 1000, 8, "tf32", GR_LIN_W64, 2, 16},
-        {1, 1, 1, "tf32x3", GR_LIN_W64, 1, 1},
+        {2048, 256, 512, "tf32x3", GR_LIN_W64R, 32, 4}, /* 64 x 128 would be 64 blocks */
+        {2048, 256, 68, "tf32", GR_LIN_W64R, 32, 4},
+        {6336, 128, 64, "tf32", GR_LIN_W128, 99, 1},   /* 99 blocks of 64 x 128: enough */
+        {6272, 128, 64, "tf32x3", GR_LIN_W64R, 98, 2}, /* 98 are not */
+        {100, 1000, 8, "tf32", GR_LIN_W64R, 2, 16},
+        {1, 1, 1, "tf32x3", GR_LIN_W64R, 1, 1},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         check_staged_geometry(&cases[i], "wg", GR_LINEAR_WG, 256, /* two warpgroups */
@@ -1967,11 +1968,16 @@ static void test_linear_wg_geometry(void) {
     CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64R);
     CU_ASSERT_EQUAL(p->ops[0].smem, gr_lin_wg_smem(GR_LIN_W64R));
     gr_plan_destroy(p);
-    setenv("GR_LIN_WG_REGA", "yes", 1); /* warned about, ignored */
+    setenv("GR_LIN_WG_REGA", "0", 1); /* both widths in the shared-memory form */
+    p = linear_plan(2048, 256, 512, attrs);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64);
+    gr_plan_destroy(p);
+    setenv("GR_LIN_WG_REGA", "yes", 1); /* warned about, ignored: the default, w64r here */
     p = linear_plan(2048, 256, 512, attrs);
     unsetenv("GR_LIN_WG_REGA");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64R);
     gr_plan_destroy(p);
     setenv("GR_LIN_WG_CFG", "64", 1);
     p = linear_plan(2048, 512, 367, attrs);

@@ -378,7 +378,7 @@ static int wg_device(void) {
 /* impl wg against the reference, as the tc kernel: math tf32x3 at the fp32 kernels' 1e-4 and
  * tf32 at 5e-3, M x N x K over {1, 65, 2048} x {1, 63, 512} x {13, 367, 512} and the tc test's
  * extra shapes, each act, with and without PDL (verify_json), in the configuration the check
- * picks (64 x 128 for 2048 x 512, 4160 x 128 and 2000 x 300; 64 x 64 for the rest); then five
+ * picks (w128 for 2048 x 512, 4160 x 128 and 2000 x 300; w64r for the rest); then five
  * shapes (aligned, shifted, one stage, K = 1) with math tf32x3 in each configuration forced
  * (GR_LIN_WG_CFG: both tile widths, with 2 warpgroups and with 1). K = 13, 367,
  * 130 and 1 take the shifted copies (per-row offsets 1-3 floats), 512 and 64 the aligned ones;
@@ -424,9 +424,9 @@ static void test_linear_wg(void) {
     unsetenv("GR_LIN_WG_CFG");
 }
 
-/* The register-A form (w64r, w128r: x's fragments split in registers, a permuted k order inside
- * each stage, its own copy ownership) over the whole shape cross in both maths, with and without
- * PDL: the check does not pick it yet, so test_linear_wg's cross does not reach it. */
+/* The register-A form (w64r, w128r, w64r6: x's fragments split in registers, a permuted k order
+ * inside each stage, its own copy ownership) over the whole shape cross in both maths, with and
+ * without PDL: the check picks only w64r, and only for some shapes of test_linear_wg's cross. */
 static void test_linear_wg_rega(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
