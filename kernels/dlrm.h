@@ -238,20 +238,28 @@ static inline size_t gr_lin_tc_smem(int c) {
 
 /* The wgmma linear kernel (impl "wg", math tf32 or tf32x3; design in dlrm_wg_sm90a.cu): a
  * 64 x BN tile per block, whose first warpgroup (128 threads) runs the MMAs; K staged
- * GR_LIN_MMA_KT at a time through GR_LIN_WG_STAGES raw stages (tc_copy, rows GR_LIN_WG_LD floats
- * apart) that every thread copies and splits into TF32 big and small parts in the wgmma
- * core-matrix layout (3 sets: the tensor cores read one while the next ones are written).
- * Built for sm_90a only, so it runs on compute capability 9.0 (H100, H200) and nowhere else; the
- * check refuses it elsewhere. op->ip[GR_LIN_BN] holds the configuration: BN 64 or 128 and the
- * warpgroups per block (GR_LIN_W64, GR_LIN_W128, GR_LIN_W64S6: 2; GR_LIN_W64X4: 4;
- * GR_LIN_W64X1, GR_LIN_W128X1: 1, the MMA warpgroup copying and splitting alone) and the raw
- * stages (gr_lin_wg_stages). GR_LIN_W64R and GR_LIN_W128R are the register-A form: the MMA
- * warpgroup loads x's fragments from the raw stage straight into registers and splits them there,
- * and only W's split parts go through shared memory (its sets hold BN rows, not BM + BN; the
- * second warpgroup copies and splits W alone). */
+ * GR_LIN_MMA_KT at a time through S raw stages (tc_copy, rows GR_LIN_WG_LD floats apart) that
+ * the threads copy and split into TF32 big and small parts in the wgmma core-matrix layout (3
+ * sets: the tensor cores read one while the next ones are written). Built for sm_90a only, so it
+ * runs on compute capability 9.0 (H100, H200) and nowhere else; the check refuses it elsewhere.
+ * op->ip[GR_LIN_BN] holds the configuration (a GR_LIN_WCFG_* list): BN 64 or 128, NWG warpgroups
+ * per block (1: the MMA warpgroup copies and splits alone), S raw stages, and the form: REGA 0,
+ * every thread copies and splits x and W; REGA 1, the register-A form, where the MMA warpgroup
+ * loads x's fragments from the raw stage straight into registers and splits them there, and only
+ * W's split parts go through shared memory (its sets hold BN rows, not BM + BN; the second
+ * warpgroup copies and splits W alone). */
 #define GR_LIN_WG_BM 64
 #define GR_LIN_WG_LD 36 /* KT + 4: room for a shifted row (K % 4 != 0) */
-#define GR_LIN_WG_STAGES 4
+/*                       BN  NWG  S  REGA */
+#define GR_LIN_WCFG_64 64, 2, 4, 0     /* GR_LIN_W64 */
+#define GR_LIN_WCFG_128 128, 2, 3, 0   /* GR_LIN_W128: 3 x 2 operand sets leave room for 3 stages */
+#define GR_LIN_WCFG_64X1 64, 1, 4, 0   /* GR_LIN_W64X1: the MMA warpgroup copies and splits alone */
+#define GR_LIN_WCFG_128X1 128, 1, 3, 0 /* GR_LIN_W128X1 */
+#define GR_LIN_WCFG_64X4 64, 4, 4, 0   /* GR_LIN_W64X4 */
+#define GR_LIN_WCFG_64S6 64, 2, 6, 0   /* GR_LIN_W64S6 */
+#define GR_LIN_WCFG_64R 64, 2, 4, 1    /* GR_LIN_W64R: register A */
+#define GR_LIN_WCFG_128R 128, 2, 4, 1  /* GR_LIN_W128R */
+#define GR_LIN_WCFG_64R6 64, 2, 6, 1   /* GR_LIN_W64R6 */
 enum {
     GR_LIN_W64,
     GR_LIN_W128,
@@ -267,9 +275,20 @@ enum {
 #define GR_LIN_WNAMES                                                                              \
     { "w64", "w128", "w64x1", "w128x1", "w64x4", "w64s6", "w64r", "w128r", "w64r6" }
 
-/* 1 for the register-A configurations (GR_LIN_W64R, GR_LIN_W128R, GR_LIN_W64R6: 6 raw stages). */
+enum { GR_LIN_WF_BN, GR_LIN_WF_NWG, GR_LIN_WF_S, GR_LIN_WF_REGA };
+
+/* Field f (GR_LIN_WF_*) of wgmma configuration c; 0 for an unknown one. */
+static inline int gr_lin_wcfg(int c, int f) {
+    static const int t[GR_LIN_NWCFG][4] = {
+        {GR_LIN_WCFG_64},    {GR_LIN_WCFG_128},  {GR_LIN_WCFG_64X1},
+        {GR_LIN_WCFG_128X1}, {GR_LIN_WCFG_64X4}, {GR_LIN_WCFG_64S6},
+        {GR_LIN_WCFG_64R},   {GR_LIN_WCFG_128R}, {GR_LIN_WCFG_64R6}};
+    return c >= 0 && c < GR_LIN_NWCFG && f >= 0 && f < 4 ? t[c][f] : 0;
+}
+
+/* 1 for the register-A configurations. */
 static inline int gr_lin_wg_rega(int c) {
-    return c == GR_LIN_W64R || c == GR_LIN_W128R || c == GR_LIN_W64R6;
+    return gr_lin_wcfg(c, GR_LIN_WF_REGA);
 }
 
 /* The wgmma kernels' operand layout (no swizzle) of a GR_LIN_MMA_KT-wide stage: 8 x 16-byte core
@@ -310,27 +329,17 @@ GR_HD_INLINE void gr_lin_wgr_xpiece(int w, int lane, int u, int *r, int *q) {
 
 /* BN of wgmma configuration c; 0 for an unknown one. */
 static inline int gr_lin_wg_bn(int c) {
-    return c == GR_LIN_W64 || c == GR_LIN_W64X1 || c == GR_LIN_W64X4 || c == GR_LIN_W64S6 ||
-                   c == GR_LIN_W64R || c == GR_LIN_W64R6
-               ? 64
-           : c == GR_LIN_W128 || c == GR_LIN_W128X1 || c == GR_LIN_W128R ? 128
-                                                                         : 0;
+    return gr_lin_wcfg(c, GR_LIN_WF_BN);
 }
 
 /* Threads per block of wgmma configuration c: 128 per warpgroup; 0 for an unknown one. */
 static inline unsigned gr_lin_wg_threads(int c) {
-    return c == GR_LIN_W64 || c == GR_LIN_W128 || c == GR_LIN_W64S6 || gr_lin_wg_rega(c) ? 256u
-           : c == GR_LIN_W64X1 || c == GR_LIN_W128X1                                     ? 128u
-           : c == GR_LIN_W64X4                                                           ? 512u
-                                                                                         : 0u;
+    return 128u * (unsigned)gr_lin_wcfg(c, GR_LIN_WF_NWG);
 }
 
-/* Raw stages of wgmma configuration c: GR_LIN_WG_STAGES at BN = 64 and in the register-A ones, 6
- * in GR_LIN_W64S6 and GR_LIN_W64R6, 3 at 128. */
+/* Raw stages of wgmma configuration c. */
 static inline int gr_lin_wg_stages(int c) {
-    return c == GR_LIN_W64S6 || c == GR_LIN_W64R6         ? 6
-           : gr_lin_wg_bn(c) == 128 && !gr_lin_wg_rega(c) ? 3
-                                                          : GR_LIN_WG_STAGES;
+    return gr_lin_wcfg(c, GR_LIN_WF_S);
 }
 
 /* Dynamic shared memory of wgmma configuration c: the raw stages and three sets of split operands

@@ -82,9 +82,6 @@ static_assert(kWgBM == 64, "one MMA warpgroup, 16 rows per warp");
 // Descriptor strides of the core-matrix layout (bytes; gr_lin_wg_off in dlrm.h has the float
 // offset of a 16-byte piece).
 constexpr uint32_t kWgLBO = GR_LIN_WG_LBO, kWgSBO = GR_LIN_WG_SBO;
-__device__ __forceinline__ int wg_off(int r, int q) {
-    return gr_lin_wg_off(r, q);
-}
 
 // Shared-memory matrix descriptor, no swizzle: start address, leading and stride byte offsets,
 // each in 16-byte units (bits 0-13, 16-29, 32-45); base offset and swizzle mode 0.
@@ -148,10 +145,11 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[64], uint64_t a, uint64_t 
 // 128, where 3 operand sets leave no room for a fourth in 227 KB); operand sets: 3, so the MMAs of
 // stage kt may still read set kt % 3 while stages kt + 1 and kt + 2 are split into the others (see
 // wg_stage).
-template <int BN, int S_> struct wg_geom {
+template <int BN, int S_, int REGA = 0> struct wg_geom {
     static_assert(S_ >= 3, "two stages in flight while one is split");
     static constexpr int S = S_, SETS = 3;
-    static constexpr int ROWS = kWgBM + BN, RAW = ROWS * kWgLD, OPS = ROWS * kWgKT;
+    static constexpr int ROWS = kWgBM + BN, RAW = ROWS * kWgLD;
+    static constexpr int OPS = (REGA ? BN : ROWS) * kWgKT; // register A: W's rows only
     static constexpr int FLOATS = S * RAW + SETS * 2 * OPS;
 };
 
@@ -167,39 +165,30 @@ template <int NT> __device__ __forceinline__ void wg_piece(int u, int &r, int &q
     q = (p >> 3) % QR;
 }
 
-// This thread's pieces (K % 4 == 0), worked out once per launch: the address of each at k = 0,
-// its offsets in a raw stage and in an operand set, and which are W rows and inside M or N. The
-// per-stage copy and split are then a pointer add, a compare and the memory instructions (an
-// Nsight Compute count of the first version, which worked them out per stage: ~230 instructions
-// per warp and stage, over half of them integer).
-template <int BN, int NT> struct wg_pieces {
-    static constexpr int U = (kWgBM + BN) * (kWgKT / 4) / NT;
-    static_assert((kWgBM + BN) * (kWgKT / 4) % NT == 0, "every thread has the same pieces");
+// A thread's U 16-byte copy pieces (K % 4 == 0), worked out once per launch: the address of each
+// at k = 0, its offset in a raw stage, and which are W rows and inside M or N. The per-stage copy
+// is then a pointer add, a compare and the cp.async (an Nsight Compute count of the first
+// version, which worked them out per stage: ~230 instructions per warp and stage, over half of
+// them integer).
+template <int U> struct wg_copies {
     const float *src[U];
-    int raw[U], op[U], k[U];
-    unsigned is_w, in_range; // bit u
+    int raw[U], k[U];
+    unsigned is_w = 0, in_range = 0; // bit u
 
-    __device__ __forceinline__ wg_pieces(const float *X, const float *W, int M, int N, int K,
-                                         int m0, int n0) {
-        is_w = in_range = 0;
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            int r, q;
-            wg_piece<NT>(u, r, q);
-            const bool w = r >= kWgBM;
-            const int row = w ? n0 + (r - kWgBM) : m0 + r;
-            const bool ok = row < (w ? N : M);
-            src[u] = (w ? W : X) + (size_t)(ok ? row : 0) * (size_t)K + 4 * q;
-            raw[u] = r * kWgLD + 4 * q;
-            op[u] = wg_off(r, q);
-            k[u] = 4 * q;
-            is_w |= (unsigned)w << u;
-            in_range |= (unsigned)ok << u;
-        }
+    // Piece u: the 16-byte piece q of tile row r (its raw stage row), row `row` of A, which has
+    // `rows` rows (w: A is W).
+    __device__ __forceinline__ void set(int u, const float *A, int row, int rows, int K, int r,
+                                        int q, bool w) {
+        const bool ok = row < rows;
+        src[u] = A + (size_t)(ok ? row : 0) * (size_t)K + 4 * q;
+        raw[u] = r * kWgLD + 4 * q;
+        k[u] = 4 * q;
+        is_w |= (unsigned)w << u;
+        in_range |= (unsigned)ok << u;
     }
 
-    // Copies stage k0 (`which`: TILE_X, TILE_W), zero-filled past M, N and K (K % 4 == 0: a piece
-    // is wholly inside K or past it).
+    // Copies stage k0's pieces of `which` (TILE_X, TILE_W), zero-filled past M, N and K (K % 4
+    // == 0: a piece is wholly inside K or past it).
     __device__ __forceinline__ void copy(float *st, const float *base, int K, int k0,
                                          int which) const {
 #pragma unroll
@@ -207,6 +196,26 @@ template <int BN, int NT> struct wg_pieces {
             if (!(which & ((is_w >> u & 1u) ? TILE_W : TILE_X))) continue;
             const bool ok = (in_range >> u & 1u) && k0 + k[u] < K;
             cp_async16(st + raw[u], ok ? src[u] + k0 : base, ok ? 16 : 0);
+        }
+    }
+};
+
+// This thread's pieces in the shared-memory form (wg_piece), with their offsets in an operand set
+// for the split.
+template <int BN, int NT> struct wg_pieces : wg_copies<(kWgBM + BN) * (kWgKT / 4) / NT> {
+    static constexpr int U = (kWgBM + BN) * (kWgKT / 4) / NT;
+    static_assert((kWgBM + BN) * (kWgKT / 4) % NT == 0, "every thread has the same pieces");
+    int op[U];
+
+    __device__ __forceinline__ wg_pieces(const float *X, const float *W, int M, int N, int K,
+                                         int m0, int n0) {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int r, q;
+            wg_piece<NT>(u, r, q);
+            const bool w = r >= kWgBM;
+            this->set(u, w ? W : X, w ? n0 + (r - kWgBM) : m0 + r, w ? N : M, K, r, q, w);
+            op[u] = gr_lin_wg_off(r, q);
         }
     }
 };
@@ -269,7 +278,7 @@ __device__ __forceinline__ float *wg_stage(float *raw, float *ops, const float *
         const int row = r < BM ? m0 + r : n0 + (r - BM);
         const int mis = (int)(((unsigned)row * (unsigned)K) & 3u);
         v[u] = lds4<false>(st + r * LD + mis + 4 * q);
-        off[u] = wg_off(r, q);
+        off[u] = gr_lin_wg_off(r, q);
     }
 #pragma unroll
     for (int u = 0; u < U; u++) {
@@ -446,57 +455,19 @@ __device__ __forceinline__ void wgmma_tf32_ra(float (&d)[32], const uint32_t (&a
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
-// S raw stages of BM + BN rows; 3 sets of W's {big, small} parts, BN rows each.
-template <int BN, int S_> struct wgr_geom {
-    static_assert(S_ >= 3, "two stages in flight while one is split");
-    static constexpr int S = S_, SETS = 3;
-    static constexpr int ROWS = kWgBM + BN, RAW = ROWS * kWgLD, OPS = BN * kWgKT;
-    static constexpr int FLOATS = S * RAW + SETS * 2 * OPS;
-};
-
-// A thread's U 16-byte copy pieces (K % 4 == 0), worked out once per launch as in wg_pieces.
-template <int U> struct wgr_copies {
-    const float *src[U];
-    int raw[U], k[U];
-    unsigned in_range = 0; // bit u: the piece's row is inside M or N
-
-    __device__ __forceinline__ void set(int u, const float *A, int row, int rows, int K, int r,
-                                        int q) {
-        const bool ok = row < rows;
-        src[u] = A + (size_t)(ok ? row : 0) * (size_t)K + 4 * q;
-        raw[u] = r * kWgLD + 4 * q;
-        k[u] = 4 * q;
-        in_range |= (unsigned)ok << u;
-    }
-    __device__ __forceinline__ void copy(float *st, const float *base, int K, int k0) const {
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const bool ok = (in_range >> u & 1u) && k0 + k[u] < K;
-            cp_async16(st + raw[u], ok ? src[u] + k0 : base, ok ? 16 : 0);
-        }
-    }
-};
-
-// Producer pair p (gr_lin_wgr_pair): 8 consecutive threads take rows n .. n + 7 at one h (their
-// raw loads, 36 floats apart, hit 8 bank groups; their stores fill one core matrix) and the two
-// halves of a row are in one warp (whole 32-byte sectors).
-__device__ __forceinline__ void wgr_pair(int p, int &n, int &h) {
-    gr_lin_wgr_pair(p, &n, &h);
-}
-
 // A stage's head, by every thread: wait for this thread's copies of stage kt, issue stage
 // kt + S - 1's (own pieces, or tc_copy's shifted ones for K % 4 != 0, after a barrier).
 template <int BN, int S, int NT, bool VEC, class C>
 __device__ __forceinline__ void wgr_head(float *raw, const C &pc, const float *__restrict__ X,
                                          const float *__restrict__ W, int M, int N, int K, int m0,
                                          int n0, int kt, int nk) {
-    constexpr int RAW = wgr_geom<BN, S>::RAW;
+    constexpr int RAW = wg_geom<BN, S, 1>::RAW;
     cp_async_wait<S - 2>();
     if (!VEC) __syncthreads();
     if (kt + S - 1 < nk) {
         float *st = raw + (kt + S - 1) % S * RAW;
         if (VEC)
-            pc.copy(st, X, K, (kt + S - 1) * kWgKT);
+            pc.copy(st, X, K, (kt + S - 1) * kWgKT, TILE_X | TILE_W);
         else
             tc_copy<kWgBM, BN, NT, false, kWgLD>(st, X, W, M, N, K, m0, n0, (kt + S - 1) * kWgKT,
                                                  TILE_X | TILE_W);
@@ -512,7 +483,7 @@ __global__ void __launch_bounds__(256, 1)
                       const float *__restrict__ bias, float *__restrict__ Y, int M, int N, int K,
                       int pre) {
 #if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    typedef wgr_geom<BN, S_> G;
+    typedef wg_geom<BN, S_, 1> G;
     constexpr int BM = kWgBM, KT = kWgKT, LD = kWgLD, S = G::S, RAW = G::RAW, OPS = G::OPS;
     constexpr int NT = 256, PP = 2 * BN / 128, NACC = PASSES == 3 ? 2 : 1, NH = BN / 64;
     static_assert(PASSES == 1 || PASSES == 3, "TF32 or 3xTF32");
@@ -528,20 +499,21 @@ __global__ void __launch_bounds__(256, 1)
 
     if (wgi != 0) { // W: copy and split
         const int pt = tid - 128;
-        wgr_copies<4 * PP> pc;
+        wg_copies<4 * PP> pc;
         if (VEC)
 #pragma unroll
             for (int j = 0; j < PP; j++) {
                 int n, h;
-                wgr_pair(pt + 128 * j, n, h);
+                gr_lin_wgr_pair(pt + 128 * j, &n, &h);
 #pragma unroll
                 for (int c = 0; c < 4; c++)
-                    pc.set(4 * j + c, W, n0 + n, N, K, BM + n, gr_lin_wgr_col(0, 4 * h + c) / 4);
+                    pc.set(4 * j + c, W, n0 + n, N, K, BM + n, gr_lin_wgr_col(0, 4 * h + c) / 4,
+                           true);
             }
         if (pre)
             for (int s = 0; s < S - 1 && s < nk; s++) {
                 if (VEC)
-                    pc.copy(raw + s * RAW, W, K, s * KT);
+                    pc.copy(raw + s * RAW, W, K, s * KT, TILE_W);
                 else
                     tc_copy<BM, BN, NT, false, LD>(raw + s * RAW, X, W, M, N, K, m0, n0, s * KT,
                                                    TILE_W);
@@ -550,7 +522,7 @@ __global__ void __launch_bounds__(256, 1)
         for (int s = 0; s < S - 1; s++) {
             if (s < nk) {
                 if (VEC) {
-                    if (!pre) pc.copy(raw + s * RAW, W, K, s * KT);
+                    if (!pre) pc.copy(raw + s * RAW, W, K, s * KT, TILE_W);
                 } else
                     tc_copy<BM, BN, NT, false, LD>(raw + s * RAW, X, W, M, N, K, m0, n0, s * KT,
                                                    pre ? TILE_X : TILE_X | TILE_W);
@@ -565,7 +537,7 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
             for (int j = 0; j < PP; j++) {
                 int n, h;
-                wgr_pair(pt + 128 * j, n, h);
+                gr_lin_wgr_pair(pt + 128 * j, &n, &h);
                 const int mis = VEC ? 0 : (int)(((unsigned)(n0 + n) * (unsigned)K) & 3u);
 #pragma unroll
                 for (int c = 0; c < 4; c++) // logical column 4h + c of k-steps 0 .. 3
@@ -574,7 +546,7 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
             for (int j = 0; j < PP; j++) {
                 int n, h;
-                wgr_pair(pt + 128 * j, n, h);
+                gr_lin_wgr_pair(pt + 128 * j, &n, &h);
 #pragma unroll
                 for (int s = 0; s < 4; s++) {
                     uint4 b4, s4;
@@ -582,8 +554,8 @@ __global__ void __launch_bounds__(256, 1)
                     tf32_split<PASSES>(f4(v[j][1], s), b4.y, s4.y);
                     tf32_split<PASSES>(f4(v[j][2], s), b4.z, s4.z);
                     tf32_split<PASSES>(f4(v[j][3], s), b4.w, s4.w);
-                    *reinterpret_cast<uint4 *>(big + wg_off(n, 2 * s + h)) = b4;
-                    if (PASSES == 3) *reinterpret_cast<uint4 *>(small + wg_off(n, 2 * s + h)) = s4;
+                    *reinterpret_cast<uint4 *>(big + gr_lin_wg_off(n, 2 * s + h)) = b4;
+                    if (PASSES == 3) *reinterpret_cast<uint4 *>(small + gr_lin_wg_off(n, 2 * s + h)) = s4;
                 }
             }
             fence_proxy_async();
@@ -595,13 +567,13 @@ __global__ void __launch_bounds__(256, 1)
 
     // the MMA warpgroup: x rows 16 warp .. 16 warp + 15 are this warp's to copy and read
     const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-    wgr_copies<4> pc;
+    wg_copies<4> pc;
     if (VEC)
 #pragma unroll
         for (int u = 0; u < 4; u++) {
             int r, q;
             gr_lin_wgr_xpiece(warp, lane, u, &r, &q);
-            pc.set(u, X, m0 + r, M, K, r, q);
+            pc.set(u, X, m0 + r, M, K, r, q, false);
         }
     if (pre && !VEC)
         for (int s = 0; s < S - 1 && s < nk; s++)
@@ -610,7 +582,7 @@ __global__ void __launch_bounds__(256, 1)
     for (int s = 0; s < S - 1; s++) {
         if (s < nk) {
             if (VEC)
-                pc.copy(raw + s * RAW, X, K, s * KT);
+                pc.copy(raw + s * RAW, X, K, s * KT, TILE_X);
             else
                 tc_copy<BM, BN, NT, false, LD>(raw + s * RAW, X, W, M, N, K, m0, n0, s * KT,
                                                pre ? TILE_X : TILE_X | TILE_W);
@@ -674,36 +646,34 @@ __global__ void __launch_bounds__(256, 1)
 #endif
 }
 
-// The kernel families (lin_pick, dlrm_dev.cuh) of the two forms.
-template <int BN, int S, int NWG> struct wg_family {
-    static_assert(wg_geom<BN, S>::FLOATS * sizeof(float) <= 227 * 1024, "fits an H100/H200 block");
+// The kernel family (lin_pick, dlrm_dev.cuh) of configuration CFG (a GR_LIN_WCFG_* list: BN,
+// NWG, S, REGA).
+template <int BN, int NWG, int S, int REGA> struct wg_family {
+    static_assert(wg_geom<BN, S, REGA>::FLOATS * sizeof(float) <= 227 * 1024,
+                  "fits an H100/H200 block");
+    static_assert(!REGA || NWG == 2, "register A: one MMA warpgroup, one W splitter");
     template <int PASSES, int ACT, bool VEC> static gr_lin_staged_kernel_t k() {
-        return linear_wg_kernel<BN, S, NWG, PASSES, ACT, VEC>;
+        if constexpr (REGA != 0)
+            return linear_wgr_kernel<BN, S, PASSES, ACT, VEC>;
+        else
+            return linear_wg_kernel<BN, S, NWG, PASSES, ACT, VEC>;
     }
-    static size_t smem() { return (size_t)wg_geom<BN, S>::FLOATS * sizeof(float); }
-};
-
-template <int BN, int S> struct wgr_family {
-    static_assert(wgr_geom<BN, S>::FLOATS * sizeof(float) <= 227 * 1024, "fits an H100/H200 block");
-    template <int PASSES, int ACT, bool VEC> static gr_lin_staged_kernel_t k() {
-        return linear_wgr_kernel<BN, S, PASSES, ACT, VEC>;
-    }
-    static size_t smem() { return (size_t)wgr_geom<BN, S>::FLOATS * sizeof(float); }
+    static size_t smem() { return (size_t)wg_geom<BN, S, REGA>::FLOATS * sizeof(float); }
 };
 
 } // namespace
 
 gr_lin_staged_kernel_t gr_lin_wg_kernel_of(const gr_op *op, size_t *smem) {
     switch ((int)op->ip[GR_LIN_BN]) {
-    case GR_LIN_W64: return lin_pick<wg_family<64, 4, 2>>(op, smem);
-    case GR_LIN_W128: return lin_pick<wg_family<128, 3, 2>>(op, smem);
-    case GR_LIN_W64X1: return lin_pick<wg_family<64, 4, 1>>(op, smem);
-    case GR_LIN_W128X1: return lin_pick<wg_family<128, 3, 1>>(op, smem);
-    case GR_LIN_W64X4: return lin_pick<wg_family<64, 4, 4>>(op, smem);
-    case GR_LIN_W64S6: return lin_pick<wg_family<64, 6, 2>>(op, smem);
-    case GR_LIN_W64R: return lin_pick<wgr_family<64, GR_LIN_WG_STAGES>>(op, smem);
-    case GR_LIN_W128R: return lin_pick<wgr_family<128, GR_LIN_WG_STAGES>>(op, smem);
-    case GR_LIN_W64R6: return lin_pick<wgr_family<64, 6>>(op, smem);
+    case GR_LIN_W64: return lin_pick<wg_family<GR_LIN_WCFG_64>>(op, smem);
+    case GR_LIN_W128: return lin_pick<wg_family<GR_LIN_WCFG_128>>(op, smem);
+    case GR_LIN_W64X1: return lin_pick<wg_family<GR_LIN_WCFG_64X1>>(op, smem);
+    case GR_LIN_W128X1: return lin_pick<wg_family<GR_LIN_WCFG_128X1>>(op, smem);
+    case GR_LIN_W64X4: return lin_pick<wg_family<GR_LIN_WCFG_64X4>>(op, smem);
+    case GR_LIN_W64S6: return lin_pick<wg_family<GR_LIN_WCFG_64S6>>(op, smem);
+    case GR_LIN_W64R: return lin_pick<wg_family<GR_LIN_WCFG_64R>>(op, smem);
+    case GR_LIN_W128R: return lin_pick<wg_family<GR_LIN_WCFG_128R>>(op, smem);
+    case GR_LIN_W64R6: return lin_pick<wg_family<GR_LIN_WCFG_64R6>>(op, smem);
     default: *smem = 0; return NULL;
     }
 }
