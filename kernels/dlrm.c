@@ -1068,13 +1068,9 @@ static size_t smem_per_block(const gr_target *t) {
  * for ~0.1 us more work each (napkin math in dlrm.cu; to be measured). GR_MI_RB (1, 2, 4, 8,
  * 16) forces the rows per block, for such measurements. */
 static int mi_rows_per_block(int64_t B, int sm_count) {
-    const char *env = getenv("GR_MI_RB");
-    if (env && *env) {
-        char *end = NULL;
-        long v = strtol(env, &end, 10);
-        if (*end == 0 && (v == 1 || v == 2 || v == 4 || v == 8 || v == 16)) return (int)v;
-        fprintf(stderr, "graphrun: GR_MI_RB=%s ignored: use 1, 2, 4, 8 or 16\n", env);
-    }
+    static const char *const names[] = {"1", "2", "4", "8", "16"}; /* 1 << index */
+    int forced = env_config("GR_MI_RB", names, 5);
+    if (forced >= 0) return 1 << forced;
     int64_t blocks = sm_count > 1 ? sm_count / 2 : 1;
     int rb = 1;
     while (rb < GR_MI_MAX_RB && cdiv64(B, rb) > blocks)
