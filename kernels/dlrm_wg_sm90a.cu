@@ -646,7 +646,30 @@ __global__ void __launch_bounds__(256, 1)
 #endif
 }
 
-// The kernel family (lin_pick, dlrm_dev.cuh) of configuration CFG (a GR_LIN_WCFG_* list: BN,
+// The staged kernel of family F (a struct whose `template <int PASSES, int ACT, bool VEC> static
+// gr_lin_staged_kernel_t k()` names one instantiation, and `smem()` its dynamic shared memory)
+// for the op's passes (math tf32x3: 3, else 1), activation and copy width (K % 4 == 0: 16-byte
+// copies).
+template <class F, int P, bool V> gr_lin_staged_kernel_t lin_pick_act(int act) {
+    switch (act) {
+    case GR_DLRM_ACT_RELU:
+        return F::template k<P, GR_DLRM_ACT_RELU, V>();
+    case GR_DLRM_ACT_SIGMOID:
+        return F::template k<P, GR_DLRM_ACT_SIGMOID, V>();
+    default:
+        return F::template k<P, GR_DLRM_ACT_NONE, V>();
+    }
+}
+
+template <class F> gr_lin_staged_kernel_t lin_pick(const gr_op *op, size_t *smem) {
+    *smem = F::smem();
+    const int act = (int)op->ip[GR_LIN_ACT];
+    const bool x3 = (op->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32X3) != 0;
+    if (op->ip[GR_LIN_VEC]) return x3 ? lin_pick_act<F, 3, true>(act) : lin_pick_act<F, 1, true>(act);
+    return x3 ? lin_pick_act<F, 3, false>(act) : lin_pick_act<F, 1, false>(act);
+}
+
+// The kernel family (lin_pick) of configuration CFG (a GR_LIN_WCFG_* list: BN,
 // NWG, S, REGA).
 template <int BN, int NWG, int S, int REGA> struct wg_family {
     static_assert(wg_geom<BN, S, REGA>::FLOATS * sizeof(float) <= 227 * 1024,
