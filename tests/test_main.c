@@ -1,5 +1,7 @@
 /* Test runner: registers every suite, runs all or the one named with --suite NAME (CTest runs
- * one suite per test). GPU suites skip with "SKIPPED: no CUDA device" when there is none. */
+ * one suite per test), and with --test TEXT only the tests whose name contains TEXT (to rerun a
+ * few GPU tests in a short device call). GPU suites skip with "SKIPPED: no CUDA device" when there
+ * is none. */
 #include <CUnit/Basic.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -133,22 +135,29 @@ static int gpu_suite_init(void) {
     return 0;
 }
 
-static void add_suites(gr_suite_def *defs, const char *only, int *added) {
+static void add_suites(gr_suite_def *defs, const char *only, const char *test, int *added) {
     for (gr_suite_def *d = defs; d->name; d++) {
         if (only && strcmp(only, d->name) != 0) continue;
-        CU_pSuite s = CU_add_suite(d->name, d->needs_gpu ? gpu_suite_init : NULL, NULL);
-        for (CU_TestInfo *t = d->tests; t->pName; t++) CU_add_test(s, t->pName, t->pTestFunc);
-        (*added)++;
+        CU_pSuite s = NULL;
+        for (CU_TestInfo *t = d->tests; t->pName; t++) {
+            if (test && !strstr(t->pName, test)) continue;
+            if (!s) s = CU_add_suite(d->name, d->needs_gpu ? gpu_suite_init : NULL, NULL);
+            CU_add_test(s, t->pName, t->pTestFunc);
+            (*added)++;
+        }
     }
 }
 
 int main(int argc, char **argv) {
-    const char *only = NULL;
+    const char *only = NULL, *test = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--suite") && i + 1 < argc) only = argv[++i];
-        else if (!strcmp(argv[i], "--list")) only = "--list";
+        else if (!strcmp(argv[i], "--test") && i + 1 < argc)
+            test = argv[++i];
+        else if (!strcmp(argv[i], "--list"))
+            only = "--list";
         else {
-            fprintf(stderr, "usage: gr_tests [--suite NAME] [--list]\n");
+            fprintf(stderr, "usage: gr_tests [--suite NAME] [--test TEXT] [--list]\n");
             return 2;
         }
     }
@@ -160,9 +169,15 @@ int main(int argc, char **argv) {
         return 0;
     }
     int added = 0;
-    for (int i = 0; i < nregistered; i++) add_suites(registered[i], only, &added);
+    for (int i = 0; i < nregistered; i++)
+        add_suites(registered[i], only, test, &added);
     if (added == 0) {
-        fprintf(stderr, "gr_tests: no suite named \"%s\" (--list shows them)\n", only);
+        if (test)
+            fprintf(stderr,
+                    "gr_tests: no test with \"%s\" in its name%s%s (--list shows the suites)\n",
+                    test, only ? " in suite " : "", only ? only : "");
+        else
+            fprintf(stderr, "gr_tests: no suite named \"%s\" (--list shows them)\n", only);
         CU_cleanup_registry();
         return 2;
     }
