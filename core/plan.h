@@ -95,7 +95,7 @@ typedef struct gr_op {
     /* filled by the kernel's check() */
     unsigned grid[3], block[3];
     size_t smem;
-    int64_t ip[8];    /* integer launch params the check derived (sizes, strides) */
+    int64_t ip[12];   /* integer launch params the check derived (sizes, strides) */
     double fp[4];     /* float launch params (scales) */
     double bytes_read, bytes_written, flops;
     int launches;     /* kernels this op enqueues; -1 when a library decides */

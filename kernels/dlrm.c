@@ -368,6 +368,40 @@ static gr_status ref_tril(const gr_op *op, const gr_plan *plan, void *const *hos
 
 /* ---------- dot_interaction ---------- */
 
+static int env_config(const char *var, const char *const *names, int n);
+
+/* Rows per block of the interaction kernels: the most of 4, 2, 1 that still give two blocks per
+ * SM (B = 2048 on 132 SMs: 4 rows, 512 blocks, all resident at GR_IX_BLOCKS_PER_SM; B = 128: one
+ * row, 128 blocks), fewer where 48 KB of shared memory (no opt-in) does not hold them; 0 when one
+ * row does not fit. GR_IX_RB (1, 2, 4) forces the choice, for measuring it. */
+static int ix_rows_per_block(int64_t B, int64_t T, int64_t D, int sm_count) {
+    static const char *const names[] = {"1", "2", "4"}; /* 1 << index */
+    int rb = GR_IX_MAX_RB, forced = env_config("GR_IX_RB", names, 3);
+    if (forced >= 0) {
+        rb = 1 << forced;
+    } else {
+        int64_t want = 2 * (int64_t)(sm_count > 0 ? sm_count : 1);
+        while (rb > 1 && cdiv64(B, rb) < want)
+            rb /= 2;
+    }
+    while (rb > 1 && gr_ix_floats(rb, T, D) * (int64_t)sizeof(float) > 48 * 1024)
+        rb /= 2;
+    return gr_ix_floats(rb, T, D) * (int64_t)sizeof(float) > 48 * 1024 ? 0 : rb;
+}
+
+/* Launch dims of an interaction kernel: rb rows per block, at most GR_IX_BLOCKS_PER_SM blocks
+ * per SM, grid-stride beyond. */
+static void ix_launch_dims(gr_op *op, const gr_plan *plan, int64_t B, int64_t T, int64_t D,
+                           int rb) {
+    int64_t groups = cdiv64(B, rb), cap = (int64_t)plan->target.sm_count * GR_IX_BLOCKS_PER_SM;
+    if (cap < 1) cap = 1;
+    op->grid[0] = (unsigned)(groups < 1 ? 1 : groups < cap ? groups : cap);
+    op->grid[1] = op->grid[2] = 1;
+    op->block[0] = GR_IX_THREADS;
+    op->block[1] = op->block[2] = 1;
+    op->smem = (size_t)gr_ix_floats(rb, T, D) * sizeof(float);
+}
+
 static gr_status check_interaction(gr_op *op, const gr_plan *plan, gr_error *err) {
     const gr_buffer *X = gr_in(op, plan, 0), *E = gr_in(op, plan, 1), *Y = gr_out(op, plan, 0);
     char s1[96], s2[96];
@@ -393,24 +427,20 @@ static gr_status check_interaction(gr_op *op, const gr_plan *plan, gr_error *err
                             "embeddings give [%lld, %lld] (%lld of x, then %lld pairwise dots)",
                             Y->name, shp(Y, s1, sizeof(s1)), (long long)T, (long long)B,
                             (long long)(D + P), (long long)D, (long long)P);
-    size_t smem = (size_t)(F * (D + 1)) * sizeof(float);
-    if (smem > 48 * 1024)
+    int rb = ix_rows_per_block(B, T, D, plan->target.sm_count);
+    if (!rb)
         return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"dot_interaction\": %lld vectors of %lld floats need %zu bytes "
-                            "of shared memory; at most 48 KB (fewer tables or a smaller D)",
-                            (long long)F, (long long)D, smem);
+                            "kernel \"dot_interaction\": %lld vectors of %lld floats and the "
+                            "output row need %zu bytes of shared memory for one batch row; at most "
+                            "48 KB (fewer tables or a smaller D)",
+                            (long long)F, (long long)D,
+                            (size_t)gr_ix_floats(1, T, D) * sizeof(float));
     op->ip[GR_INT_B] = B;
     op->ip[GR_INT_T] = T;
     op->ip[GR_INT_D] = D;
     op->ip[GR_INT_P] = P;
-    /* one block per row of the batch (grid-stride beyond GR_INT_BLOCKS_PER_SM per SM) */
-    int64_t cap = (int64_t)plan->target.sm_count * GR_INT_BLOCKS_PER_SM;
-    int64_t blocks = B < cap ? B : cap;
-    op->grid[0] = (unsigned)(blocks > 0 ? blocks : 1);
-    op->grid[1] = op->grid[2] = 1;
-    op->block[0] = 128;
-    op->block[1] = op->block[2] = 1;
-    op->smem = smem;
+    op->ip[GR_INT_RB] = rb;
+    ix_launch_dims(op, plan, B, T, D, rb);
     op->bytes_read = (double)X->bytes + (double)E->bytes;
     op->bytes_written = (double)Y->bytes;
     op->flops = 2.0 * (double)(B * P * D);
@@ -479,12 +509,14 @@ static gr_status check_emb_interaction(gr_op *op, const gr_plan *plan, gr_error 
                             "give [%lld, %lld] (%lld of x, then %lld pairwise dots)",
                             kn, Y->name, shp(Y, s1, sizeof(s1)), T, (long long)B,
                             (long long)(D + P), (long long)D, (long long)P);
-    size_t smem = (size_t)(F * (D + 1)) * sizeof(float);
-    if (smem > 48 * 1024)
+    int rb = ix_rows_per_block(B, T, D, plan->target.sm_count);
+    if (!rb)
         return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\": %lld vectors of %lld floats need %zu bytes of shared "
-                            "memory; at most 48 KB (fewer tables or a smaller D)",
-                            kn, (long long)F, (long long)D, smem);
+                            "kernel \"%s\": %lld vectors of %lld floats and the output row need "
+                            "%zu bytes of shared memory for one batch row; at most 48 KB (fewer "
+                            "tables or a smaller D)",
+                            kn, (long long)F, (long long)D,
+                            (size_t)gr_ix_floats(1, T, D) * sizeof(float));
     int mean = !strcmp(gr_op_attr_str(op, "pooling", "sum"), "mean");
     op->ip[GR_EI_B] = B;
     op->ip[GR_EI_T] = T;
@@ -494,15 +526,11 @@ static gr_status check_emb_interaction(gr_op *op, const gr_plan *plan, gr_error 
     op->ip[GR_EI_VEC] = D % 4 == 0;
     op->ip[GR_EI_P] = P;
     op->ip[GR_EI_PRE] = written_by_no_op(op, plan, 1, 1 + 2 * T);
+    op->ip[GR_EI_RB] = rb;
+    op->ip[GR_EI_REG] = bag == 1 && (int64_t)rb * T * (D % 4 == 0 ? D / 4 : D) <=
+                                        (int64_t)GR_IX_THREADS * GR_IX_GATHER_U;
     op->fp[0] = mean ? 1.0 / (double)bag : 1.0;
-    /* one block per row of the batch, as dot_interaction */
-    int64_t cap = (int64_t)plan->target.sm_count * GR_INT_BLOCKS_PER_SM;
-    int64_t blocks = B < cap ? B : cap;
-    op->grid[0] = (unsigned)(blocks > 0 ? blocks : 1);
-    op->grid[1] = op->grid[2] = 1;
-    op->block[0] = 128;
-    op->block[1] = op->block[2] = 1;
-    op->smem = smem;
+    ix_launch_dims(op, plan, B, T, D, rb);
     /* the gathered rows and the indices (not the tables), x; R written: no E round trip */
     op->bytes_read = (double)i0->bytes * T + (double)(B * T * bag * D) * 4.0 + (double)X->bytes;
     op->bytes_written = (double)Y->bytes;
@@ -550,6 +578,10 @@ static int parse_act(const char *s) {
  * everything with math tf32 (TF32 tensor cores: 7.8 us for 2048 x 256 x 512). */
 #define GR_LIN_AUTO_MAX_ROWS 256
 #define GR_LIN_AUTO_MIN_TILED 128
+/* Above GR_LIN_AUTO_MAX_ROWS rows, K <= GR_LIN_SK_MAXK takes smallk and N <= GR_LIN_RD_MAXN
+ * rowdot (kernels built for those shapes, dlrm.cu: bot.0 and top.2 of dlrm_small, which took 5.2
+ * and 3.4 us on the tiled and SIMT kernels under Nsight Compute, run 50); at or below it the
+ * SIMT kernel keeps them. */
 
 /* The SIMT tile width: the tiles of one column block land ceil(tiles / SMs) to an SM, each
  * costing ~BN (32 rows x BN columns x K FMAs), so pick the BN with the least work on the
@@ -638,7 +670,7 @@ static int wg_config(int64_t M, int64_t N, int sm_count) {
     return rega == 0 ? GR_LIN_W64 : GR_LIN_W64R;
 }
 
-static const char *const impl_names[] = {"simt", "lt", "tiled", "tc", "wg"};
+static const char *const impl_names[] = {"simt", "lt", "tiled", "tc", "wg", "smallk", "rowdot"};
 
 /* op->form: the implementation, its configuration (the names GR_LIN_TC_CFG and GR_LIN_WG_CFG take;
  * t64, t64w, t32, t16 for the tiled kernel's) and the arithmetic it runs, e.g. "wg w64 tf32x3":
@@ -653,9 +685,11 @@ static void linear_form(gr_op *op, int impl, int cfg, int math) {
                     : impl == GR_LINEAR_TC  ? cnames[cfg]
                     : impl == GR_LINEAR_WG  ? wnames[cfg]
                                             : NULL;
-    const int runs = impl == GR_LINEAR_SIMT || impl == GR_LINEAR_TILED ? GR_MATH_FP32
-                     : impl == GR_LINEAR_LT && math != GR_MATH_TF32    ? GR_MATH_FP32
-                                                                       : math;
+    const int runs = impl == GR_LINEAR_SIMT || impl == GR_LINEAR_TILED || impl == GR_LINEAR_SK ||
+                             impl == GR_LINEAR_RD
+                         ? GR_MATH_FP32
+                     : impl == GR_LINEAR_LT && math != GR_MATH_TF32 ? GR_MATH_FP32
+                                                                    : math;
     snprintf(op->form, sizeof(op->form), "%s%s%s %s", impl_names[impl], c ? " " : "", c ? c : "",
              maths[runs]);
 }
@@ -706,6 +740,15 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
         impl = GR_LINEAR_TC;
     else if (!strcmp(impl_s, "wg"))
         impl = GR_LINEAR_WG;
+    else if (!strcmp(impl_s, "smallk"))
+        impl = GR_LINEAR_SK;
+    else if (!strcmp(impl_s, "rowdot"))
+        impl = GR_LINEAR_RD;
+    else if (M > GR_LIN_AUTO_MAX_ROWS && K <= GR_LIN_SK_MAXK &&
+             cdiv64(N, 4 * GR_LIN_SK_CT) <= 65535)
+        impl = GR_LINEAR_SK;
+    else if (M > GR_LIN_AUTO_MAX_ROWS && N <= GR_LIN_RD_MAXN)
+        impl = GR_LINEAR_RD;
     else if ((M <= GR_LIN_AUTO_MAX_ROWS || N < GR_LIN_AUTO_MIN_TILED) &&
              cdiv64(M, GR_LIN_BM) <= 65535)
         impl = GR_LINEAR_SIMT;
@@ -749,6 +792,18 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
                             "kernel \"linear_act\": impl \"wg\" runs on TF32 tensor cores; set "
                             "math \"tf32x3\" (fp32-accurate) or \"tf32\", or use impl "
                             "\"tiled\" or \"simt\" for fp32 FMAs");
+    if (impl == GR_LINEAR_SK && K > GR_LIN_SK_MAXK)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"linear_act\": impl \"smallk\" holds W's rows in registers "
+                            "and takes K <= %d; W \"%s\" %s has K = %lld: use impl \"auto\", "
+                            "\"tiled\" or \"simt\"",
+                            GR_LIN_SK_MAXK, W->name, shp(W, s1, sizeof(s1)), (long long)K);
+    if (impl == GR_LINEAR_RD && N > GR_LIN_RD_MAXN)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"linear_act\": impl \"rowdot\" (a warp per row) takes at "
+                            "most %d outputs; W \"%s\" %s has N = %lld: use impl \"auto\", "
+                            "\"tiled\" or \"simt\"",
+                            GR_LIN_RD_MAXN, W->name, shp(W, s1, sizeof(s1)), (long long)N);
     if (impl == GR_LINEAR_WG && !wg_ok(&plan->target))
         return gr_error_set(err, GR_ERR_INPUT, op->path,
                             "kernel \"linear_act\": impl \"wg\" uses sm_90a's wgmma and runs only "
@@ -765,14 +820,16 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
                                           : 1;
     if (M > 2147483647 || N > 2147483647 || K > 2147483647 ||
         (impl == GR_LINEAR_SIMT && cdiv64(M, GR_LIN_BM) > 65535) ||
+        (impl == GR_LINEAR_SK && cdiv64(N, 4 * GR_LIN_SK_CT) > 65535) ||
         ((impl == GR_LINEAR_TILED || impl == GR_LINEAR_TC || impl == GR_LINEAR_WG) &&
          cdiv64(N, tbn) > 65535))
         return gr_error_set(err, GR_ERR_INPUT, op->path,
                             "kernel \"linear_act\": %lld x %lld x %lld is too large for impl "
-                            "\"%s\" (at most %d rows for simt, 65535 tiles of %lld outputs "
-                            "for this tiled, tc or wg configuration, 2^31 per dim)",
+                            "\"%s\" (at most %d rows for simt, %d outputs for smallk, 65535 "
+                            "tiles of %lld outputs for this tiled, tc or wg configuration, 2^31 "
+                            "per dim)",
                             (long long)M, (long long)N, (long long)K, impl_names[impl],
-                            65535 * GR_LIN_BM, (long long)tbn);
+                            65535 * GR_LIN_BM, 65535 * 4 * GR_LIN_SK_CT, (long long)tbn);
     op->ip[GR_LIN_M] = M;
     op->ip[GR_LIN_N] = N;
     op->ip[GR_LIN_K] = K;
@@ -790,6 +847,26 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
         op->grid[1] = (unsigned)cdiv64(M, GR_LIN_BM);
         op->grid[2] = 1;
         op->block[0] = GR_LIN_THREADS;
+        op->block[1] = op->block[2] = 1;
+        op->smem = 0;
+        op->launches = 1;
+    } else if (impl == GR_LINEAR_SK) {
+        op->ip[GR_LIN_BN] = 0;
+        op->grid[0] = (unsigned)cdiv64(M, GR_LIN_SK_RB); /* M < 2^31 */
+        op->grid[1] = (unsigned)cdiv64(N, 4 * GR_LIN_SK_CT);
+        op->grid[2] = 1;
+        op->block[0] = GR_LIN_SK_THREADS;
+        op->block[1] = op->block[2] = 1;
+        op->smem = 0;
+        op->launches = 1;
+    } else if (impl == GR_LINEAR_RD) {
+        int64_t blocks = cdiv64(M, GR_LIN_RD_THREADS / 32),
+                cap = (int64_t)(plan->target.sm_count > 0 ? plan->target.sm_count : 1) *
+                      GR_LIN_RD_BLOCKS_PER_SM;
+        op->ip[GR_LIN_BN] = 0;
+        op->grid[0] = (unsigned)(blocks < cap ? blocks : cap); /* grid-stride beyond */
+        op->grid[1] = op->grid[2] = 1;
+        op->block[0] = GR_LIN_RD_THREADS;
         op->block[1] = op->block[2] = 1;
         op->smem = 0;
         op->launches = 1;
@@ -1036,6 +1113,8 @@ static gr_status setup_linear(const gr_op *op, const gr_launch_ctx *ctx, void **
 
 static gr_status launch_linear(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
     if (op->ip[GR_LIN_IMPL] == GR_LINEAR_SIMT) return gr_launch_linear_simt(op, ctx, err);
+    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_SK || op->ip[GR_LIN_IMPL] == GR_LINEAR_RD)
+        return gr_launch_linear_small(op, ctx, err);
     if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TILED || op->ip[GR_LIN_IMPL] == GR_LINEAR_TC ||
         op->ip[GR_LIN_IMPL] == GR_LINEAR_WG)
         return gr_launch_linear_staged(op, ctx, err);
@@ -1248,8 +1327,8 @@ static gr_status setup_mlp_interaction(const gr_op *op, const gr_launch_ctx *ctx
 
 static const char *const pooling_choices[] = {"sum", "mean", NULL};
 static const char *const act_choices[] = {"relu", "none", "sigmoid", NULL};
-static const char *const impl_choices[] = {"auto", "simt", "lt",      "tiled",
-                                           "tc",   "wg",   "auto_wg", NULL};
+static const char *const impl_choices[] = {"auto", "simt",   "lt",     "tiled",   "tc",
+                                           "wg",   "smallk", "rowdot", "auto_wg", NULL};
 static const char *const math_choices[] = {"fp32", "tf32", "tf32x3", NULL};
 
 static const gr_attr_spec emb_attrs[] = {
@@ -1261,7 +1340,9 @@ static const gr_attr_spec linear_attrs[] = {
      "simt (own kernel for small batches), tiled (own register-tiled fp32 SGEMM for large "
      "batches), lt (cuBLASLt with bias/ReLU epilogue), tc (own TF32 tensor-core kernel on "
      "mma.sync; math tf32 or tf32x3), wg (own TF32 kernel on wgmma, compute capability 9.0 "
-     "only; math tf32 or tf32x3) or auto: simt up to 256 rows or below 128 outputs; above, "
+     "only; math tf32 or tf32x3), smallk (K <= 16: W's rows in registers, fp32), rowdot (N <= "
+     "16: a warp per row, fp32) or auto: above 256 rows smallk for K <= 16 and rowdot for N <= 16; "
+     "else simt up to 256 rows or below 128 outputs; above, "
      "tiled for sigmoid and K <= 64, with math tf32x3 tc (lt in fp32 for K % 4 != 0), lt with "
      "math tf32 or K % 4 != 0, else tiled; auto_wg: as auto, but wg where auto takes tc or lt "
      "with math tf32x3 on compute capability 9.0"},

@@ -187,101 +187,222 @@ __global__ void tril_kernel(const float *__restrict__ z, float *__restrict__ y, 
 }
 
 // ---------- dot interaction (alone, or with the embedding gather fused in) ----------
+//
+// One interaction row is the D floats of vector 0 (the bottom MLP's output), then the P = F (F -
+// 1) / 2 dots of the pairs j < i of the row's F = T + 1 vectors. The dots are computed as the
+// lower triangle of the row's F x F Gram matrix in 4 x 4 blocks (bj <= bi: 28 blocks of 16 dots
+// for F = 27, 448 dots for 351): a thread per block loads its 4 + 4 vectors 16 bytes at a time
+// (8 loads per 64 FMAs) from their slots (gr_ix_slot: the 4 vectors of a block are nb slots
+// apart, and slots an odd number of 16-byte units apart, so the lanes of a warp spread over the
+// bank groups). The kernels before this layout made every dot in one thread from scalar loads (2
+// loads per FMA) after decoding its pair (i, j) with a square root: Nsight Compute on the H200
+// (run 50, B = 2048) showed embedding_interaction issue-bound, 5.78 M warp instructions (2820
+// per row, for 176 warp FMAs' worth of work), 57% of the issue slots busy, 9.9 us.
+// Each k accumulates in the same order as the reference's dot (k = 0 .. D - 1 from 0), so a dot
+// of two vectors is bit-identical to it.
 
-// One output row from the F = T + 1 vectors in shared memory (row stride ld = D + 1, so that
-// the threads of a warp, each on a different pair, mostly hit different banks): the D floats of
-// vector 0 (the bottom MLP's output), then the P = F (F - 1) / 2 dots of pairs j < i, row by
-// row, each thread making whole dots.
-__device__ __forceinline__ void interaction_row(const float *f, int ld, int D, int P,
-                                                float *__restrict__ out) {
-    for (int k = threadIdx.x; k < D; k += blockDim.x)
-        out[k] = f[k];
-    for (int p = threadIdx.x; p < P; p += blockDim.x) {
-        int i, j;
-        tril_pair(p, i, j);
-        const float *fi = f + i * ld, *fj = f + j * ld;
-        float s = 0.f;
-        for (int k = 0; k < D; k++)
-            s = fmaf(fi[k], fj[k], s);
-        out[D + p] = s;
-    }
-}
-
-// dot_interaction: one block per batch row (grid-stride over rows); x and E both come from the
-// kernels before, so nothing can be read before the PDL wait.
-__global__ void __launch_bounds__(128, GR_INT_BLOCKS_PER_SM)
-interaction_kernel(const float *__restrict__ x, const float *__restrict__ E, float *__restrict__ R,
-                   int64_t B, int T, int D, int P) {
-    extern __shared__ float f[];
-    pdl_wait();
-    pdl_trigger();
-    const int F = T + 1, ld = D + 1;
-    for (int64_t b = blockIdx.x; b < B; b += gridDim.x) {
-        const float *xb = x + b * D;
-        const float *eb = E + b * (int64_t)T * D;
-        for (int e = threadIdx.x; e < F * D; e += blockDim.x) {
-            const int i = e / D, k = e - i * D;
-            f[i * ld + k] = i == 0 ? xb[k] : eb[e - D];
+// The 4 x 4 dot blocks of rows 0 .. nrows - 1, one item (row, block) per thread and round; the
+// dots go to out rows (row stride rowlen) at D + p. f_s holds the rows' vectors, 4 nb slots of
+// ldf floats per row.
+template <int NT>
+__device__ __forceinline__ void ix_dots(const float *f_s, int nrows, int nb, int ldf, int D, int F,
+                                        int rowlen, float *out) {
+    const int nblk = nb * (nb + 1) / 2, sstep = nb * ldf, rstep = 4 * nb * ldf;
+    for (int it = threadIdx.x; it < nrows * nblk; it += NT) {
+        const int r = it / nblk, blk = it - r * nblk;
+        int bi = 0;
+        while ((bi + 1) * (bi + 2) / 2 <= blk)
+            bi++;
+        const int bj = blk - bi * (bi + 1) / 2;
+        const float *fa = f_s + r * rstep + bi * ldf, *fb = f_s + r * rstep + bj * ldf;
+        float z[4][4];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                z[i][j] = 0.f;
+        for (int k = 0; k < D; k += 4) { // up to D rounded up to 4: zeros there
+            float4 av[4], bv[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                av[i] = lds128(fa + i * sstep + k);
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                bv[j] = lds128(fb + j * sstep + k);
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    float s = z[i][j];
+                    s = fmaf(av[i].x, bv[j].x, s);
+                    s = fmaf(av[i].y, bv[j].y, s);
+                    s = fmaf(av[i].z, bv[j].z, s);
+                    z[i][j] = fmaf(av[i].w, bv[j].w, s);
+                }
         }
-        __syncthreads();
-        interaction_row(f, ld, D, P, R + b * (int64_t)(D + P));
-        __syncthreads(); // the next row overwrites f
+        float *o = out + r * rowlen + D;
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int vi = 4 * bi + i, vj = 4 * bj + j;
+                if (vi < F && vj < vi) o[vi * (vi - 1) / 2 + vj] = z[i][j];
+            }
     }
 }
 
-// embedding_interaction: the table-batched embedding gather fused into the interaction. The
-// pooled embeddings go straight from the tables to shared memory (no E in device memory, no
-// TBE launch). With `pre` (tables and indices written by no op), a block gathers its first row
-// before the PDL wait, so the two dependent loads (index, then row) overlap the bottom MLP's
-// last layer; only x, the bottom MLP's output, is read after it.
-struct ei_args {
+// n consecutive floats of output rows from shared memory to dst: 16-byte stores where dst is
+// 16-byte aligned (the rows of a group are contiguous in R).
+template <int NT>
+__device__ __forceinline__ void ix_store_rows(const float *out, float *dst, int n) {
+    if ((reinterpret_cast<uintptr_t>(dst) & 15) == 0) {
+        for (int e = threadIdx.x; e < n / 4; e += NT)
+            reinterpret_cast<float4 *>(dst)[e] = lds128(out + 4 * e);
+        for (int e = n / 4 * 4 + threadIdx.x; e < n; e += NT)
+            dst[e] = out[e];
+    } else {
+        for (int e = threadIdx.x; e < n; e += NT)
+            dst[e] = out[e];
+    }
+}
+
+// Both kernels' arguments. The table and index pointers travel by value, as emb_args'.
+struct ix_args {
     const float *table[GR_EMB_MAX_TABLES];
     const void *idx[GR_EMB_MAX_TABLES];
     int64_t rows[GR_EMB_MAX_TABLES];
-    const float *x;
+    const float *x; // [B, D], the bottom MLP's output
+    const float *E; // dot_interaction: [B, T, D]
     float *R;
     int64_t B;
-    int T, D, bag, P;
+    int T, D, bag, P, rb;
     float scale;
-    int pre;
+    int pre; // embedding_interaction: tables and indices written by no op
+    int reg; // embedding_interaction: the gather's loads through registers (ix_gather_reg)
 };
 
-// Vectors 1 .. T of row b (the pooled embeddings) into f.
-template <typename IDX, bool VEC>
-__device__ __forceinline__ void ei_gather(const ei_args &a, int64_t b, float *f, int ld) {
-    const int per_row = VEC ? a.D / 4 : a.D;
-    for (int e = threadIdx.x; e < a.T * per_row; e += blockDim.x) {
-        const int t = e / per_row, q = e - t * per_row;
-        const float4 v =
-            bag_piece<IDX, VEC>(a.table[t], static_cast<const IDX *>(a.idx[t]) + b * a.bag,
-                                a.rows[t], a.D, a.bag, q, a.scale);
-        float *dst = f + (t + 1) * ld + (VEC ? 4 * q : q); // ld is odd: no 16-byte stores
-        dst[0] = v.x;
-        if (VEC) {
-            dst[1] = v.y;
-            dst[2] = v.z;
-            dst[3] = v.w;
+// Vectors 1 .. T of rows b0 .. b0 + nrows - 1 into their slots, piece e = (r T + t) per_row + q
+// (16 bytes when VEC, else one float): consecutive threads take consecutive pieces of one
+// embedding. GATHER: pooled from the tables (bag_piece, as embedding_bag_tbe pools them); else
+// read from E.
+template <bool GATHER, typename IDX, bool VEC>
+__device__ __forceinline__ void ix_fill(const ix_args &a, int64_t b0, int nrows, float *f_s,
+                                        int nb, int ldf) {
+    const int per_row = VEC ? a.D / 4 : a.D, total = nrows * a.T * per_row, rstep = 4 * nb * ldf;
+    for (int e = threadIdx.x; e < total; e += GR_IX_THREADS) {
+        const int q = e % per_row, rt = e / per_row, t = rt % a.T, r = rt / a.T;
+        float4 v;
+        if (GATHER) {
+            v = bag_piece<IDX, VEC>(a.table[t], static_cast<const IDX *>(a.idx[t]) + (b0 + r) * a.bag,
+                                    a.rows[t], a.D, a.bag, q, a.scale);
+        } else {
+            const float *src = a.E + ((b0 + r) * a.T + t) * a.D;
+            v = VEC ? *reinterpret_cast<const float4 *>(src + 4 * q) : make_float4(src[q], 0.f, 0.f, 0.f);
         }
+        float *dst = f_s + r * rstep + gr_ix_slot(1 + t, nb) * ldf + (VEC ? 4 * q : q);
+        if (VEC)
+            *reinterpret_cast<float4 *>(dst) = v;
+        else
+            dst[0] = v.x;
     }
 }
 
+// The same pieces with bag 1 and at most GR_IX_GATHER_U per thread (the check's GR_EI_REG): every
+// index load of the thread first, then every row load, then the stores, so a group's gather costs
+// two dependent latencies rather than two per round of ix_fill's loop (run 51: with RB = 4, 416
+// pieces on 128 threads, the loop's four rounds made the kernel 9.3 us under Nsight Compute).
 template <typename IDX, bool VEC>
-__global__ void __launch_bounds__(128, GR_INT_BLOCKS_PER_SM)
-    emb_interaction_kernel(const __grid_constant__ ei_args a) {
-    extern __shared__ float f[];
-    const int ld = a.D + 1;
-    int64_t b = blockIdx.x;
-    if (a.pre && b < a.B) ei_gather<IDX, VEC>(a, b, f, ld);
+__device__ __forceinline__ void ix_gather_reg(const ix_args &a, int64_t b0, int nrows, float *f_s,
+                                              int nb, int ldf) {
+    constexpr int U = GR_IX_GATHER_U;
+    const int per_row = VEC ? a.D / 4 : a.D, total = nrows * a.T * per_row, rstep = 4 * nb * ldf;
+    int64_t ix[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int e = u * GR_IX_THREADS + (int)threadIdx.x;
+        ix[u] = -1;
+        if (e < total) {
+            const int rt = e / per_row, t = rt % a.T, r = rt / a.T;
+            ix[u] = (int64_t)__ldg(static_cast<const IDX *>(a.idx[t]) + b0 + r);
+        }
+    }
+    float4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int e = u * GR_IX_THREADS + (int)threadIdx.x;
+        v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (e >= total) continue;
+        const int q = e % per_row, t = (e / per_row) % a.T;
+        if (ix[u] < 0 || ix[u] >= a.rows[t]) continue; // skipped: zeros, as bag_piece
+        const float *row = a.table[t] + ix[u] * a.D;
+        if (VEC)
+            v[u] = __ldg(reinterpret_cast<const float4 *>(row) + q);
+        else
+            v[u].x = __ldg(row + q);
+    }
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int e = u * GR_IX_THREADS + (int)threadIdx.x;
+        if (e >= total) continue;
+        const int q = e % per_row, rt = e / per_row, t = rt % a.T, r = rt / a.T;
+        float *dst = f_s + r * rstep + gr_ix_slot(1 + t, nb) * ldf + (VEC ? 4 * q : q);
+        // summed from 0 and scaled as bag_piece does: bit for bit its value, -0 included
+        if (VEC)
+            *reinterpret_cast<float4 *>(dst) =
+                make_float4((0.f + v[u].x) * a.scale, (0.f + v[u].y) * a.scale,
+                            (0.f + v[u].z) * a.scale, (0.f + v[u].w) * a.scale);
+        else
+            dst[0] = (0.f + v[u].x) * a.scale;
+    }
+}
+
+// A group's vectors 1 .. T: the register path where the check allows it, else ix_fill.
+template <bool GATHER, typename IDX, bool VEC>
+__device__ __forceinline__ void ix_vectors(const ix_args &a, int64_t b0, int nrows, float *f_s,
+                                           int nb, int ldf) {
+    if (GATHER && a.reg)
+        ix_gather_reg<IDX, VEC>(a, b0, nrows, f_s, nb, ldf);
+    else
+        ix_fill<GATHER, IDX, VEC>(a, b0, nrows, f_s, nb, ldf);
+}
+
+// A block owns a.rb rows (grid-stride over the row groups). GATHER with `pre`: the first group's
+// embeddings are gathered before the PDL wait, so the two dependent loads (index, then row)
+// overlap the bottom MLP's last layer; x (and E) are read after it. Signals its dependents right
+// after the wait (see the protocol at the top).
+template <bool GATHER, typename IDX, bool VEC>
+__global__ void __launch_bounds__(GR_IX_THREADS) interaction_kernel(const __grid_constant__ ix_args a) {
+    constexpr int NT = GR_IX_THREADS;
+    extern __shared__ __align__(16) float ix_sm[];
+    const int nb = (int)gr_ix_nb(a.T), ldf = (int)gr_ix_ldf(a.D), rstep = 4 * nb * ldf;
+    const int rowlen = a.D + a.P, F = a.T + 1;
+    float *const f_s = ix_sm, *const out = ix_sm + a.rb * rstep;
+    for (int e = threadIdx.x; e < a.rb * rstep; e += NT) // padding slots and floats: zeros
+        f_s[e] = 0.f;
+    __syncthreads();
+    const int64_t ngroups = (a.B + a.rb - 1) / a.rb;
+    int64_t grp = blockIdx.x;
+    const bool early = GATHER && a.pre;
+    if (early && grp < ngroups)
+        ix_vectors<GATHER, IDX, VEC>(a, grp * a.rb, (int)min((int64_t)a.rb, a.B - grp * a.rb), f_s,
+                                     nb, ldf);
     pdl_wait();
     pdl_trigger();
-    for (; b < a.B; b += gridDim.x) {
-        if (!a.pre || b != (int64_t)blockIdx.x) ei_gather<IDX, VEC>(a, b, f, ld);
-        const float *xb = a.x + b * a.D;
-        for (int k = threadIdx.x; k < a.D; k += blockDim.x)
-            f[k] = xb[k];
+    for (; grp < ngroups; grp += gridDim.x) {
+        const int64_t b0 = grp * a.rb;
+        const int nrows = (int)min((int64_t)a.rb, a.B - b0);
+        if (!early || grp != (int64_t)blockIdx.x) ix_vectors<GATHER, IDX, VEC>(a, b0, nrows, f_s, nb, ldf);
+        for (int e = threadIdx.x; e < nrows * a.D; e += NT) { // vector 0, and the rows' first D
+            const int r = e / a.D, d = e - r * a.D;
+            const float v = a.x[(b0 + r) * a.D + d];
+            f_s[r * rstep + d] = v; // vector 0 is slot 0
+            out[r * rowlen + d] = v;
+        }
         __syncthreads();
-        interaction_row(f, ld, a.D, a.P, a.R + b * (int64_t)(a.D + a.P));
-        __syncthreads(); // the next row overwrites f
+        ix_dots<NT>(f_s, nrows, nb, ldf, a.D, F, rowlen, out);
+        __syncthreads();
+        ix_store_rows<NT>(out, a.R + b0 * rowlen, nrows * rowlen);
+        __syncthreads(); // the next group overwrites the vectors and the output rows
     }
 }
 
@@ -433,6 +554,152 @@ __global__ void __launch_bounds__(GR_LIN_THREADS, 1)
             s += red[((gg * 4 + i) * 4 + j) * TPG + owner];
         const int m = m0 + row, n = n0 + col;
         if (m < M && n < N) Y[(size_t)m * N + n] = act_f<ACT>(s + __ldg(bias + n));
+    }
+}
+
+// ---------- Linear + bias + activation for small K or small N (exact fp32 FMAs) ----------
+//
+// Two shapes the tiled and SIMT kernels serve badly at large M (Nsight Compute, run 50, B =
+// 2048): bot.0, 2048 x 512 x 13, on the tiled kernel's 64 x 64 tiles (4-byte copies of unaligned
+// rows, one stage, a group reduction) took 5.2 us for 14 M FMAs and 4 MB of output, issue-bound
+// at 1.97 M warp instructions; top.2, 2048 x 1 x 256, on the SIMT kernel's 32 x 8 tiles (7 of 8
+// columns padding, 64 blocks, two dependent 128-k chunks) 3.4 us for 2 MB of input.
+//
+// smallk (K <= GR_LIN_SK_MAXK): a thread owns 4 consecutive outputs of a row; their W rows sit in
+// its registers (4 x 16 floats, zero past K and N), GR_LIN_SK_CT threads span 4 CT columns, a
+// block of 256 threads works through RB rows two at a time. The block's span of W (4 CT rows of
+// K, contiguous in memory) comes in through shared memory with coalesced loads, before the PDL
+// wait when no op writes W: loaded straight into registers, each warp-wide load touched 32 rows
+// 4 K floats apart (run 51: bot.0 8.1 us under Nsight Compute, against 5.2 on the tiled kernel).
+// The block's rows of x are staged once in shared memory (zero past K) and read back as float4
+// broadcasts; per row and thread 4 loads, 64 FMAs and one 16-byte store (N % 4 == 0), the 128
+// threads of a row writing 2 KB contiguously. Napkin math, 2048 x 512 x 13: 0.66 M warp
+// instructions (a third of the tiled kernel's), 4 MB written (~1 us of L2 write bandwidth); 128
+// blocks, each reading 26 KB of W. Each output sums k = 0 .. K - 1 in order from 0, then adds
+// the bias.
+template <int ACT>
+__global__ void __launch_bounds__(GR_LIN_SK_THREADS)
+    linear_smallk_kernel(const float *__restrict__ X, const float *__restrict__ W,
+                         const float *__restrict__ bias, float *__restrict__ Y, int M, int N,
+                         int K, int pre) {
+    constexpr int NT = GR_LIN_SK_THREADS, CT = GR_LIN_SK_CT, RPI = NT / CT, RB = GR_LIN_SK_RB;
+    constexpr int KM = GR_LIN_SK_MAXK;
+    static_assert(NT % CT == 0 && RB % RPI == 0 && KM % 4 == 0, "smallk shape");
+    __shared__ __align__(16) float xs[RB * KM];
+    __shared__ float ws[4 * CT * KM];
+    const int tid = threadIdx.x, tc = tid % CT, tr = tid / CT;
+    const int nb = blockIdx.y * 4 * CT, n0 = nb + 4 * tc;
+    const int span = min(4 * CT, N - nb) * K; // the block's W rows, contiguous
+    const int64_t m0 = (int64_t)blockIdx.x * RB;
+    auto stage_w = [&]() {
+        for (int e = tid; e < span; e += NT)
+            ws[e] = __ldg(W + (size_t)nb * K + e);
+    };
+    if (pre) stage_w();
+    pdl_wait(); // x is the previous kernel's output
+    if (!pre) stage_w();
+    for (int e = tid; e < RB * KM; e += NT) {
+        const int r = e / KM, k = e - r * KM;
+        const int64_t m = m0 + r;
+        xs[e] = m < M && k < K ? X[m * K + k] : 0.f;
+    }
+    __syncthreads();
+    pdl_trigger(); // only the FMAs and the stores are left
+    float w[4][KM], bv[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const bool on = n0 + j < N;
+        bv[j] = on ? __ldg(bias + n0 + j) : 0.f;
+#pragma unroll
+        for (int k = 0; k < KM; k++)
+            w[j][k] = on && k < K ? ws[(4 * tc + j) * K + k] : 0.f;
+    }
+    const bool vec = (N & 3) == 0 && n0 + 3 < N;
+#pragma unroll 2
+    for (int r = tr; r < RB; r += RPI) {
+        const int64_t m = m0 + r;
+        if (m >= M) break;
+        float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int k = 0; k < KM; k += 4) {
+            const float4 xv = lds128(xs + r * KM + k);
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                acc[j] = fmaf(xv.x, w[j][k], acc[j]);
+                acc[j] = fmaf(xv.y, w[j][k + 1], acc[j]);
+                acc[j] = fmaf(xv.z, w[j][k + 2], acc[j]);
+                acc[j] = fmaf(xv.w, w[j][k + 3], acc[j]);
+            }
+        }
+        float *y = Y + m * N + n0;
+        if (vec) {
+            *reinterpret_cast<float4 *>(y) =
+                make_float4(act_f<ACT>(acc[0] + bv[0]), act_f<ACT>(acc[1] + bv[1]),
+                            act_f<ACT>(acc[2] + bv[2]), act_f<ACT>(acc[3] + bv[3]));
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                if (n0 + j < N) y[j] = act_f<ACT>(acc[j] + bv[j]);
+        }
+    }
+}
+
+// rowdot (N <= GR_LIN_RD_MAXN): a warp per row (rows strided over the grid's warps), its lanes
+// across K in 16-byte pieces (K % 4 == 0) or floats, N partial sums per lane, then a butterfly
+// sum (fixed order: every lane ends with the same value); lane n writes output n. W (N x K, a few
+// KB) is read through L1 by every warp. 2048 x 1 x 256 (top.2): 2048 warps, one round trip for x
+// and W each, 5 shuffles; ~1-1.5 us. 2048 x 16 x 64 (bot.3): 16 lanes of 16-byte pieces, 16 W
+// loads and 80 shuffles per row.
+template <int ACT, bool VEC>
+__global__ void __launch_bounds__(GR_LIN_RD_THREADS)
+    linear_rowdot_kernel(const float *__restrict__ X, const float *__restrict__ W,
+                         const float *__restrict__ bias, float *__restrict__ Y, int M, int N,
+                         int K) {
+    constexpr int NW = GR_LIN_RD_THREADS / 32, MN = GR_LIN_RD_MAXN;
+    const int lane = threadIdx.x & 31;
+    const int64_t nwarps = (int64_t)gridDim.x * NW;
+    pdl_wait(); // x is the previous kernel's output
+    pdl_trigger();
+    for (int64_t m = (int64_t)blockIdx.x * NW + threadIdx.x / 32; m < M; m += nwarps) {
+        const float *x = X + m * K;
+        float acc[MN];
+#pragma unroll
+        for (int n = 0; n < MN; n++)
+            acc[n] = 0.f;
+        if (VEC) {
+            for (int k = 4 * lane; k < K; k += 128) {
+                const float4 xv = __ldg(reinterpret_cast<const float4 *>(x + k));
+#pragma unroll
+                for (int n = 0; n < MN; n++) {
+                    if (n >= N) break;
+                    const float4 wv = __ldg(reinterpret_cast<const float4 *>(W + (size_t)n * K + k));
+                    acc[n] = fmaf(xv.x, wv.x, acc[n]);
+                    acc[n] = fmaf(xv.y, wv.y, acc[n]);
+                    acc[n] = fmaf(xv.z, wv.z, acc[n]);
+                    acc[n] = fmaf(xv.w, wv.w, acc[n]);
+                }
+            }
+        } else {
+            for (int k = lane; k < K; k += 32) {
+                const float xv = __ldg(x + k);
+#pragma unroll
+                for (int n = 0; n < MN; n++) {
+                    if (n >= N) break;
+                    acc[n] = fmaf(xv, __ldg(W + (size_t)n * K + k), acc[n]);
+                }
+            }
+        }
+        float out = 0.f;
+#pragma unroll
+        for (int n = 0; n < MN; n++) {
+            if (n >= N) break;
+            float s = acc[n];
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+                s += __shfl_xor_sync(0xffffffffu, s, o);
+            if (lane == n) out = s;
+        }
+        if (lane < N) Y[m * N + lane] = act_f<ACT>(out + __ldg(bias + lane));
     }
 }
 
@@ -945,15 +1212,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 2)
 // floats per row (8 ty + tx: 32 different banks). RB = 16: 4 x 4 per thread, 4 groups of 64 k;
 // RB = 1: 1 x 4, 16 groups of 16 k.
 //
-// Interaction. Z = F F^T per row in 4 x 4 register blocks: the lower triangle of the 27 x 27 Gram
-// matrix is 28 blocks (7 diagonal, 21 full), 448 dots for the 351 wanted. A thread takes one
-// (row, block) item: per 4 k, 4 + 4 float4 loads and 64 FMAs (1 load per 8 FMAs, against 2 per
-// FMA for whole dots from scalar loads). Vector v sits in slot (v % 4) nb + v / 4 (nb = ceil(F /
-// 4)), so the 4 vectors of a block are nb slots apart and the i-blocks of the lanes of a warp,
-// consecutive slots: odd-unit slot pitch, different bank groups. Each dot sums k in order with
-// fmaf, as interaction_row does: given the same bot and pooled rows, R's dots are bit-identical to
-// embedding_interaction's. The dots go to the output rows in shared memory, which are copied out
-// coalesced.
+// Interaction: the interaction kernels' blocked dots (ix_dots, above), so given the same bot and
+// pooled rows R's dots are bit-identical to embedding_interaction's. The dots go to the output
+// rows in shared memory, which are copied out coalesced (ix_store_rows).
 //
 // Napkin math, B = 2048, dlrm_small (K = 256, N_a = 64, D = 16, T = 26), RB = 16, per block
 // (128 blocks, one per SM; H200: 128 FMA/clk/SM, 1.98 GHz):
@@ -1065,11 +1326,6 @@ template <int RB> __device__ __forceinline__ void mi_stage_weights(float *sm, co
     cp_async_commit();
 }
 
-// Slot of vector v (0: bot, 1 + t: table t) among a row's 4 nb slots.
-__device__ __forceinline__ int mi_slot(int v, int nb) {
-    return (v & 3) * nb + (v >> 2);
-}
-
 // The embedding pieces of a row group: piece e = (t RB + r) per_row + q is 16 bytes (VEC) or one
 // float (q) of row r's pooled row of table t; consecutive threads take consecutive pieces, so the
 // index loads of one table are contiguous.
@@ -1125,7 +1381,7 @@ __device__ __forceinline__ void mi_store(const mi_args &a, const float4 (&ev)[kM
         const int e = u * kMiNT + (int)threadIdx.x;
         if (e >= total) continue;
         const int q = e % per_row, tr = e / per_row, r = tr % RB, t = tr / RB;
-        float *dst = f_s + (r * slots + mi_slot(1 + t, a.nb)) * a.ldf + (vec ? 4 * q : q);
+        float *dst = f_s + (r * slots + gr_ix_slot(1 + t, a.nb)) * a.ldf + (vec ? 4 * q : q);
         if (vec)
             *reinterpret_cast<float4 *>(dst) =
                 make_float4((0.f + ev[u].x) * a.scale, (0.f + ev[u].y) * a.scale,
@@ -1146,7 +1402,7 @@ __device__ __forceinline__ void mi_gather_sync(const mi_args &a, int64_t b0, int
         const float4 v =
             bag_piece<IDX, VEC>(a.table[t], static_cast<const IDX *>(a.idx[t]) + (b0 + r) * a.bag,
                                 a.rows[t], a.D, a.bag, q, a.scale);
-        float *dst = f_s + (r * slots + mi_slot(1 + t, a.nb)) * a.ldf + (VEC ? 4 * q : q);
+        float *dst = f_s + (r * slots + gr_ix_slot(1 + t, a.nb)) * a.ldf + (VEC ? 4 * q : q);
         if (VEC)
             *reinterpret_cast<float4 *>(dst) = v;
         else
@@ -1362,64 +1618,10 @@ __global__ void __launch_bounds__(kMiNT, 1)
         }
         __syncthreads();
 
-        // The interaction: item (row r, 4 x 4 block (bi, bj), bj <= bi) per thread.
-        const int nblk = a.nb * (a.nb + 1) / 2, sstep = a.nb * a.ldf;
-        for (int it = tid; it < nrows * nblk; it += kMiNT) {
-            const int r = it / nblk, blk = it - r * nblk;
-            int bi = 0;
-            while ((bi + 1) * (bi + 2) / 2 <= blk)
-                bi++;
-            const int bj = blk - bi * (bi + 1) / 2;
-            const float *fr = f_s + r * slots * a.ldf;
-            const float *fa = fr + bi * a.ldf, *fb = fr + bj * a.ldf;
-            float z[4][4];
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    z[i][j] = 0.f;
-            for (int k = 0; k < a.D; k += 4) { // up to D rounded up to 4: zeros there
-                float4 av[4], bv[4];
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    av[i] = lds128(fa + i * sstep + k);
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    bv[j] = lds128(fb + j * sstep + k);
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-#pragma unroll
-                    for (int j = 0; j < 4; j++) {
-                        float s = z[i][j];
-                        s = fmaf(av[i].x, bv[j].x, s);
-                        s = fmaf(av[i].y, bv[j].y, s);
-                        s = fmaf(av[i].z, bv[j].z, s);
-                        z[i][j] = fmaf(av[i].w, bv[j].w, s);
-                    }
-            }
-            float *o = out + r * rowlen + a.D;
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const int vi = 4 * bi + i, vj = 4 * bj + j;
-                    if (vi < F && vj < vi) o[vi * (vi - 1) / 2 + vj] = z[i][j];
-                }
-        }
+        // The interaction, then the group's output rows (contiguous in R).
+        ix_dots<kMiNT>(f_s, nrows, a.nb, a.ldf, a.D, F, rowlen, out);
         __syncthreads();
-
-        // The group's output rows are contiguous in R: 16-byte stores where R's part is aligned.
-        float *dst = a.R + b0 * rowlen;
-        const int n = nrows * rowlen;
-        if ((reinterpret_cast<uintptr_t>(dst) & 15) == 0) {
-            for (int e = tid; e < n / 4; e += kMiNT)
-                reinterpret_cast<float4 *>(dst)[e] = lds128(out + 4 * e);
-            for (int e = n / 4 * 4 + tid; e < n; e += kMiNT)
-                dst[e] = out[e];
-        } else {
-            for (int e = tid; e < n; e += kMiNT)
-                dst[e] = out[e];
-        }
+        ix_store_rows<kMiNT>(out, a.R + b0 * rowlen, nrows * rowlen);
         __syncthreads(); // the next row group overwrites h's space and the F vectors
     }
 }
@@ -1622,17 +1824,28 @@ extern "C" gr_status gr_launch_tril_gather(const gr_op *op, const gr_launch_ctx 
 
 extern "C" gr_status gr_launch_dot_interaction(const gr_op *op, const gr_launch_ctx *ctx,
                                                gr_error *err) {
-    cudaError_t rc = gr_launch(interaction_kernel, grid_of(op), block_of(op), op->smem, ctx,
-                               static_cast<const float *>(ctx->dptr[op->inputs[0]]),
-                               static_cast<const float *>(ctx->dptr[op->inputs[1]]),
-                               static_cast<float *>(ctx->dptr[op->outputs[0]]), op->ip[GR_INT_B],
-                               (int)op->ip[GR_INT_T], (int)op->ip[GR_INT_D], (int)op->ip[GR_INT_P]);
+    ix_args a;
+    memset(&a, 0, sizeof(a));
+    a.x = static_cast<const float *>(ctx->dptr[op->inputs[0]]);
+    a.E = static_cast<const float *>(ctx->dptr[op->inputs[1]]);
+    a.R = static_cast<float *>(ctx->dptr[op->outputs[0]]);
+    a.B = op->ip[GR_INT_B];
+    a.T = (int)op->ip[GR_INT_T];
+    a.D = (int)op->ip[GR_INT_D];
+    a.P = (int)op->ip[GR_INT_P];
+    a.rb = (int)op->ip[GR_INT_RB];
+    a.bag = 1;
+    a.scale = 1.f;
+    const dim3 g = grid_of(op), bl = block_of(op);
+    cudaError_t rc = a.D % 4 == 0
+                         ? gr_launch(interaction_kernel<false, int32_t, true>, g, bl, op->smem, ctx, a)
+                         : gr_launch(interaction_kernel<false, int32_t, false>, g, bl, op->smem, ctx, a);
     return finish(rc, op, err);
 }
 
 extern "C" gr_status gr_launch_embedding_interaction(const gr_op *op, const gr_launch_ctx *ctx,
                                                      gr_error *err) {
-    ei_args a;
+    ix_args a;
     memset(&a, 0, sizeof(a));
     const int T = (int)op->ip[GR_EI_T];
     if (T < 1 || T > GR_EMB_MAX_TABLES || op->ninputs != 1 + 2 * T)
@@ -1650,18 +1863,20 @@ extern "C" gr_status gr_launch_embedding_interaction(const gr_op *op, const gr_l
     a.D = (int)op->ip[GR_EI_D];
     a.bag = (int)op->ip[GR_EI_BAG];
     a.P = (int)op->ip[GR_EI_P];
+    a.rb = (int)op->ip[GR_EI_RB];
     a.scale = (float)op->fp[0];
     a.pre = (int)op->ip[GR_EI_PRE];
+    a.reg = (int)op->ip[GR_EI_REG];
     const bool vec = op->ip[GR_EI_VEC] != 0, i64 = op->ip[GR_EI_IDX64] != 0;
     const dim3 g = grid_of(op), bl = block_of(op);
     const size_t sm = op->smem;
     cudaError_t rc;
     if (i64)
-        rc = vec ? gr_launch(emb_interaction_kernel<int64_t, true>, g, bl, sm, ctx, a)
-                 : gr_launch(emb_interaction_kernel<int64_t, false>, g, bl, sm, ctx, a);
+        rc = vec ? gr_launch(interaction_kernel<true, int64_t, true>, g, bl, sm, ctx, a)
+                 : gr_launch(interaction_kernel<true, int64_t, false>, g, bl, sm, ctx, a);
     else
-        rc = vec ? gr_launch(emb_interaction_kernel<int32_t, true>, g, bl, sm, ctx, a)
-                 : gr_launch(emb_interaction_kernel<int32_t, false>, g, bl, sm, ctx, a);
+        rc = vec ? gr_launch(interaction_kernel<true, int32_t, true>, g, bl, sm, ctx, a)
+                 : gr_launch(interaction_kernel<true, int32_t, false>, g, bl, sm, ctx, a);
     return finish(rc, op, err);
 }
 
@@ -1690,6 +1905,42 @@ extern "C" gr_status gr_launch_linear_simt(const gr_op *op, const gr_launch_ctx 
     default:
         return gr_error_set(err, GR_ERR_INTERNAL, op->path, "linear_act: tile width %lld",
                             (long long)op->ip[GR_LIN_BN]);
+    }
+    return finish(rc, op, err);
+}
+
+// smallk and rowdot: the op's act as a template argument.
+template <int ACT>
+static cudaError_t linear_small_act(const gr_op *op, const gr_launch_ctx *ctx, const float *X,
+                                    const float *W, const float *b, float *Y, int M, int N, int K) {
+    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_SK)
+        return gr_launch(linear_smallk_kernel<ACT>, grid_of(op), block_of(op), 0, ctx, X, W, b, Y,
+                         M, N, K, (op->ip[GR_LIN_FLAGS] & GR_LIN_F_PRE) ? 1 : 0);
+    return op->ip[GR_LIN_VEC]
+               ? gr_launch(linear_rowdot_kernel<ACT, true>, grid_of(op), block_of(op), 0, ctx, X, W,
+                           b, Y, M, N, K)
+               : gr_launch(linear_rowdot_kernel<ACT, false>, grid_of(op), block_of(op), 0, ctx, X,
+                           W, b, Y, M, N, K);
+}
+
+extern "C" gr_status gr_launch_linear_small(const gr_op *op, const gr_launch_ctx *ctx,
+                                            gr_error *err) {
+    const float *X = static_cast<const float *>(ctx->dptr[op->inputs[0]]);
+    const float *W = static_cast<const float *>(ctx->dptr[op->inputs[1]]);
+    const float *b = static_cast<const float *>(ctx->dptr[op->inputs[2]]);
+    float *Y = static_cast<float *>(ctx->dptr[op->outputs[0]]);
+    const int M = (int)op->ip[GR_LIN_M], N = (int)op->ip[GR_LIN_N], K = (int)op->ip[GR_LIN_K];
+    cudaError_t rc;
+    switch (op->ip[GR_LIN_ACT]) {
+    case GR_DLRM_ACT_RELU:
+        rc = linear_small_act<GR_DLRM_ACT_RELU>(op, ctx, X, W, b, Y, M, N, K);
+        break;
+    case GR_DLRM_ACT_SIGMOID:
+        rc = linear_small_act<GR_DLRM_ACT_SIGMOID>(op, ctx, X, W, b, Y, M, N, K);
+        break;
+    default:
+        rc = linear_small_act<GR_DLRM_ACT_NONE>(op, ctx, X, W, b, Y, M, N, K);
+        break;
     }
     return finish(rc, op, err);
 }

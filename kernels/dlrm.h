@@ -30,7 +30,9 @@ enum {
     GR_LINEAR_LT = 1,
     GR_LINEAR_TILED = 2,
     GR_LINEAR_TC = 3,
-    GR_LINEAR_WG = 4
+    GR_LINEAR_WG = 4,
+    GR_LINEAR_SK = 5, /* smallk: K <= GR_LIN_SK_MAXK */
+    GR_LINEAR_RD = 6  /* rowdot: N <= GR_LIN_RD_MAXN */
 };
 enum { GR_MATH_FP32 = 0, GR_MATH_TF32 = 1, GR_MATH_TF32X3 = 2 };
 
@@ -50,13 +52,51 @@ enum {
 enum { GR_BIAS_N_TOTAL, GR_BIAS_N };
 enum { GR_CAT_ROWS, GR_CAT_COLS, GR_CAT_MAXCOLS };
 enum { GR_TRIL_B, GR_TRIL_N, GR_TRIL_P };
-enum { GR_INT_B, GR_INT_T, GR_INT_D, GR_INT_P };
-/* Both interaction kernels: one 128-thread block per batch row, at most this many per SM (the
- * SM's 2048 threads; the kernels are built for it: at most 32 registers), grid-stride beyond.
- * At B = 2048 every row has its own block, so no block waits out a second row's gather. */
-#define GR_INT_BLOCKS_PER_SM 16
+enum { GR_INT_B, GR_INT_T, GR_INT_D, GR_INT_P, GR_INT_RB };
 /* embedding_interaction: x [B, D], T tables, T index buffers -> R [B, D + P] */
-enum { GR_EI_B, GR_EI_T, GR_EI_D, GR_EI_BAG, GR_EI_IDX64, GR_EI_VEC, GR_EI_P, GR_EI_PRE };
+enum {
+    GR_EI_B,
+    GR_EI_T,
+    GR_EI_D,
+    GR_EI_BAG,
+    GR_EI_IDX64,
+    GR_EI_VEC,
+    GR_EI_P,
+    GR_EI_PRE,
+    GR_EI_RB,
+    GR_EI_REG /* bag 1 and at most GR_IX_GATHER_U pieces per thread: loads through registers */
+};
+/* Both interaction kernels (dot_interaction, embedding_interaction): a block of GR_IX_THREADS
+ * threads owns RB batch rows (GR_INT_RB / GR_EI_RB: 1, 2 or 4, chosen by the check: the most
+ * that still give two blocks per SM), at most GR_IX_BLOCKS_PER_SM blocks per SM, grid-stride
+ * beyond. A thread computes a 4 x 4 block of one row's dots (design in dlrm.cu). */
+#define GR_IX_THREADS 128
+#define GR_IX_MAX_RB 4
+#define GR_IX_BLOCKS_PER_SM 8 /* 8 x 128 threads at <= 64 registers fill the register file */
+#define GR_IX_GATHER_U 4      /* embedding pieces per thread held in registers */
+
+/* The interaction's vectors in shared memory (both kernels above and mlp_interaction): a row's
+ * F = T + 1 vectors (0: the bottom MLP's output, 1 + t: table t's embedding) in 4 nb slots,
+ * nb = ceil(F / 4), vector v in slot (v % 4) nb + v / 4, so the 4 vectors of one 4 x 4 dot
+ * block are nb slots apart; slots ldf floats apart: D rounded up to 4 and then to an odd number
+ * of 16-byte units, so 8 consecutive slots start in 8 different bank groups. Slots past F and
+ * floats past D are read as zeros. */
+GR_HD_INLINE int64_t gr_ix_ldf(int64_t D) {
+    const int64_t d4 = (D + 3) / 4 * 4;
+    return (d4 / 4) % 2 ? d4 : d4 + 4;
+}
+GR_HD_INLINE int64_t gr_ix_nb(int64_t T) {
+    return (T + 1 + 3) / 4;
+}
+GR_HD_INLINE int gr_ix_slot(int v, int nb) {
+    return (v & 3) * nb + (v >> 2);
+}
+/* Shared memory of one interaction block, in floats: the vectors of its RB rows, then their
+ * output rows [RB][D + P]. */
+GR_HD_INLINE int64_t gr_ix_floats(int64_t rb, int64_t T, int64_t D) {
+    const int64_t P = (T + 1) * T / 2;
+    return rb * 4 * gr_ix_nb(T) * gr_ix_ldf(D) + rb * (D + P);
+}
 /* mlp_interaction: the bottom MLP's last two Linear + ReLU layers, then embedding_interaction, in
  * one kernel. Inputs h [B, K], W_a [N_a, K], b_a [N_a], W_b [D, N_a], b_b [D], T tables, T index
  * buffers; outputs bot [B, D] and R [B, D + P]. A block of GR_MI_THREADS threads owns RB batch
@@ -82,8 +122,7 @@ enum {
 /* Shared-memory layout of one block (offsets and sizes in floats, each part 16-byte aligned):
  * W_a [64][ldk], b_a [64], W_b [D][68], b_b, the region x (h [RB][ldk], then the layer-1
  * partial tiles [KS * RB][72], then the output rows [RB][D + P]: one after the other), a1
- * [RB][68], and the F = T + 1 vectors of each row [RB][4 nb][ldf] (vector v in slot
- * (v % 4) nb + v / 4, see dlrm.cu). */
+ * [RB][68], and the F = T + 1 vectors of each row [RB][4 nb][ldf] (gr_ix_slot's order). */
 typedef struct gr_mi_layout {
     int64_t wa, ba, wb, bb, x, a1, f, floats;
     int64_t kp, ldk, ldf, nb;
@@ -99,9 +138,9 @@ static inline gr_mi_layout gr_mi_layout_of(int rb, int64_t K, int64_t D, int64_t
     const int64_t ks = GR_MI_THREADS / GR_MI_GT(rb), P = (T + 1) * T / 2;
     const int64_t d4 = gr_mi_up(D, 4);
     l.kp = gr_mi_up(K, GR_MI_KALIGN);
-    l.ldk = l.kp + 4;                   /* an odd number of 16-byte units */
-    l.ldf = (d4 / 4) % 2 ? d4 : d4 + 4; /* likewise */
-    l.nb = (T + 1 + 3) / 4;
+    l.ldk = l.kp + 4; /* an odd number of 16-byte units */
+    l.ldf = gr_ix_ldf(D);
+    l.nb = gr_ix_nb(T);
     int64_t x = (int64_t)rb * l.ldk;
     if (ks * rb * rp > x) x = ks * rb * rp;
     if ((int64_t)rb * (D + P) > x) x = (int64_t)rb * (D + P);
@@ -141,6 +180,19 @@ enum {
 #define GR_LIN_BM 32
 #define GR_LIN_KC 128
 #define GR_LIN_THREADS 256
+
+/* impl smallk (K <= GR_LIN_SK_MAXK, design in dlrm.cu): a thread owns 4 consecutive outputs of a
+ * row with their W rows in registers; GR_LIN_SK_CT threads span 4 CT columns (grid y), a block
+ * of GR_LIN_SK_THREADS threads GR_LIN_SK_RB rows (grid x). impl rowdot (N <= GR_LIN_RD_MAXN): a
+ * warp per row, lanes across K; blocks of GR_LIN_RD_THREADS, at most GR_LIN_RD_BLOCKS_PER_SM per
+ * SM, grid-stride beyond. */
+#define GR_LIN_SK_MAXK 16
+#define GR_LIN_SK_THREADS 256
+#define GR_LIN_SK_CT 128
+#define GR_LIN_SK_RB 16
+#define GR_LIN_RD_MAXN 16
+#define GR_LIN_RD_THREADS 256
+#define GR_LIN_RD_BLOCKS_PER_SM 8
 
 /* The tiled linear kernel (impl "tiled", large M, fp32; design and measurements in dlrm.cu):
  * a block of 256 threads owns a BM x BN output tile, each thread a TM x TN block of it; the
@@ -366,6 +418,7 @@ gr_status gr_launch_embedding_interaction(const gr_op *op, const gr_launch_ctx *
 gr_status gr_launch_mlp_interaction(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_setup_mlp_interaction(const gr_op *op, gr_error *err);
 gr_status gr_launch_linear_simt(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+gr_status gr_launch_linear_small(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 /* impl tiled, tc and wg (the kernels that stage x and W through dynamic shared memory): the launch,
  * and setup() opting the op's kernel in to shared memory beyond 48 KB (before capture). */
 gr_status gr_launch_linear_staged(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);

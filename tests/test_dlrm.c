@@ -179,7 +179,10 @@ static void test_small_kernel_references(void) {
                  &p);
     const double di[] = {1, 2, 11, 17, 39};
     expect_floats(hbuf(p, hs, "y"), di, 5, 0);
-    CU_ASSERT_EQUAL(p->ops[0].smem, 3 * 3 * sizeof(float));
+    /* one row per block: its 3 vectors in 4 slots of 4 floats (D = 2 rounded up to a 16-byte
+     * unit), then its output row of 5 */
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_INT_RB], 1);
+    CU_ASSERT_EQUAL(p->ops[0].smem, (4 * 4 + 5) * sizeof(float));
     gr_hoststate_destroy(hs);
     gr_plan_destroy(p);
 
@@ -260,7 +263,9 @@ static void test_emb_interaction_reference(void) {
     CU_ASSERT_EQUAL(op->ip[GR_EI_IDX64], 1);
     CU_ASSERT_EQUAL(op->ip[GR_EI_VEC], 0);
     CU_ASSERT_EQUAL(op->ip[GR_EI_PRE], 1); /* tables and indices: no op writes them */
-    CU_ASSERT_EQUAL(op->smem, 3 * 3 * sizeof(float));
+    CU_ASSERT_EQUAL(op->ip[GR_EI_RB], 1);  /* 2 rows: one per block */
+    CU_ASSERT_EQUAL(op->ip[GR_EI_REG], 0); /* bags of 2: the synchronous gather */
+    CU_ASSERT_EQUAL(op->smem, (4 * 4 + 5) * sizeof(float));
     CU_ASSERT_EQUAL(op->grid[0], 2);
     /* indices, the gathered rows and x read; R written */
     CU_ASSERT_DOUBLE_EQUAL(op->bytes_read, 2 * 32 + 2 * 2 * 2 * 2 * 4 + 16, 0);
@@ -378,11 +383,11 @@ static gr_plan *linear_plan(int M, int N, int K, const char *attrs) {
     return p;
 }
 
-/* The impl auto picks: simt up to 256 rows, and for fewer than 128 outputs (latency-bound
- * layers); above, the tiled kernel for sigmoid (no cuBLASLt epilogue) and K <= 64 (one stage),
- * with math tf32x3 the tc kernel (3xTF32) or, for K % 4 != 0, cuBLASLt in fp32 (both
- * fp32-accurate), cuBLASLt with math tf32 and for K % 4 != 0 (4-byte copies), else tiled; an
- * impl named is taken as named. */
+/* The impl auto picks: above 256 rows smallk for K <= 16 and rowdot for N <= 16; else simt up
+ * to 256 rows, and for fewer than 128 outputs (latency-bound layers); above, the tiled kernel for
+ * sigmoid (no cuBLASLt epilogue) and K <= 64 (one stage), with math tf32x3 the tc kernel (3xTF32)
+ * or, for K % 4 != 0, cuBLASLt in fp32 (both fp32-accurate), cuBLASLt with math tf32 and for K % 4
+ * != 0 (4-byte copies), else tiled; an impl named is taken as named. */
 static void test_linear_impl_choice(void) {
     static const struct {
         int M, N, K;
@@ -391,12 +396,19 @@ static void test_linear_impl_choice(void) {
     } cases[] = {
         {2048, 256, 64, "", GR_LINEAR_TILED},
         {2048, 256, 512, "", GR_LINEAR_TILED},
-        {2048, 512, 13, "", GR_LINEAR_TILED},
+        {2048, 512, 13, "", GR_LINEAR_SK},
+        {2048, 512, 16, "", GR_LINEAR_SK},
+        {2048, 512, 17, "", GR_LINEAR_TILED},
+        {257, 512, 13, "", GR_LINEAR_SK},
+        {256, 512, 13, "", GR_LINEAR_SIMT},
+        {2048, 16, 64, "", GR_LINEAR_RD},
+        {2048, 17, 64, "", GR_LINEAR_SIMT},
+        {128, 1, 256, "\"act\": \"sigmoid\"", GR_LINEAR_SIMT},
         {2048, 512, 367, "", GR_LINEAR_LT},
         {2048, 512, 367, "\"act\": \"sigmoid\"", GR_LINEAR_TILED},
         {2048, 256, 64, "\"math\": \"tf32\"", GR_LINEAR_TILED},
         {2048, 256, 68, "\"math\": \"tf32\"", GR_LINEAR_LT},
-        {2048, 512, 13, "\"math\": \"tf32\"", GR_LINEAR_TILED},
+        {2048, 512, 13, "\"math\": \"tf32\"", GR_LINEAR_SK},
         {2048, 256, 66, "", GR_LINEAR_LT},
         {2048, 256, 63, "", GR_LINEAR_TILED},
         {2048, 256, 64, "\"act\": \"sigmoid\"", GR_LINEAR_TILED},
@@ -406,7 +418,7 @@ static void test_linear_impl_choice(void) {
         {2048, 127, 64, "", GR_LINEAR_SIMT},
         {2048, 64, 256, "", GR_LINEAR_SIMT},
         {2048, 64, 256, "\"math\": \"tf32\"", GR_LINEAR_SIMT},
-        {2048, 1, 256, "\"act\": \"sigmoid\"", GR_LINEAR_SIMT},
+        {2048, 1, 256, "\"act\": \"sigmoid\"", GR_LINEAR_RD},
         {257, 256, 64, "", GR_LINEAR_TILED},
         {256, 256, 64, "", GR_LINEAR_SIMT},
         {128, 256, 64, "", GR_LINEAR_SIMT},
@@ -417,13 +429,14 @@ static void test_linear_impl_choice(void) {
         {128, 256, 64, "\"impl\": \"tiled\"", GR_LINEAR_TILED},
         {128, 256, 64, "\"impl\": \"tiled\", \"math\": \"tf32\"", GR_LINEAR_TILED},
         {2048, 256, 64, "\"impl\": \"auto\"", GR_LINEAR_TILED},
-        {2100000, 16, 4, "", GR_LINEAR_TILED}, /* past the simt kernel's 65535 x 32 rows */
+        {2100000, 16, 4, "", GR_LINEAR_SK},
+        {2100000, 20, 20, "", GR_LINEAR_TILED}, /* past the simt kernel's 65535 x 32 rows */
         /* math tf32x3 (fp32-level accuracy): the tc kernel's 3 passes for K % 4 == 0 and
          * K > 64, else fp32 FMAs (cuBLASLt, tiled); never wg (test_linear_impl_choice_cc) */
         {2048, 256, 512, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
         {2048, 256, 68, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
         {2048, 512, 367, "\"math\": \"tf32x3\"", GR_LINEAR_LT},
-        {2048, 512, 13, "\"math\": \"tf32x3\"", GR_LINEAR_TILED},
+        {2048, 512, 13, "\"math\": \"tf32x3\"", GR_LINEAR_SK},
         {2048, 256, 64, "\"act\": \"sigmoid\", \"math\": \"tf32x3\"", GR_LINEAR_TILED},
         {2048, 64, 256, "\"math\": \"tf32x3\"", GR_LINEAR_SIMT},
         {256, 256, 512, "\"math\": \"tf32x3\"", GR_LINEAR_SIMT},
@@ -433,6 +446,10 @@ static void test_linear_impl_choice(void) {
         {1, 64, 8, "\"impl\": \"tc\", \"math\": \"tf32\"", GR_LINEAR_TC},
         {2048, 256, 512, "\"impl\": \"tc\", \"math\": \"tf32\"", GR_LINEAR_TC},
         {128, 16, 64, "\"impl\": \"tc\", \"math\": \"tf32x3\"", GR_LINEAR_TC},
+        /* impl smallk and rowdot named: likewise */
+        {1, 64, 8, "\"impl\": \"smallk\"", GR_LINEAR_SK},
+        {2048, 2048, 16, "\"impl\": \"smallk\", \"math\": \"tf32\"", GR_LINEAR_SK},
+        {7, 3, 1000, "\"impl\": \"rowdot\"", GR_LINEAR_RD},
         /* impl wg named: likewise */
         {1, 64, 8, "\"impl\": \"wg\", \"math\": \"tf32\"", GR_LINEAR_WG},
         {128, 16, 64, "\"impl\": \"wg\", \"math\": \"tf32x3\"", GR_LINEAR_WG},
@@ -743,7 +760,8 @@ static void test_check_errors(void) {
          "pairwise dots)"},
         {F32("x", "[1, 300]") "," F32("E", "[1, 40, 300]") "," OUT("y", "[1, 1120]"),
          OP("dot_interaction", "[\"x\", \"E\"]", "[\"y\"]", ""),
-         "41 vectors of 300 floats need 49364 bytes of shared memory; at most 48 KB"},
+         "41 vectors of 300 floats and the output row need 57280 bytes of shared memory for "
+         "one batch row; at most 48 KB"},
         /* embedding_interaction */
         {F32("x", "[3, 4]") "," F32("t0", "[5, 4]") "," IDX(
              "i0", "int32", "[3]", "\"zeros\"") "," F32("t1", "[5, 4]") "," OUT("y", "[3, 7]"),
@@ -781,6 +799,16 @@ static void test_check_errors(void) {
             "[\"y\"]", ""),
          "\"embedding_interaction\""},
         /* linear_act */
+        {F32("x", "[2, 17]") "," F32("W", "[4, 17]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"),
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]",
+            ", \"attrs\": {\"impl\": \"smallk\"}"),
+         "ops[0]: kernel \"linear_act\": impl \"smallk\" holds W's rows in registers and takes K "
+         "<= 16; W \"W\" [4, 17] has K = 17: use impl \"auto\", \"tiled\" or \"simt\""},
+        {F32("x", "[2, 3]") "," F32("W", "[17, 3]") "," F32("b", "[17]") "," OUT("y", "[2, 17]"),
+         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]",
+            ", \"attrs\": {\"impl\": \"rowdot\"}"),
+         "ops[0]: kernel \"linear_act\": impl \"rowdot\" (a warp per row) takes at most 16 outputs; "
+         "W \"W\" [17, 3] has N = 17"},
         {F32("x", "[2, 3]") "," F32("W", "[9]") "," F32("b", "[3]") "," OUT("y", "[2, 3]"),
          OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]", ""),
          "ops[0]: kernel \"linear_act\": W \"W\" has shape [9]; a Linear weight is [out, in]"},
@@ -1204,7 +1232,9 @@ static void test_dlrm_accounting(void) {
     CU_ASSERT_EQUAL(it2->grid[0], 128);
     CU_ASSERT_EQUAL(it->ip[GR_EI_PRE], 1);
     CU_ASSERT_EQUAL(it->ip[GR_EI_P], 351);
-    CU_ASSERT_EQUAL(it->smem, 27 * 17 * sizeof(float));
+    /* one row per block: 27 vectors in 4 x 7 slots of 20 floats (16, then to an odd number of
+     * 16-byte units), then the output row of 16 + 351 */
+    CU_ASSERT_EQUAL(it->smem, (28 * 20 + 367) * sizeof(float));
     /* it moves what TBE and dot_interaction move, less E's round trip */
     CU_ASSERT_DOUBLE_EQUAL(it->bytes_read, tbe->bytes_read + it2->bytes_read - tbe->bytes_written, 0);
     CU_ASSERT_DOUBLE_EQUAL(it->bytes_written, it2->bytes_written, 0);
@@ -1224,7 +1254,8 @@ static void test_dlrm_accounting(void) {
     gr_plan_destroy(ft);
     gr_plan_destroy(f2);
     gr_plan_destroy(f32);
-    /* B = 2048, auto: the 64-, 16- and 1-wide layers stay SIMT, bot.0 (K = 13) is tiled; in
+    /* B = 2048, auto: the 64-wide layer stays SIMT, bot.0 (K = 13) takes smallk, the 16-wide
+     * and the 1-wide sigmoid layer rowdot; in
      * fp32 the tiled kernel takes bot.1 and top.1 too, cuBLASLt top.0 (K = 367); with math
      * tf32 cuBLASLt takes bot.1, top.0 and top.1 */
     const char *vs[] = {"fused", "fused_tf32"};
@@ -1233,31 +1264,56 @@ static void test_dlrm_accounting(void) {
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         CU_ASSERT_EQUAL(f->library_ops, v ? 3 : 1);
         CU_ASSERT_EQUAL(f->kernels, 8); /* a library op counts as one */
-        CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
+        CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_SK);
         CU_ASSERT_EQUAL(op_named(f, "bot.1")->launches, v ? -1 : 1);
         CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_IMPL], v ? GR_LINEAR_LT : GR_LINEAR_TILED);
         CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32, v ? GR_LIN_F_TF32 : 0);
         CU_ASSERT_EQUAL(op_named(f, "bot.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
-        CU_ASSERT_EQUAL(op_named(f, "bot.3")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+        CU_ASSERT_EQUAL(op_named(f, "bot.3")->ip[GR_LIN_IMPL], GR_LINEAR_RD);
         CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_LT);
         CU_ASSERT_EQUAL(op_named(f, "top.1")->ip[GR_LIN_IMPL], v ? GR_LINEAR_LT : GR_LINEAR_TILED);
-        CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
-        /* one block per row: 2048 rows fit 132 SMs x GR_INT_BLOCKS_PER_SM at once */
-        CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 2048);
+        CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_RD);
+        /* 4 rows per block: 512 blocks, which fit 132 SMs x GR_IX_BLOCKS_PER_SM at once; the
+         * vectors of 4 rows (4 x 28 slots of 20 floats) and their output rows (4 x 367) */
+        const gr_op *ix = op_named(f, "interaction");
+        CU_ASSERT_EQUAL(ix->ip[GR_EI_RB], 4);
+        CU_ASSERT_EQUAL(ix->grid[0], 512);
+        CU_ASSERT_EQUAL(ix->block[0], GR_IX_THREADS);
+        CU_ASSERT_EQUAL(ix->smem, (4 * 28 * 20 + 4 * 367) * sizeof(float));
+        CU_ASSERT_EQUAL(ix->ip[GR_EI_REG], 1); /* 4 x 26 x 4 pieces: 4 per thread */
         gr_plan_destroy(f);
-        /* past that the blocks stride over the rows */
-        f = dlrm(vs[v], "B=4096", NULL, NULL);
+        /* past that the blocks stride over the row groups */
+        f = dlrm(vs[v], "B=8192", NULL, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 132 * GR_INT_BLOCKS_PER_SM);
+        CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 132 * GR_IX_BLOCKS_PER_SM);
         gr_plan_destroy(f);
+        /* B = 128: one row per block (128 blocks: fewer rows per block leave SMs idle) */
+        f = dlrm(vs[v], "B=128", NULL, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT_EQUAL(op_named(f, "interaction")->ip[GR_EI_RB], 1);
+        CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 128);
+        gr_plan_destroy(f);
+        /* GR_IX_RB forces it (for measuring); a value that is not 1, 2 or 4 is ignored */
+        setenv("GR_IX_RB", "4", 1);
+        f = dlrm(vs[v], "B=128", NULL, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT_EQUAL(op_named(f, "interaction")->ip[GR_EI_RB], 4);
+        CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 32);
+        gr_plan_destroy(f);
+        setenv("GR_IX_RB", "3", 1);
+        f = dlrm(vs[v], "B=128", NULL, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT_EQUAL(op_named(f, "interaction")->ip[GR_EI_RB], 1);
+        gr_plan_destroy(f);
+        unsetenv("GR_IX_RB");
     }
     /* fused_tf32x3 at B = 2048: bot.1 and top.1 on the tc kernel with 3 passes; fp32 FMAs where
-     * those are faster: bot.0 (K = 13) tiled, top.0 (K = 367) cuBLASLt's fp32 (the one library
-     * op); the narrow ones and the sigmoid on the fp32 SIMT kernel */
+     * those are faster: bot.0 (K = 13) smallk, top.0 (K = 367) cuBLASLt's fp32 (the one library
+     * op); bot.2 (64 wide) on the fp32 SIMT kernel, bot.3 and the sigmoid on rowdot */
     f = dlrm("fused_tf32x3", "B=2048", NULL, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(f->library_ops, 1);
-    CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
+    CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_SK);
     CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_LT);
     CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32, 0); /* fp32 compute */
     {
@@ -1271,12 +1327,12 @@ static void test_dlrm_accounting(void) {
             CU_ASSERT_EQUAL(o->grid[0] * o->grid[1], 256);
         }
         CU_ASSERT_EQUAL(op_named(f, "bot.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
-        CU_ASSERT_EQUAL(op_named(f, "bot.3")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
-        CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+        CU_ASSERT_EQUAL(op_named(f, "bot.3")->ip[GR_LIN_IMPL], GR_LINEAR_RD);
+        CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_RD);
         CU_ASSERT_DOUBLE_EQUAL(f->bufs[bidx(f, "y")].rtol, 1e-4, 0);
     }
     /* op->form names what each layer runs: the fp32 kernels' FMAs, whatever math asked for */
-    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.0")->form, "tiled t64 fp32");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.0")->form, "smallk fp32");
     CU_ASSERT_STRING_EQUAL(op_named(f, "bot.1")->form, "tc 6432 tf32x3");
     CU_ASSERT_STRING_EQUAL(op_named(f, "bot.2")->form, "simt fp32");
     CU_ASSERT_STRING_EQUAL(op_named(f, "top.0")->form, "lt fp32");
@@ -1285,7 +1341,7 @@ static void test_dlrm_accounting(void) {
     f = dlrm("fused_tf32", "B=2048", NULL, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_STRING_EQUAL(op_named(f, "bot.1")->form, "lt tf32");
-    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.0")->form, "tiled t64 fp32");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.0")->form, "smallk fp32");
     gr_plan_destroy(f);
     /* its layers follow x3_impl, not linear_impl (cuBLASLt has no 3xTF32: linear_impl=lt must
      * still resolve every variant); x3_impl=simt puts them on fp32 FMAs */
@@ -1303,7 +1359,7 @@ static void test_dlrm_accounting(void) {
     f = dlrm("fused_tf32x3", "B=2048", "x3_impl=auto_wg", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(f->library_ops, 0);
-    CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
+    CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_SK);
     CU_ASSERT_EQUAL(op_named(f, "bot.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
     CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
     CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
@@ -1319,7 +1375,7 @@ static void test_dlrm_accounting(void) {
     CU_ASSERT_EQUAL(f->library_ops, 0);
     CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
     CU_ASSERT_EQUAL(op_named(f, "bot.2")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
-    CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+    CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_RD);
     {
         static const char *const wg_ops[] = {"bot.1", "top.0", "top.1"};
         static const int wg_cfg[] = {GR_LIN_W64R, GR_LIN_W128, GR_LIN_W64R};
@@ -1366,7 +1422,7 @@ static void test_dlrm_accounting(void) {
         CU_ASSERT_EQUAL(o->ip[GR_LIN_FLAGS], GR_LIN_F_PRE);
     }
     /* top.2 has no impl attr: auto keeps the 1-wide sigmoid layer on the SIMT kernel */
-    CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+    CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_RD);
     b1 = op_named(f, "bot.1");
     CU_ASSERT_DOUBLE_EQUAL(b1->flops, 2.0 * 2048 * 256 * 512 + 2.0 * 2048 * 256, 0);
     CU_ASSERT_DOUBLE_EQUAL(b1->bytes_read, 4.0 * (2048 * 512 + 256 * 512 + 256), 0);
@@ -1476,7 +1532,7 @@ static void test_dlrm_mlpint_variant(void) {
     CU_ASSERT_EQUAL(it->grid[0], 128);
     CU_ASSERT_EQUAL(it->smem, 134912);
     CU_ASSERT_EQUAL(it->ip[GR_MI_FLAGS], GR_MI_F_PRE | GR_MI_F_VEC | GR_MI_F_REG);
-    CU_ASSERT_EQUAL(op_named(m, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
+    CU_ASSERT_EQUAL(op_named(m, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_SK);
     CU_ASSERT_EQUAL(op_named(m, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_LT);
     CU_ASSERT_EQUAL(op_named(m, "top.0")->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32, 0); /* fp32 compute */
     static const char *const tc_ops[] = {"bot.1", "top.1"};
@@ -1487,7 +1543,7 @@ static void test_dlrm_mlpint_variant(void) {
         CU_ASSERT_EQUAL(o->ip[GR_LIN_FLAGS], GR_LIN_F_PRE | GR_LIN_F_TF32X3);
         CU_ASSERT_EQUAL(o->grid[0] * o->grid[1], 256);
     }
-    CU_ASSERT_EQUAL(op_named(m, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
+    CU_ASSERT_EQUAL(op_named(m, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_RD);
     gr_plan_destroy(m);
     /* past 16 rows per SM its blocks stride over the row groups */
     m = dlrm("fused_tf32x3_mlpint", "B=4096", NULL, NULL);
@@ -1501,7 +1557,7 @@ static void test_dlrm_mlpint_variant(void) {
     for (int i = 0; i < m->nops; i++)
         if (m->ops[i].kernel && !strcmp(m->ops[i].kernel->name, "linear_act"))
             CU_ASSERT_EQUAL(m->ops[i].ip[GR_LIN_IMPL],
-                            strcmp(m->ops[i].name, "top.2") ? GR_LINEAR_TC : GR_LINEAR_SIMT);
+                            strcmp(m->ops[i].name, "top.2") ? GR_LINEAR_TC : GR_LINEAR_RD);
     gr_plan_destroy(m);
     /* multi-hot bags: h, the weights, the indices and the gathered rows; bags are gathered
      * synchronously, not through registers */
@@ -1816,7 +1872,7 @@ static void test_linear_impl_choice_cc(void) {
         {2048, 256, 512, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
         {2048, 256, 68, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
         {2048, 512, 367, "\"math\": \"tf32x3\"", GR_LINEAR_LT},
-        {2048, 512, 13, "\"math\": \"tf32x3\"", GR_LINEAR_TILED},
+        {2048, 512, 13, "\"math\": \"tf32x3\"", GR_LINEAR_SK},
         {2048, 256, 512, "", GR_LINEAR_TILED},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -1846,7 +1902,7 @@ static void test_linear_impl_choice_cc(void) {
         gr_plan_destroy(p);
         p = linear_plan_cc(2048, 512, 13, "\"impl\": \"auto_wg\", \"math\": \"tf32x3\"", cc, &msg);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_IMPL], GR_LINEAR_TILED);
+        CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_IMPL], GR_LINEAR_SK);
         gr_plan_destroy(p);
     }
     static const int not90[] = {80, 86, 89, 100, 120};

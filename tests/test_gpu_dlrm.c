@@ -1,5 +1,6 @@
 /* DLRM GPU suites: every kernel of the family against its CPU reference at odd sizes (all three
- * linear_act impls: simt and lt at every tile width, tiled at every tile with odd M, N and K;
+ * linear_act impls: simt and lt at every tile width, tiled at every tile with odd M, N and K,
+ * smallk and rowdot at ragged edges;
  * K across chunk edges, every activation, fp32 and tf32), out-of-range indices, the fused
  * embedding interaction against the TBE + interaction chain, mlp_interaction against linear_act
  * twice + embedding_interaction at every rows-per-block, inputs written by an earlier op so
@@ -314,6 +315,61 @@ static void test_linear_tiled(void) {
     CU_ASSERT_TRUE(verify_json(json, "linear_act tiled 2048 x 512 x 367 with W written by an op"));
 }
 
+/* impl smallk against the reference: M x N x K over {1, 7, 65, 2051} x {1, 5, 512, 1030} x
+ * {1, 4, 13, 16}, each act: a partial last block of 8 rows (2051), one column thread past N (5),
+ * the 16-byte stores (512) and a second and third column block of 512 (1030, the last partial),
+ * K from one float to the 16 the registers hold; impl rowdot: {1, 7, 2051} x {1, 3, 16} x {1, 13,
+ * 256, 367, 1000}: float and 16-byte lanes (K % 4), K under one warp's 32 or 128 and over
+ * several rounds. Then both with W and bias written by an earlier op (smallk loads W only after
+ * the PDL wait), and rowdot past its 8 blocks per SM (rows strided over the warps). Each with and
+ * without PDL. */
+static void test_linear_small(void) {
+    GR_REQUIRE_GPU();
+    CU_ASSERT_TRUE_FATAL(device_ready());
+    static const int Ms[] = {1, 7, 65, 2051}, Ns[] = {1, 5, 512, 1030}, Ks[] = {1, 4, 13, 16};
+    int shapes[64][3];
+    int ns = cross_shapes(Ms, Ns, Ks, 4, NULL, 0, shapes);
+    for (int c = 0; c < ns; c++)
+        CU_ASSERT_TRUE(
+            linear_acts_ok(shapes[c][0], shapes[c][1], shapes[c][2], "\"impl\": \"smallk\"", 1e-4));
+    static const int rM[] = {1, 7, 2051}, rN[] = {1, 3, 16}, rK[] = {1, 13, 256, 367, 1000};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 5; c++)
+                CU_ASSERT_TRUE(linear_acts_ok(rM[a], rN[b], rK[c], "\"impl\": \"rowdot\"", 1e-4));
+    CU_ASSERT_TRUE(linear_acts_ok(20000, 1, 256, "\"impl\": \"rowdot\"", 1e-4));
+    static const struct {
+        int N, K;
+        const char *impl;
+    } wr[] = {{512, 13, "smallk"}, {1, 256, "rowdot"}};
+    for (int i = 0; i < 2; i++) {
+        char json[4096], what[96];
+        snprintf(
+            json, sizeof(json),
+            "{\"name\": \"small_w\", \"buffers\": ["
+            "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [2048, %d], \"init\": \"normal\"},"
+            "{\"name\": \"W0\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": {\"kind\": "
+            "\"uniform\", \"low\": -0.1, \"high\": 0.1}},"
+            "{\"name\": \"d\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": {\"kind\": "
+            "\"uniform\", \"low\": -0.1, \"high\": 0.1}},"
+            "{\"name\": \"b0\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": \"normal\"},"
+            "{\"name\": \"e\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": \"normal\"},"
+            "{\"name\": \"W\", \"dtype\": \"fp32\", \"shape\": [%d, %d]},"
+            "{\"name\": \"b\", \"dtype\": \"fp32\", \"shape\": [%d]},"
+            "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [2048, %d]}],"
+            " \"outputs\": [{\"buffer\": \"y\", \"rtol\": 1e-4}], \"ops\": ["
+            "{\"kernel\": \"bias_add\", \"inputs\": [\"W0\", \"d\"], \"outputs\": [\"W\"]},"
+            "{\"kernel\": \"bias_add\", \"inputs\": [\"b0\", \"e\"], \"outputs\": [\"b\"]},"
+            "{\"kernel\": \"linear_act\", \"inputs\": [\"x\", \"W\", \"b\"], \"outputs\": [\"y\"], "
+            "\"attrs\": {\"impl\": \"%s\"}}]}",
+            wr[i].K, wr[i].N, wr[i].K, wr[i].K, wr[i].N, wr[i].N, wr[i].N, wr[i].K, wr[i].N,
+            wr[i].N, wr[i].impl);
+        snprintf(what, sizeof(what), "linear_act %s 2048 x %d x %d with W written by an op",
+                 wr[i].impl, wr[i].N, wr[i].K);
+        CU_ASSERT_TRUE(verify_json(json, what));
+    }
+}
+
 /* impl tc against the reference, math tf32x3 at the fp32 kernels' tolerance (1e-4: 3xTF32 must
  * be fp32-accurate, not merely TF32-accurate; a single output summing 512 terms of both signs
  * measured 2.2e-5 on the H200, as the tensor cores' accumulation is coarser than an fp32 FMA's)
@@ -444,13 +500,17 @@ static void test_interaction_kernels(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
     /* fused interaction vs the unfused chain (concat, batched GEMM, tril, concat), both against
-     * the reference; B = 2500 exceeds 16 blocks per SM on 132 SMs, so the kernel's row loop
-     * is exercised */
+     * the reference. Rows per block (GR_IX_RB when forced, else the check's): B = 7 and 130 one,
+     * 600 two, 4302 four, in 1076 groups (the last one of 2 rows) for 1056 blocks on 132 SMs, so
+     * the kernel's group loop is exercised; B = 7 again with 4 rows forced (one partial group). */
     struct {
         int B, T, D;
-    } cases[] = {{7, 26, 16}, {130, 3, 5}, {2500, 2, 4}, {1, 1, 1}};
+        const char *rb;
+    } cases[] = {{7, 26, 16, NULL}, {130, 3, 5, NULL},   {4302, 2, 4, NULL},
+                 {1, 1, 1, NULL},   {600, 26, 16, NULL}, {7, 26, 16, "4"}};
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         int B = cases[c].B, T = cases[c].T, D = cases[c].D, F = T + 1, P = F * T / 2;
+        if (cases[c].rb) setenv("GR_IX_RB", cases[c].rb, 1);
         char json[8192];
         int o = snprintf(json, sizeof(json),
                          "{\"name\": \"int\", \"buffers\": ["
@@ -475,27 +535,40 @@ static void test_interaction_kernels(void) {
                          B, D, B, T, D, B, D + P, B, F, D, B, F, F, B, P, B, D + P, D + P, B, D + P, B, D + P);
         (void)o;
         char what[64];
-        snprintf(what, sizeof(what), "interaction B=%d T=%d D=%d", B, T, D);
+        snprintf(what, sizeof(what), "interaction B=%d T=%d D=%d%s%s", B, T, D,
+                 cases[c].rb ? " GR_IX_RB=" : "", cases[c].rb ? cases[c].rb : "");
         CU_ASSERT_TRUE(verify_json(json, what));
+        unsetenv("GR_IX_RB");
     }
 }
 
 /* embedding_interaction (the lookups gathered inside the interaction) against the reference
  * and against the chain it replaces (embedding_bag_tbe, then dot_interaction), which is checked
- * against its own reference too. B = 2500 exceeds 16 blocks per SM on 132 SMs (the row loop,
- * where only the first row is gathered before the PDL wait); T = 31 is the most tables; D = 5 and 1
- * take the scalar path; `written` puts an op in front that writes table 0, so the plan forbids
+ * against its own reference too. B = 4302 is 1076 groups of 4 rows (the last of 2) for 1056
+ * blocks on 132 SMs (the group loop, where only the first group is gathered before the PDL wait);
+ * 600 is two rows per block, the others one, B = 7 with GR_IX_RB=4 one partial group of 4; T = 31
+ * is the most tables; D = 5 and 1 take the scalar path; bags of 1 gather through registers (the
+ * int64 mean case with D = 5 too; 2048 x 31 tables of 16 is 496 pieces for 128 threads), bags of
+ * more synchronously; `written` puts an op in front that writes table 0, so the plan forbids
  * gathering before the PDL wait. */
 static void test_emb_interaction_kernels(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
-    struct { int B, T, D, bag; const char *idt, *pool; int written;
-    } cases[] = {{7, 26, 16, 1, "int32", "sum", 0},   {130, 3, 5, 2, "int64", "mean", 0},
-                 {2500, 2, 4, 1, "int32", "sum", 0},  {1, 1, 1, 1, "int32", "sum", 0},
-                 {33, 31, 8, 3, "int32", "sum", 0},   {128, 26, 16, 1, "int32", "sum", 1},
-                 {2048, 26, 16, 1, "int64", "sum", 0}};
+    struct {
+        int B, T, D, bag;
+        const char *idt, *pool;
+        int written;
+        const char *rb;
+    } cases[] = {
+        {7, 26, 16, 1, "int32", "sum", 0, NULL},    {130, 3, 5, 2, "int64", "mean", 0, NULL},
+        {4302, 2, 4, 1, "int32", "sum", 0, NULL},   {1, 1, 1, 1, "int32", "sum", 0, NULL},
+        {300, 20, 5, 1, "int64", "mean", 0, NULL},  {2048, 31, 16, 1, "int32", "sum", 0, NULL},
+        {33, 31, 8, 3, "int32", "sum", 0, NULL},    {128, 26, 16, 1, "int32", "sum", 1, NULL},
+        {2048, 26, 16, 1, "int64", "sum", 0, NULL}, {600, 26, 16, 1, "int32", "sum", 0, NULL},
+        {7, 26, 16, 2, "int32", "mean", 1, "4"}};
     static char json[65536];
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        if (cases[c].rb) setenv("GR_IX_RB", cases[c].rb, 1);
         const int B = cases[c].B, T = cases[c].T, D = cases[c].D, bag = cases[c].bag;
         const int P = (T + 1) * T / 2;
         int o = snprintf(json, sizeof(json), "{\"name\": \"ei\", \"buffers\": ["
@@ -538,8 +611,10 @@ static void test_emb_interaction_kernels(void) {
                       tabs, idxs, cases[c].pool, tabs + 2, idxs, cases[c].pool);
         CU_ASSERT_TRUE_FATAL((size_t)o < sizeof(json));
         char what[128];
-        snprintf(what, sizeof(what), "embedding_interaction B=%d T=%d D=%d bag=%d %s %s%s", B, T, D, bag,
-                 cases[c].idt, cases[c].pool, cases[c].written ? " (table written by an op)" : "");
+        snprintf(what, sizeof(what), "embedding_interaction B=%d T=%d D=%d bag=%d %s %s%s%s%s", B,
+                 T, D, bag, cases[c].idt, cases[c].pool,
+                 cases[c].written ? " (table written by an op)" : "",
+                 cases[c].rb ? " GR_IX_RB=" : "", cases[c].rb ? cases[c].rb : "");
         CU_ASSERT_TRUE(verify_json(json, what));
         /* the fused kernel and the chain agree with each other as well as with the reference */
         gr_error e;
@@ -575,6 +650,7 @@ static void test_emb_interaction_kernels(void) {
         }
         gr_session_destroy(s);
         gr_plan_destroy(p);
+        unsetenv("GR_IX_RB");
     }
     /* out-of-range rows (negative, == rows, far past) are skipped, as in the reference */
     const char *oob =
@@ -844,7 +920,7 @@ static void test_dlrm_variants_more(void) {
 }
 
 /* B = 2048 with the Linear layers on the tiled kernel (the sigmoid layer has no impl attr:
- * auto keeps it on the SIMT kernel), with and without PDL, and B = 1000 (ragged tiles); every
+ * auto puts it on rowdot), with and without PDL, and B = 1000 (ragged tiles); every
  * variant against the reference and each other */
 static void test_dlrm_variants_tiled(void) {
     GR_REQUIRE_GPU();
@@ -855,7 +931,7 @@ static void test_dlrm_variants_tiled(void) {
     for (int i = 0; i < p->nops; i++)
         if (p->ops[i].kernel && !strcmp(p->ops[i].kernel->name, "linear_act"))
             CU_ASSERT_EQUAL(p->ops[i].ip[GR_LIN_IMPL],
-                            strcmp(p->ops[i].name, "top.2") ? GR_LINEAR_TILED : GR_LINEAR_SIMT);
+                            strcmp(p->ops[i].name, "top.2") ? GR_LINEAR_TILED : GR_LINEAR_RD);
     gr_plan_destroy(p);
     run_variants(tiled, 3, 0, "B=2048 tiled");
     run_variants(tiled, 3, 1, "B=2048 tiled --pdl");
@@ -880,7 +956,7 @@ static void test_dlrm_tc(void) {
             for (int i = 0; i < p->nops; i++)
                 if (p->ops[i].kernel && !strcmp(p->ops[i].kernel->name, "linear_act"))
                     CU_ASSERT_EQUAL(p->ops[i].ip[GR_LIN_IMPL],
-                                    strcmp(p->ops[i].name, "top.2") ? GR_LINEAR_TC : GR_LINEAR_SIMT);
+                                    strcmp(p->ops[i].name, "top.2") ? GR_LINEAR_TC : GR_LINEAR_RD);
             for (int pdl = 0; pdl < 2; pdl++) {
                 int ok = verify(p, pdl, NULL);
                 if (!ok) fprintf(stderr, "\n    failed: %s %s tc pdl %d", vs[v], bs[b], pdl);
@@ -1136,6 +1212,7 @@ static CU_TestInfo gpu_dlrm_kernel_tests[] = {
     {"linear_act (tc) in every configuration", test_linear_tc_configs},
     {"linear_act (wg: tf32x3, tf32) vs reference, every configuration", test_linear_wg},
     {"linear_act (wg register-A form: w64r, w128r) vs reference", test_linear_wg_rega},
+    {"linear_act smallk and rowdot vs reference", test_linear_small},
     {"interaction fused and unfused vs reference", test_interaction_kernels},
     {"embedding_interaction vs reference and the chain", test_emb_interaction_kernels},
     {"mlp_interaction vs reference and the chain", test_mlp_interaction_kernels},
