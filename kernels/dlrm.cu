@@ -307,53 +307,82 @@ __device__ __forceinline__ void ix_fill(const ix_args &a, int64_t b0, int nrows,
     }
 }
 
-// The same pieces with bag 1 and at most GR_IX_GATHER_U per thread (the check's GR_EI_REG): every
-// index load of the thread first, then every row load, then the stores, so a group's gather costs
-// two dependent latencies rather than two per round of ix_fill's loop (run 51: with RB = 4, 416
-// pieces on 128 threads, the loop's four rounds made the kernel 9.3 us under Nsight Compute).
-template <typename IDX, bool VEC>
-__device__ __forceinline__ void ix_gather_reg(const ix_args &a, int64_t b0, int nrows, float *f_s,
-                                              int nb, int ldf) {
-    constexpr int U = GR_IX_GATHER_U;
-    const int per_row = VEC ? a.D / 4 : a.D, total = nrows * a.T * per_row, rstep = 4 * nb * ldf;
-    int64_t ix[U];
+// The gather through registers (bag 1, at most U pieces per thread), in three steps so that a
+// kernel can put work between them (mlp_interaction runs its first layer between the row loads
+// and the stores): the index of each of the thread's pieces, then the table-row loads, then the
+// stores into the vectors' slots. Piece e = (t rb + r) per_row + q is 16 bytes (vec) or one float
+// (q) of row r's pooled row of table t; consecutive threads take consecutive pieces, so the index
+// loads of one table are contiguous. A is ix_args or mi_args (table, idx, rows, T, D, scale).
+// So a group's gather costs two dependent latencies rather than two per round of ix_fill's loop
+// (run 51: with RB = 4, 416 pieces on 128 threads, the loop's four rounds made the interaction
+// 9.3 us under Nsight Compute).
+template <int NT, int U, typename IDX, typename A>
+__device__ __forceinline__ void gather_index(const A &a, int per_row, int rb, int64_t b0, int nrows,
+                                             int64_t (&ix)[U]) {
+    const int total = a.T * rb * per_row;
 #pragma unroll
     for (int u = 0; u < U; u++) {
-        const int e = u * GR_IX_THREADS + (int)threadIdx.x;
+        const int e = u * NT + (int)threadIdx.x;
         ix[u] = -1;
         if (e < total) {
-            const int rt = e / per_row, t = rt % a.T, r = rt / a.T;
-            ix[u] = (int64_t)__ldg(static_cast<const IDX *>(a.idx[t]) + b0 + r);
+            const int tr = e / per_row, r = tr % rb, t = tr / rb;
+            if (r < nrows) ix[u] = (int64_t)__ldg(static_cast<const IDX *>(a.idx[t]) + b0 + r);
         }
     }
-    float4 v[U];
+}
+
+// Step 2: the table-row loads (rows outside [0, rows) are skipped: zeros, as bag_piece).
+template <int NT, int U, typename A>
+__device__ __forceinline__ void gather_rows(const A &a, bool vec, int per_row, int rb,
+                                            const int64_t (&ix)[U], float4 (&v)[U]) {
 #pragma unroll
     for (int u = 0; u < U; u++) {
-        const int e = u * GR_IX_THREADS + (int)threadIdx.x;
+        const int e = u * NT + (int)threadIdx.x;
         v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (e >= total) continue;
-        const int q = e % per_row, t = (e / per_row) % a.T;
-        if (ix[u] < 0 || ix[u] >= a.rows[t]) continue; // skipped: zeros, as bag_piece
+        if (ix[u] < 0) continue;
+        const int t = e / per_row / rb, q = e % per_row;
+        if (ix[u] >= a.rows[t]) continue;
         const float *row = a.table[t] + ix[u] * a.D;
-        if (VEC)
+        if (vec)
             v[u] = __ldg(reinterpret_cast<const float4 *>(row) + q);
         else
             v[u].x = __ldg(row + q);
     }
+}
+
+// Step 3: the pooled pieces into the vectors (rows rstep floats apart, gr_ix_slot's slots of ldf
+// floats), summed from 0 and scaled as bag_piece does: bit for bit its value, -0 included.
+template <int NT, int U, typename A>
+__device__ __forceinline__ void gather_store(const A &a, bool vec, int per_row, int rb,
+                                             const float4 (&v)[U], float *f_s, int rstep, int nb,
+                                             int ldf) {
+    const int total = a.T * rb * per_row;
 #pragma unroll
     for (int u = 0; u < U; u++) {
-        const int e = u * GR_IX_THREADS + (int)threadIdx.x;
+        const int e = u * NT + (int)threadIdx.x;
         if (e >= total) continue;
-        const int q = e % per_row, rt = e / per_row, t = rt % a.T, r = rt / a.T;
-        float *dst = f_s + r * rstep + gr_ix_slot(1 + t, nb) * ldf + (VEC ? 4 * q : q);
-        // summed from 0 and scaled as bag_piece does: bit for bit its value, -0 included
-        if (VEC)
+        const int q = e % per_row, tr = e / per_row, r = tr % rb, t = tr / rb;
+        float *dst = f_s + r * rstep + gr_ix_slot(1 + t, nb) * ldf + (vec ? 4 * q : q);
+        if (vec)
             *reinterpret_cast<float4 *>(dst) =
                 make_float4((0.f + v[u].x) * a.scale, (0.f + v[u].y) * a.scale,
                             (0.f + v[u].z) * a.scale, (0.f + v[u].w) * a.scale);
         else
             dst[0] = (0.f + v[u].x) * a.scale;
     }
+}
+
+// The three steps in a row, for a group of the interaction kernel.
+template <typename IDX, bool VEC>
+__device__ __forceinline__ void ix_gather_reg(const ix_args &a, int64_t b0, int nrows, float *f_s,
+                                              int nb, int ldf) {
+    constexpr int NT = GR_IX_THREADS, U = GR_IX_GATHER_U;
+    const int per_row = VEC ? a.D / 4 : a.D;
+    int64_t ix[U];
+    float4 v[U];
+    gather_index<NT, U, IDX>(a, per_row, a.rb, b0, nrows, ix);
+    gather_rows<NT, U>(a, VEC, per_row, a.rb, ix, v);
+    gather_store<NT, U>(a, VEC, per_row, a.rb, v, f_s, 4 * nb * ldf, nb, ldf);
 }
 
 // A group's vectors 1 .. T: the register path where the check allows it, else ix_fill.
@@ -1326,69 +1355,9 @@ template <int RB> __device__ __forceinline__ void mi_stage_weights(float *sm, co
     cp_async_commit();
 }
 
-// The embedding pieces of a row group: piece e = (t RB + r) per_row + q is 16 bytes (VEC) or one
-// float (q) of row r's pooled row of table t; consecutive threads take consecutive pieces, so the
-// index loads of one table are contiguous.
+// Pieces per embedding row (gather_index's order): 16 bytes each (VEC) or one float.
 __device__ __forceinline__ int mi_per_row(const mi_args &a) {
     return (a.flags & GR_MI_F_VEC) ? a.D / 4 : a.D;
-}
-
-// Register path, step 1: the index of each of this thread's pieces (bag 1), -1 for none.
-template <int RB, typename IDX>
-__device__ __forceinline__ void mi_index(const mi_args &a, int64_t b0, int nrows,
-                                         int64_t (&rix)[kMiU]) {
-    const int per_row = mi_per_row(a), total = a.T * RB * per_row;
-#pragma unroll
-    for (int u = 0; u < kMiU; u++) {
-        const int e = u * kMiNT + (int)threadIdx.x;
-        rix[u] = -1;
-        if (e < total) {
-            const int tr = e / per_row, r = tr % RB, t = tr / RB;
-            if (r < nrows) rix[u] = (int64_t)__ldg(static_cast<const IDX *>(a.idx[t]) + b0 + r);
-        }
-    }
-}
-
-// Register path, step 2: the table-row loads (rows outside [0, rows) are skipped: zeros).
-template <int RB>
-__device__ __forceinline__ void mi_rows(const mi_args &a, const int64_t (&rix)[kMiU],
-                                        float4 (&ev)[kMiU]) {
-    const bool vec = (a.flags & GR_MI_F_VEC) != 0;
-    const int per_row = mi_per_row(a);
-#pragma unroll
-    for (int u = 0; u < kMiU; u++) {
-        const int e = u * kMiNT + (int)threadIdx.x;
-        ev[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (rix[u] < 0) continue;
-        const int t = e / per_row / RB, q = e % per_row;
-        if (rix[u] >= a.rows[t]) continue;
-        const float *row = a.table[t] + rix[u] * a.D;
-        if (vec)
-            ev[u] = __ldg(reinterpret_cast<const float4 *>(row) + q);
-        else
-            ev[u].x = __ldg(row + q);
-    }
-}
-
-// Register path, step 3: the pooled pieces into the F vectors, summed from 0 and scaled as
-// bag_piece does (so bit for bit what embedding_interaction gathers, -0 included).
-template <int RB>
-__device__ __forceinline__ void mi_store(const mi_args &a, const float4 (&ev)[kMiU], float *f_s) {
-    const bool vec = (a.flags & GR_MI_F_VEC) != 0;
-    const int per_row = mi_per_row(a), total = a.T * RB * per_row, slots = 4 * a.nb;
-#pragma unroll
-    for (int u = 0; u < kMiU; u++) {
-        const int e = u * kMiNT + (int)threadIdx.x;
-        if (e >= total) continue;
-        const int q = e % per_row, tr = e / per_row, r = tr % RB, t = tr / RB;
-        float *dst = f_s + (r * slots + gr_ix_slot(1 + t, a.nb)) * a.ldf + (vec ? 4 * q : q);
-        if (vec)
-            *reinterpret_cast<float4 *>(dst) =
-                make_float4((0.f + ev[u].x) * a.scale, (0.f + ev[u].y) * a.scale,
-                            (0.f + ev[u].z) * a.scale, (0.f + ev[u].w) * a.scale);
-        else
-            dst[0] = (0.f + ev[u].x) * a.scale;
-    }
 }
 
 // Synchronous path (bags, or more pieces than registers): pooled pieces straight into F.
@@ -1417,9 +1386,9 @@ __device__ __forceinline__ void mi_gather_begin(const mi_args &a, int64_t b0, in
     const bool i64 = (a.flags & GR_MI_F_IDX64) != 0, vec = (a.flags & GR_MI_F_VEC) != 0;
     if (a.flags & GR_MI_F_REG) {
         if (i64)
-            mi_index<RB, int64_t>(a, b0, nrows, rix);
+            gather_index<kMiNT, kMiU, int64_t>(a, mi_per_row(a), RB, b0, nrows, rix);
         else
-            mi_index<RB, int32_t>(a, b0, nrows, rix);
+            gather_index<kMiNT, kMiU, int32_t>(a, mi_per_row(a), RB, b0, nrows, rix);
     } else if (i64) {
         if (vec)
             mi_gather_sync<RB, int64_t, true>(a, b0, nrows, f_s);
@@ -1522,7 +1491,8 @@ __global__ void __launch_bounds__(kMiNT, 1)
         float4 hv[4];
         mi_h_load<RB>(a, b0, nrows, 0, hv);
         float4 ev[kMiU];
-        if (reg) mi_rows<RB>(a, rix, ev);
+        const bool vec = (a.flags & GR_MI_F_VEC) != 0;
+        if (reg) gather_rows<kMiNT, kMiU>(a, vec, mi_per_row(a), RB, rix, ev);
         mi_h_store<RB>(a, 0, hv, x_s);
         for (int e0 = 4 * kMiNT; e0 < RB * (a.kp / 4); e0 += 4 * kMiNT) {
             mi_h_load<RB>(a, b0, nrows, e0, hv);
@@ -1573,7 +1543,7 @@ __global__ void __launch_bounds__(kMiNT, 1)
             }
         }
         if (first) pdl_trigger(); // layer 2, the interaction and the stores are left
-        if (reg) mi_store<RB>(a, ev, f_s);
+        if (reg) gather_store<kMiNT, kMiU>(a, vec, mi_per_row(a), RB, ev, f_s, slots * a.ldf, a.nb, a.ldf);
 
         // The groups' partial tiles over h (every thread is done reading it), summed in group
         // order, + b_a, ReLU -> a1.
