@@ -370,17 +370,19 @@ static gr_status ref_tril(const gr_op *op, const gr_plan *plan, void *const *hos
 
 static int env_config(const char *var, const char *const *names, int n);
 
-/* Rows per block of the interaction kernels: the most of 4, 2, 1 that still give two blocks per
- * SM (B = 2048 on 132 SMs: 4 rows, 512 blocks, all resident at GR_IX_BLOCKS_PER_SM; B = 128: one
- * row, 128 blocks), fewer where 48 KB of shared memory (no opt-in) does not hold them; 0 when one
- * row does not fit. GR_IX_RB (1, 2, 4) forces the choice, for measuring it. */
+/* Rows per block of the interaction kernels: the most of 4, 2, 1 that still give half of
+ * GR_IX_BLOCKS_PER_SM blocks per SM (B = 2048 on 132 SMs: 2 rows, 1024 blocks, all resident;
+ * B = 128: one row, 128 blocks), fewer where 48 KB of shared memory (no opt-in) does not hold
+ * them; 0 when one row does not fit. Measured at B = 2048 (fused_tf32x3 auto_wg --pdl, one run,
+ * run 53): 2 rows 67.46 us, 4 rows 69.34-69.65. GR_IX_RB (1, 2, 4) forces the choice, for
+ * measuring it. */
 static int ix_rows_per_block(int64_t B, int64_t T, int64_t D, int sm_count) {
     static const char *const names[] = {"1", "2", "4"}; /* 1 << index */
     int rb = GR_IX_MAX_RB, forced = env_config("GR_IX_RB", names, 3);
     if (forced >= 0) {
         rb = 1 << forced;
     } else {
-        int64_t want = 2 * (int64_t)(sm_count > 0 ? sm_count : 1);
+        int64_t want = (int64_t)(GR_IX_BLOCKS_PER_SM / 2) * (sm_count > 0 ? sm_count : 1);
         while (rb > 1 && cdiv64(B, rb) < want)
             rb /= 2;
     }
@@ -527,8 +529,13 @@ static gr_status check_emb_interaction(gr_op *op, const gr_plan *plan, gr_error 
     op->ip[GR_EI_P] = P;
     op->ip[GR_EI_PRE] = written_by_no_op(op, plan, 1, 1 + 2 * T);
     op->ip[GR_EI_RB] = rb;
-    op->ip[GR_EI_REG] = bag == 1 && (int64_t)rb * T * (D % 4 == 0 ? D / 4 : D) <=
-                                        (int64_t)GR_IX_THREADS * GR_IX_GATHER_U;
+    /* The gather through registers only when GR_IX_REG=1 asks for it (and bag 1 and the pieces
+     * allow): measured slower than the loop at dlrm_small's B = 2048 (the interaction 8.26 us in
+     * the graph against 7.52, runs 51-52); kept for measuring it. */
+    static const char *const reg_names[] = {"0", "1"};
+    op->ip[GR_EI_REG] =
+        env_config("GR_IX_REG", reg_names, 2) == 1 && bag == 1 &&
+        (int64_t)rb * T * (D % 4 == 0 ? D / 4 : D) <= (int64_t)GR_IX_THREADS * GR_IX_GATHER_U;
     op->fp[0] = mean ? 1.0 / (double)bag : 1.0;
     ix_launch_dims(op, plan, B, T, D, rb);
     /* the gathered rows and the indices (not the tables), x; R written: no E round trip */
@@ -578,10 +585,12 @@ static int parse_act(const char *s) {
  * everything with math tf32 (TF32 tensor cores: 7.8 us for 2048 x 256 x 512). */
 #define GR_LIN_AUTO_MAX_ROWS 256
 #define GR_LIN_AUTO_MIN_TILED 128
-/* Above GR_LIN_AUTO_MAX_ROWS rows, K <= GR_LIN_SK_MAXK takes smallk and N <= GR_LIN_RD_MAXN
- * rowdot (kernels built for those shapes, dlrm.cu: bot.0 and top.2 of dlrm_small, which took 5.2
- * and 3.4 us on the tiled and SIMT kernels under Nsight Compute, run 50); at or below it the
- * SIMT kernel keeps them. */
+/* Above GR_LIN_AUTO_MAX_ROWS rows, N <= GR_LIN_RD_AUTO_N takes rowdot: top.2 of dlrm_small (2048
+ * x 1 x 256) 2.30-2.34 us in the graph against 2.75 on the SIMT kernel (runs 50-52). smallk and
+ * rowdot at larger N are taken only when named: measured slower than what auto keeps, bot.0
+ * (2048 x 512 x 13) 4.93 us on smallk against 4.51 tiled, bot.3 (2048 x 16 x 64) 5.31 on rowdot
+ * against 1.98 SIMT (run 52). */
+#define GR_LIN_RD_AUTO_N 4
 
 /* The SIMT tile width: the tiles of one column block land ceil(tiles / SMs) to an SM, each
  * costing ~BN (32 rows x BN columns x K FMAs), so pick the BN with the least work on the
@@ -744,10 +753,7 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
         impl = GR_LINEAR_SK;
     else if (!strcmp(impl_s, "rowdot"))
         impl = GR_LINEAR_RD;
-    else if (M > GR_LIN_AUTO_MAX_ROWS && K <= GR_LIN_SK_MAXK &&
-             cdiv64(N, 4 * GR_LIN_SK_CT) <= 65535)
-        impl = GR_LINEAR_SK;
-    else if (M > GR_LIN_AUTO_MAX_ROWS && N <= GR_LIN_RD_MAXN)
+    else if (M > GR_LIN_AUTO_MAX_ROWS && N <= GR_LIN_RD_AUTO_N)
         impl = GR_LINEAR_RD;
     else if ((M <= GR_LIN_AUTO_MAX_ROWS || N < GR_LIN_AUTO_MIN_TILED) &&
              cdiv64(M, GR_LIN_BM) <= 65535)
@@ -1341,7 +1347,7 @@ static const gr_attr_spec linear_attrs[] = {
      "batches), lt (cuBLASLt with bias/ReLU epilogue), tc (own TF32 tensor-core kernel on "
      "mma.sync; math tf32 or tf32x3), wg (own TF32 kernel on wgmma, compute capability 9.0 "
      "only; math tf32 or tf32x3), smallk (K <= 16: W's rows in registers, fp32), rowdot (N <= "
-     "16: a warp per row, fp32) or auto: above 256 rows smallk for K <= 16 and rowdot for N <= 16; "
+     "16: a warp per row, fp32) or auto: above 256 rows rowdot for N <= 4; "
      "else simt up to 256 rows or below 128 outputs; above, "
      "tiled for sigmoid and K <= 64, with math tf32x3 tc (lt in fp32 for K % 4 != 0), lt with "
      "math tf32 or K % 4 != 0, else tiled; auto_wg: as auto, but wg where auto takes tc or lt "

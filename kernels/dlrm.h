@@ -68,8 +68,8 @@ enum {
 };
 /* Both interaction kernels (dot_interaction, embedding_interaction): a block of GR_IX_THREADS
  * threads owns RB batch rows (GR_INT_RB / GR_EI_RB: 1, 2 or 4, chosen by the check: the most
- * that still give two blocks per SM), at most GR_IX_BLOCKS_PER_SM blocks per SM, grid-stride
- * beyond. A thread computes a 4 x 4 block of one row's dots (design in dlrm.cu). */
+ * that still give GR_IX_BLOCKS_PER_SM / 2 blocks per SM), at most GR_IX_BLOCKS_PER_SM blocks per
+ * SM, grid-stride beyond. A thread computes a 4 x 4 block of one row's dots (design in dlrm.cu). */
 #define GR_IX_THREADS 128
 #define GR_IX_MAX_RB 4
 #define GR_IX_BLOCKS_PER_SM 8 /* 8 x 128 threads at <= 64 registers fill the register file */

@@ -383,7 +383,7 @@ static gr_plan *linear_plan(int M, int N, int K, const char *attrs) {
     return p;
 }
 
-/* The impl auto picks: above 256 rows smallk for K <= 16 and rowdot for N <= 16; else simt up
+/* The impl auto picks: above 256 rows rowdot for N <= 4; else simt up
  * to 256 rows, and for fewer than 128 outputs (latency-bound layers); above, the tiled kernel for
  * sigmoid (no cuBLASLt epilogue) and K <= 64 (one stage), with math tf32x3 the tc kernel (3xTF32)
  * or, for K % 4 != 0, cuBLASLt in fp32 (both fp32-accurate), cuBLASLt with math tf32 and for K % 4
@@ -396,19 +396,19 @@ static void test_linear_impl_choice(void) {
     } cases[] = {
         {2048, 256, 64, "", GR_LINEAR_TILED},
         {2048, 256, 512, "", GR_LINEAR_TILED},
-        {2048, 512, 13, "", GR_LINEAR_SK},
-        {2048, 512, 16, "", GR_LINEAR_SK},
-        {2048, 512, 17, "", GR_LINEAR_TILED},
-        {257, 512, 13, "", GR_LINEAR_SK},
+        {2048, 512, 13, "", GR_LINEAR_TILED},
         {256, 512, 13, "", GR_LINEAR_SIMT},
-        {2048, 16, 64, "", GR_LINEAR_RD},
-        {2048, 17, 64, "", GR_LINEAR_SIMT},
+        {2048, 4, 64, "", GR_LINEAR_RD},
+        {257, 1, 64, "", GR_LINEAR_RD},
+        {256, 1, 64, "", GR_LINEAR_SIMT},
+        {2048, 5, 64, "", GR_LINEAR_SIMT},
+        {2048, 16, 64, "", GR_LINEAR_SIMT},
         {128, 1, 256, "\"act\": \"sigmoid\"", GR_LINEAR_SIMT},
         {2048, 512, 367, "", GR_LINEAR_LT},
         {2048, 512, 367, "\"act\": \"sigmoid\"", GR_LINEAR_TILED},
         {2048, 256, 64, "\"math\": \"tf32\"", GR_LINEAR_TILED},
         {2048, 256, 68, "\"math\": \"tf32\"", GR_LINEAR_LT},
-        {2048, 512, 13, "\"math\": \"tf32\"", GR_LINEAR_SK},
+        {2048, 512, 13, "\"math\": \"tf32\"", GR_LINEAR_TILED},
         {2048, 256, 66, "", GR_LINEAR_LT},
         {2048, 256, 63, "", GR_LINEAR_TILED},
         {2048, 256, 64, "\"act\": \"sigmoid\"", GR_LINEAR_TILED},
@@ -429,14 +429,13 @@ static void test_linear_impl_choice(void) {
         {128, 256, 64, "\"impl\": \"tiled\"", GR_LINEAR_TILED},
         {128, 256, 64, "\"impl\": \"tiled\", \"math\": \"tf32\"", GR_LINEAR_TILED},
         {2048, 256, 64, "\"impl\": \"auto\"", GR_LINEAR_TILED},
-        {2100000, 16, 4, "", GR_LINEAR_SK},
-        {2100000, 20, 20, "", GR_LINEAR_TILED}, /* past the simt kernel's 65535 x 32 rows */
+        {2100000, 16, 4, "", GR_LINEAR_TILED}, /* past the simt kernel's 65535 x 32 rows */
         /* math tf32x3 (fp32-level accuracy): the tc kernel's 3 passes for K % 4 == 0 and
          * K > 64, else fp32 FMAs (cuBLASLt, tiled); never wg (test_linear_impl_choice_cc) */
         {2048, 256, 512, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
         {2048, 256, 68, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
         {2048, 512, 367, "\"math\": \"tf32x3\"", GR_LINEAR_LT},
-        {2048, 512, 13, "\"math\": \"tf32x3\"", GR_LINEAR_SK},
+        {2048, 512, 13, "\"math\": \"tf32x3\"", GR_LINEAR_TILED},
         {2048, 256, 64, "\"act\": \"sigmoid\", \"math\": \"tf32x3\"", GR_LINEAR_TILED},
         {2048, 64, 256, "\"math\": \"tf32x3\"", GR_LINEAR_SIMT},
         {256, 256, 512, "\"math\": \"tf32x3\"", GR_LINEAR_SIMT},
@@ -1254,8 +1253,8 @@ static void test_dlrm_accounting(void) {
     gr_plan_destroy(ft);
     gr_plan_destroy(f2);
     gr_plan_destroy(f32);
-    /* B = 2048, auto: the 64-wide layer stays SIMT, bot.0 (K = 13) takes smallk, the 16-wide
-     * and the 1-wide sigmoid layer rowdot; in
+    /* B = 2048, auto: the 64- and 16-wide layers stay SIMT, bot.0 (K = 13) is tiled, the 1-wide
+     * sigmoid layer takes rowdot; in
      * fp32 the tiled kernel takes bot.1 and top.1 too, cuBLASLt top.0 (K = 367); with math
      * tf32 cuBLASLt takes bot.1, top.0 and top.1 */
     const char *vs[] = {"fused", "fused_tf32"};
@@ -1264,27 +1263,29 @@ static void test_dlrm_accounting(void) {
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         CU_ASSERT_EQUAL(f->library_ops, v ? 3 : 1);
         CU_ASSERT_EQUAL(f->kernels, 8); /* a library op counts as one */
-        CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_SK);
+        CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
         CU_ASSERT_EQUAL(op_named(f, "bot.1")->launches, v ? -1 : 1);
         CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_IMPL], v ? GR_LINEAR_LT : GR_LINEAR_TILED);
         CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32, v ? GR_LIN_F_TF32 : 0);
         CU_ASSERT_EQUAL(op_named(f, "bot.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
-        CU_ASSERT_EQUAL(op_named(f, "bot.3")->ip[GR_LIN_IMPL], GR_LINEAR_RD);
+        CU_ASSERT_EQUAL(op_named(f, "bot.3")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
         CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_LT);
         CU_ASSERT_EQUAL(op_named(f, "top.1")->ip[GR_LIN_IMPL], v ? GR_LINEAR_LT : GR_LINEAR_TILED);
         CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_RD);
-        /* 4 rows per block: 512 blocks, which fit 132 SMs x GR_IX_BLOCKS_PER_SM at once; the
-         * vectors of 4 rows (4 x 28 slots of 20 floats) and their output rows (4 x 367) */
+        /* 2 rows per block: 1024 blocks (4 rows would give 512, under 132 SMs x
+         * GR_IX_BLOCKS_PER_SM / 2), which fit 132 SMs x GR_IX_BLOCKS_PER_SM at once; the vectors
+         * of 2 rows (2 x 28 slots of 20 floats) and their output rows (2 x 367) */
         const gr_op *ix = op_named(f, "interaction");
-        CU_ASSERT_EQUAL(ix->ip[GR_EI_RB], 4);
-        CU_ASSERT_EQUAL(ix->grid[0], 512);
+        CU_ASSERT_EQUAL(ix->ip[GR_EI_RB], 2);
+        CU_ASSERT_EQUAL(ix->grid[0], 1024);
         CU_ASSERT_EQUAL(ix->block[0], GR_IX_THREADS);
-        CU_ASSERT_EQUAL(ix->smem, (4 * 28 * 20 + 4 * 367) * sizeof(float));
-        CU_ASSERT_EQUAL(ix->ip[GR_EI_REG], 1); /* 4 x 26 x 4 pieces: 4 per thread */
+        CU_ASSERT_EQUAL(ix->smem, (2 * 28 * 20 + 2 * 367) * sizeof(float));
+        CU_ASSERT_EQUAL(ix->ip[GR_EI_REG], 0); /* the loop, unless GR_IX_REG=1 */
         gr_plan_destroy(f);
-        /* past that the blocks stride over the row groups */
+        /* past that 4 rows, and the blocks stride over the row groups */
         f = dlrm(vs[v], "B=8192", NULL, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT_EQUAL(op_named(f, "interaction")->ip[GR_EI_RB], 4);
         CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 132 * GR_IX_BLOCKS_PER_SM);
         gr_plan_destroy(f);
         /* B = 128: one row per block (128 blocks: fewer rows per block leave SMs idle) */
@@ -1300,6 +1301,12 @@ static void test_dlrm_accounting(void) {
         CU_ASSERT_EQUAL(op_named(f, "interaction")->ip[GR_EI_RB], 4);
         CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 32);
         gr_plan_destroy(f);
+        setenv("GR_IX_REG", "1", 1); /* the gather through registers, where bag 1 allows */
+        f = dlrm(vs[v], "B=2048", NULL, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT_EQUAL(op_named(f, "interaction")->ip[GR_EI_REG], 1); /* 208 pieces, 2 each */
+        gr_plan_destroy(f);
+        unsetenv("GR_IX_REG");
         setenv("GR_IX_RB", "3", 1);
         f = dlrm(vs[v], "B=128", NULL, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -1308,12 +1315,12 @@ static void test_dlrm_accounting(void) {
         unsetenv("GR_IX_RB");
     }
     /* fused_tf32x3 at B = 2048: bot.1 and top.1 on the tc kernel with 3 passes; fp32 FMAs where
-     * those are faster: bot.0 (K = 13) smallk, top.0 (K = 367) cuBLASLt's fp32 (the one library
-     * op); bot.2 (64 wide) on the fp32 SIMT kernel, bot.3 and the sigmoid on rowdot */
+     * those are faster: bot.0 (K = 13) tiled, top.0 (K = 367) cuBLASLt's fp32 (the one library
+     * op); the narrow ones on the fp32 SIMT kernel, the sigmoid on rowdot */
     f = dlrm("fused_tf32x3", "B=2048", NULL, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(f->library_ops, 1);
-    CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_SK);
+    CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
     CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_LT);
     CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32, 0); /* fp32 compute */
     {
@@ -1327,12 +1334,12 @@ static void test_dlrm_accounting(void) {
             CU_ASSERT_EQUAL(o->grid[0] * o->grid[1], 256);
         }
         CU_ASSERT_EQUAL(op_named(f, "bot.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
-        CU_ASSERT_EQUAL(op_named(f, "bot.3")->ip[GR_LIN_IMPL], GR_LINEAR_RD);
+        CU_ASSERT_EQUAL(op_named(f, "bot.3")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
         CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_RD);
         CU_ASSERT_DOUBLE_EQUAL(f->bufs[bidx(f, "y")].rtol, 1e-4, 0);
     }
     /* op->form names what each layer runs: the fp32 kernels' FMAs, whatever math asked for */
-    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.0")->form, "smallk fp32");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.0")->form, "tiled t64 fp32");
     CU_ASSERT_STRING_EQUAL(op_named(f, "bot.1")->form, "tc 6432 tf32x3");
     CU_ASSERT_STRING_EQUAL(op_named(f, "bot.2")->form, "simt fp32");
     CU_ASSERT_STRING_EQUAL(op_named(f, "top.0")->form, "lt fp32");
@@ -1341,7 +1348,7 @@ static void test_dlrm_accounting(void) {
     f = dlrm("fused_tf32", "B=2048", NULL, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_STRING_EQUAL(op_named(f, "bot.1")->form, "lt tf32");
-    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.0")->form, "smallk fp32");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.0")->form, "tiled t64 fp32");
     gr_plan_destroy(f);
     /* its layers follow x3_impl, not linear_impl (cuBLASLt has no 3xTF32: linear_impl=lt must
      * still resolve every variant); x3_impl=simt puts them on fp32 FMAs */
@@ -1359,7 +1366,7 @@ static void test_dlrm_accounting(void) {
     f = dlrm("fused_tf32x3", "B=2048", "x3_impl=auto_wg", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(f->library_ops, 0);
-    CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_SK);
+    CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
     CU_ASSERT_EQUAL(op_named(f, "bot.2")->ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
     CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
     CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
@@ -1532,7 +1539,7 @@ static void test_dlrm_mlpint_variant(void) {
     CU_ASSERT_EQUAL(it->grid[0], 128);
     CU_ASSERT_EQUAL(it->smem, 134912);
     CU_ASSERT_EQUAL(it->ip[GR_MI_FLAGS], GR_MI_F_PRE | GR_MI_F_VEC | GR_MI_F_REG);
-    CU_ASSERT_EQUAL(op_named(m, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_SK);
+    CU_ASSERT_EQUAL(op_named(m, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
     CU_ASSERT_EQUAL(op_named(m, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_LT);
     CU_ASSERT_EQUAL(op_named(m, "top.0")->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32, 0); /* fp32 compute */
     static const char *const tc_ops[] = {"bot.1", "top.1"};
@@ -1872,7 +1879,7 @@ static void test_linear_impl_choice_cc(void) {
         {2048, 256, 512, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
         {2048, 256, 68, "\"math\": \"tf32x3\"", GR_LINEAR_TC},
         {2048, 512, 367, "\"math\": \"tf32x3\"", GR_LINEAR_LT},
-        {2048, 512, 13, "\"math\": \"tf32x3\"", GR_LINEAR_SK},
+        {2048, 512, 13, "\"math\": \"tf32x3\"", GR_LINEAR_TILED},
         {2048, 256, 512, "", GR_LINEAR_TILED},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -1902,7 +1909,7 @@ static void test_linear_impl_choice_cc(void) {
         gr_plan_destroy(p);
         p = linear_plan_cc(2048, 512, 13, "\"impl\": \"auto_wg\", \"math\": \"tf32x3\"", cc, &msg);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_IMPL], GR_LINEAR_SK);
+        CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_IMPL], GR_LINEAR_TILED);
         gr_plan_destroy(p);
     }
     static const int not90[] = {80, 86, 89, 100, 120};

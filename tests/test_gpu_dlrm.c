@@ -501,13 +501,13 @@ static void test_interaction_kernels(void) {
     CU_ASSERT_TRUE_FATAL(device_ready());
     /* fused interaction vs the unfused chain (concat, batched GEMM, tril, concat), both against
      * the reference. Rows per block (GR_IX_RB when forced, else the check's): B = 7 and 130 one,
-     * 600 two, 4302 four, in 1076 groups (the last one of 2 rows) for 1056 blocks on 132 SMs, so
+     * 1100 two, 4302 four, in 1076 groups (the last one of 2 rows) for 1056 blocks on 132 SMs, so
      * the kernel's group loop is exercised; B = 7 again with 4 rows forced (one partial group). */
     struct {
         int B, T, D;
         const char *rb;
-    } cases[] = {{7, 26, 16, NULL}, {130, 3, 5, NULL},   {4302, 2, 4, NULL},
-                 {1, 1, 1, NULL},   {600, 26, 16, NULL}, {7, 26, 16, "4"}};
+    } cases[] = {{7, 26, 16, NULL}, {130, 3, 5, NULL},    {4302, 2, 4, NULL},
+                 {1, 1, 1, NULL},   {1100, 26, 16, NULL}, {7, 26, 16, "4"}};
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         int B = cases[c].B, T = cases[c].T, D = cases[c].D, F = T + 1, P = F * T / 2;
         if (cases[c].rb) setenv("GR_IX_RB", cases[c].rb, 1);
@@ -546,11 +546,12 @@ static void test_interaction_kernels(void) {
  * and against the chain it replaces (embedding_bag_tbe, then dot_interaction), which is checked
  * against its own reference too. B = 4302 is 1076 groups of 4 rows (the last of 2) for 1056
  * blocks on 132 SMs (the group loop, where only the first group is gathered before the PDL wait);
- * 600 is two rows per block, the others one, B = 7 with GR_IX_RB=4 one partial group of 4; T = 31
- * is the most tables; D = 5 and 1 take the scalar path; bags of 1 gather through registers (the
- * int64 mean case with D = 5 too; 2048 x 31 tables of 16 is 496 pieces for 128 threads), bags of
- * more synchronously; `written` puts an op in front that writes table 0, so the plan forbids
- * gathering before the PDL wait. */
+ * 1100 and 2048 are two rows per block, the others one, B = 7 with GR_IX_RB=4 one partial group
+ * of 4; T = 31
+ * is the most tables; D = 5 and 1 take the scalar path; with GR_IX_REG=1 bags of 1 gather
+ * through registers (the int64 mean case with D = 5 too; 2048 x 31 tables of 16 is 248 pieces
+ * for 128 threads), bags of more in the loop; `written` puts an op in front that writes table 0, so
+ * the plan forbids gathering before the PDL wait. */
 static void test_emb_interaction_kernels(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
@@ -564,10 +565,15 @@ static void test_emb_interaction_kernels(void) {
         {4302, 2, 4, 1, "int32", "sum", 0, NULL},   {1, 1, 1, 1, "int32", "sum", 0, NULL},
         {300, 20, 5, 1, "int64", "mean", 0, NULL},  {2048, 31, 16, 1, "int32", "sum", 0, NULL},
         {33, 31, 8, 3, "int32", "sum", 0, NULL},    {128, 26, 16, 1, "int32", "sum", 1, NULL},
-        {2048, 26, 16, 1, "int64", "sum", 0, NULL}, {600, 26, 16, 1, "int32", "sum", 0, NULL},
+        {2048, 26, 16, 1, "int64", "sum", 0, NULL}, {1100, 26, 16, 1, "int32", "sum", 0, NULL},
         {7, 26, 16, 2, "int32", "mean", 1, "4"}};
     static char json[65536];
-    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+    /* every case twice: the gather's loop (the default), then through registers (GR_IX_REG=1,
+     * taken where bag 1 and the pieces allow) */
+    for (size_t cr = 0; cr < 2 * sizeof(cases) / sizeof(cases[0]); cr++) {
+        const size_t c = cr % (sizeof(cases) / sizeof(cases[0]));
+        const int reg = cr >= sizeof(cases) / sizeof(cases[0]);
+        if (reg) setenv("GR_IX_REG", "1", 1);
         if (cases[c].rb) setenv("GR_IX_RB", cases[c].rb, 1);
         const int B = cases[c].B, T = cases[c].T, D = cases[c].D, bag = cases[c].bag;
         const int P = (T + 1) * T / 2;
@@ -611,10 +617,11 @@ static void test_emb_interaction_kernels(void) {
                       tabs, idxs, cases[c].pool, tabs + 2, idxs, cases[c].pool);
         CU_ASSERT_TRUE_FATAL((size_t)o < sizeof(json));
         char what[128];
-        snprintf(what, sizeof(what), "embedding_interaction B=%d T=%d D=%d bag=%d %s %s%s%s%s", B,
+        snprintf(what, sizeof(what), "embedding_interaction B=%d T=%d D=%d bag=%d %s %s%s%s%s%s", B,
                  T, D, bag, cases[c].idt, cases[c].pool,
                  cases[c].written ? " (table written by an op)" : "",
-                 cases[c].rb ? " GR_IX_RB=" : "", cases[c].rb ? cases[c].rb : "");
+                 cases[c].rb ? " GR_IX_RB=" : "", cases[c].rb ? cases[c].rb : "",
+                 reg ? " GR_IX_REG=1" : "");
         CU_ASSERT_TRUE(verify_json(json, what));
         /* the fused kernel and the chain agree with each other as well as with the reference */
         gr_error e;
@@ -651,6 +658,7 @@ static void test_emb_interaction_kernels(void) {
         gr_session_destroy(s);
         gr_plan_destroy(p);
         unsetenv("GR_IX_RB");
+        unsetenv("GR_IX_REG");
     }
     /* out-of-range rows (negative, == rows, far past) are skipped, as in the reference */
     const char *oob =
