@@ -229,16 +229,7 @@ __device__ __forceinline__ void ix_dots(const float *f_s, int nrows, int nb, int
 #pragma unroll
             for (int j = 0; j < 4; j++)
                 bv[j] = lds128(fb + j * sstep + k);
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    float s = z[i][j];
-                    s = fmaf(av[i].x, bv[j].x, s);
-                    s = fmaf(av[i].y, bv[j].y, s);
-                    s = fmaf(av[i].z, bv[j].z, s);
-                    z[i][j] = fmaf(av[i].w, bv[j].w, s);
-                }
+            fma4x4(z, av, bv);
         }
         float *o = out + r * rowlen + D;
 #pragma unroll
@@ -549,16 +540,7 @@ __global__ void __launch_bounds__(GR_LIN_THREADS, 1)
 #pragma unroll
                 for (int j = 0; j < 4; j++)
                     b[j] = *reinterpret_cast<const float4 *>(&ws[(tx + CS * j) * XS + k]);
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-#pragma unroll
-                    for (int j = 0; j < 4; j++) {
-                        float c = acc[i][j];
-                        c = fmaf(a[i].x, b[j].x, c);
-                        c = fmaf(a[i].y, b[j].y, c);
-                        c = fmaf(a[i].z, b[j].z, c);
-                        acc[i][j] = fmaf(a[i].w, b[j].w, c);
-                    }
+                fma4x4(acc, a, b);
             }
         }
         __syncthreads();

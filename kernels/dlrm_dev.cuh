@@ -84,6 +84,22 @@ __device__ __forceinline__ float4 lds128(const float *p) {
     return *reinterpret_cast<const float4 *>(p);
 }
 
+// acc[i][j] += a[i] . b[j] over the 4 components in order (x, y, z, w): the 4 x 4 outer-product
+// step of the SIMT Linear kernel and of the interaction's dot blocks.
+__device__ __forceinline__ void fma4x4(float (&acc)[4][4], const float4 (&a)[4],
+                                       const float4 (&b)[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            float c = acc[i][j];
+            c = fmaf(a[i].x, b[j].x, c);
+            c = fmaf(a[i].y, b[j].y, c);
+            c = fmaf(a[i].z, b[j].z, c);
+            acc[i][j] = fmaf(a[i].w, b[j].w, c);
+        }
+}
+
 // Component s of a float4 (s a compile-time constant after unrolling).
 __device__ __forceinline__ float f4(const float4 &v, int s) {
     return s == 0 ? v.x : s == 1 ? v.y : s == 2 ? v.z : v.w;
