@@ -64,7 +64,8 @@ enum {
     GR_EI_P,
     GR_EI_PRE,
     GR_EI_RB,
-    GR_EI_REG /* bag 1 and at most GR_IX_GATHER_U pieces per thread: loads through registers */
+    GR_EI_REG /* GR_IX_REG=1 asks for it, bag 1 and at most GR_IX_GATHER_U pieces per thread:
+                 the gather's loads through registers (dlrm.c says why not by default) */
 };
 /* Both interaction kernels (dot_interaction, embedding_interaction): a block of GR_IX_THREADS
  * threads owns RB batch rows (GR_INT_RB / GR_EI_RB: 1, 2 or 4, chosen by the check: the most
