@@ -48,6 +48,7 @@
 #include "kernels/decode.h"
 #include "kernels/gemm.h"
 #include "kernels/launch.cuh"
+#include "kernels/mbarrier.cuh"
 
 namespace {
 
@@ -1094,63 +1095,6 @@ __global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
 // per-layer kernels with PDL (fp32 B4 186.3 us against 180.9): the stall at each grid barrier
 // (~5-6 us: fence, barrier, staging the activations from L2 under load) outlasts the ring.
 
-__device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-__device__ __forceinline__ unsigned long long global_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-// A wait that has not finished after 10 s is a bug (a lost arrival or a wrong byte count): trap,
-// so the launch fails with an error instead of hanging the device.
-constexpr unsigned long long kSpinLimitNs = 10000000000ull;
-
-// The bulk-copy and mbarrier instructions are sm_90's; the check refuses older targets, and a
-// build for one compiles these to traps.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define GR_DEC_SM90(...) __VA_ARGS__
-#else
-#define GR_DEC_SM90(...) __trap()
-#endif
-__device__ __forceinline__ void mbar_init(unsigned long long *bar, unsigned count) {
-    GR_DEC_SM90(
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count)
-                     : "memory"));
-}
-__device__ __forceinline__ void mbar_expect_tx(unsigned long long *bar, unsigned bytes) {
-    GR_DEC_SM90(asm volatile(
-        "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes)
-        : "memory"));
-}
-__device__ __forceinline__ void mbar_arrive(unsigned long long *bar) {
-    GR_DEC_SM90(asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar))
-                             : "memory"));
-}
-__device__ __forceinline__ bool mbar_try(unsigned long long *bar, unsigned parity) {
-    unsigned ok = 0;
-    GR_DEC_SM90(asm volatile("{\n\t.reg .pred p;\n\t"
-                             "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                             "selp.u32 %0, 1, 0, p;\n\t}"
-                             : "=r"(ok)
-                             : "r"(smem_u32(bar)), "r"(parity)
-                             : "memory"));
-    return ok != 0;
-}
-__device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned parity) {
-    if (mbar_try(bar, parity)) return;
-    const unsigned long long t0 = global_ns();
-    while (!mbar_try(bar, parity))
-        if (global_ns() - t0 > kSpinLimitNs) __trap();
-}
-__device__ __forceinline__ void bulk_load(void *dst, const void *src, unsigned bytes,
-                                          unsigned long long *bar, unsigned long long policy) {
-    GR_DEC_SM90(
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::"
-                     "cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(smem_u32(dst)),
-                     "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(policy)
-                     : "memory"));
-}
 __device__ __forceinline__ void consumers_sync() {
     asm volatile("bar.sync 1, %0;" ::"n"(GR_DEC_S_CWARPS * 32) : "memory");
 }
@@ -1244,7 +1188,7 @@ __device__ __forceinline__ void stream_produce(const StreamArgs<T> &a, unsigned 
                                                unsigned long long *full, unsigned long long *empty,
                                                unsigned *seq) {
     unsigned long long policy = 0;
-    GR_DEC_SM90(asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"
+    GR_SM90(asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"
                              : "=l"(policy)));
     const unsigned NS = (unsigned)a.sl.nslots, IF = (unsigned)a.inflight;
     stage_iter<T> fill(a);
@@ -1355,7 +1299,7 @@ __global__ void __launch_bounds__(GR_DEC_S_THREADS, 1)
             mbar_init(&empty[i], 1); // the consuming warp's lane 0
             seq[i] = ~0u;
         }
-        GR_DEC_SM90(asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"));
+        mbar_init_fence();
     }
     __syncthreads();
     if (warp == GR_DEC_S_CWARPS) {
