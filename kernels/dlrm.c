@@ -662,21 +662,25 @@ static int wg_ok(const gr_target *t) {
 
 /* The wg kernel's configuration: 64 x 128 tiles where its blocks reach 3/4 of the SMs, else
  * 64 x 64. M = 2048: N = 512 takes 128 (128 blocks), N = 256 64 (128 blocks instead of 64). The
- * 64-wide tiles run in the register-A form (w64r), the 128-wide ones in the shared-memory form
- * (w128): each the faster one measured (run 45, B = 2048, per op in the graph: bot.1 / top.1
- * 13.41 / 13.09 us in w64r against 14.1-14.2 in w64; top.0 26.66 in w128r against 22.8 in
- * w128). GR_LIN_WG_REGA=1 or 0 puts both widths in one form, GR_LIN_WG_CFG forces any one
- * configuration (measurement switches). */
-static int wg_config(int64_t M, int64_t N, int sm_count) {
+ * 64-wide tiles run in the bulk form (w64b: TMA copies, mbarriers, two MMA warpgroups) where
+ * K % 4 == 0 and in the register-A form (w64r) otherwise, the 128-wide ones in the shared-memory
+ * form (w128): each the fastest measured (B = 2048, fused_tf32x3 x3_impl=auto_wg --pdl: w64b on
+ * bot.1 / top.1 64.53 us against w64r's 67.57, run 59; w64r 13.41 / 13.09 us per op against
+ * 14.1-14.2 in w64, run 45; top.0 26.66 in w128r against 22.8 in w128). GR_LIN_WG_BULK=0 takes
+ * the register-A form for the 64-wide tiles, GR_LIN_WG_REGA=1 or 0 puts both widths in one of the
+ * older forms, GR_LIN_WG_CFG forces any one configuration (measurement switches; a bulk one runs
+ * as its register-A twin where K % 4 != 0, gr_lin_wg_unbulk). */
+static int wg_config(int64_t M, int64_t N, int64_t K, int sm_count) {
     static const char *const names[GR_LIN_NWCFG] = GR_LIN_WNAMES;
-    static const char *const rega_names[2] = {"0", "1"};
+    static const char *const flag_names[2] = {"0", "1"};
     int forced = env_config("GR_LIN_WG_CFG", names, GR_LIN_NWCFG);
-    if (forced >= 0) return forced;
-    const int rega = env_config("GR_LIN_WG_REGA", rega_names, 2);
+    if (forced >= 0) return K % 4 == 0 ? forced : gr_lin_wg_unbulk(forced);
+    const int rega = env_config("GR_LIN_WG_REGA", flag_names, 2);
+    const int bulk = K % 4 == 0 && rega < 0 && env_config("GR_LIN_WG_BULK", flag_names, 2) != 0;
     int64_t enough = (int64_t)(sm_count > 0 ? sm_count : 1) * 3 / 4;
     if (cdiv64(M, GR_LIN_WG_BM) * cdiv64(N, 128) >= enough)
         return rega == 1 ? GR_LIN_W128R : GR_LIN_W128;
-    return rega == 0 ? GR_LIN_W64 : GR_LIN_W64R;
+    return bulk ? GR_LIN_W64B : rega == 0 ? GR_LIN_W64 : GR_LIN_W64R;
 }
 
 static const char *const impl_names[] = {"simt", "lt", "tiled", "tc", "wg", "smallk", "rowdot"};
@@ -818,7 +822,7 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
                             plan->target.name, plan->target.cc_major, plan->target.cc_minor);
     int tc = impl == GR_LINEAR_TILED ? tiled_config(M, N, K, plan->target.sm_count)
              : impl == GR_LINEAR_TC  ? mma_config(M, N, plan->target.sm_count)
-             : impl == GR_LINEAR_WG  ? wg_config(M, N, plan->target.sm_count)
+             : impl == GR_LINEAR_WG  ? wg_config(M, N, K, plan->target.sm_count)
                                      : 0;
     int64_t tbn = impl == GR_LINEAR_TILED ? gr_lin_tcfg(tc, GR_LIN_TC_BN)
                   : impl == GR_LINEAR_TC  ? gr_lin_ccfg(tc, GR_LIN_CF_BN)

@@ -29,6 +29,8 @@
 // - interaction: 351 dots of 16 per row = 11 K flop per row; the fused kernel reads x and E
 //   once (1.7 KB per row) and writes 367 floats; unfused it is concat (write T), a batched GEMM
 //   (27 x 27 per row, half of it wasted), the triangle gather and a second concat.
+#include <cuda.h>
+#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -1921,21 +1923,108 @@ static gr_status staged_resolve(const gr_op *op, tiled_kernel_t *k, gr_error *er
     return GR_OK;
 }
 
+// The wg kernel's bulk form (tensor maps instead of pointers; its own launch, same checks).
+static bool wgb_op(const gr_op *op) {
+    return op->ip[GR_LIN_IMPL] == GR_LINEAR_WG && gr_lin_wg_bulk((int)op->ip[GR_LIN_BN]);
+}
+
+static gr_status wgb_resolve(const gr_op *op, gr_lin_wgb_kernel_t *k, gr_error *err) {
+    size_t smem = 0;
+    *k = gr_lin_wgb_kernel_of(op, &smem);
+    const int cfg = (int)op->ip[GR_LIN_BN];
+    if (!*k || smem != op->smem || op->grid[2] != 1 || op->block[0] != gr_lin_wg_threads(cfg))
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path,
+                            "linear_act (wg bulk): configuration %d, K %% 4 == 0: %d, %zu bytes of "
+                            "shared memory (kernel: %zu), %u threads",
+                            cfg, (int)op->ip[GR_LIN_VEC], op->smem, smem, op->block[0]);
+    return GR_OK;
+}
+
+// cuTensorMapEncodeTiled, a driver API function, through the runtime's entry-point lookup (so
+// graphrun needs no link against libcuda). Resolved by setup(), before any launch.
+static PFN_cuTensorMapEncodeTiled_v12000 tmap_encode_fn;
+
+static gr_status tmap_resolve(const gr_op *op, gr_error *err) {
+    if (tmap_encode_fn) return GR_OK;
+    void *fn = NULL;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t rc = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                                      cudaEnableDefault, &q);
+    if (rc != cudaSuccess || q != cudaDriverEntryPointSuccess || !fn) {
+        cudaGetLastError();
+        return gr_error_set(err, GR_ERR_CUDA, op->path,
+                            "linear_act (wg bulk): the driver has no cuTensorMapEncodeTiled (%s): "
+                            "update the NVIDIA driver, or unset GR_LIN_WG_BULK / GR_LIN_WG_CFG",
+                            cudaGetErrorString(rc));
+    }
+    tmap_encode_fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+    return GR_OK;
+}
+
+// The tensor map of a rows x K fp32 matrix (K % 4 == 0: 16-byte row strides), boxes of 32 k x 64
+// rows with the 128-byte swizzle the bulk kernel reads, zero fill outside.
+static gr_status tmap_of(CUtensorMap *m, const float *p, int rows, int K, const char *what,
+                         const gr_op *op, gr_error *err) {
+    const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {(cuuint64_t)K * sizeof(float)};
+    const cuuint32_t box[2] = {(cuuint32_t)GR_LIN_MMA_KT, (cuuint32_t)GR_LIN_WG_BM};
+    const cuuint32_t estr[2] = {1, 1};
+    CUresult r = tmap_encode_fn(m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float *>(p),
+                                dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path,
+                            "linear_act (wg bulk): cuTensorMapEncodeTiled refused %s (%d x %d "
+                            "floats at %p): CUresult %d",
+                            what, rows, K, (const void *)p, (int)r);
+    return GR_OK;
+}
+
+static gr_status wgb_launch(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+    gr_lin_wgb_kernel_t k;
+    GR_TRY(wgb_resolve(op, &k, err));
+    if (!tmap_encode_fn)
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path, "linear_act (wg bulk): setup() did not run");
+    const int M = (int)op->ip[GR_LIN_M], N = (int)op->ip[GR_LIN_N], K = (int)op->ip[GR_LIN_K];
+    CUtensorMap tx, tw;
+    GR_TRY(tmap_of(&tx, static_cast<const float *>(ctx->dptr[op->inputs[0]]), M, K, "x", op, err));
+    GR_TRY(tmap_of(&tw, static_cast<const float *>(ctx->dptr[op->inputs[1]]), N, K, "W", op, err));
+    const float *b = static_cast<const float *>(ctx->dptr[op->inputs[2]]);
+    float *Y = static_cast<float *>(ctx->dptr[op->outputs[0]]);
+    const int pre = (op->ip[GR_LIN_FLAGS] & GR_LIN_F_PRE) != 0;
+    return finish(gr_launch(k, grid_of(op), block_of(op), op->smem, ctx, tx, tw, b, Y, M, N, K, pre),
+                  op, err);
+}
+
+static gr_status wg_device_check(const gr_op *op, gr_error *err) {
+    int dev = 0, major = 0, minor = 0;
+    GR_CUDA(cudaGetDevice(&dev), err);
+    GR_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), err);
+    GR_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), err);
+    if (major != 9 || minor != 0)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"linear_act\": impl \"wg\" runs only on compute "
+                            "capability 9.0 (H100, H200); this GPU is %d.%d: use impl \"tc\" "
+                            "or \"auto\"",
+                            major, minor);
+    return GR_OK;
+}
+
 extern "C" gr_status gr_setup_linear_staged(const gr_op *op, gr_error *err) {
+    if (wgb_op(op)) {
+        gr_lin_wgb_kernel_t k;
+        GR_TRY(wgb_resolve(op, &k, err));
+        GR_TRY(wg_device_check(op, err));
+        GR_TRY(tmap_resolve(op, err));
+        GR_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)op->smem),
+                err);
+        return GR_OK;
+    }
     tiled_kernel_t k;
     GR_TRY(staged_resolve(op, &k, err));
-    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_WG) { // sm_90a code: the plan's target may not be this GPU
-        int dev = 0, major = 0, minor = 0;
-        GR_CUDA(cudaGetDevice(&dev), err);
-        GR_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), err);
-        GR_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), err);
-        if (major != 9 || minor != 0)
-            return gr_error_set(err, GR_ERR_INPUT, op->path,
-                                "kernel \"linear_act\": impl \"wg\" runs only on compute "
-                                "capability 9.0 (H100, H200); this GPU is %d.%d: use impl \"tc\" "
-                                "or \"auto\"",
-                                major, minor);
-    }
+    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_WG) // sm_90a code: the plan's target may not be this GPU
+        GR_TRY(wg_device_check(op, err));
     if (op->smem > 48 * 1024)
         GR_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)op->smem),
@@ -1945,6 +2034,7 @@ extern "C" gr_status gr_setup_linear_staged(const gr_op *op, gr_error *err) {
 
 extern "C" gr_status gr_launch_linear_staged(const gr_op *op, const gr_launch_ctx *ctx,
                                              gr_error *err) {
+    if (wgb_op(op)) return wgb_launch(op, ctx, err);
     tiled_kernel_t k;
     GR_TRY(staged_resolve(op, &k, err));
     const float *X = static_cast<const float *>(ctx->dptr[op->inputs[0]]);

@@ -300,7 +300,9 @@ static inline size_t gr_lin_tc_smem(int c) {
  * every thread copies and splits x and W; REGA 1, the register-A form, where the MMA warpgroup
  * loads x's fragments from the raw stage straight into registers and splits them there, and only
  * W's split parts go through shared memory (its sets hold BN rows, not BM + BN; the second
- * warpgroup copies and splits W alone). */
+ * warpgroup copies and splits W alone); REGA 2, the bulk form (w64b, K % 4 == 0): register A with
+ * two MMA warpgroups on alternate stages, a third splitting W, and a producer warp copying x and
+ * W as TMA tensor-map boxes into a ring of slots handed over on mbarriers. */
 #define GR_LIN_WG_BM 64
 #define GR_LIN_WG_LD 36 /* KT + 4: room for a shifted row (K % 4 != 0) */
 /*                       BN  NWG  S  REGA */
@@ -313,6 +315,7 @@ static inline size_t gr_lin_tc_smem(int c) {
 #define GR_LIN_WCFG_64R 64, 2, 4, 1    /* GR_LIN_W64R: register A */
 #define GR_LIN_WCFG_128R 128, 2, 4, 1  /* GR_LIN_W128R */
 #define GR_LIN_WCFG_64R6 64, 2, 6, 1   /* GR_LIN_W64R6 */
+#define GR_LIN_WCFG_64B 64, 3, 6, 2    /* GR_LIN_W64B: register A, 2 MMA warpgroups, TMA copies */
 enum {
     GR_LIN_W64,
     GR_LIN_W128,
@@ -323,25 +326,41 @@ enum {
     GR_LIN_W64R,
     GR_LIN_W128R,
     GR_LIN_W64R6,
+    GR_LIN_W64B,
     GR_LIN_NWCFG
 };
 #define GR_LIN_WNAMES                                                                              \
-    { "w64", "w128", "w64x1", "w128x1", "w64x4", "w64s6", "w64r", "w128r", "w64r6" }
+    { "w64", "w128", "w64x1", "w128x1", "w64x4", "w64s6", "w64r", "w128r", "w64r6", "w64b" }
 
 enum { GR_LIN_WF_BN, GR_LIN_WF_NWG, GR_LIN_WF_S, GR_LIN_WF_REGA };
 
 /* Field f (GR_LIN_WF_*) of wgmma configuration c; 0 for an unknown one. */
 static inline int gr_lin_wcfg(int c, int f) {
     static const int t[GR_LIN_NWCFG][4] = {
-        {GR_LIN_WCFG_64},    {GR_LIN_WCFG_128},  {GR_LIN_WCFG_64X1},
-        {GR_LIN_WCFG_128X1}, {GR_LIN_WCFG_64X4}, {GR_LIN_WCFG_64S6},
-        {GR_LIN_WCFG_64R},   {GR_LIN_WCFG_128R}, {GR_LIN_WCFG_64R6}};
+        {GR_LIN_WCFG_64},   {GR_LIN_WCFG_128},  {GR_LIN_WCFG_64X1}, {GR_LIN_WCFG_128X1},
+        {GR_LIN_WCFG_64X4}, {GR_LIN_WCFG_64S6}, {GR_LIN_WCFG_64R},  {GR_LIN_WCFG_128R},
+        {GR_LIN_WCFG_64R6}, {GR_LIN_WCFG_64B}};
     return c >= 0 && c < GR_LIN_NWCFG && f >= 0 && f < 4 ? t[c][f] : 0;
 }
 
-/* 1 for the register-A configurations. */
+/* Non-zero for the register-A configurations (REGA 1 and 2). */
 static inline int gr_lin_wg_rega(int c) {
     return gr_lin_wcfg(c, GR_LIN_WF_REGA);
+}
+
+/* 1 for the bulk form (REGA 2): register A, and a producer warp copying every stage with bulk
+ * copies into a ring of raw slots handed over on mbarriers (dlrm_wg_sm90a.cu); rows must be
+ * 16-byte aligned, so the check takes it only for K % 4 == 0 (gr_lin_wg_unbulk otherwise). */
+static inline int gr_lin_wg_bulk(int c) {
+    return gr_lin_wcfg(c, GR_LIN_WF_REGA) == 2;
+}
+
+/* The configuration a bulk one runs as where K % 4 != 0: the register-A form of the same width
+ * (w64b: w64r); any other configuration is itself. There is no 128-wide bulk form: with two
+ * fragment sets and 2 x 64 accumulators its MMA warpgroup needs more than the 224 registers a
+ * 288-thread block leaves (ptxas serializes the wgmma, C7511). */
+static inline int gr_lin_wg_unbulk(int c) {
+    return gr_lin_wg_bulk(c) ? GR_LIN_W64R : c;
 }
 
 /* The wgmma kernels' operand layout (no swizzle) of a GR_LIN_MMA_KT-wide stage: 8 x 16-byte core
@@ -385,9 +404,10 @@ static inline int gr_lin_wg_bn(int c) {
     return gr_lin_wcfg(c, GR_LIN_WF_BN);
 }
 
-/* Threads per block of wgmma configuration c: 128 per warpgroup; 0 for an unknown one. */
+/* Threads per block of wgmma configuration c: 128 per warpgroup, and the bulk form's producer
+ * warp; 0 for an unknown one. */
 static inline unsigned gr_lin_wg_threads(int c) {
-    return 128u * (unsigned)gr_lin_wcfg(c, GR_LIN_WF_NWG);
+    return 128u * (unsigned)gr_lin_wcfg(c, GR_LIN_WF_NWG) + (gr_lin_wg_bulk(c) ? 32u : 0u);
 }
 
 /* Raw stages of wgmma configuration c. */
@@ -401,9 +421,12 @@ static inline int gr_lin_wg_stages(int c) {
  * stages), 204 KB at 128. */
 static inline size_t gr_lin_wg_smem(int c) {
     size_t bn = (size_t)gr_lin_wg_bn(c), rows = (size_t)GR_LIN_WG_BM + bn;
-    size_t set_rows = gr_lin_wg_rega(c) ? bn : rows;
-    return ((size_t)gr_lin_wg_stages(c) * rows * GR_LIN_WG_LD + 3 * 2 * set_rows * GR_LIN_MMA_KT) *
-           sizeof(float);
+    size_t set_rows = gr_lin_wg_rega(c) ? bn : rows, s = (size_t)gr_lin_wg_stages(c);
+    if (gr_lin_wg_bulk(c)) /* dense 128-byte box rows; MMA warpgroup 1's sums; mbarriers full,
+                              rawfree, opfull, opfree; 1024 bytes to align the ring */
+        return ((s * rows + 3 * 2 * bn) * GR_LIN_MMA_KT + 128 * bn / 2) * sizeof(float) +
+               (2 * s + 2 * 3) * 8 + 1024;
+    return (s * rows * GR_LIN_WG_LD + 3 * 2 * set_rows * GR_LIN_MMA_KT) * sizeof(float);
 }
 
 /* Launches (dlrm.cu). Each checks its launch and returns a gr_error naming the op. */

@@ -4,6 +4,7 @@
 #ifndef GR_KERNELS_DLRM_DEV_CUH
 #define GR_KERNELS_DLRM_DEV_CUH
 
+#include <cuda.h> /* CUtensorMap */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -183,5 +184,13 @@ __device__ __forceinline__ void tc_copy(float *st, const float *__restrict__ X,
 typedef void (*gr_lin_staged_kernel_t)(const float *, const float *, const float *, float *, int,
                                        int, int, int);
 gr_lin_staged_kernel_t gr_lin_wg_kernel_of(const gr_op *op, size_t *smem);
+
+// The wg kernel's bulk form (configuration GR_LIN_W64B, dlrm_wg_sm90a.cu): x and W come as
+// tensor maps (cuTensorMapEncodeTiled: 2-D, fp32, boxes of 32 k x 64 rows, 128-byte swizzle, zero
+// fill), the rest as above. The kernel of the op's passes and activation and its dynamic shared
+// memory; NULL for another configuration.
+typedef void (*gr_lin_wgb_kernel_t)(const CUtensorMap, const CUtensorMap, const float *, float *,
+                                    int, int, int, int);
+gr_lin_wgb_kernel_t gr_lin_wgb_kernel_of(const gr_op *op, size_t *smem);
 
 #endif

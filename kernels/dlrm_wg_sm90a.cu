@@ -56,6 +56,10 @@
 // copies and mbarriers instead of per-thread cp.async and block barriers, so copies run stages
 // ahead without every warp waiting on them.
 //
+// A third form (configuration w64b, "Bulk form" below: TMA copies, mbarriers, two MMA
+// warpgroups) is the check's choice for 64-wide tiles with K % 4 == 0 since run 59 (bot.1 / top.1
+// 11.0 / 11.1 us).
+//
 // A second form (configurations w64r, w128r, w64r6; "Register-A form" below) keeps x out of the
 // split path: its fragments go from the raw stage into registers and wgmma takes A from
 // registers. Measured (runs 44-46): ~1 us faster on the 64-wide layers (bot.1 / top.1 13.2 / 13.0
@@ -71,6 +75,7 @@
 
 #include "kernels/dlrm.h"
 #include "kernels/dlrm_dev.cuh"
+#include "kernels/mbarrier.cuh"
 
 namespace {
 
@@ -646,6 +651,282 @@ __global__ void __launch_bounds__(256, 1)
 #endif
 }
 
+// ---- Bulk form (configuration w64b; K % 4 == 0) ----
+//
+// Why: the register-A kernel above spends ~1600 clk per 32-k stage of a 64 x 64 tile where its
+// MMAs take ~384 (bot.1 13 us, run 54); Nsight Compute put its warps on their own cp.async waits
+// (long scoreboard) and on the block barrier that every stage needs (change 14). Here no thread
+// copies and no stage has a block barrier: one producer thread copies each stage's x and W tiles
+// with the TMA unit (two tensor-map boxes of 64 rows x 32 k, 128-byte swizzled) into a ring of S
+// raw slots, each completing on the slot's `full` mbarrier; the W splitter warpgroup and the MMA
+// warpgroup each wait for exactly the slot they read and hand it back on its `rawfree` mbarrier;
+// W's split parts go through 3 operand sets handed over on `opfull` / `opfree`. So the producer
+// runs up to S stages ahead of the MMAs, the splitter up to 3, and nobody waits on a copy someone
+// else issued except through the barrier that tracks it. Two MMA warpgroups take alternate
+// stages into accumulators of their own (summed through shared memory at the end), so one can
+// load and split its next stage's fragments while the other's MMAs run, and each waits for its
+// own MMAs (wgmma.wait_group 0) before it writes a fragment register again: a register-A wgmma
+// reads its A registers while it runs (run 44).
+//
+// Two details the hand-offs need (runs 57-59): the MMA warps __syncwarp after each mbarrier spin
+// (wgmma is .aligned: the warp must arrive converged), and every consumer fences the async proxy
+// (fence.proxy.async) after its reads of a slot, before it hands the slot back for the TMA to
+// rewrite. Without both, the K = 512 shapes, where the ring wraps, gave results that differed
+// between runs (runs 57-58: 2 and 5 shapes of 68); with both, every test passes (runs 59-60).
+// Both went in together, so the runs do not say which one was needed.
+//
+// Measured (H200, B = 2048, per op in the graph): first with one 128-byte row per plain bulk
+// copy (128 copies per stage, run 56): correct, but bot.1 68.6 us against w64r's 13.0, since the
+// TMA unit takes small copies one at a time; with tensor maps (2 copies per stage) bot.1 11.01
+// and top.1 11.10 us against w64r's 12.96 / 13.02, and fused_tf32x3 auto_wg --pdl 64.39-64.53 us
+// against 67.36-67.57 (runs 59-60). Still ~3.5x the MMA time (16 stages x 384 clk = 3.1 us): Nsight
+// Compute (run 57) shows the SMs active 75% of the kernel's cycles and 7.2 cycles per issued
+// instruction, and the stall breakdown needs a source-level profile (not taken).
+//
+// Layout: a slot is x's box then W's, each 64 rows of 128 bytes in which TMA's 128-byte swizzle
+// puts 16-byte chunk c of row r at chunk c ^ (r % 8) (so the fragment loads, 8 rows x 4 chunks
+// per quarter warp, hit 32 different banks); slots are 1024-byte aligned, as the swizzle needs.
+// The tensor maps zero-fill rows past M or N and columns past K, so a ragged tile needs no code.
+// Tensor maps need 16-byte row strides: K % 4 == 0 (the check runs the register-A form
+// otherwise, gr_lin_wg_unbulk).
+//
+// Threads: warpgroups 0 and 1 the MMAs (0 also the epilogue), warpgroup 2 W's split, warp 12 the
+// copies (416).
+// With `pre` the producer copies the W boxes of the first S stages before griddepcontrol.wait.
+template <int BN, int S_> struct wgb_geom {
+    static constexpr int S = S_, SETS = 3;
+    static constexpr int XBOX = kWgBM * kWgKT, RAW = (kWgBM + BN) * kWgKT, OPS = BN * kWgKT;
+    static constexpr int FLOATS = S * RAW + SETS * 2 * OPS;
+    static constexpr int BARS = 2 * S + 2 * SETS; // full, rawfree per slot; opfull, opfree per set
+    static constexpr int RED = 128 * (BN / 2); // MMA warpgroup 1's sums, for warpgroup 0
+    // + 1024 bytes to align the ring to 1024 (the dynamic shared memory's base is not)
+    static constexpr size_t BYTES =
+        (size_t)(FLOATS + RED) * sizeof(float) + (size_t)BARS * 8 + 1024;
+    static_assert(RAW * sizeof(float) % 1024 == 0, "every slot 1024-byte aligned");
+};
+
+// Float offset of the 16-byte chunk c of row r in a 128-byte swizzled box.
+__device__ __forceinline__ int wgb_swz(int r, int c) {
+    return r * kWgKT + ((c ^ (r & 7)) << 2);
+}
+
+// A thread's A fragments of one stage, split (big; small with 3xTF32): [k-step][register].
+struct wgb_frag {
+    uint32_t b[4][4], s[4][4];
+};
+
+// Makes a fragment set's values final here (before the stage's wgmma.fence), so the compiler
+// does not sink the split below the first wgmma (ptxas would then inject a warpgroup.arrive
+// before each wgmma that reads a late register, C7519).
+template <int PASSES> __device__ __forceinline__ void wgb_pin(wgb_frag &f) {
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            asm volatile("" : "+r"(f.b[i][j]));
+            if (PASSES == 3) asm volatile("" : "+r"(f.s[i][j]));
+        }
+}
+
+// The MMA warpgroup's stage kt: wait for the slot, load and split this lane's fragments (rows
+// r0 and r0 + 8, stage columns 8t .. 8t + 7 in the register-A form's k order: chunks 2t, 2t + 1),
+// hand the slot back, wait for W's parts, issue the stage's wgmma (one commit group).
+template <int BN, int S, int PASSES>
+__device__ __forceinline__ void wgb_mma_stage(float (&acc)[PASSES == 3 ? 2 : 1][BN / 2],
+                                              wgb_frag &f, const float *raw, const float *ops,
+                                              unsigned long long *full,
+                                              unsigned long long *rawfree,
+                                              unsigned long long *opfull, int kt, int r0, int t) {
+    typedef wgb_geom<BN, S> G;
+    constexpr int NACC = PASSES == 3 ? 2 : 1, NH = BN / 64;
+    const int sl = kt % S, o = kt % G::SETS;
+    mbar_wait(full + sl, (unsigned)(kt / S) & 1u);
+    __syncwarp();
+    const float *st = raw + sl * G::RAW;
+    const float4 x0 = lds128(st + wgb_swz(r0, 2 * t)), x1 = lds128(st + wgb_swz(r0, 2 * t + 1));
+    const float4 y0 = lds128(st + wgb_swz(r0 + 8, 2 * t));
+    const float4 y1 = lds128(st + wgb_swz(r0 + 8, 2 * t + 1));
+    fence_proxy_async(); // these generic reads before the TMA's rewrite of the slot
+    mbar_arrive(rawfree + sl);
+#pragma unroll
+    for (int s = 0; s < 4; s++) {
+        tf32_split<PASSES>(f4(x0, s), f.b[s][0], f.s[s][0]);
+        tf32_split<PASSES>(f4(y0, s), f.b[s][1], f.s[s][1]);
+        tf32_split<PASSES>(f4(x1, s), f.b[s][2], f.s[s][2]);
+        tf32_split<PASSES>(f4(y1, s), f.b[s][3], f.s[s][3]);
+    }
+    mbar_wait(opfull + o, (unsigned)(kt / G::SETS) & 1u);
+    __syncwarp(); // wgmma is .aligned: the warp converged after the spin
+    const float *wb = ops + o * 2 * G::OPS;
+    const uint64_t bb = wg_desc(wb), bs = wg_desc(wb + G::OPS);
+    wgb_pin<PASSES>(f);
+    wg_fence();
+#pragma unroll
+    for (int s = 0; s < 4; s++)
+#pragma unroll
+        for (int hb = 0; hb < NH; hb++) {
+            const uint64_t off = (uint64_t)((2 * s * kWgLBO + hb * 8 * kWgSBO) >> 4);
+            float(&d0)[32] = *reinterpret_cast<float(*)[32]>(&acc[0][32 * hb]);
+            float(&d1)[32] = *reinterpret_cast<float(*)[32]>(&acc[NACC - 1][32 * hb]);
+            wgmma_tf32_ra(d0, f.b[s], bb + off);
+            if (PASSES == 3) {
+                wgmma_tf32_ra(d1, f.s[s], bb + off);
+                wgmma_tf32_ra(d1, f.b[s], bs + off);
+            }
+        }
+    wg_commit();
+}
+
+template <int BN, int S_, int PASSES, int ACT>
+__global__ void __launch_bounds__(416, 1)
+    linear_wgb_kernel(const __grid_constant__ CUtensorMap tmx, const __grid_constant__ CUtensorMap tmw,
+                      const float *__restrict__ bias, float *__restrict__ Y, int M, int N, int K,
+                      int pre) {
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    typedef wgb_geom<BN, S_> G;
+    constexpr int BM = kWgBM, KT = kWgKT, S = G::S, SETS = G::SETS, OPS = G::OPS;
+    constexpr int PP = 2 * BN / 128, NACC = PASSES == 3 ? 2 : 1;
+    constexpr unsigned STAGE_BYTES = (unsigned)G::RAW * 4u; // whole boxes, zero fill included
+    static_assert(PASSES == 1 || PASSES == 3, "TF32 or 3xTF32");
+    static_assert(KT == 32, "the k permutation covers 4 k-steps of 8; a box row is 128 bytes");
+    static_assert(BN == 64, "gr_lin_wg_unbulk: no 128-wide bulk form (registers)");
+    extern __shared__ __align__(128) unsigned char wgb_sm[];
+    float *const raw = reinterpret_cast<float *>(
+        wgb_sm + ((1024u - (smem_u32(wgb_sm) & 1023u)) & 1023u)); // S slots, 1024-aligned
+    float *const ops = raw + S * G::RAW; // 3 sets of W's {big, small}, BN x KT floats each
+    unsigned long long *const full = reinterpret_cast<unsigned long long *>(raw + G::FLOATS);
+    unsigned long long *const rawfree = full + S, *const opfull = rawfree + S;
+    unsigned long long *const opfree = opfull + SETS;
+
+    const int tid = (int)threadIdx.x;
+    const int warp = __shfl_sync(0xffffffffu, tid / 32, 0), lane = tid & 31;
+    const int m0 = (int)blockIdx.x * BM, n0 = (int)blockIdx.y * BN;
+    const int nk = (K + KT - 1) / KT;
+    if (tid == 0) {
+        for (int i = 0; i < S; i++) {
+            mbar_init(full + i, 1);      // the producer's expect_tx arrival (+ the bytes)
+            mbar_init(rawfree + i, 256); // the stage's MMA warpgroup and the splitter, after reads
+        }
+        for (int i = 0; i < SETS; i++) {
+            mbar_init(opfull + i, 128); // every splitter thread, after its stores
+            mbar_init(opfree + i, 128); // the stage's MMA warpgroup, after the MMAs reading it
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (warp == 12) { // the producer: one thread
+        if (lane == 0) {
+            const int npre = min(S, nk);
+            // each stage's expected bytes before any of its copies, so no barrier completes early
+            for (int kt = 0; kt < npre; kt++) {
+                mbar_expect_tx(full + kt, STAGE_BYTES);
+                if (pre) tma_load_2d(raw + kt * G::RAW + G::XBOX, &tmw, kt * KT, n0, full + kt);
+            }
+            pdl_wait(); // X is the previous kernel's output
+            for (int kt = 0; kt < npre; kt++) {
+                tma_load_2d(raw + kt * G::RAW, &tmx, kt * KT, m0, full + kt);
+                if (!pre) tma_load_2d(raw + kt * G::RAW + G::XBOX, &tmw, kt * KT, n0, full + kt);
+            }
+            for (int kt = npre; kt < nk; kt++) {
+                const int sl = kt % S;
+                mbar_wait(rawfree + sl, (unsigned)(kt / S - 1) & 1u);
+                mbar_expect_tx(full + sl, STAGE_BYTES);
+                tma_load_2d(raw + sl * G::RAW, &tmx, kt * KT, m0, full + sl);
+                tma_load_2d(raw + sl * G::RAW + G::XBOX, &tmw, kt * KT, n0, full + sl);
+            }
+        }
+        pdl_trigger();
+        return;
+    }
+
+    if (warp >= 8) { // W's splitter warpgroup
+        const int pt = tid - 256;
+        for (int kt = 0; kt < nk; kt++) {
+            const int sl = kt % S, o = kt % SETS;
+            mbar_wait(full + sl, (unsigned)(kt / S) & 1u);
+            const float *wt = raw + sl * G::RAW + G::XBOX;
+            float4 v[PP][4];
+#pragma unroll
+            for (int j = 0; j < PP; j++) {
+                int n, h;
+                gr_lin_wgr_pair(pt + 128 * j, &n, &h);
+#pragma unroll
+                for (int c = 0; c < 4; c++) // logical column 4h + c of k-steps 0 .. 3: chunk 2c + h
+                    v[j][c] = lds128(wt + wgb_swz(n, 2 * c + h));
+            }
+            fence_proxy_async(); // these generic reads before the TMA's rewrite of the slot
+            mbar_arrive(rawfree + sl);
+            if (kt >= SETS) mbar_wait(opfree + o, (unsigned)(kt / SETS - 1) & 1u);
+            float *big = ops + o * 2 * OPS, *small = big + OPS;
+#pragma unroll
+            for (int j = 0; j < PP; j++) {
+                int n, h;
+                gr_lin_wgr_pair(pt + 128 * j, &n, &h);
+#pragma unroll
+                for (int s = 0; s < 4; s++) {
+                    uint4 b4, s4;
+                    tf32_split<PASSES>(f4(v[j][0], s), b4.x, s4.x);
+                    tf32_split<PASSES>(f4(v[j][1], s), b4.y, s4.y);
+                    tf32_split<PASSES>(f4(v[j][2], s), b4.z, s4.z);
+                    tf32_split<PASSES>(f4(v[j][3], s), b4.w, s4.w);
+                    *reinterpret_cast<uint4 *>(big + gr_lin_wg_off(n, 2 * s + h)) = b4;
+                    if (PASSES == 3)
+                        *reinterpret_cast<uint4 *>(small + gr_lin_wg_off(n, 2 * s + h)) = s4;
+                }
+            }
+            fence_proxy_async(); // the stores are generic-proxy writes; wgmma reads them async
+            mbar_arrive(opfull + o);
+        }
+        pdl_trigger();
+        return;
+    }
+
+    // the MMA warpgroups: mw takes the stages kt with kt % 2 == mw into its own accumulators
+    const int mw = warp >> 2, g = lane >> 2, t = lane & 3, r0 = 16 * (warp & 3) + g;
+    float acc[NACC][BN / 2];
+#pragma unroll
+    for (int p = 0; p < NACC; p++)
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            acc[p][i] = 0.f;
+#pragma unroll
+    for (int p = 0; p < NACC; p++) // every accumulator defined before the first wgmma (C7515)
+        wg_fence_operand(acc[p]);
+    wgb_frag f;
+    for (int kt = mw; kt < nk; kt += 2) {
+        wgb_mma_stage<BN, S, PASSES>(acc, f, raw, ops, full, rawfree, opfull, kt, r0, t);
+        wg_wait<0>(); // before this warpgroup writes any fragment register again
+        mbar_arrive(opfree + kt % SETS);
+    }
+#pragma unroll
+    for (int p = 0; p < NACC; p++)
+        wg_fence_operand(acc[p]);
+    // one sum per output (small terms first, as wg_store), then warpgroup 1's sums into 0's
+    // through shared memory ([i][thread]: a warp's stores hit 32 banks)
+    float *const red = reinterpret_cast<float *>(opfree + SETS);
+    const int mt = tid & 127;
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+        acc[0][i] = NACC == 2 ? acc[NACC - 1][i] + acc[0][i] : acc[0][i];
+        if (mw == 1) red[i * 128 + mt] = acc[0][i];
+    }
+    asm volatile("bar.sync 1, 256;" ::: "memory"); // the MMA warpgroups only
+    if (mw == 1) {
+        pdl_trigger();
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)
+        acc[0][i] += red[i * 128 + mt];
+    pdl_trigger();
+    wg_store<BN, 1, ACT>(reinterpret_cast<const float(&)[1][BN / 2]>(acc[0]), bias, Y, M, N, m0,
+                         n0, mt);
+#else
+    __trap(); // built for sm_90a only; the check allows impl wg only on compute capability 9.0
+#endif
+}
+
 // The staged kernel of family F (a struct whose `template <int PASSES, int ACT, bool VEC> static
 // gr_lin_staged_kernel_t k()` names one instantiation, and `smem()` its dynamic shared memory)
 // for the op's passes (math tf32x3: 3, else 1), activation and copy width (K % 4 == 0: 16-byte
@@ -684,7 +965,33 @@ template <int BN, int NWG, int S, int REGA> struct wg_family {
     static size_t smem() { return (size_t)wg_geom<BN, S, REGA>::FLOATS * sizeof(float); }
 };
 
+// The bulk form's kernel for the op's passes and activation.
+template <int BN, int NWG, int S, int REGA> struct wgb_family {
+    static_assert(REGA == 2 && NWG == 3, "the bulk form: 2 MMA warpgroups and a splitter");
+    static_assert(wgb_geom<BN, S>::BYTES <= 227 * 1024, "fits an H100/H200 block");
+    template <int PASSES> static gr_lin_wgb_kernel_t k(int act) {
+        switch (act) {
+        case GR_DLRM_ACT_RELU:
+            return linear_wgb_kernel<BN, S, PASSES, GR_DLRM_ACT_RELU>;
+        case GR_DLRM_ACT_SIGMOID:
+            return linear_wgb_kernel<BN, S, PASSES, GR_DLRM_ACT_SIGMOID>;
+        default:
+            return linear_wgb_kernel<BN, S, PASSES, GR_DLRM_ACT_NONE>;
+        }
+    }
+    static size_t smem() { return wgb_geom<BN, S>::BYTES; }
+};
+
 } // namespace
+
+gr_lin_wgb_kernel_t gr_lin_wgb_kernel_of(const gr_op *op, size_t *smem) {
+    typedef wgb_family<GR_LIN_WCFG_64B> F;
+    *smem = 0;
+    if ((int)op->ip[GR_LIN_BN] != GR_LIN_W64B || !op->ip[GR_LIN_VEC]) return NULL;
+    *smem = F::smem();
+    const int act = (int)op->ip[GR_LIN_ACT];
+    return (op->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32X3) ? F::k<3>(act) : F::k<1>(act);
+}
 
 gr_lin_staged_kernel_t gr_lin_wg_kernel_of(const gr_op *op, size_t *smem) {
     switch ((int)op->ip[GR_LIN_BN]) {

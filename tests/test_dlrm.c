@@ -1371,12 +1371,13 @@ static void test_dlrm_accounting(void) {
     CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
     CU_ASSERT_EQUAL(op_named(f, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
     CU_ASSERT_EQUAL(op_named(f, "top.1")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
-    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.1")->form, "wg w64r tf32x3");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.1")->form, "wg w64b tf32x3");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "top.1")->form, "wg w64b tf32x3");
     CU_ASSERT_STRING_EQUAL(op_named(f, "top.0")->form, "wg w128 tf32x3");
     gr_plan_destroy(f);
     /* x3_impl=wg: every layer with an impl attr on the wgmma kernel, no library op; bot.1 and
-     * top.1 in 64 x 64 tiles (register-A form), top.0 in 64 x 128 (128 blocks each), two
-     * warpgroups */
+     * top.1 in 64 x 64 tiles (bulk form: 3 warpgroups and the producer warp), top.0 (K = 367) in
+     * 64 x 128 (two warpgroups), 128 blocks each */
     f = dlrm("fused_tf32x3", "B=2048", "x3_impl=wg", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(f->library_ops, 0);
@@ -1385,14 +1386,15 @@ static void test_dlrm_accounting(void) {
     CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_RD);
     {
         static const char *const wg_ops[] = {"bot.1", "top.0", "top.1"};
-        static const int wg_cfg[] = {GR_LIN_W64R, GR_LIN_W128, GR_LIN_W64R};
+        static const int wg_cfg[] = {GR_LIN_W64B, GR_LIN_W128, GR_LIN_W64B};
+        static const unsigned wg_threads[] = {416, 256, 416};
         for (int i = 0; i < 3; i++) {
             const gr_op *o = op_named(f, wg_ops[i]);
             CU_ASSERT_EQUAL(o->ip[GR_LIN_IMPL], GR_LINEAR_WG);
             CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], wg_cfg[i]);
             CU_ASSERT_EQUAL(o->ip[GR_LIN_FLAGS], GR_LIN_F_PRE | GR_LIN_F_TF32X3);
             CU_ASSERT_EQUAL(o->grid[0] * o->grid[1], 128);
-            CU_ASSERT_EQUAL(o->block[0], 256);
+            CU_ASSERT_EQUAL(o->block[0], wg_threads[i]);
         }
     }
     gr_plan_destroy(f);
@@ -1959,13 +1961,21 @@ static void test_linear_wg_geometry(void) {
     CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64R6),
                     (size_t)(6 * 128 * 36 + 6 * 64 * 32) * 4); /* 159744 */
     CU_ASSERT(gr_lin_wg_smem(GR_LIN_W128R) <= 227 * 1024);
+    /* bulk form: 6 raw slots of two dense 64 x 32 boxes, W's parts, the second MMA warpgroup's
+     * 128 x 32 sums, 2 x 6 + 2 x 3 mbarriers of 8 bytes and 1024 bytes of alignment room */
+    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64B),
+                    (size_t)(6 * 128 * 32 + 6 * 64 * 32 + 128 * 32) * 4 + 18 * 8 +
+                        1024); /* 165008 */
+    CU_ASSERT(gr_lin_wg_bulk(GR_LIN_W64B) && !gr_lin_wg_bulk(GR_LIN_W64R));
+    CU_ASSERT_EQUAL(gr_lin_wg_unbulk(GR_LIN_W64B), GR_LIN_W64R);
+    CU_ASSERT_EQUAL(gr_lin_wg_unbulk(GR_LIN_W128), GR_LIN_W128);
     /* every configuration: BN, threads (128 per warpgroup), raw stages, register A */
     static const int cfg[GR_LIN_NWCFG][4] = {
         [GR_LIN_W64] = {64, 256, 4, 0},   [GR_LIN_W128] = {128, 256, 3, 0},
         [GR_LIN_W64X1] = {64, 128, 4, 0}, [GR_LIN_W128X1] = {128, 128, 3, 0},
         [GR_LIN_W64X4] = {64, 512, 4, 0}, [GR_LIN_W64S6] = {64, 256, 6, 0},
         [GR_LIN_W64R] = {64, 256, 4, 1},  [GR_LIN_W128R] = {128, 256, 4, 1},
-        [GR_LIN_W64R6] = {64, 256, 6, 1}};
+        [GR_LIN_W64R6] = {64, 256, 6, 1}, [GR_LIN_W64B] = {64, 416, 6, 2}};
     for (int c = 0; c < GR_LIN_NWCFG; c++) {
         CU_ASSERT_EQUAL(gr_lin_wg_bn(c), cfg[c][0]);
         CU_ASSERT_EQUAL(gr_lin_wg_threads(c), (unsigned)cfg[c][1]);
@@ -1979,19 +1989,42 @@ static void test_linear_wg_geometry(void) {
     CU_ASSERT_EQUAL(gr_lin_wg_bn(GR_LIN_NWCFG), 0);
     static const struct staged_case cases[] = {
         {2048, 512, 367, "tf32x3", GR_LIN_W128, 32, 4}, /* 128 blocks; K % 4 != 0 */
-        {2048, 256, 512, "tf32x3", GR_LIN_W64R, 32, 4}, /* 64 x 128 would be 64 blocks */
-        {2048, 256, 68, "tf32", GR_LIN_W64R, 32, 4},
+        {2048, 256, 512, "tf32x3", GR_LIN_W64B, 32, 4}, /* 64 x 128 would be 64 blocks */
+        {2048, 256, 68, "tf32", GR_LIN_W64B, 32, 4},
+        {2048, 256, 130, "tf32", GR_LIN_W64R, 32, 4},  /* K % 4 != 0: register A */
         {6336, 128, 64, "tf32", GR_LIN_W128, 99, 1},   /* 99 blocks of 64 x 128: enough */
-        {6272, 128, 64, "tf32x3", GR_LIN_W64R, 98, 2}, /* 98 are not */
-        {100, 1000, 8, "tf32", GR_LIN_W64R, 2, 16},
+        {6272, 128, 64, "tf32x3", GR_LIN_W64B, 98, 2}, /* 98 are not */
+        {100, 1000, 8, "tf32", GR_LIN_W64B, 2, 16},
         {1, 1, 1, "tf32x3", GR_LIN_W64R, 1, 1},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        check_staged_geometry(&cases[i], "wg", GR_LINEAR_WG, 256, /* two warpgroups */
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]);
+         i++) /* 2 warpgroups; bulk: 3 + 1 warp */
+        check_staged_geometry(&cases[i], "wg", GR_LINEAR_WG, gr_lin_wg_threads(cases[i].cfg),
                               gr_lin_wg_smem(cases[i].cfg));
     /* GR_LIN_WG_CFG forces a configuration (for measurements); anything else is warned about
      * and ignored */
     const char *attrs = "\"impl\": \"wg\", \"math\": \"tf32x3\"";
+    /* the bulk form reads rows through tensor maps (16-byte strides): forced, it is taken for
+     * K % 4 == 0 and its register-A twin otherwise; 416 threads (3 warpgroups and the producer
+     * warp). GR_LIN_WG_BULK=0 takes the register-A form for 64-wide tiles. */
+    setenv("GR_LIN_WG_CFG", "w64b", 1);
+    {
+        const struct staged_case bulk = {2048, 256, 512, "tf32x3", GR_LIN_W64B, 32, 4};
+        check_staged_geometry(&bulk, "wg", GR_LINEAR_WG, 416, gr_lin_wg_smem(GR_LIN_W64B));
+        const struct staged_case twin = {2048, 256, 367, "tf32x3", GR_LIN_W64R, 32, 4};
+        check_staged_geometry(&twin, "wg", GR_LINEAR_WG, 256, gr_lin_wg_smem(GR_LIN_W64R));
+    }
+    unsetenv("GR_LIN_WG_CFG");
+    setenv("GR_LIN_WG_BULK", "0", 1);
+    {
+        const struct staged_case rega = {2048, 256, 512, "tf32x3", GR_LIN_W64R, 32, 4};
+        check_staged_geometry(&rega, "wg", GR_LINEAR_WG, 256, gr_lin_wg_smem(GR_LIN_W64R));
+        const struct staged_case wide = {2048, 512, 512, "tf32x3", GR_LIN_W128, 32, 4};
+        check_staged_geometry(&wide, "wg", GR_LINEAR_WG, 256, gr_lin_wg_smem(GR_LIN_W128));
+        const struct staged_case odd = {2048, 256, 130, "tf32x3", GR_LIN_W64R, 32, 4};
+        check_staged_geometry(&odd, "wg", GR_LINEAR_WG, 256, gr_lin_wg_smem(GR_LIN_W64R));
+    }
+    unsetenv("GR_LIN_WG_BULK");
     setenv("GR_LIN_WG_CFG", "w128", 1);
     gr_plan *p = linear_plan(2048, 256, 512, attrs);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -2036,11 +2069,11 @@ static void test_linear_wg_geometry(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64);
     gr_plan_destroy(p);
-    setenv("GR_LIN_WG_REGA", "yes", 1); /* warned about, ignored: the default, w64r here */
+    setenv("GR_LIN_WG_REGA", "yes", 1); /* warned about, ignored: the default, w64b here */
     p = linear_plan(2048, 256, 512, attrs);
     unsetenv("GR_LIN_WG_REGA");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64R);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64B);
     gr_plan_destroy(p);
     setenv("GR_LIN_WG_CFG", "64", 1);
     p = linear_plan(2048, 512, 367, attrs);
