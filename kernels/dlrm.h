@@ -356,9 +356,10 @@ static inline int gr_lin_wg_bulk(int c) {
 }
 
 /* The configuration a bulk one runs as where K % 4 != 0: the register-A form of the same width
- * (w64b: w64r); any other configuration is itself. There is no 128-wide bulk form: with two
- * fragment sets and 2 x 64 accumulators its MMA warpgroup needs more than the 224 registers a
- * 288-thread block leaves (ptxas serializes the wgmma, C7511). */
+ * (w64b: w64r); any other configuration is itself. There is no 128-wide bulk form: its
+ * 416-thread block leaves a thread at most 152 registers, fewer than 2 x 64 accumulators and a
+ * fragment set need (a first version with one MMA warpgroup and 288 threads already had ptxas
+ * serialize the wgmma, C7511). */
 static inline int gr_lin_wg_unbulk(int c) {
     return gr_lin_wg_bulk(c) ? GR_LIN_W64R : c;
 }
