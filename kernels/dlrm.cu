@@ -1954,7 +1954,7 @@ static gr_status tmap_resolve(const gr_op *op, gr_error *err) {
         cudaGetLastError();
         return gr_error_set(err, GR_ERR_CUDA, op->path,
                             "linear_act (wg bulk): the driver has no cuTensorMapEncodeTiled (%s): "
-                            "update the NVIDIA driver, or unset GR_LIN_WG_BULK / GR_LIN_WG_CFG",
+                            "update the NVIDIA driver, or set GR_LIN_WG_BULK=0 (register-A form)",
                             cudaGetErrorString(rc));
     }
     tmap_encode_fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);

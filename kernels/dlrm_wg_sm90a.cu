@@ -480,6 +480,29 @@ __device__ __forceinline__ void wgr_head(float *raw, const C &pc, const float *_
     cp_async_commit();
 }
 
+// W's producer thread pt in the register-A forms: its PP pairs' pieces v[j][c] (logical column
+// 4h + c of k-steps 0 .. 3 of row n, pair pt + 128 j: gr_lin_wgr_pair) split into big and small
+// parts and stored as k-step s's core-matrix rows (2s + h) of operand set {big, small}.
+template <int PP, int PASSES>
+__device__ __forceinline__ void wgr_split_w(const float4 (&v)[PP][4], int pt, float *big,
+                                            float *small) {
+#pragma unroll
+    for (int j = 0; j < PP; j++) {
+        int n, h;
+        gr_lin_wgr_pair(pt + 128 * j, &n, &h);
+#pragma unroll
+        for (int s = 0; s < 4; s++) {
+            uint4 b4, s4;
+            tf32_split<PASSES>(f4(v[j][0], s), b4.x, s4.x);
+            tf32_split<PASSES>(f4(v[j][1], s), b4.y, s4.y);
+            tf32_split<PASSES>(f4(v[j][2], s), b4.z, s4.z);
+            tf32_split<PASSES>(f4(v[j][3], s), b4.w, s4.w);
+            *reinterpret_cast<uint4 *>(big + gr_lin_wg_off(n, 2 * s + h)) = b4;
+            if (PASSES == 3) *reinterpret_cast<uint4 *>(small + gr_lin_wg_off(n, 2 * s + h)) = s4;
+        }
+    }
+}
+
 // Warpgroup 0 issues the MMAs with x's fragments from registers; warpgroup 1 copies and splits
 // W. As in linear_wg_kernel the roles are separate loops over the same barrier sequence.
 template <int BN, int S_, int PASSES, int ACT, bool VEC>
@@ -548,21 +571,7 @@ __global__ void __launch_bounds__(256, 1)
                 for (int c = 0; c < 4; c++) // logical column 4h + c of k-steps 0 .. 3
                     v[j][c] = lds4<VEC>(st + (BM + n) * LD + mis + gr_lin_wgr_col(0, 4 * h + c));
             }
-#pragma unroll
-            for (int j = 0; j < PP; j++) {
-                int n, h;
-                gr_lin_wgr_pair(pt + 128 * j, &n, &h);
-#pragma unroll
-                for (int s = 0; s < 4; s++) {
-                    uint4 b4, s4;
-                    tf32_split<PASSES>(f4(v[j][0], s), b4.x, s4.x);
-                    tf32_split<PASSES>(f4(v[j][1], s), b4.y, s4.y);
-                    tf32_split<PASSES>(f4(v[j][2], s), b4.z, s4.z);
-                    tf32_split<PASSES>(f4(v[j][3], s), b4.w, s4.w);
-                    *reinterpret_cast<uint4 *>(big + gr_lin_wg_off(n, 2 * s + h)) = b4;
-                    if (PASSES == 3) *reinterpret_cast<uint4 *>(small + gr_lin_wg_off(n, 2 * s + h)) = s4;
-                }
-            }
+            wgr_split_w<PP, PASSES>(v, pt, big, small);
             fence_proxy_async();
             __syncthreads();
         }
@@ -859,22 +868,7 @@ __global__ void __launch_bounds__(416, 1)
             mbar_arrive(rawfree + sl);
             if (kt >= SETS) mbar_wait(opfree + o, (unsigned)(kt / SETS - 1) & 1u);
             float *big = ops + o * 2 * OPS, *small = big + OPS;
-#pragma unroll
-            for (int j = 0; j < PP; j++) {
-                int n, h;
-                gr_lin_wgr_pair(pt + 128 * j, &n, &h);
-#pragma unroll
-                for (int s = 0; s < 4; s++) {
-                    uint4 b4, s4;
-                    tf32_split<PASSES>(f4(v[j][0], s), b4.x, s4.x);
-                    tf32_split<PASSES>(f4(v[j][1], s), b4.y, s4.y);
-                    tf32_split<PASSES>(f4(v[j][2], s), b4.z, s4.z);
-                    tf32_split<PASSES>(f4(v[j][3], s), b4.w, s4.w);
-                    *reinterpret_cast<uint4 *>(big + gr_lin_wg_off(n, 2 * s + h)) = b4;
-                    if (PASSES == 3)
-                        *reinterpret_cast<uint4 *>(small + gr_lin_wg_off(n, 2 * s + h)) = s4;
-                }
-            }
+            wgr_split_w<PP, PASSES>(v, pt, big, small);
             fence_proxy_async(); // the stores are generic-proxy writes; wgmma reads them async
             mbar_arrive(opfull + o);
         }
