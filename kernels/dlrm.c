@@ -660,24 +660,32 @@ static int wg_ok(const gr_target *t) {
     return t->cc_major == 9 && t->cc_minor == 0;
 }
 
-/* The wg kernel's configuration: 64 x 128 tiles where its blocks reach 3/4 of the SMs, else
- * 64 x 64. M = 2048: N = 512 takes 128 (128 blocks), N = 256 64 (128 blocks instead of 64). The
- * 64-wide tiles run in the bulk form (w64b: TMA copies, mbarriers, two MMA warpgroups) where
- * K % 4 == 0 and in the register-A form (w64r) otherwise, the 128-wide ones in the shared-memory
- * form (w128): each the fastest measured (B = 2048, fused_tf32x3 x3_impl=auto_wg --pdl: w64b on
- * bot.1 / top.1 64.53 us against w64r's 67.57, run 59; w64r 13.41 / 13.09 us per op against
- * 14.1-14.2 in w64, run 45; top.0 26.66 in w128r against 22.8 in w128). GR_LIN_WG_BULK=0 takes
- * the register-A form for the 64-wide tiles, GR_LIN_WG_REGA=1 or 0 puts both widths in one of the
- * older forms, GR_LIN_WG_CFG forces any one configuration (measurement switches; a bulk one runs
- * as its register-A twin where K % 4 != 0, gr_lin_wg_unbulk). */
+/* The wg kernel's configuration: the tall bulk form's 128 x 64 tiles (w64b2) where its blocks reach
+ * 3/4 of the SMs, else 64 x 128 tiles where those do, else 64 x 64. The bulk forms need rows that
+ * fold into 16-byte tensor-map rows (gr_lin_wgb_ok: M and N multiples of the row fold, 1 for
+ * K % 4 == 0, 4 for odd K); where they do not, 128-wide tiles run in the shared-memory form
+ * (w128) and 64-wide ones in the register-A form (w64r). M = 2048: N = 512 takes w64b2 (128
+ * blocks; top.0, K = 367, rows folded in fours), N = 256 w64b (128 blocks instead of 64). Each the
+ * fastest measured (B = 2048, fused_tf32x3 x3_impl=auto_wg --pdl: top.0 in w64b2 57.27-57.29 us
+ * against w128's 64.23-64.45, run 65; w64b on bot.1 / top.1 64.53 us against w64r's 67.57, run 59;
+ * w64r 13.41 / 13.09 us per op against 14.1-14.2 in w64, run 45; top.0 in w64b's two waves 24.54
+ * against w128's 22.88, run 64, and in w128r 26.66 against 22.8). GR_LIN_WG_TALL=0 takes w128 back
+ * for the tall shapes, GR_LIN_WG_BULK=0 both bulk forms (register-A form for the 64-wide tiles),
+ * GR_LIN_WG_REGA=1 or 0 puts both widths in one of the older forms, GR_LIN_WG_CFG forces any one
+ * configuration (measurement switches; a bulk one runs as gr_lin_wg_unbulk's where the rows do
+ * not fold). */
 static int wg_config(int64_t M, int64_t N, int64_t K, int sm_count) {
     static const char *const names[GR_LIN_NWCFG] = GR_LIN_WNAMES;
     static const char *const flag_names[2] = {"0", "1"};
     int forced = env_config("GR_LIN_WG_CFG", names, GR_LIN_NWCFG);
-    if (forced >= 0) return K % 4 == 0 ? forced : gr_lin_wg_unbulk(forced);
+    if (forced >= 0) return gr_lin_wgb_ok(M, N, K) ? forced : gr_lin_wg_unbulk(forced);
     const int rega = env_config("GR_LIN_WG_REGA", flag_names, 2);
-    const int bulk = K % 4 == 0 && rega < 0 && env_config("GR_LIN_WG_BULK", flag_names, 2) != 0;
+    const int bulk =
+        gr_lin_wgb_ok(M, N, K) && rega < 0 && env_config("GR_LIN_WG_BULK", flag_names, 2) != 0;
     int64_t enough = (int64_t)(sm_count > 0 ? sm_count : 1) * 3 / 4;
+    if (bulk && env_config("GR_LIN_WG_TALL", flag_names, 2) != 0 &&
+        cdiv64(M, 128) * cdiv64(N, 64) >= enough && cdiv64(N, 64) <= 65535)
+        return GR_LIN_W64B2;
     if (cdiv64(M, GR_LIN_WG_BM) * cdiv64(N, 128) >= enough)
         return rega == 1 ? GR_LIN_W128R : GR_LIN_W128;
     return bulk ? GR_LIN_W64B : rega == 0 ? GR_LIN_W64 : GR_LIN_W64R;
@@ -900,7 +908,7 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
         op->launches = 1;
     } else if (impl == GR_LINEAR_WG) {
         op->ip[GR_LIN_BN] = tc;
-        op->grid[0] = (unsigned)cdiv64(M, GR_LIN_WG_BM); /* up to 2^31 - 1 */
+        op->grid[0] = (unsigned)cdiv64(M, gr_lin_wg_bm(tc)); /* up to 2^31 - 1 */
         op->grid[1] = (unsigned)cdiv64(N, tbn);
         op->grid[2] = 1;
         op->block[0] = gr_lin_wg_threads(tc);

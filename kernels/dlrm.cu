@@ -1934,9 +1934,10 @@ static gr_status wgb_resolve(const gr_op *op, gr_lin_wgb_kernel_t *k, gr_error *
     const int cfg = (int)op->ip[GR_LIN_BN];
     if (!*k || smem != op->smem || op->grid[2] != 1 || op->block[0] != gr_lin_wg_threads(cfg))
         return gr_error_set(err, GR_ERR_INTERNAL, op->path,
-                            "linear_act (wg bulk): configuration %d, K %% 4 == 0: %d, %zu bytes of "
-                            "shared memory (kernel: %zu), %u threads",
-                            cfg, (int)op->ip[GR_LIN_VEC], op->smem, smem, op->block[0]);
+                            "linear_act (wg bulk): configuration %d, %lld x %lld x %lld, %zu bytes "
+                            "of shared memory (kernel: %zu), %u threads",
+                            cfg, (long long)op->ip[GR_LIN_M], (long long)op->ip[GR_LIN_N],
+                            (long long)op->ip[GR_LIN_K], op->smem, smem, op->block[0]);
     return GR_OK;
 }
 
@@ -1961,23 +1962,29 @@ static gr_status tmap_resolve(const gr_op *op, gr_error *err) {
     return GR_OK;
 }
 
-// The tensor map of a rows x K fp32 matrix (K % 4 == 0: 16-byte row strides), boxes of 32 k x 64
-// rows with the 128-byte swizzle the bulk kernel reads, zero fill outside.
+// The tensor map of a rows x K fp32 matrix for the bulk kernel: with the row fold f
+// (gr_lin_wgb_fold: f K % 4 == 0, so 16-byte map row strides; rows % f == 0, gr_lin_wgb_ok), the
+// matrix as [rows / f][f K], boxes of 64 / f map rows, zero fill outside; f = 1: 32 k wide with
+// the 128-byte swizzle, f > 1: GR_LIN_WG_LD = 36 wide, unswizzled, for the 16-byte aligned box
+// starts of gr_lin_wgb_box.
 static gr_status tmap_of(CUtensorMap *m, const float *p, int rows, int K, const char *what,
                          const gr_op *op, gr_error *err) {
-    const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
-    const cuuint64_t strides[1] = {(cuuint64_t)K * sizeof(float)};
-    const cuuint32_t box[2] = {(cuuint32_t)GR_LIN_MMA_KT, (cuuint32_t)GR_LIN_WG_BM};
+    const int f = gr_lin_wgb_fold(K);
+    const cuuint64_t dims[2] = {(cuuint64_t)f * (cuuint64_t)K, (cuuint64_t)(rows / f)};
+    const cuuint64_t strides[1] = {(cuuint64_t)f * (cuuint64_t)K * sizeof(float)};
+    const cuuint32_t box[2] = {(cuuint32_t)(f > 1 ? GR_LIN_WG_LD : GR_LIN_MMA_KT),
+                               (cuuint32_t)(GR_LIN_WG_BM / f)};
     const cuuint32_t estr[2] = {1, 1};
     CUresult r = tmap_encode_fn(m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float *>(p),
                                 dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                f > 1 ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
+                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         return gr_error_set(err, GR_ERR_INTERNAL, op->path,
                             "linear_act (wg bulk): cuTensorMapEncodeTiled refused %s (%d x %d "
-                            "floats at %p): CUresult %d",
-                            what, rows, K, (const void *)p, (int)r);
+                            "floats at %p, row fold %d): CUresult %d",
+                            what, rows, K, (const void *)p, f, (int)r);
     return GR_OK;
 }
 

@@ -300,9 +300,11 @@ static inline size_t gr_lin_tc_smem(int c) {
  * every thread copies and splits x and W; REGA 1, the register-A form, where the MMA warpgroup
  * loads x's fragments from the raw stage straight into registers and splits them there, and only
  * W's split parts go through shared memory (its sets hold BN rows, not BM + BN; the second
- * warpgroup copies and splits W alone); REGA 2, the bulk form (w64b, K % 4 == 0): register A with
- * two MMA warpgroups on alternate stages, a third splitting W, and a producer warp copying x and
- * W as TMA tensor-map boxes into a ring of slots handed over on mbarriers. */
+ * warpgroup copies and splits W alone); REGA 2, the bulk form (w64b; gr_lin_wgb_ok): register A
+ * with two MMA warpgroups on alternate stages, a third splitting W, and a producer warp copying x
+ * and W as TMA tensor-map boxes into a ring of slots handed over on mbarriers; REGA 3, its tall
+ * version (w64b2): 128 x 64 tiles, the two MMA warpgroups on the two 64-row halves, every stage
+ * (one wave of blocks for dlrm_small's top.0, 2048 x 512, where 64 x 64 tiles need two). */
 #define GR_LIN_WG_BM 64
 #define GR_LIN_WG_LD 36 /* KT + 4: room for a shifted row (K % 4 != 0) */
 /*                       BN  NWG  S  REGA */
@@ -316,6 +318,7 @@ static inline size_t gr_lin_tc_smem(int c) {
 #define GR_LIN_WCFG_128R 128, 2, 4, 1  /* GR_LIN_W128R */
 #define GR_LIN_WCFG_64R6 64, 2, 6, 1   /* GR_LIN_W64R6 */
 #define GR_LIN_WCFG_64B 64, 3, 6, 2    /* GR_LIN_W64B: register A, 2 MMA warpgroups, TMA copies */
+#define GR_LIN_WCFG_64B2 64, 3, 6, 3   /* GR_LIN_W64B2: the same on 128 x 64 tiles */
 enum {
     GR_LIN_W64,
     GR_LIN_W128,
@@ -327,10 +330,14 @@ enum {
     GR_LIN_W128R,
     GR_LIN_W64R6,
     GR_LIN_W64B,
+    GR_LIN_W64B2,
     GR_LIN_NWCFG
 };
 #define GR_LIN_WNAMES                                                                              \
-    { "w64", "w128", "w64x1", "w128x1", "w64x4", "w64s6", "w64r", "w128r", "w64r6", "w64b" }
+    {                                                                                              \
+        "w64", "w128", "w64x1", "w128x1", "w64x4", "w64s6", "w64r", "w128r", "w64r6", "w64b",      \
+            "w64b2"                                                                                \
+    }
 
 enum { GR_LIN_WF_BN, GR_LIN_WF_NWG, GR_LIN_WF_S, GR_LIN_WF_REGA };
 
@@ -339,29 +346,72 @@ static inline int gr_lin_wcfg(int c, int f) {
     static const int t[GR_LIN_NWCFG][4] = {
         {GR_LIN_WCFG_64},   {GR_LIN_WCFG_128},  {GR_LIN_WCFG_64X1}, {GR_LIN_WCFG_128X1},
         {GR_LIN_WCFG_64X4}, {GR_LIN_WCFG_64S6}, {GR_LIN_WCFG_64R},  {GR_LIN_WCFG_128R},
-        {GR_LIN_WCFG_64R6}, {GR_LIN_WCFG_64B}};
+        {GR_LIN_WCFG_64R6}, {GR_LIN_WCFG_64B},  {GR_LIN_WCFG_64B2}};
     return c >= 0 && c < GR_LIN_NWCFG && f >= 0 && f < 4 ? t[c][f] : 0;
 }
 
-/* Non-zero for the register-A configurations (REGA 1 and 2). */
+/* Non-zero for the register-A configurations (REGA 1, 2 and 3). */
 static inline int gr_lin_wg_rega(int c) {
     return gr_lin_wcfg(c, GR_LIN_WF_REGA);
 }
 
-/* 1 for the bulk form (REGA 2): register A, and a producer warp copying every stage with bulk
- * copies into a ring of raw slots handed over on mbarriers (dlrm_wg_sm90a.cu); rows must be
- * 16-byte aligned, so the check takes it only for K % 4 == 0 (gr_lin_wg_unbulk otherwise). */
+/* 1 for the bulk forms (REGA 2 and 3): register A, and a producer warp copying every stage as
+ * TMA tensor-map boxes into a ring of raw slots handed over on mbarriers (dlrm_wg_sm90a.cu). */
 static inline int gr_lin_wg_bulk(int c) {
-    return gr_lin_wcfg(c, GR_LIN_WF_REGA) == 2;
+    return gr_lin_wcfg(c, GR_LIN_WF_REGA) >= 2;
 }
 
-/* The configuration a bulk one runs as where K % 4 != 0: the register-A form of the same width
- * (w64b: w64r); any other configuration is itself. There is no 128-wide bulk form: its
+/* Rows of x per block (the tile's BM) of wgmma configuration c: 128 for the tall bulk form
+ * (w64b2), else GR_LIN_WG_BM = 64; 0 for an unknown one. */
+static inline int gr_lin_wg_bm(int c) {
+    return !gr_lin_wcfg(c, GR_LIN_WF_BN) ? 0 : gr_lin_wcfg(c, GR_LIN_WF_REGA) == 3 ? 128 : 64;
+}
+
+/* The bulk form's row fold f (1, 2 or 4) for rows of K floats. A tensor map needs row strides of
+ * a multiple of 16 bytes, so f consecutive rows, f K floats together (a multiple of 4), are one
+ * row of the map: [rows / f][f K]. A 64-row tile is then f boxes of 64 / f map rows, box b
+ * holding the tile rows f a + b (gr_lin_wgb_slot_row), which start b K floats into the map row.
+ * f = 1 where K % 4 == 0, 2 where K % 4 == 2, else 4. */
+GR_HD_INLINE int gr_lin_wgb_fold(int64_t K) {
+    return K % 4 == 0 ? 1 : K % 2 == 0 ? 2 : 4;
+}
+
+/* Where tile row r (0 .. 63) lands in a slot of the bulk form with fold f: box r % f, row r / f
+ * of it. */
+GR_HD_INLINE int gr_lin_wgb_slot_row(int r, int f) {
+    return (r % f) * (GR_LIN_WG_BM / f) + r / f;
+}
+
+/* The tensor-map coordinates of box b (0 .. f - 1) of the 64-row tile at row0 (a multiple of 64)
+ * and stage column k0, and where the stage's first column lands in the box's rows (*shift). The
+ * TMA takes only 16-byte aligned box starts (an unaligned inner coordinate is an illegal
+ * instruction, run 63), so with f > 1 box b starts at b K + k0 rounded down to 4 floats and is
+ * GR_LIN_WG_LD = 36 floats wide, so the stage's 32 columns are shift = b K % 4 floats into each
+ * row; with f = 1 boxes are 32 floats at k0 (shift 0). Past the map (k >= K in box f - 1, rows
+ * past rows / f) the TMA fills zeros; in boxes b < f - 1 the columns k >= K are row f a + b + 1's
+ * first ones, which the kernel zeroes. */
+GR_HD_INLINE void gr_lin_wgb_box(int b, int f, int64_t K, int k0, int row0, int *c0, int *c1,
+                                 int *shift) {
+    *shift = (int)((b * K) % 4);
+    *c0 = (int)(b * K) - *shift + k0;
+    *c1 = row0 / f;
+}
+
+/* 1 where the bulk form can run an M x N x K layer: both matrices fold into whole map rows
+ * (M % f == 0 and N % f == 0), else the check takes gr_lin_wg_unbulk's configuration. */
+static inline int gr_lin_wgb_ok(int64_t M, int64_t N, int64_t K) {
+    const int f = gr_lin_wgb_fold(K);
+    return K >= 1 && M % f == 0 && N % f == 0;
+}
+
+/* The configuration a bulk one runs as where gr_lin_wgb_ok fails: the register-A form of the same
+ * width for w64b (w64r), the wide shared-memory form for w64b2 (w128: as many blocks); any other
+ * configuration is itself. There is no 128-wide bulk form: its
  * 416-thread block leaves a thread at most 152 registers, fewer than 2 x 64 accumulators and a
  * fragment set need (a first version with one MMA warpgroup and 288 threads already had ptxas
  * serialize the wgmma, C7511). */
 static inline int gr_lin_wg_unbulk(int c) {
-    return gr_lin_wg_bulk(c) ? GR_LIN_W64R : c;
+    return c == GR_LIN_W64B2 ? GR_LIN_W128 : gr_lin_wg_bulk(c) ? GR_LIN_W64R : c;
 }
 
 /* The wgmma kernels' operand layout (no swizzle) of a GR_LIN_MMA_KT-wide stage: 8 x 16-byte core
@@ -421,11 +471,15 @@ static inline int gr_lin_wg_stages(int c) {
  * KB at BN = 64 (204 KB with 6 stages), 225 KB at 128; register A 120 KB at 64 (156 KB with 6
  * stages), 204 KB at 128. */
 static inline size_t gr_lin_wg_smem(int c) {
-    size_t bn = (size_t)gr_lin_wg_bn(c), rows = (size_t)GR_LIN_WG_BM + bn;
+    size_t bn = (size_t)gr_lin_wg_bn(c), rows = (size_t)gr_lin_wg_bm(c) + bn;
     size_t set_rows = gr_lin_wg_rega(c) ? bn : rows, s = (size_t)gr_lin_wg_stages(c);
-    if (gr_lin_wg_bulk(c)) /* dense 128-byte box rows; MMA warpgroup 1's sums; mbarriers full,
-                              rawfree, opfull, opfree; 1024 bytes to align the ring */
-        return ((s * rows + 3 * 2 * bn) * GR_LIN_MMA_KT + 128 * bn / 2) * sizeof(float) +
+    if (gr_lin_wg_bulk(c)) /* box rows of up to GR_LIN_WG_LD floats (gr_lin_wgb_box); MMA
+                              warpgroup 1's sums (not in the tall form, where each warpgroup
+                              stores its own rows); mbarriers full, rawfree, opfull, opfree;
+                              1024 bytes to align the ring */
+        return (s * rows * GR_LIN_WG_LD + (3 * 2 * bn) * GR_LIN_MMA_KT +
+                (gr_lin_wg_bm(c) == 128 ? 0 : 128 * bn / 2)) *
+                   sizeof(float) +
                (2 * s + 2 * 3) * 8 + 1024;
     return (s * rows * GR_LIN_WG_LD + 3 * 2 * set_rows * GR_LIN_MMA_KT) * sizeof(float);
 }

@@ -660,7 +660,7 @@ __global__ void __launch_bounds__(256, 1)
 #endif
 }
 
-// ---- Bulk form (configuration w64b; K % 4 == 0) ----
+// ---- Bulk form (configurations w64b and the tall w64b2; gr_lin_wgb_ok) ----
 //
 // Why: the register-A kernel above spends ~1600 clk per 32-k stage of a 64 x 64 tile where its
 // MMAs take ~384 (bot.1 13 us, run 54); Nsight Compute put its warps on their own cp.async waits
@@ -696,27 +696,92 @@ __global__ void __launch_bounds__(256, 1)
 // puts 16-byte chunk c of row r at chunk c ^ (r % 8) (so the fragment loads, 8 rows x 4 chunks
 // per quarter warp, hit 32 different banks); slots are 1024-byte aligned, as the swizzle needs.
 // The tensor maps zero-fill rows past M or N and columns past K, so a ragged tile needs no code.
-// Tensor maps need 16-byte row strides: K % 4 == 0 (the check runs the register-A form
-// otherwise, gr_lin_wg_unbulk).
 //
-// Threads: warpgroups 0 and 1 the MMAs (0 also the epilogue), warpgroup 2 W's split, warp 12 the
-// copies (416).
+// Rows that are not 16-byte aligned (K % 4 != 0; top.0's K = 367). Tensor maps need 16-byte row
+// strides, so f = 4 / gcd(K, 4) consecutive rows are one map row of f K floats (gr_lin_wgb_fold;
+// M and N must be multiples of f, gr_lin_wgb_ok, else the check takes gr_lin_wg_unbulk's
+// configuration): a 64-row tile is f boxes of 64 / f map rows, box b holding tile rows f a + b
+// (gr_lin_wgb_slot_row). Box b's k0 is b K + k0 floats into its map row, and the TMA stops on an
+// illegal instruction where a box start is not 16-byte aligned (run 63, compute-sanitizer at
+// tma_load_2d), so each box starts at that offset rounded down to 4 floats and is 36 floats wide
+// (unswizzled; the stage's 32 columns start shift = b K % 4 floats into its rows,
+// gr_lin_wgb_box), and the consumers read 4 floats at a time from there (wgb_ld). In the last
+// stage the boxes b < f - 1 run on into the next row's first columns instead of zero fill: the
+// consumers zero columns past K (wgb_mask). With K odd the 4 boxes' shifts are 0..3 in some order,
+// so a quarter warp's fragment loads still hit 32 different banks. The fold is a template
+// parameter (LF), so the f = 1 kernel is the swizzled code above unchanged (a first version with
+// the fold at run time took bot.1 from 11.0 to 13.2 us, run 62).
+//
+// The tall form (w64b2, TALL): 128 x 64 tiles, the two MMA warpgroups on the two 64-row halves of
+// x (both take every stage; one split W serves both), each storing its own rows. At M = 2048, N =
+// 512 that is one wave of 128 blocks, where 64 x 64 tiles need 256 blocks in two waves on 132 SMs:
+// top.0 (K = 367) in w64b 24.54 us per op against w128's 22.88 (run 64), in w64b2 16.29 against
+// 22.56 (run 65; alone 17.09 against 23.42 us, and 15.71 against 21.41 at K = 512). The check takes
+// it where its blocks reach 3/4 of the SMs (dlrm.c wg_config).
+//
+// Threads: warpgroups 0 and 1 the MMAs (0 also the epilogue; tall: both), warpgroup 2 W's split,
+// warp 12 the copies (416).
 // With `pre` the producer copies the W boxes of the first S stages before griddepcontrol.wait.
-template <int BN, int S_> struct wgb_geom {
-    static constexpr int S = S_, SETS = 3;
-    static constexpr int XBOX = kWgBM * kWgKT, RAW = (kWgBM + BN) * kWgKT, OPS = BN * kWgKT;
+// Row fold LF (log2 f): slot rows of P = 32 floats, 128-byte swizzled (f = 1), or P = 36,
+// unswizzled, for the shifted boxes of f > 1 (gr_lin_wgb_box). TALL: 128 x rows (w64b2), two
+// 64-row halves one after the other in the slot, else 64. BYTES, the allocation, is the larger
+// (f > 1) size whatever LF (gr_lin_wg_smem).
+template <int BN, int S_, int LF = 0, int TALL = 0> struct wgb_geom {
+    static constexpr int S = S_, SETS = 3, P = LF ? kWgLD : kWgKT, XR = kWgBM << TALL;
+    static constexpr int XBOX = XR * P, RAW = (XR + BN) * P, OPS = BN * kWgKT;
     static constexpr int FLOATS = S * RAW + SETS * 2 * OPS;
     static constexpr int BARS = 2 * S + 2 * SETS; // full, rawfree per slot; opfull, opfree per set
-    static constexpr int RED = 128 * (BN / 2); // MMA warpgroup 1's sums, for warpgroup 0
+    // MMA warpgroup 1's sums, for warpgroup 0 (TALL: each stores its own rows)
+    static constexpr int RED = TALL ? 0 : 128 * (BN / 2);
     // + 1024 bytes to align the ring to 1024 (the dynamic shared memory's base is not)
     static constexpr size_t BYTES =
-        (size_t)(FLOATS + RED) * sizeof(float) + (size_t)BARS * 8 + 1024;
-    static_assert(RAW * sizeof(float) % 1024 == 0, "every slot 1024-byte aligned");
+        (size_t)(S * (XR + BN) * kWgLD + SETS * 2 * OPS + RED) * sizeof(float) +
+        (size_t)BARS * 8 + 1024;
+    static_assert(RAW * sizeof(float) % (LF ? 128 : 1024) == 0,
+                  "every slot 1024-byte aligned (128 unswizzled)");
+    static_assert((kWgBM >> LF) * P * sizeof(float) % (LF ? 128 : 1024) == 0,
+                  "and every box in it");
+    static_assert((size_t)(FLOATS + RED) * sizeof(float) + (size_t)BARS * 8 + 1024 <= BYTES,
+                  "inside the allocation");
 };
 
 // Float offset of the 16-byte chunk c of row r in a 128-byte swizzled box.
 __device__ __forceinline__ int wgb_swz(int r, int c) {
     return r * kWgKT + ((c ^ (r & 7)) << 2);
+}
+
+// Stage columns 4c .. 4c + 3 of the slot row sr of an operand tile at st: a swizzled 16-byte
+// chunk (LF = 0), or 4 floats `shift` on in a 36-float row (LF > 0: 4-byte aligned only).
+template <int LF>
+__device__ __forceinline__ float4 wgb_ld(const float *st, int sr, int shift, int c) {
+    if (LF == 0) return lds128(st + wgb_swz(sr, c));
+    return lds4<false>(st + sr * kWgLD + shift + 4 * c);
+}
+
+// Zeroes the elements of a 16-byte chunk at stage columns c0 .. c0 + 3 that are past K (rem: the
+// stage's columns inside K). Only a ragged last stage calls it: with a row fold f > 1 the boxes
+// of rows f a + b, b < f - 1, run on into row f a + b + 1 there instead of zero fill
+// (gr_lin_wgb_fold).
+__device__ __forceinline__ float4 wgb_mask(float4 v, int c0, int rem) {
+    if (c0 >= rem) v.x = 0.f;
+    if (c0 + 1 >= rem) v.y = 0.f;
+    if (c0 + 2 >= rem) v.z = 0.f;
+    if (c0 + 3 >= rem) v.w = 0.f;
+    return v;
+}
+
+// The producer's copy of one 64-row operand tile of stage k0 (rows row0 .. row0 + 63 of the map
+// with row fold F = 1 << LF: F boxes, box b the rows F a + b, gr_lin_wgb_box).
+template <int LF>
+__device__ __forceinline__ void wgb_load(float *dst, const CUtensorMap *map, int k0, int row0,
+                                         int K, unsigned long long *bar) {
+    constexpr int f = 1 << LF, bh = kWgBM >> LF, P = LF ? kWgLD : kWgKT; // map rows per box
+#pragma unroll
+    for (int b = 0; b < f; b++) {
+        int c0, c1, shift;
+        gr_lin_wgb_box(b, f, K, k0, row0, &c0, &c1, &shift);
+        tma_load_2d(dst + b * bh * P, map, c0, c1, bar);
+    }
 }
 
 // A thread's A fragments of one stage, split (big; small with 3xTF32): [k-step][register].
@@ -737,26 +802,32 @@ template <int PASSES> __device__ __forceinline__ void wgb_pin(wgb_frag &f) {
         }
 }
 
-// The MMA warpgroup's stage kt: wait for the slot, load and split this lane's fragments (rows
-// r0 and r0 + 8, stage columns 8t .. 8t + 7 in the register-A form's k order: chunks 2t, 2t + 1),
-// hand the slot back, wait for W's parts, issue the stage's wgmma (one commit group).
-template <int BN, int S, int PASSES>
+// The MMA warpgroup's stage kt: wait for the slot, load and split this lane's fragments (tile
+// rows r0 and r0 + 8, at slot rows s0 and s1 with the rows' box shift sh, stage columns 8t ..
+// 8t + 7 in the register-A form's k order: chunks 2t, 2t + 1; zero past K), hand the slot back,
+// wait for W's parts, issue the stage's wgmma (one commit group).
+template <int BN, int S, int PASSES, int LF, int TALL>
 __device__ __forceinline__ void wgb_mma_stage(float (&acc)[PASSES == 3 ? 2 : 1][BN / 2],
                                               wgb_frag &f, const float *raw, const float *ops,
                                               unsigned long long *full,
                                               unsigned long long *rawfree,
-                                              unsigned long long *opfull, int kt, int r0, int t) {
-    typedef wgb_geom<BN, S> G;
+                                              unsigned long long *opfull, int kt, int s0, int s1,
+                                              int sh, int t, int K) {
+    typedef wgb_geom<BN, S, LF, TALL> G;
     constexpr int NACC = PASSES == 3 ? 2 : 1, NH = BN / 64;
     const int sl = kt % S, o = kt % G::SETS;
     mbar_wait(full + sl, (unsigned)(kt / S) & 1u);
     __syncwarp();
-    const float *st = raw + sl * G::RAW;
-    const float4 x0 = lds128(st + wgb_swz(r0, 2 * t)), x1 = lds128(st + wgb_swz(r0, 2 * t + 1));
-    const float4 y0 = lds128(st + wgb_swz(r0 + 8, 2 * t));
-    const float4 y1 = lds128(st + wgb_swz(r0 + 8, 2 * t + 1));
+    const float *st = raw + sl * G::RAW; // (TALL: raw is this warpgroup's half)
+    float4 x0 = wgb_ld<LF>(st, s0, sh, 2 * t), x1 = wgb_ld<LF>(st, s0, sh, 2 * t + 1);
+    float4 y0 = wgb_ld<LF>(st, s1, sh, 2 * t), y1 = wgb_ld<LF>(st, s1, sh, 2 * t + 1);
     fence_proxy_async(); // these generic reads before the TMA's rewrite of the slot
     mbar_arrive(rawfree + sl);
+    const int rem = K - kt * kWgKT;
+    if (LF > 0 && rem < kWgKT) { // (row fold 1: the TMA's zero fill)
+        x0 = wgb_mask(x0, 8 * t, rem), x1 = wgb_mask(x1, 8 * t + 4, rem);
+        y0 = wgb_mask(y0, 8 * t, rem), y1 = wgb_mask(y1, 8 * t + 4, rem);
+    }
 #pragma unroll
     for (int s = 0; s < 4; s++) {
         tf32_split<PASSES>(f4(x0, s), f.b[s][0], f.s[s][0]);
@@ -786,14 +857,14 @@ __device__ __forceinline__ void wgb_mma_stage(float (&acc)[PASSES == 3 ? 2 : 1][
     wg_commit();
 }
 
-template <int BN, int S_, int PASSES, int ACT>
+template <int BN, int S_, int PASSES, int ACT, int LF, int TALL>
 __global__ void __launch_bounds__(416, 1)
     linear_wgb_kernel(const __grid_constant__ CUtensorMap tmx, const __grid_constant__ CUtensorMap tmw,
                       const float *__restrict__ bias, float *__restrict__ Y, int M, int N, int K,
                       int pre) {
 #if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    typedef wgb_geom<BN, S_> G;
-    constexpr int BM = kWgBM, KT = kWgKT, S = G::S, SETS = G::SETS, OPS = G::OPS;
+    typedef wgb_geom<BN, S_, LF, TALL> G;
+    constexpr int BM = G::XR, KT = kWgKT, S = G::S, SETS = G::SETS, OPS = G::OPS;
     constexpr int PP = 2 * BN / 128, NACC = PASSES == 3 ? 2 : 1;
     constexpr unsigned STAGE_BYTES = (unsigned)G::RAW * 4u; // whole boxes, zero fill included
     static_assert(PASSES == 1 || PASSES == 3, "TF32 or 3xTF32");
@@ -811,14 +882,16 @@ __global__ void __launch_bounds__(416, 1)
     const int warp = __shfl_sync(0xffffffffu, tid / 32, 0), lane = tid & 31;
     const int m0 = (int)blockIdx.x * BM, n0 = (int)blockIdx.y * BN;
     const int nk = (K + KT - 1) / KT;
+    constexpr int f = 1 << LF; // the row fold, gr_lin_wgb_fold(K)
     if (tid == 0) {
         for (int i = 0; i < S; i++) {
             mbar_init(full + i, 1);      // the producer's expect_tx arrival (+ the bytes)
-            mbar_init(rawfree + i, 256); // the stage's MMA warpgroup and the splitter, after reads
+            // the stage's MMA warpgroup (TALL: both) and the splitter, after their reads
+            mbar_init(rawfree + i, TALL ? 384 : 256);
         }
         for (int i = 0; i < SETS; i++) {
             mbar_init(opfull + i, 128); // every splitter thread, after its stores
-            mbar_init(opfree + i, 128); // the stage's MMA warpgroup, after the MMAs reading it
+            mbar_init(opfree + i, TALL ? 256 : 128); // the stage's MMA warpgroup(s), after the MMAs
         }
         mbar_init_fence();
     }
@@ -830,19 +903,21 @@ __global__ void __launch_bounds__(416, 1)
             // each stage's expected bytes before any of its copies, so no barrier completes early
             for (int kt = 0; kt < npre; kt++) {
                 mbar_expect_tx(full + kt, STAGE_BYTES);
-                if (pre) tma_load_2d(raw + kt * G::RAW + G::XBOX, &tmw, kt * KT, n0, full + kt);
+                if (pre) wgb_load<LF>(raw + kt * G::RAW + G::XBOX, &tmw, kt * KT, n0, K, full + kt);
             }
             pdl_wait(); // X is the previous kernel's output
             for (int kt = 0; kt < npre; kt++) {
-                tma_load_2d(raw + kt * G::RAW, &tmx, kt * KT, m0, full + kt);
-                if (!pre) tma_load_2d(raw + kt * G::RAW + G::XBOX, &tmw, kt * KT, n0, full + kt);
+                wgb_load<LF>(raw + kt * G::RAW, &tmx, kt * KT, m0, K, full + kt);
+                if (TALL) wgb_load<LF>(raw + kt * G::RAW + kWgBM * G::P, &tmx, kt * KT, m0 + kWgBM, K, full + kt);
+                if (!pre) wgb_load<LF>(raw + kt * G::RAW + G::XBOX, &tmw, kt * KT, n0, K, full + kt);
             }
             for (int kt = npre; kt < nk; kt++) {
                 const int sl = kt % S;
                 mbar_wait(rawfree + sl, (unsigned)(kt / S - 1) & 1u);
                 mbar_expect_tx(full + sl, STAGE_BYTES);
-                tma_load_2d(raw + sl * G::RAW, &tmx, kt * KT, m0, full + sl);
-                tma_load_2d(raw + sl * G::RAW + G::XBOX, &tmw, kt * KT, n0, full + sl);
+                wgb_load<LF>(raw + sl * G::RAW, &tmx, kt * KT, m0, K, full + sl);
+                if (TALL) wgb_load<LF>(raw + sl * G::RAW + kWgBM * G::P, &tmx, kt * KT, m0 + kWgBM, K, full + sl);
+                wgb_load<LF>(raw + sl * G::RAW + G::XBOX, &tmw, kt * KT, n0, K, full + sl);
             }
         }
         pdl_trigger();
@@ -851,21 +926,33 @@ __global__ void __launch_bounds__(416, 1)
 
     if (warp >= 8) { // W's splitter warpgroup
         const int pt = tid - 256;
+        int srow[PP], half[PP], shift[PP]; // each pair's slot row, half and box shift
+#pragma unroll
+        for (int j = 0; j < PP; j++) {
+            int n, c0, c1;
+            gr_lin_wgr_pair(pt + 128 * j, &n, &half[j]);
+            srow[j] = gr_lin_wgb_slot_row(n, f);
+            gr_lin_wgb_box(n % f, f, K, 0, 0, &c0, &c1, &shift[j]);
+        }
         for (int kt = 0; kt < nk; kt++) {
             const int sl = kt % S, o = kt % SETS;
             mbar_wait(full + sl, (unsigned)(kt / S) & 1u);
             const float *wt = raw + sl * G::RAW + G::XBOX;
             float4 v[PP][4];
 #pragma unroll
-            for (int j = 0; j < PP; j++) {
-                int n, h;
-                gr_lin_wgr_pair(pt + 128 * j, &n, &h);
+            for (int j = 0; j < PP; j++)
 #pragma unroll
                 for (int c = 0; c < 4; c++) // logical column 4h + c of k-steps 0 .. 3: chunk 2c + h
-                    v[j][c] = lds128(wt + wgb_swz(n, 2 * c + h));
-            }
+                    v[j][c] = wgb_ld<LF>(wt, srow[j], shift[j], 2 * c + half[j]);
             fence_proxy_async(); // these generic reads before the TMA's rewrite of the slot
             mbar_arrive(rawfree + sl);
+            const int rem = K - kt * KT;
+            if (LF > 0 && rem < KT)
+#pragma unroll
+                for (int j = 0; j < PP; j++)
+#pragma unroll
+                    for (int c = 0; c < 4; c++)
+                        v[j][c] = wgb_mask(v[j][c], 8 * c + 4 * half[j], rem);
             if (kt >= SETS) mbar_wait(opfree + o, (unsigned)(kt / SETS - 1) & 1u);
             float *big = ops + o * 2 * OPS, *small = big + OPS;
             wgr_split_w<PP, PASSES>(v, pt, big, small);
@@ -877,7 +964,11 @@ __global__ void __launch_bounds__(416, 1)
     }
 
     // the MMA warpgroups: mw takes the stages kt with kt % 2 == mw into its own accumulators
+    // (TALL: every stage, for x rows 64 mw .. 64 mw + 63)
     const int mw = warp >> 2, g = lane >> 2, t = lane & 3, r0 = 16 * (warp & 3) + g;
+    const int s0 = gr_lin_wgb_slot_row(r0, f), s1 = gr_lin_wgb_slot_row(r0 + 8, f);
+    int sh, c0, c1; // rows r0 and r0 + 8 are in one box (f divides 8): one shift
+    gr_lin_wgb_box(r0 % f, f, K, 0, 0, &c0, &c1, &sh);
     float acc[NACC][BN / 2];
 #pragma unroll
     for (int p = 0; p < NACC; p++)
@@ -887,15 +978,22 @@ __global__ void __launch_bounds__(416, 1)
 #pragma unroll
     for (int p = 0; p < NACC; p++) // every accumulator defined before the first wgmma (C7515)
         wg_fence_operand(acc[p]);
-    wgb_frag f;
-    for (int kt = mw; kt < nk; kt += 2) {
-        wgb_mma_stage<BN, S, PASSES>(acc, f, raw, ops, full, rawfree, opfull, kt, r0, t);
+    wgb_frag fr;
+    const float *const xr = raw + (TALL ? mw * kWgBM * G::P : 0);
+    for (int kt = TALL ? 0 : mw; kt < nk; kt += TALL ? 1 : 2) {
+        wgb_mma_stage<BN, S, PASSES, LF, TALL>(acc, fr, xr, ops, full, rawfree, opfull, kt, s0, s1,
+                                               sh, t, K);
         wg_wait<0>(); // before this warpgroup writes any fragment register again
         mbar_arrive(opfree + kt % SETS);
     }
 #pragma unroll
     for (int p = 0; p < NACC; p++)
         wg_fence_operand(acc[p]);
+    if (TALL) {
+        pdl_trigger();
+        wg_store<BN, NACC, ACT>(acc, bias, Y, M, N, m0 + kWgBM * mw, n0, tid & 127);
+        return;
+    }
     // one sum per output (small terms first, as wg_store), then warpgroup 1's sums into 0's
     // through shared memory ([i][thread]: a warp's stores hit 32 banks)
     float *const red = reinterpret_cast<float *>(opfree + SETS);
@@ -961,30 +1059,44 @@ template <int BN, int NWG, int S, int REGA> struct wg_family {
 
 // The bulk form's kernel for the op's passes and activation.
 template <int BN, int NWG, int S, int REGA> struct wgb_family {
-    static_assert(REGA == 2 && NWG == 3, "the bulk form: 2 MMA warpgroups and a splitter");
-    static_assert(wgb_geom<BN, S>::BYTES <= 227 * 1024, "fits an H100/H200 block");
-    template <int PASSES> static gr_lin_wgb_kernel_t k(int act) {
+    static_assert((REGA == 2 || REGA == 3) && NWG == 3,
+                  "the bulk form: 2 MMA warpgroups and a splitter");
+    static constexpr int TALL = REGA == 3;
+    static_assert(wgb_geom<BN, S, 0, TALL>::BYTES <= 227 * 1024, "fits an H100/H200 block");
+    template <int PASSES, int LF> static gr_lin_wgb_kernel_t k(int act) {
         switch (act) {
         case GR_DLRM_ACT_RELU:
-            return linear_wgb_kernel<BN, S, PASSES, GR_DLRM_ACT_RELU>;
+            return linear_wgb_kernel<BN, S, PASSES, GR_DLRM_ACT_RELU, LF, TALL>;
         case GR_DLRM_ACT_SIGMOID:
-            return linear_wgb_kernel<BN, S, PASSES, GR_DLRM_ACT_SIGMOID>;
+            return linear_wgb_kernel<BN, S, PASSES, GR_DLRM_ACT_SIGMOID, LF, TALL>;
         default:
-            return linear_wgb_kernel<BN, S, PASSES, GR_DLRM_ACT_NONE>;
+            return linear_wgb_kernel<BN, S, PASSES, GR_DLRM_ACT_NONE, LF, TALL>;
         }
     }
-    static size_t smem() { return wgb_geom<BN, S>::BYTES; }
+    template <int PASSES> static gr_lin_wgb_kernel_t k(int act, int fold) {
+        return fold == 4 ? k<PASSES, 2>(act) : fold == 2 ? k<PASSES, 1>(act) : k<PASSES, 0>(act);
+    }
+    static size_t smem() { return wgb_geom<BN, S, 0, TALL>::BYTES; }
 };
 
 } // namespace
 
-gr_lin_wgb_kernel_t gr_lin_wgb_kernel_of(const gr_op *op, size_t *smem) {
-    typedef wgb_family<GR_LIN_WCFG_64B> F;
-    *smem = 0;
-    if ((int)op->ip[GR_LIN_BN] != GR_LIN_W64B || !op->ip[GR_LIN_VEC]) return NULL;
+template <class F> gr_lin_wgb_kernel_t wgb_pick(const gr_op *op, size_t *smem) {
     *smem = F::smem();
     const int act = (int)op->ip[GR_LIN_ACT];
-    return (op->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32X3) ? F::k<3>(act) : F::k<1>(act);
+    const int fold = gr_lin_wgb_fold(op->ip[GR_LIN_K]);
+    return (op->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32X3) ? F::template k<3>(act, fold)
+                                                     : F::template k<1>(act, fold);
+}
+
+gr_lin_wgb_kernel_t gr_lin_wgb_kernel_of(const gr_op *op, size_t *smem) {
+    *smem = 0;
+    if (!gr_lin_wgb_ok(op->ip[GR_LIN_M], op->ip[GR_LIN_N], op->ip[GR_LIN_K])) return NULL;
+    switch ((int)op->ip[GR_LIN_BN]) {
+    case GR_LIN_W64B: return wgb_pick<wgb_family<GR_LIN_WCFG_64B>>(op, smem);
+    case GR_LIN_W64B2: return wgb_pick<wgb_family<GR_LIN_WCFG_64B2>>(op, smem);
+    default: return NULL;
+    }
 }
 
 gr_lin_staged_kernel_t gr_lin_wg_kernel_of(const gr_op *op, size_t *smem) {

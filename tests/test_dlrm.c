@@ -1373,11 +1373,11 @@ static void test_dlrm_accounting(void) {
     CU_ASSERT_EQUAL(op_named(f, "top.1")->ip[GR_LIN_IMPL], GR_LINEAR_WG);
     CU_ASSERT_STRING_EQUAL(op_named(f, "bot.1")->form, "wg w64b tf32x3");
     CU_ASSERT_STRING_EQUAL(op_named(f, "top.1")->form, "wg w64b tf32x3");
-    CU_ASSERT_STRING_EQUAL(op_named(f, "top.0")->form, "wg w128 tf32x3");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "top.0")->form, "wg w64b2 tf32x3");
     gr_plan_destroy(f);
     /* x3_impl=wg: every layer with an impl attr on the wgmma kernel, no library op; bot.1 and
-     * top.1 in 64 x 64 tiles (bulk form: 3 warpgroups and the producer warp), top.0 (K = 367) in
-     * 64 x 128 (two warpgroups), 128 blocks each */
+     * top.1 in 64 x 64 tiles (bulk form: 3 warpgroups and the producer warp), top.0 (K = 367,
+     * rows folded in fours) in the tall bulk form's 128 x 64, 128 blocks each */
     f = dlrm("fused_tf32x3", "B=2048", "x3_impl=wg", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(f->library_ops, 0);
@@ -1386,8 +1386,8 @@ static void test_dlrm_accounting(void) {
     CU_ASSERT_EQUAL(op_named(f, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_RD);
     {
         static const char *const wg_ops[] = {"bot.1", "top.0", "top.1"};
-        static const int wg_cfg[] = {GR_LIN_W64B, GR_LIN_W128, GR_LIN_W64B};
-        static const unsigned wg_threads[] = {416, 256, 416};
+        static const int wg_cfg[] = {GR_LIN_W64B, GR_LIN_W64B2, GR_LIN_W64B};
+        static const unsigned wg_threads[] = {416, 416, 416};
         for (int i = 0; i < 3; i++) {
             const gr_op *o = op_named(f, wg_ops[i]);
             CU_ASSERT_EQUAL(o->ip[GR_LIN_IMPL], GR_LINEAR_WG);
@@ -1961,13 +1961,22 @@ static void test_linear_wg_geometry(void) {
     CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64R6),
                     (size_t)(6 * 128 * 36 + 6 * 64 * 32) * 4); /* 159744 */
     CU_ASSERT(gr_lin_wg_smem(GR_LIN_W128R) <= 227 * 1024);
-    /* bulk form: 6 raw slots of two dense 64 x 32 boxes, W's parts, the second MMA warpgroup's
-     * 128 x 32 sums, 2 x 6 + 2 x 3 mbarriers of 8 bytes and 1024 bytes of alignment room */
+    /* bulk form: 6 raw slots of 128 box rows of up to 36 floats (32 with row fold 1), W's
+     * parts, the second MMA warpgroup's 128 x 32 sums, 2 x 6 + 2 x 3 mbarriers of 8 bytes and
+     * 1024 bytes of alignment room */
     CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64B),
-                    (size_t)(6 * 128 * 32 + 6 * 64 * 32 + 128 * 32) * 4 + 18 * 8 +
-                        1024); /* 165008 */
+                    (size_t)(6 * 128 * 36 + 6 * 64 * 32 + 128 * 32) * 4 + 18 * 8 +
+                        1024); /* 177296 */
     CU_ASSERT(gr_lin_wg_bulk(GR_LIN_W64B) && !gr_lin_wg_bulk(GR_LIN_W64R));
     CU_ASSERT_EQUAL(gr_lin_wg_unbulk(GR_LIN_W64B), GR_LIN_W64R);
+    CU_ASSERT_EQUAL(gr_lin_wg_unbulk(GR_LIN_W64B2), GR_LIN_W128);
+    CU_ASSERT(gr_lin_wg_bulk(GR_LIN_W64B2));
+    /* the tall bulk form: 6 slots of 128 x rows and 64 W rows of up to 36 floats, W's parts, no
+     * sums (each MMA warpgroup stores its own rows), the mbarriers and the alignment room */
+    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64B2),
+                    (size_t)(6 * 192 * 36 + 6 * 64 * 32) * 4 + 18 * 8 + 1024); /* 216208 */
+    CU_ASSERT(gr_lin_wg_smem(GR_LIN_W64B2) <= 227 * 1024);
+    CU_ASSERT_EQUAL(gr_lin_wg_bm(GR_LIN_NWCFG), 0);
     CU_ASSERT_EQUAL(gr_lin_wg_unbulk(GR_LIN_W128), GR_LIN_W128);
     /* every configuration: BN, threads (128 per warpgroup), raw stages, register A */
     static const int cfg[GR_LIN_NWCFG][4] = {
@@ -1975,8 +1984,10 @@ static void test_linear_wg_geometry(void) {
         [GR_LIN_W64X1] = {64, 128, 4, 0}, [GR_LIN_W128X1] = {128, 128, 3, 0},
         [GR_LIN_W64X4] = {64, 512, 4, 0}, [GR_LIN_W64S6] = {64, 256, 6, 0},
         [GR_LIN_W64R] = {64, 256, 4, 1},  [GR_LIN_W128R] = {128, 256, 4, 1},
-        [GR_LIN_W64R6] = {64, 256, 6, 1}, [GR_LIN_W64B] = {64, 416, 6, 2}};
+        [GR_LIN_W64R6] = {64, 256, 6, 1}, [GR_LIN_W64B] = {64, 416, 6, 2},
+        [GR_LIN_W64B2] = {64, 416, 6, 3}};
     for (int c = 0; c < GR_LIN_NWCFG; c++) {
+        CU_ASSERT_EQUAL(gr_lin_wg_bm(c), c == GR_LIN_W64B2 ? 128 : 64);
         CU_ASSERT_EQUAL(gr_lin_wg_bn(c), cfg[c][0]);
         CU_ASSERT_EQUAL(gr_lin_wg_threads(c), (unsigned)cfg[c][1]);
         CU_ASSERT_EQUAL(gr_lin_wg_stages(c), cfg[c][2]);
@@ -1988,11 +1999,15 @@ static void test_linear_wg_geometry(void) {
     CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_NWCFG), 0);
     CU_ASSERT_EQUAL(gr_lin_wg_bn(GR_LIN_NWCFG), 0);
     static const struct staged_case cases[] = {
-        {2048, 512, 367, "tf32x3", GR_LIN_W128, 32, 4}, /* 128 blocks; K % 4 != 0 */
-        {2048, 256, 512, "tf32x3", GR_LIN_W64B, 32, 4}, /* 64 x 128 would be 64 blocks */
+        {2048, 512, 367, "tf32x3", GR_LIN_W64B2, 16, 8}, /* 128 tall blocks; rows folded */
+        {2046, 512, 367, "tf32x3", GR_LIN_W128, 32, 4},  /* no fold (M % 4 != 0): 64 x 128 */
+        {2048, 256, 512, "tf32x3", GR_LIN_W64B, 32, 4},  /* 64 x 128 would be 64 blocks */
         {2048, 256, 68, "tf32", GR_LIN_W64B, 32, 4},
-        {2048, 256, 130, "tf32", GR_LIN_W64R, 32, 4},  /* K % 4 != 0: register A */
-        {6336, 128, 64, "tf32", GR_LIN_W128, 99, 1},   /* 99 blocks of 64 x 128: enough */
+        {2048, 256, 130, "tf32", GR_LIN_W64B, 32, 4},  /* K % 4 == 2: rows folded in pairs */
+        {2047, 256, 130, "tf32", GR_LIN_W64R, 32, 4},  /* M % 2 != 0: register A */
+        {2048, 254, 367, "tf32", GR_LIN_W64R, 32, 4},  /* N % 4 != 0 (K odd): register A */
+        {6336, 128, 64, "tf32", GR_LIN_W64B2, 50, 2},  /* 100 blocks of 128 x 64: enough */
+        {6333, 128, 66, "tf32", GR_LIN_W128, 99, 1},   /* no fold: 99 blocks of 64 x 128 */
         {6272, 128, 64, "tf32x3", GR_LIN_W64B, 98, 2}, /* 98 are not */
         {100, 1000, 8, "tf32", GR_LIN_W64B, 2, 16},
         {1, 1, 1, "tf32x3", GR_LIN_W64R, 1, 1},
@@ -2004,14 +2019,17 @@ static void test_linear_wg_geometry(void) {
     /* GR_LIN_WG_CFG forces a configuration (for measurements); anything else is warned about
      * and ignored */
     const char *attrs = "\"impl\": \"wg\", \"math\": \"tf32x3\"";
-    /* the bulk form reads rows through tensor maps (16-byte strides): forced, it is taken for
-     * K % 4 == 0 and its register-A twin otherwise; 416 threads (3 warpgroups and the producer
-     * warp). GR_LIN_WG_BULK=0 takes the register-A form for 64-wide tiles. */
+    /* the bulk form reads rows through tensor maps of f folded rows (gr_lin_wgb_ok): forced,
+     * it is taken where M and N are multiples of the fold and its register-A twin otherwise; 416
+     * threads (3 warpgroups and the producer warp). GR_LIN_WG_BULK=0 takes the register-A form
+     * for 64-wide tiles. */
     setenv("GR_LIN_WG_CFG", "w64b", 1);
     {
         const struct staged_case bulk = {2048, 256, 512, "tf32x3", GR_LIN_W64B, 32, 4};
         check_staged_geometry(&bulk, "wg", GR_LINEAR_WG, 416, gr_lin_wg_smem(GR_LIN_W64B));
-        const struct staged_case twin = {2048, 256, 367, "tf32x3", GR_LIN_W64R, 32, 4};
+        const struct staged_case top0 = {2048, 512, 367, "tf32x3", GR_LIN_W64B, 32, 8};
+        check_staged_geometry(&top0, "wg", GR_LINEAR_WG, 416, gr_lin_wg_smem(GR_LIN_W64B));
+        const struct staged_case twin = {2046, 256, 367, "tf32x3", GR_LIN_W64R, 32, 4};
         check_staged_geometry(&twin, "wg", GR_LINEAR_WG, 256, gr_lin_wg_smem(GR_LIN_W64R));
     }
     unsetenv("GR_LIN_WG_CFG");
@@ -2075,12 +2093,28 @@ static void test_linear_wg_geometry(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64B);
     gr_plan_destroy(p);
-    setenv("GR_LIN_WG_CFG", "64", 1);
+    setenv("GR_LIN_WG_CFG", "64", 1); /* warned about, ignored: the default, w64b2 here */
     p = linear_plan(2048, 512, 367, attrs);
     unsetenv("GR_LIN_WG_CFG");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64B2);
+    gr_plan_destroy(p);
+    /* GR_LIN_WG_TALL=0 takes the 64 x 128 shared-memory form back for top.0's shape; forced
+     * w64b2 runs as w128 where the rows do not fold (M % 4 != 0 at K = 367) */
+    setenv("GR_LIN_WG_TALL", "0", 1);
+    p = linear_plan(2048, 512, 367, attrs);
+    unsetenv("GR_LIN_WG_TALL");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W128);
     gr_plan_destroy(p);
+    setenv("GR_LIN_WG_CFG", "w64b2", 1);
+    {
+        const struct staged_case tall = {2048, 256, 512, "tf32x3", GR_LIN_W64B2, 16, 4};
+        check_staged_geometry(&tall, "wg", GR_LINEAR_WG, 416, gr_lin_wg_smem(GR_LIN_W64B2));
+        const struct staged_case twin = {2046, 512, 367, "tf32x3", GR_LIN_W128, 32, 4};
+        check_staged_geometry(&twin, "wg", GR_LINEAR_WG, 256, gr_lin_wg_smem(GR_LIN_W128));
+    }
+    unsetenv("GR_LIN_WG_CFG");
 }
 
 /* The register-A wg form's index maps (dlrm.h; the kernel computes every address with them): one
@@ -2175,6 +2209,86 @@ static void test_linear_wgr_layout(void) {
     }
 }
 
+/* The bulk wg form's folded tensor maps (dlrm.h: gr_lin_wgb_fold, gr_lin_wgb_box,
+ * gr_lin_wgb_slot_row; tmap_of in dlrm.cu encodes the map the same way): a TMA box copy emulated
+ * on the CPU over the map [rows / f][f K] (zero fill past it; box starts 16-byte aligned, boxes
+ * 32 floats wide for f = 1 and 36 for f > 1), then the kernel's zeroing of columns past K, must
+ * put x[row0 + r][k0 + c] at slot row gr_lin_wgb_slot_row(r, f), column shift + c, and zeros past
+ * K and past the rows, for every stage and tile of ragged and aligned shapes; before the zeroing,
+ * anything but the matrix's own value may appear only past K. */
+static void test_linear_wgb_fold(void) {
+    enum { BM = GR_LIN_WG_BM, KT = GR_LIN_MMA_KT, LD = GR_LIN_WG_LD };
+    static const int shapes[][2] = {{64, 512}, {100, 367}, {68, 130},   {132, 13}, {8, 1},
+                                    {128, 66}, {4, 3},     {2048, 367}, {64, 68}};
+    static float slot[BM][LD];
+    CU_ASSERT_EQUAL(gr_lin_wgb_fold(512), 1);
+    CU_ASSERT_EQUAL(gr_lin_wgb_fold(130), 2);
+    CU_ASSERT_EQUAL(gr_lin_wgb_fold(367), 4);
+    CU_ASSERT_EQUAL(gr_lin_wgb_fold(13), 4);
+    CU_ASSERT(gr_lin_wgb_ok(2048, 512, 367) && gr_lin_wgb_ok(2048, 256, 130));
+    CU_ASSERT(!gr_lin_wgb_ok(2046, 512, 367) && !gr_lin_wgb_ok(2048, 255, 130));
+    CU_ASSERT(gr_lin_wgb_ok(2047, 255, 512));
+    for (int f = 1; f <= 4; f *= 2) { /* the slot rows are a permutation of the tile's */
+        int seen[BM] = {0}, perm = 1;
+        for (int r = 0; r < BM; r++) {
+            const int sr = gr_lin_wgb_slot_row(r, f);
+            if (sr >= 0 && sr < BM)
+                seen[sr]++;
+            else
+                perm = 0;
+        }
+        for (int r = 0; r < BM; r++)
+            perm &= seen[r] == 1;
+        CU_ASSERT(perm);
+    }
+    int bad = 0, leaks_inside = 0, runs_on = 0;
+    for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
+        const int rows = shapes[si][0], K = shapes[si][1], f = gr_lin_wgb_fold(K);
+        CU_ASSERT_EQUAL_FATAL((f * K) % 4, 0); /* 16-byte map rows */
+        CU_ASSERT_EQUAL_FATAL(rows % f, 0);
+        float *x = malloc((size_t)rows * (size_t)K * sizeof(float));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+        for (int i = 0; i < rows * K; i++)
+            x[i] = (float)(i % 1000 + 1); /* no zeros: a wrong zero shows */
+        const int64_t inner = (int64_t)f * K, outer = rows / f;
+        const int width = f > 1 ? LD : KT;
+        int shift[4] = {0};
+        for (int row0 = 0; row0 < rows; row0 += BM)
+            for (int k0 = 0; k0 < K; k0 += KT) {
+                for (int b = 0; b < f; b++) { /* box b: width x BM / f map elements */
+                    int c0, c1;
+                    gr_lin_wgb_box(b, f, K, k0, row0, &c0, &c1, &shift[b]);
+                    bad += c0 % 4 != 0 || c0 < 0 || shift[b] < 0 || shift[b] + KT > width;
+                    bad += f == 1 && shift[b] != 0;
+                    for (int a = 0; a < BM / f; a++)
+                        for (int c = 0; c < width; c++) {
+                            const int64_t i = c0 + c, o = c1 + a;
+                            slot[b * (BM / f) + a][c] =
+                                i < inner && o < outer ? x[o * inner + i] : 0.f;
+                        }
+                }
+                for (int r = 0; r < BM; r++)
+                    for (int c = 0; c < KT; c++) {
+                        const int m = row0 + r, k = k0 + c;
+                        const float v = slot[gr_lin_wgb_slot_row(r, f)][shift[r % f] + c];
+                        const float want = m < rows && k < K ? x[(int64_t)m * K + k] : 0.f;
+                        if (v != want) {
+                            if (k < K)
+                                leaks_inside++;
+                            else
+                                runs_on++;
+                        }
+                        const float z = k - k0 >= K - k0 ? 0.f : v; /* the kernel's zeroing */
+                        bad += z != want;
+                    }
+            }
+        free(x);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(leaks_inside, 0);
+    CU_ASSERT(runs_on > 0); /* the folded boxes do run on past K: the zeroing is needed */
+}
+
 static CU_TestInfo dlrm_tests[] = {
     {"registry names", test_registry_names},
     {"tril pair mapping", test_tril_pairs},
@@ -2191,6 +2305,7 @@ static CU_TestInfo dlrm_tests[] = {
      test_linear_impl_choice_cc},
     {"linear wg tile, launch dims and shared memory", test_linear_wg_geometry},
     {"linear wg register-A form: index maps emulated", test_linear_wgr_layout},
+    {"linear wg bulk form: folded tensor-map boxes emulated", test_linear_wgb_fold},
     {"check errors name the op", test_check_errors},
     {"mlp_interaction reference, accounting and flags", test_mlp_interaction_reference},
     {"mlp_interaction rows per block, grid, layout", test_mlp_interaction_geometry},

@@ -434,9 +434,10 @@ static int wg_device(void) {
 /* impl wg against the reference, as the tc kernel: math tf32x3 at the fp32 kernels' 1e-4 and
  * tf32 at 5e-3, M x N x K over {1, 65, 2048} x {1, 63, 512} x {13, 367, 512} and the tc test's
  * extra shapes, each act, with and without PDL (verify_json), in the configuration the check
- * picks (w128 for 2048 x 512, 4160 x 128 and 2000 x 300; w64r for the rest); then five
- * shapes (aligned, shifted, one stage, K = 1) with math tf32x3 in each configuration forced
- * (GR_LIN_WG_CFG: both tile widths, with 2 warpgroups and with 1). K = 13, 367,
+ * picks (w128 for 2048 x 512, 4160 x 128 and 2000 x 300; w64b where the bulk form's row fold
+ * allows it, w64r for the rest); then nine shapes (aligned, shifted, one stage, K = 1, the bulk
+ * form's folds) with math tf32x3 in each configuration forced (GR_LIN_WG_CFG: both tile widths,
+ * with 2 warpgroups and with 1, each form). K = 13, 367,
  * 130 and 1 take the shifted copies (per-row offsets 1-3 floats), 512 and 64 the aligned ones;
  * K = 1 and 13 are one ragged stage (zero-filled past K), 367 twelve; N = 1 and 63 leave ragged
  * tiles and odd N the scalar stores. */
@@ -467,8 +468,12 @@ static void test_linear_wg(void) {
     if (!wg_device()) return;
     wg_cross("the check's configuration");
     static const char *const cfgs[GR_LIN_NWCFG] = GR_LIN_WNAMES;
-    static const int forced[][3] = {
-        {2048, 256, 512}, {2000, 300, 367}, {257, 70, 130}, {130, 40, 13}, {65, 63, 1}};
+    /* forced w64b folds rows in fours (K = 367, 13, 1) and pairs (130) where M and N allow it
+     * (2048 x 512 x 367 is top.0; 68 x 64 x 1 a box wider than the map's rows), else it runs
+     * as w64r */
+    static const int forced[][3] = {{2048, 256, 512}, {2000, 300, 367}, {257, 70, 130},
+                                    {130, 40, 13},    {65, 63, 1},      {2048, 512, 367},
+                                    {260, 72, 130},   {132, 44, 13},    {68, 64, 1}};
     for (int f = 0; f < GR_LIN_NWCFG; f++) {
         setenv("GR_LIN_WG_CFG", cfgs[f], 1);
         for (size_t c = 0; c < sizeof(forced) / sizeof(forced[0]); c++) {
