@@ -131,13 +131,13 @@ static void test_validate_json(void) {
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(ops, 1), "name")),
                            "bot.1");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(ops, 1), "form")),
-                           "tc 6432 tf32x3");
+                           "wg w64b tf32x3"); /* x3_impl auto_wg, the default target's cc 9.0 */
     CU_ASSERT_PTR_NULL(json_object_get(json_array_get(ops, 4), "form")); /* the interaction */
     json_decref(j);
     CU_ASSERT_EQUAL(run("validate workloads/dlrm_small.json --variant fused_tf32x3 --set B=2048",
                         out, sizeof(out)),
                     0);
-    GR_ASSERT_CONTAINS(out, "tc 6432 tf32x3");
+    GR_ASSERT_CONTAINS(out, "wg w64b2 tf32x3"); /* top.0 */
     CU_ASSERT_EQUAL(run("validate workloads/launch_bound.json --json /nonexistent/dir/x.json", out, sizeof(out)), 2);
     GR_ASSERT_CONTAINS(out, "cannot write JSON");
 }

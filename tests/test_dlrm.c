@@ -1314,10 +1314,11 @@ static void test_dlrm_accounting(void) {
         gr_plan_destroy(f);
         unsetenv("GR_IX_RB");
     }
-    /* fused_tf32x3 at B = 2048: bot.1 and top.1 on the tc kernel with 3 passes; fp32 FMAs where
-     * those are faster: bot.0 (K = 13) tiled, top.0 (K = 367) cuBLASLt's fp32 (the one library
-     * op); the narrow ones on the fp32 SIMT kernel, the sigmoid on rowdot */
-    f = dlrm("fused_tf32x3", "B=2048", NULL, NULL);
+    /* fused_tf32x3 at B = 2048, x3_impl=auto (the rule on every GPU; the default auto_wg is it
+     * off compute capability 9.0): bot.1 and top.1 on the tc kernel with 3 passes; fp32 FMAs
+     * where those are faster: bot.0 (K = 13) tiled, top.0 (K = 367) cuBLASLt's fp32 (the one
+     * library op); the narrow ones on the fp32 SIMT kernel, the sigmoid on rowdot */
+    f = dlrm("fused_tf32x3", "B=2048", "x3_impl=auto", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(f->library_ops, 1);
     CU_ASSERT_EQUAL(op_named(f, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
@@ -1352,9 +1353,18 @@ static void test_dlrm_accounting(void) {
     gr_plan_destroy(f);
     /* its layers follow x3_impl, not linear_impl (cuBLASLt has no 3xTF32: linear_impl=lt must
      * still resolve every variant); x3_impl=simt puts them on fp32 FMAs */
-    f = dlrm("fused_tf32x3", "B=2048", "linear_impl=lt", NULL);
+    f = dlrm("fused_tf32x3", "B=2048", "linear_impl=lt", "x3_impl=auto");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(op_named(f, "bot.1")->ip[GR_LIN_IMPL], GR_LINEAR_TC);
+    gr_plan_destroy(f);
+    /* the default x3_impl is auto_wg: on the default target (compute capability 9.0) the three
+     * wide layers on the wgmma kernel's bulk forms, top.0 on the tall one */
+    f = dlrm("fused_tf32x3", "B=2048", NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->library_ops, 0);
+    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.1")->form, "wg w64b tf32x3");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "top.0")->form, "wg w64b2 tf32x3");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "top.1")->form, "wg w64b tf32x3");
     gr_plan_destroy(f);
     f = dlrm("fused_tf32x3", "B=2048", "x3_impl=tc", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -1530,9 +1540,9 @@ static void test_dlrm_mlpint_variant(void) {
     gr_plan_destroy(x3);
     gr_plan_destroy(ft);
     /* B = 2048: 16 rows per block (128 blocks, 134912 bytes of shared memory); the other layers
-     * as in fused_tf32x3: bot.0 tiled, bot.1 and top.1 tc (3xTF32), top.0 cuBLASLt fp32 (the one
-     * library op), top.2 SIMT */
-    m = dlrm("fused_tf32x3_mlpint", "B=2048", NULL, NULL);
+     * as in fused_tf32x3 with x3_impl=auto: bot.0 tiled, bot.1 and top.1 tc (3xTF32), top.0
+     * cuBLASLt fp32 (the one library op), top.2 SIMT */
+    m = dlrm("fused_tf32x3_mlpint", "B=2048", "x3_impl=auto", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
     CU_ASSERT_EQUAL(m->kernels, 6); /* a library op counts as one */
     CU_ASSERT_EQUAL(m->library_ops, 1);
