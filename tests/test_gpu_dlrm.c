@@ -930,6 +930,10 @@ static void test_dlrm_variants_more(void) {
     run_variants(simt, 3, 1, "B=2048 simt --pdl");
     const char *bag[] = {"B=128", "rows_cap=5000", "bag=4"};
     run_variants(bag, 3, 0, "B=128 bag=4");
+    /* x3_impl=auto (the tc kernel and cuBLASLt's fp32 for fused_tf32x3's wide layers): the
+     * default is auto_wg, which is auto only off compute capability 9.0 */
+    const char *x3auto[] = {"B=2048", "rows_cap=1000", "x3_impl=auto"};
+    run_variants(x3auto, 3, 0, "B=2048 x3_impl=auto");
 }
 
 /* B = 2048 with the Linear layers on the tiled kernel (the sigmoid layer has no impl attr:
