@@ -1949,6 +1949,17 @@ static void test_linear_impl_choice_cc(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(msg, "65535 tiles of 128 outputs"));
 }
 
+/* The wg configuration the check picks for an M x N x K tf32x3 layer with environment switch
+ * `var` set to `val` (unset again after); -1 where the plan does not resolve. */
+static int wg_cfg_with(const char *var, const char *val, int M, int N, int K) {
+    setenv(var, val, 1);
+    gr_plan *p = linear_plan(M, N, K, "\"impl\": \"wg\", \"math\": \"tf32x3\"");
+    unsetenv(var);
+    const int c = p ? (int)p->ops[0].ip[GR_LIN_BN] : -1;
+    gr_plan_destroy(p);
+    return c;
+}
+
 /* The wg kernel's tile (64 x 128 where its blocks reach 3/4 of the 132 SMs, i.e. 99, else 64 x
  * 64 in the register-A form), launch dims (M tiles in grid x, N
  * tiles in y, two warpgroups) and shared memory: 4 or 3 raw stages of BM + BN rows of 36 floats and
@@ -2080,43 +2091,24 @@ static void test_linear_wg_geometry(void) {
     CU_ASSERT_EQUAL(p->ops[0].block[0], 256);
     CU_ASSERT_EQUAL(p->ops[0].smem, gr_lin_wg_smem(GR_LIN_W128R));
     gr_plan_destroy(p);
-    /* GR_LIN_WG_REGA=1: the register-A form of the check's tile width */
     unsetenv("GR_LIN_WG_CFG");
+    /* GR_LIN_WG_REGA=1: the register-A form of the check's tile width; 0: both widths in the
+     * shared-memory form; anything else is warned about and ignored (the default: w64b, w64b2);
+     * GR_LIN_WG_CFG=64 likewise */
+    CU_ASSERT_EQUAL(wg_cfg_with("GR_LIN_WG_REGA", "1", 2048, 512, 367), GR_LIN_W128R);
     setenv("GR_LIN_WG_REGA", "1", 1);
-    p = linear_plan(2048, 512, 367, attrs);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W128R);
-    gr_plan_destroy(p);
-    p = linear_plan(2048, 256, 512, attrs);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64R);
-    CU_ASSERT_EQUAL(p->ops[0].smem, gr_lin_wg_smem(GR_LIN_W64R));
-    gr_plan_destroy(p);
-    setenv("GR_LIN_WG_REGA", "0", 1); /* both widths in the shared-memory form */
-    p = linear_plan(2048, 256, 512, attrs);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64);
-    gr_plan_destroy(p);
-    setenv("GR_LIN_WG_REGA", "yes", 1); /* warned about, ignored: the default, w64b here */
-    p = linear_plan(2048, 256, 512, attrs);
+    {
+        const struct staged_case rega = {2048, 256, 512, "tf32x3", GR_LIN_W64R, 32, 4};
+        check_staged_geometry(&rega, "wg", GR_LINEAR_WG, 256, gr_lin_wg_smem(GR_LIN_W64R));
+    }
     unsetenv("GR_LIN_WG_REGA");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64B);
-    gr_plan_destroy(p);
-    setenv("GR_LIN_WG_CFG", "64", 1); /* warned about, ignored: the default, w64b2 here */
-    p = linear_plan(2048, 512, 367, attrs);
-    unsetenv("GR_LIN_WG_CFG");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64B2);
-    gr_plan_destroy(p);
+    CU_ASSERT_EQUAL(wg_cfg_with("GR_LIN_WG_REGA", "0", 2048, 256, 512), GR_LIN_W64);
+    CU_ASSERT_EQUAL(wg_cfg_with("GR_LIN_WG_REGA", "yes", 2048, 256, 512), GR_LIN_W64B);
+    CU_ASSERT_EQUAL(wg_cfg_with("GR_LIN_WG_CFG", "64", 2048, 512, 367), GR_LIN_W64B2);
     /* GR_LIN_WG_TALL=0 takes the 64 x 128 shared-memory form back for top.0's shape; forced
      * w64b2 runs as w128 where the rows do not fold (M % 4 != 0 at K = 367) */
-    setenv("GR_LIN_WG_TALL", "0", 1);
-    p = linear_plan(2048, 512, 367, attrs);
-    unsetenv("GR_LIN_WG_TALL");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W128);
-    gr_plan_destroy(p);
+    CU_ASSERT_EQUAL(wg_cfg_with("GR_LIN_WG_TALL", "0", 2048, 512, 367), GR_LIN_W128);
+    CU_ASSERT_EQUAL(wg_cfg_with("GR_LIN_WG_TALL", "0", 2048, 256, 512), GR_LIN_W64B);
     setenv("GR_LIN_WG_CFG", "w64b2", 1);
     {
         const struct staged_case tall = {2048, 256, 512, "tf32x3", GR_LIN_W64B2, 16, 4};
