@@ -907,16 +907,19 @@ __global__ void __launch_bounds__(416, 1)
             }
             pdl_wait(); // X is the previous kernel's output
             for (int kt = 0; kt < npre; kt++) {
-                wgb_load<LF>(raw + kt * G::RAW, &tmx, kt * KT, m0, K, full + kt);
-                if (TALL) wgb_load<LF>(raw + kt * G::RAW + kWgBM * G::P, &tmx, kt * KT, m0 + kWgBM, K, full + kt);
-                if (!pre) wgb_load<LF>(raw + kt * G::RAW + G::XBOX, &tmw, kt * KT, n0, K, full + kt);
+                for (int h = 0; h <= TALL; h++) // x: one 64-row half, or two (TALL)
+                    wgb_load<LF>(raw + kt * G::RAW + h * kWgBM * G::P, &tmx, kt * KT,
+                                 m0 + h * kWgBM, K, full + kt);
+                if (!pre)
+                    wgb_load<LF>(raw + kt * G::RAW + G::XBOX, &tmw, kt * KT, n0, K, full + kt);
             }
             for (int kt = npre; kt < nk; kt++) {
                 const int sl = kt % S;
                 mbar_wait(rawfree + sl, (unsigned)(kt / S - 1) & 1u);
                 mbar_expect_tx(full + sl, STAGE_BYTES);
-                wgb_load<LF>(raw + sl * G::RAW, &tmx, kt * KT, m0, K, full + sl);
-                if (TALL) wgb_load<LF>(raw + sl * G::RAW + kWgBM * G::P, &tmx, kt * KT, m0 + kWgBM, K, full + sl);
+                for (int h = 0; h <= TALL; h++)
+                    wgb_load<LF>(raw + sl * G::RAW + h * kWgBM * G::P, &tmx, kt * KT,
+                                 m0 + h * kWgBM, K, full + sl);
                 wgb_load<LF>(raw + sl * G::RAW + G::XBOX, &tmw, kt * KT, n0, K, full + sl);
             }
         }
