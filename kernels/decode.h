@@ -114,6 +114,26 @@ void gr_teardown_decode_step(void *state);
 #define GR_DEC_S_INFLIGHT 2
 gr_status gr_launch_decode_step_stream(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 
+/* decode_step_splitk (the fused_splitk variant): the same step and op signature as decode_step,
+ * as L + 2 kernels: a prep kernel (x to fp32, the accumulators zeroed, the published LoRA-A slots
+ * reset), one kernel per layer and a finish kernel (x back to the weight dtype). A layer kernel's
+ * block owns a contiguous slice of the f outputs: it computes act for the slice (gate and up rows
+ * with their LoRA terms, silu * u) and at once the slice's split-K share of the down projection
+ * (W_down[:, slice] act[slice] + s B_down A_down[:, slice] act[slice]), which it adds into the
+ * layer's fp32 output with vector atomics; [A_gate; A_up] (x * w_norm) is computed by a few warps
+ * and published to the others through flag-free stores (decode_splitk.cu has the design). So a
+ * layer is one kernel instead of two. One block per SM of GR_DEC_K_THREADS(bt) threads; op->ip as
+ * decode_step's, with these slots: */
+#define GR_DEC_K_LPR 5   /* op->ip[GR_DEC_TW]: lanes per W_down row in the down pass */
+#define GR_DEC_K_NSMAX 6 /* op->ip[GR_DEC_TILES]: outputs of the largest slice */
+#define GR_DEC_K_THREADS(bt) ((bt) >= 8 ? 256 : 512)
+gr_status gr_launch_decode_step_splitk(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
+/* setup(): the accumulators (L + 1 x [B, d] fp32) and the published slots (L x [2r, B]), the
+ * kernels' shared-memory limit and carveout, and the check that the grid fits at once. */
+gr_status gr_setup_decode_step_splitk(const gr_op *op, const gr_launch_ctx *ctx, void **state,
+                                      gr_error *err);
+void gr_teardown_decode_step_splitk(void *state);
+
 /* Shared-memory layout of one block of the fused GEMV kernels (byte offsets, 16-byte
  * aligned), shared by the check (which picks the batch tile so that it fits) and the kernels.
  * gate_up: act = x*w_norm tile [BT][K] fp32 (two 16-byte planes per 8-element chunk for 2-byte
@@ -128,6 +148,39 @@ typedef struct gr_dec_layout {
 
 GR_HD_INLINE size_t gr_dec_align16(size_t b) {
     return (b + 15) & ~(size_t)15;
+}
+
+/* Shared-memory layout of a decode_step_splitk layer block (byte offsets, 16-byte aligned):
+ * h = x * w_norm [BT][d] fp32 in the gate_up planes, ssq [warps][BT] partial sums of x^2, rstd
+ * [BT], lora [warps][2r][BT] (each warp's copy of scale * tin), sact [BT][nsmax] the slice's act
+ * (fp32 of the rounded value), ad [r][nsmax] the slice's A_down columns (fp32), ts [r][BT] =
+ * scale * A_down[:, slice] act[slice]; xpart [BT][d], the block's share of the layer output before
+ * the atomics, reuses h (dead once the slice's act is complete). */
+typedef struct gr_dec_splitk_layout {
+    size_t h, ssq, rstd, lora, sact, ad, ts, xpart, total;
+} gr_dec_splitk_layout;
+
+GR_HD_INLINE gr_dec_splitk_layout gr_dec_splitk_smem_layout(int bt, long long d, long long r,
+                                                            long long nsmax, int warps) {
+    gr_dec_splitk_layout l;
+    size_t o = 0, bts = (size_t)bt;
+    l.h = o;
+    o += gr_dec_align16(bts * (size_t)d * 4u);
+    l.ssq = o;
+    o += gr_dec_align16((size_t)warps * bts * 4u);
+    l.rstd = o;
+    o += gr_dec_align16(bts * 4u);
+    l.lora = o;
+    o += gr_dec_align16((size_t)warps * 2u * (size_t)r * bts * 4u);
+    l.sact = o;
+    o += gr_dec_align16(bts * (size_t)nsmax * 4u);
+    l.ad = o;
+    o += gr_dec_align16((size_t)r * (size_t)nsmax * 4u);
+    l.ts = o;
+    o += gr_dec_align16((size_t)r * bts * 4u);
+    l.xpart = l.h;
+    l.total = o;
+    return l;
 }
 
 /* is_down: 0 gate_up, 1 down; esize: bytes per weight element */

@@ -364,9 +364,10 @@ static void test_variants_vs_naive(void) {
         const char *sets[] = {sb, sl, st, "d=64", "f=96", "r=8"};
         /* fused_persistent and fused_stream are one-kernel steps at B <= 8 and the per-layer
          * kernels at B = 13 */
-        const char *variants[] = {"unfused", "fused_persistent", "fused", "fused_stream"};
-        double *xv[4] = {NULL, NULL, NULL, NULL}, *want = NULL, *x0 = NULL;
-        for (int v = 0; v < 4; v++) {
+        const char *variants[] = {"unfused", "fused_persistent", "fused", "fused_stream",
+                                  "fused_splitk"};
+        double *xv[5] = {NULL, NULL, NULL, NULL, NULL}, *want = NULL, *x0 = NULL;
+        for (int v = 0; v < 5; v++) {
             gr_plan *p = decode_plan(variants[v], sets, 6);
             CU_ASSERT_PTR_NOT_NULL_FATAL(p);
             gr_hoststate *init = host_state(p, 0), *hs = host_state(p, 1);
@@ -382,7 +383,7 @@ static void test_variants_vs_naive(void) {
             gr_plan_destroy(p);
         }
         int64_t n = (int64_t)cases[c].B * 64;
-        for (int v = 0; v < 4; v++) {
+        for (int v = 0; v < 5; v++) {
             double err = rel_l2(xv[v], want, n);
             if (err > cases[c].tol)
                 fprintf(stderr, "\n    %s %s B=%d L=%d: rel L2 %.2e", variants[v], cases[c].dtype,
@@ -391,7 +392,9 @@ static void test_variants_vs_naive(void) {
         }
         /* the layers changed x substantially: the comparison is not of x with itself */
         CU_ASSERT_TRUE(rel_l2(want, x0, n) > 0.3);
-        free(xv[0]), free(xv[1]), free(xv[2]), free(xv[3]), free(want), free(x0);
+        for (int v = 0; v < 5; v++)
+            free(xv[v]);
+        free(want), free(x0);
     }
 }
 
@@ -720,16 +723,19 @@ static void test_step_expansion(void) {
                                                     "A_gate", "A_up",   "A_down", "B_gate",
                                                     "B_up",   "B_down"};
     int Ls[] = {1, 3, 16, 48};
-    static const char *const variants[2] = {"fused_persistent", "fused_stream"};
-    static const char *const kernels[2] = {"decode_step", "decode_step_stream"};
-    for (int i = 0; i < 8; i++) {
+    static const char *const variants[3] = {"fused_persistent", "fused_stream", "fused_splitk"};
+    static const char *const kernels[3] = {"decode_step", "decode_step_stream",
+                                           "decode_step_splitk"};
+    for (int i = 0; i < 12; i++) {
         char sl[16];
         snprintf(sl, sizeof(sl), "L=%d", Ls[i % 4]);
         const char *sets[] = {sl, "d=256", "f=512"};
         gr_plan *f = decode_plan(variants[i / 4], sets, 3);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        /* decode_step_splitk: a prep kernel, one per layer, a finish kernel */
+        int launches = i / 4 == 2 ? Ls[i % 4] + 2 : 1;
         CU_ASSERT_EQUAL(f->nops, 1);
-        CU_ASSERT_EQUAL(f->kernels, 1);
+        CU_ASSERT_EQUAL(f->kernels, launches);
         const gr_op *op = &f->ops[0];
         CU_ASSERT_STRING_EQUAL(op->kernel->name, kernels[i / 4]);
         CU_ASSERT_EQUAL(op->ninputs, 1 + GR_DEC_P_PER_LAYER * Ls[i % 4]);
@@ -743,11 +749,11 @@ static void test_step_expansion(void) {
                 ok &= !strcmp(f->bufs[op->inputs[1 + GR_DEC_P_PER_LAYER * l + k]].name, want);
             }
         CU_ASSERT_TRUE(ok);
-        CU_ASSERT_EQUAL(op->launches, 1);
+        CU_ASSERT_EQUAL(op->launches, launches);
         gr_plan_destroy(f);
     }
-    /* past the kernels' limits both variants are the per-layer one */
-    for (int v = 0; v < 2; v++) {
+    /* past the kernels' limits the variants are the per-layer one */
+    for (int v = 0; v < 3; v++) {
         const char *big_b[] = {"B=9", "L=2", "d=256", "f=512"};
         const char *big_l[] = {"L=49", "d=256", "f=512"};
         gr_plan *a = decode_plan(variants[v], big_b, 4), *b = decode_plan(variants[v], big_l, 3);
@@ -818,6 +824,79 @@ static void test_stream_geometry(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 8);
     CU_ASSERT_TRUE(p->ops[0].smem <= 227u * 1024u);
+    gr_plan_destroy(p);
+}
+
+/* decode_step_splitk on the 132-SM target: one block per SM, each owning a slice of the f / VEC
+ * 16-byte granules. fp32 B = 4, d = 1024, f = 4096: 1024 granules over 132 blocks (7 or 8, so 8
+ * chunks of a W_down row per block at most, and r / 4 = 4 of a B_down row: 8 lanes per row), 512
+ * threads at BT = 4 and 256 at BT = 8; the byte accounting of the prep / layer / finish kernels. */
+static void test_splitk_geometry(void) {
+    const char *sfp[] = {"dtype=fp32", "L=8", "d=1024", "f=4096", "B=4"};
+    gr_plan *p = decode_plan("fused_splitk", sfp, 5);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const gr_op *op = &p->ops[0];
+    CU_ASSERT_STRING_EQUAL(op->kernel->name, "decode_step_splitk");
+    CU_ASSERT_EQUAL(op->grid[0], 132);
+    CU_ASSERT_EQUAL(op->block[0], 512);
+    CU_ASSERT_EQUAL(op->ip[GR_DEC_BT], 4);
+    CU_ASSERT_EQUAL(op->ip[GR_DEC_K_LPR], 8);
+    CU_ASSERT_EQUAL(op->ip[GR_DEC_K_NSMAX], 32);
+    CU_ASSERT_EQUAL(op->launches, 10);
+    gr_dec_splitk_layout l = gr_dec_splitk_smem_layout(4, 1024, 16, 32, 16);
+    CU_ASSERT_EQUAL(op->smem, l.total);
+    CU_ASSERT_EQUAL(l.h, 0);
+    CU_ASSERT_EQUAL(l.ssq, 16384);          /* 4 rows of 1024 fp32 */
+    CU_ASSERT_EQUAL(l.lora - l.rstd, 16);   /* rstd [4] */
+    CU_ASSERT_EQUAL(l.sact - l.lora, 8192); /* 16 warps x 32 x 4 */
+    CU_ASSERT_EQUAL(l.ad - l.sact, 512);    /* sact [4][32] */
+    CU_ASSERT_EQUAL(l.ts - l.ad, 2048);     /* ad [16][32] */
+    CU_ASSERT_EQUAL(l.total - l.ts, 256);   /* ts [16][4] */
+    CU_ASSERT_EQUAL(l.xpart, l.h);          /* xpart [4][1024] reuses h */
+    /* weights once, x in and out in fp32 per layer, act written, x once each way */
+    double w = 0;
+    for (int i = 1; i < op->ninputs; i++)
+        w += (double)p->bufs[op->inputs[i]].bytes;
+    double xb = 4.0 * 1024 * 4, ab = 4.0 * 4096 * 4;
+    CU_ASSERT_DOUBLE_EQUAL(op->bytes_read, w + xb + 8 * xb + xb, 0.5);
+    CU_ASSERT_DOUBLE_EQUAL(op->bytes_written, xb + xb + 8 * (2 * xb + ab), 0.5);
+    gr_plan_destroy(p);
+    /* bf16 default: 8 outputs per granule, B = 1; B = 8: 256 threads */
+    p = decode_plan("fused_splitk", NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 1);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_K_LPR], 8);    /* 1024 granules: 7-8 per block */
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_K_NSMAX], 64); /* 8 granules of 8 bf16 */
+    CU_ASSERT_EQUAL(p->kernels, 18);
+    gr_plan_destroy(p);
+    const char *s8[] = {"B=8"};
+    p = decode_plan("fused_splitk", s8, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].block[0], 256);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 8);
+    gr_plan_destroy(p);
+    /* fewer granules than SMs: one block per granule */
+    const char *small[] = {"dtype=fp32", "L=1", "d=64", "f=96", "r=8"};
+    p = decode_plan("fused_splitk", small, 5);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->ops[0].grid[0], 24);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_K_LPR], 2); /* 1 chunk of W_down, 2 of B_down per row */
+    gr_plan_destroy(p);
+}
+
+/* More than 32 chunks of a W_down row per block (f = 17408 fp32 over 132 SMs: 33) is refused
+ * with the sizes and the way out. */
+static void test_splitk_too_wide(void) {
+    const char *sets[] = {"dtype=fp32", "L=1", "d=64", "f=17408", "r=8"};
+    gr_target t = gr_target_default();
+    char msg[1024] = "";
+    gr_plan *p = decode_plan_for("fused_splitk", sets, 5, &t, msg, sizeof(msg));
+    CU_ASSERT_PTR_NULL(p);
+    GR_ASSERT_CONTAINS(msg,
+                       "variants.fused_splitk.ops[0].ops[0]{s=0}: kernel \"decode_step_splitk\"");
+    GR_ASSERT_CONTAINS(msg, "f = 17408 over 132 SMs gives each block 33 chunks");
+    GR_ASSERT_CONTAINS(msg, "at most 32");
+    GR_ASSERT_CONTAINS(msg, "fused variant");
     gr_plan_destroy(p);
 }
 
@@ -1443,6 +1522,8 @@ static CU_TestInfo decode_accounting_tests[] = {
     {"decode_step expansion", test_step_expansion},
     {"decode_step geometry and bytes", test_step_geometry_and_bytes},
     {"decode_step_stream geometry", test_stream_geometry},
+    {"decode_step_splitk geometry", test_splitk_geometry},
+    {"decode_step_splitk refuses slices over 32 chunks", test_splitk_too_wide},
     {"decode_step_stream chunks", test_stream_chunks},
     CU_TEST_INFO_NULL};
 static CU_TestInfo decode_error_tests[] = {

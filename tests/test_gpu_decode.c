@@ -126,12 +126,13 @@ static int run_size(const char *dtype, int B, int L, int d, int f, int r, int pd
     snprintf(st, sizeof(st), "dtype=%s", dtype);
     const char *sets[] = {sb, sl, sd, sf, sr, st};
     /* fused: 2 kernels per layer; fused_persistent and fused_stream: the one-kernel
-     * decode_step and decode_step_stream at B <= 8 */
-    const char *variants[] = {"unfused", "fused_persistent", "fused", "gemv_only", "fused_stream"};
+     * decode_step and decode_step_stream at B <= 8; fused_splitk: L + 2 kernels at B <= 8 */
+    const char *variants[] = {"unfused",   "fused_persistent", "fused",
+                              "gemv_only", "fused_stream",     "fused_splitk"};
     char label[160];
     void *x_unfused = NULL;
     int fails = 0;
-    for (int v = 0; v < 5; v++) {
+    for (int v = 0; v < 6; v++) {
         snprintf(label, sizeof(label), "%s %s B=%d L=%d d=%d f=%d r=%d%s", variants[v], dtype, B, L,
                  d, f, r, pdl ? " pdl" : "");
         gr_plan *p = decode_plan_dev(variants[v], sets, 6);
@@ -303,9 +304,9 @@ static void test_capture_modes(void) {
     CU_ASSERT_TRUE_FATAL(device_ready());
     gr_capture_mode modes[] = {GR_CAPTURE_GLOBAL, GR_CAPTURE_THREAD_LOCAL, GR_CAPTURE_RELAXED};
     const char *sets[] = {"B=2", "L=3", "d=256", "f=512"};
-    const char *variants[] = {"fused_persistent", "fused", "fused_stream"};
-    const size_t nodes[] = {1, 7, 1};
-    for (int v = 0; v < 3; v++)
+    const char *variants[] = {"fused_persistent", "fused", "fused_stream", "fused_splitk"};
+    const size_t nodes[] = {1, 7, 1, 5};
+    for (int v = 0; v < 4; v++)
         for (int m = 0; m < 3; m++) {
             gr_plan *p = decode_plan_dev(variants[v], sets, 4);
             CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -329,11 +330,11 @@ static void test_steps_carry_state(void) {
      * grid-barrier counter carries over between launches (eager, graph replays, an unrolled
      * graph) and must stay in step; fused the
      * per-layer kernels; B = 13 the cuBLAS path, whose small kernels zero the accumulators */
-    const char *dts[] = {"fp32", "bf16", "fp32", "bf16", "fp32", "bf16"};
-    const char *bs[] = {"B=3", "B=3", "B=13", "B=3", "B=3", "B=1"};
-    const char *vs[] = {"fused_persistent", "fused_persistent", "fused", "fused",
-                        "fused_stream",     "fused_stream"};
-    for (int t = 0; t < 6; t++) {
+    const char *dts[] = {"fp32", "bf16", "fp32", "bf16", "fp32", "bf16", "fp32", "bf16"};
+    const char *bs[] = {"B=3", "B=3", "B=13", "B=3", "B=3", "B=1", "B=4", "B=1"};
+    const char *vs[] = {"fused_persistent", "fused_persistent", "fused",        "fused",
+                        "fused_stream",     "fused_stream",     "fused_splitk", "fused_splitk"};
+    for (int t = 0; t < 8; t++) {
         char st[24];
         snprintf(st, sizeof(st), "dtype=%s", dts[t]);
         const char *sets[] = {bs[t], "L=3", "d=256", "f=512", st};
