@@ -8,8 +8,11 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "kernels/decode.h"
 
 namespace {
@@ -287,6 +290,67 @@ template <int V> __device__ __forceinline__ float reduce_scatter(float (&v)[V], 
     for (int o = (32 / V) / 2; o >= 1; o >>= 1)
         t += __shfl_xor_sync(kFull, t, o);
     return t;
+}
+
+// The warp-wide sums of one task's kRows x BT accumulators, reduce-scattered: lane l holds value
+// l / (32 / (kRows BT)), that is row * BT + b.
+template <int BT>
+__device__ __forceinline__ float task_sums(const float (&acc)[kRows][BT], int lane) {
+    float v[kRows * BT];
+#pragma unroll
+    for (int r = 0; r < kRows; r++)
+#pragma unroll
+        for (int b = 0; b < BT; b++)
+            v[r * BT + b] = acc[r][b];
+    return reduce_scatter<kRows * BT>(v, lane);
+}
+
+// The weight dtype of a decode op (x's: the checks made every weight match it), and a switch
+// that returns FN<T>(op, ctx, err) for it (the host side of the kernel files).
+#define GR_DEC_DISPATCH(DT, FN)                                                                    \
+    switch (DT) {                                                                                  \
+    case GR_FP32:                                                                                  \
+        return FN<float>(op, ctx, err);                                                            \
+    case GR_BF16:                                                                                  \
+        return FN<__nv_bfloat16>(op, ctx, err);                                                    \
+    case GR_FP16:                                                                                  \
+        return FN<__half>(op, ctx, err);                                                           \
+    default:                                                                                       \
+        return gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: unsupported dtype",               \
+                            op->kernel->name);                                                     \
+    }
+
+inline gr_dtype weight_dtype(const gr_op *op, const gr_launch_ctx *ctx) {
+    return ctx->plan->bufs[op->inputs[0]].dtype; // x: the check made every weight match it
+}
+
+// GR_STEP_TIMES (host side): the n stamps at dev (global-timer ns, 0 where not stamped) written to
+// path as CSV: the header, then one row per `marks` stamps, its first fields from row(f, i) and the
+// stamps in ns from the earliest one (-1 where not stamped). A failure is reported, not fatal.
+template <typename Row>
+void write_stamps(const char *path, const void *dev, size_t n, int marks, const char *header,
+                  Row row) {
+    unsigned long long *h = (unsigned long long *)malloc(n * 8u);
+    FILE *f = fopen(path, "w");
+    if (!h || !f || cudaDeviceSynchronize() != cudaSuccess ||
+        cudaMemcpy(h, dev, n * 8u, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        fprintf(stderr, "graphrun: GR_STEP_TIMES: cannot write %s\n", path);
+    } else {
+        unsigned long long t0 = ~0ull;
+        for (size_t i = 0; i < n; i++)
+            if (h[i] && h[i] < t0) t0 = h[i];
+        fprintf(f, "%s\n", header);
+        for (size_t i = 0; i < n / (size_t)marks; i++) {
+            row(f, i);
+            for (int k = 0; k < marks; k++) {
+                const unsigned long long v = h[i * (size_t)marks + (size_t)k];
+                fprintf(f, ",%lld", v ? (long long)(v - t0) : -1LL);
+            }
+            fprintf(f, "\n");
+        }
+    }
+    if (f) fclose(f);
+    free(h);
 }
 } // namespace
 #endif

@@ -1997,22 +1997,6 @@ gr_status setup_resident(K kernel, const gr_op *op, const gr_launch_ctx *ctx, gr
     return GR_OK;
 }
 
-#define GR_DEC_DISPATCH(DT, FN)                                                                    \
-    switch (DT) {                                                                                  \
-    case GR_FP32:                                                                                  \
-        return FN<float>(op, ctx, err);                                                            \
-    case GR_BF16:                                                                                  \
-        return FN<__nv_bfloat16>(op, ctx, err);                                                    \
-    case GR_FP16:                                                                                  \
-        return FN<__half>(op, ctx, err);                                                           \
-    default:                                                                                       \
-        return gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: unsupported dtype",               \
-                            op->kernel->name);                                                     \
-    }
-
-gr_dtype weight_dtype(const gr_op *op, const gr_launch_ctx *ctx) {
-    return ctx->plan->bufs[op->inputs[0]].dtype; // x: the check made every weight match it
-}
 
 } // namespace
 
@@ -2101,30 +2085,14 @@ extern "C" gr_status gr_launch_decode_step_stream(const gr_op *op, const gr_laun
 
 // GR_STEP_TIMES: "phase,kind,layer,block,t0,...,t4" in ns from the launch's earliest stamp.
 static void write_step_times(const step_state *s) {
-    const size_t n = s->times_n;
-    unsigned long long *h = (unsigned long long *)malloc(n * 8u);
-    FILE *f = fopen(s->times_path, "w");
-    if (!h || !f || cudaDeviceSynchronize() != cudaSuccess ||
-        cudaMemcpy(h, s->scratch + s->times_off, n * 8u, cudaMemcpyDeviceToHost) != cudaSuccess) {
-        fprintf(stderr, "graphrun: GR_STEP_TIMES: cannot write %s\n", s->times_path);
-    } else {
-        unsigned long long t0 = ~0ull;
-        for (size_t i = 0; i < n; i++)
-            if (h[i] && h[i] < t0) t0 = h[i];
-        fprintf(f, "phase,kind,layer,block,t0,t1,t2,t3,t4,t5\n");
-        const size_t phases = n / ((size_t)s->grid * kMarks);
-        for (size_t ph = 0; ph < phases; ph++)
-            for (unsigned b = 0; b < s->grid; b++) {
-                const unsigned long long *r = h + (ph * s->grid + b) * kMarks;
-                fprintf(f, "%zu,%s,%ld,%u", ph, ph == 0 ? "norm" : (ph % 2 ? "gate_up" : "down"),
-                        ph == 0 ? 0L : (long)((ph - 1) / 2), b);
-                for (int k = 0; k < kMarks; k++)
-                    fprintf(f, ",%lld", r[k] ? (long long)(r[k] - t0) : -1LL);
-                fprintf(f, "\n");
-            }
-    }
-    if (f) fclose(f);
-    free(h);
+    const unsigned grid = s->grid;
+    write_stamps(s->times_path, s->scratch + s->times_off, s->times_n, kMarks,
+                 "phase,kind,layer,block,t0,t1,t2,t3,t4,t5", [grid](FILE *f, size_t i) {
+                     const size_t ph = i / grid;
+                     fprintf(f, "%zu,%s,%ld,%u", ph,
+                             ph == 0 ? "norm" : (ph % 2 ? "gate_up" : "down"),
+                             ph == 0 ? 0L : (long)((ph - 1) / 2), (unsigned)(i % grid));
+                 });
 }
 
 extern "C" void gr_teardown_decode_step(void *state) {

@@ -293,13 +293,7 @@ __global__ void __launch_bounds__(NT, 1) splitk_layer_kernel(const SplitkArgs<T>
             }
         }
         if (is_a) {
-            float v[V];
-#pragma unroll
-            for (int r = 0; r < kRows; r++)
-#pragma unroll
-                for (int b = 0; b < BT; b++)
-                    v[r * BT + b] = acc[r][b];
-            const float tot = reduce_scatter<V>(v, lane);
+            const float tot = task_sums<BT>(acc, lane);
             const int idx = lane / G, r = idx / BT, b = idx - r * BT;
             if (lane % G == 0 && b < nb)
                 publish(p.tin + (size_t)((a0 + q * astride) * kRows + r) * B + b, tot);
@@ -329,13 +323,7 @@ __global__ void __launch_bounds__(NT, 1) splitk_layer_kernel(const SplitkArgs<T>
             have_lora = true;
         }
         lora_rows<T, BT>(brows, true, rank, lane, 32, my_lora, acc);
-        float v[V];
-#pragma unroll
-        for (int r = 0; r < kRows; r++)
-#pragma unroll
-            for (int b = 0; b < BT; b++)
-                v[r * BT + b] = acc[r][b];
-        const float tot = reduce_scatter<V>(v, lane);
+        const float tot = task_sums<BT>(acc, lane);
         const float u = __shfl_down_sync(kFull, tot, 8); // up row: BT * G = 8 lanes above
         const int idx = lane / G, r = idx / BT, b = idx - r * BT;
         if (lane % G == 0 && !(r & 1) && b < nb) {
@@ -575,48 +563,23 @@ gr_status setup_splitk_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *er
     return GR_OK;
 }
 
+gr_status setup_splitk_kernel(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
+    GR_DEC_DISPATCH(weight_dtype(op, ctx), setup_splitk_t)
+}
+
 } // namespace
 
 extern "C" gr_status gr_launch_decode_step_splitk(const gr_op *op, const gr_launch_ctx *ctx,
                                                   gr_error *err) {
-    switch (ctx->plan->bufs[op->inputs[0]].dtype) {
-    case GR_FP32:
-        return launch_splitk_t<float>(op, ctx, err);
-    case GR_BF16:
-        return launch_splitk_t<__nv_bfloat16>(op, ctx, err);
-    case GR_FP16:
-        return launch_splitk_t<__half>(op, ctx, err);
-    default:
-        return gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: unsupported dtype",
-                            op->kernel->name);
-    }
+    GR_DEC_DISPATCH(weight_dtype(op, ctx), launch_splitk_t)
 }
 
 // GR_STEP_TIMES: "layer,block,t0,...,t7" in ns from the last launch's earliest stamp.
 static void write_splitk_times(const splitk_state *s) {
-    const size_t n = s->times_n;
-    unsigned long long *h = (unsigned long long *)malloc(n * 8u);
-    FILE *f = fopen(s->times_path, "w");
-    if (!h || !f || cudaDeviceSynchronize() != cudaSuccess ||
-        cudaMemcpy(h, (unsigned char *)s->scratch + s->times_off, n * 8u, cudaMemcpyDeviceToHost) !=
-            cudaSuccess) {
-        fprintf(stderr, "graphrun: GR_STEP_TIMES: cannot write %s\n", s->times_path);
-    } else {
-        unsigned long long t0 = ~0ull;
-        for (size_t i = 0; i < n; i++)
-            if (h[i] && h[i] < t0) t0 = h[i];
-        fprintf(f, "layer,block,t0,t1,t2,t3,t4,t5,t6,t7\n");
-        for (size_t i = 0; i < n / kKMarks; i++) {
-            fprintf(f, "%zu,%zu", i / s->grid, i % s->grid);
-            for (int k = 0; k < kKMarks; k++) {
-                const unsigned long long v = h[i * kKMarks + k];
-                fprintf(f, ",%lld", v ? (long long)(v - t0) : -1LL);
-            }
-            fprintf(f, "\n");
-        }
-    }
-    if (f) fclose(f);
-    free(h);
+    const size_t grid = s->grid;
+    write_stamps(s->times_path, (unsigned char *)s->scratch + s->times_off, s->times_n, kKMarks,
+                 "layer,block,t0,t1,t2,t3,t4,t5,t6,t7",
+                 [grid](FILE *f, size_t i) { fprintf(f, "%zu,%zu", i / grid, i % grid); });
 }
 
 extern "C" void gr_teardown_decode_step_splitk(void *state) {
@@ -630,22 +593,7 @@ extern "C" void gr_teardown_decode_step_splitk(void *state) {
 extern "C" gr_status gr_setup_decode_step_splitk(const gr_op *op, const gr_launch_ctx *ctx,
                                                  void **state, gr_error *err) {
     *state = nullptr;
-    gr_status st;
-    switch (ctx->plan->bufs[op->inputs[0]].dtype) {
-    case GR_FP32:
-        st = setup_splitk_t<float>(op, ctx, err);
-        break;
-    case GR_BF16:
-        st = setup_splitk_t<__nv_bfloat16>(op, ctx, err);
-        break;
-    case GR_FP16:
-        st = setup_splitk_t<__half>(op, ctx, err);
-        break;
-    default:
-        st =
-            gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: unsupported dtype", op->kernel->name);
-    }
-    if (st != GR_OK) return st;
+    GR_TRY(setup_splitk_kernel(op, ctx, err));
     const long long L = (op->ninputs - 1) / GR_DEC_P_PER_LAYER, B = op->ip[GR_DEC_B];
     const long long d = op->ip[GR_DEC_K], r = op->ip[GR_DEC_RANK];
     const size_t n = xs_floats(L, B, d) + (size_t)(L * 2 * r * B);
