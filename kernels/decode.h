@@ -124,8 +124,8 @@ gr_status gr_launch_decode_step_stream(const gr_op *op, const gr_launch_ctx *ctx
  * and published to the others through flag-free stores (decode_splitk.cu has the design). So a
  * layer is one kernel instead of two. One block per SM of GR_DEC_K_THREADS(bt) threads; op->ip as
  * decode_step's, with these slots: */
-#define GR_DEC_K_LPR 5   /* op->ip[GR_DEC_TW]: lanes per W_down row in the down pass */
-#define GR_DEC_K_NSMAX 6 /* op->ip[GR_DEC_TILES]: outputs of the largest slice */
+#define GR_DEC_K_LPR GR_DEC_TW      /* lanes per W_down row in the down pass */
+#define GR_DEC_K_NSMAX GR_DEC_TILES /* outputs of the largest slice */
 #define GR_DEC_K_THREADS(bt) ((bt) >= 8 ? 256 : 512)
 gr_status gr_launch_decode_step_splitk(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 /* setup(): the accumulators (L + 1 x [B, d] fp32) and the published slots (L x [2r, B]), the
