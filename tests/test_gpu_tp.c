@@ -3,9 +3,9 @@
  * a device copy); the result is checked against the unsharded decode step on the same GPU, the
  * unsharded and the sharded CPU references, graph against eager, in fp32 (tight) and bf16 at the
  * default width, for B = 1 and 3, several consecutive steps, and every capture mode. P = 2, 4
- * and 8 run the same checks when that many devices are visible and otherwise print
- * "SKIPPED: needs N CUDA devices, found M". Without a device every test prints "SKIPPED: no
- * CUDA device" and passes. */
+ * and 8 run the same checks in suites of their own (gpu_tp_p2, _p4, _p8), each skipped
+ * ("needs N CUDA devices, found M") when fewer devices are visible, so that a one-GPU machine
+ * shows them as not run and gpu_tp as passed. Without a device every test is skipped. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@
 static int skip_unless_devices(int n, const char *test) {
     int found = gr_tp_visible_devices();
     if (found >= n) return 0;
-    printf("\n  SKIPPED: needs %d CUDA devices, found %d (%s)", n, found, test);
+    gr_test_skip(test, "needs %d CUDA devices, found %d", n, found);
     return 1;
 }
 
@@ -263,12 +263,17 @@ static CU_TestInfo gpu_tp_tests[] = {
     {"P = 1 bf16 at the default width", test_p1_bf16_default_width},
     {"three steps without re-initialisation", test_three_steps},
     {"capture modes", test_capture_modes},
-    {"P = 2", test_p2},
-    {"P = 4", test_p4},
-    {"P = 8", test_p8},
-    {"every P of this machine in one run", test_sweep},
     {"allreduce_sum needs graphrun tp", test_allreduce_needs_tp},
     CU_TEST_INFO_NULL};
+static CU_TestInfo gpu_tp_p2_tests[] = {
+    {"P = 2", test_p2}, {"every P of this machine in one run", test_sweep}, CU_TEST_INFO_NULL};
+static CU_TestInfo gpu_tp_p4_tests[] = {{"P = 4", test_p4}, CU_TEST_INFO_NULL};
+static CU_TestInfo gpu_tp_p8_tests[] = {{"P = 8", test_p8}, CU_TEST_INFO_NULL};
 
-static gr_suite_def gr_gpu_tp_suites[] = {{"gpu_tp", gpu_tp_tests, 1}, {NULL, NULL, 0}};
+/* one suite per device count, so that each CTest either ran all its tests or skipped them */
+static gr_suite_def gr_gpu_tp_suites[] = {{"gpu_tp", gpu_tp_tests, 1},
+                                          {"gpu_tp_p2", gpu_tp_p2_tests, 1},
+                                          {"gpu_tp_p4", gpu_tp_p4_tests, 1},
+                                          {"gpu_tp_p8", gpu_tp_p8_tests, 1},
+                                          {NULL, NULL, 0}};
 GR_REGISTER_SUITES(gr_gpu_tp_suites)

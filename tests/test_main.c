@@ -1,9 +1,10 @@
 /* Test runner: registers every suite, runs all or the one named with --suite NAME (CTest runs
  * one suite per test), and with --test TEXT only the tests whose name contains TEXT (to rerun a
- * few GPU tests in a short device call). GPU suites skip with "SKIPPED: no CUDA device" when there
- * is none. */
+ * few GPU tests in a short device call). A test that cannot run here (no CUDA device, too few
+ * devices, no browser) records a skip; the run then exits GR_TEST_SKIP_EXIT, never 0. */
 #include <CUnit/Basic.h>
 #include <cuda_runtime_api.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
@@ -33,9 +34,37 @@ int gr_test_have_gpu(void) {
     return have_gpu;
 }
 
+/* The tests that recorded a skip, each once (a test may skip from a helper it calls twice). */
+static CU_pTest *skipped;
+static unsigned nskipped, skipped_cap;
+
+void gr_test_skip(const char *test, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("\n  SKIPPED: ");
+    vprintf(fmt, ap);
+    printf(" (%s)", test);
+    va_end(ap);
+    CU_pTest t = CU_get_current_test();
+    if (!t) return;
+    for (unsigned i = 0; i < nskipped; i++)
+        if (skipped[i] == t) return;
+    if (nskipped == skipped_cap) {
+        unsigned cap = skipped_cap ? 2 * skipped_cap : 16;
+        CU_pTest *grown = realloc(skipped, cap * sizeof(*grown));
+        if (!grown) {
+            fprintf(stderr, "gr_tests: out of memory recording a skip\n");
+            exit(1);
+        }
+        skipped = grown;
+        skipped_cap = cap;
+    }
+    skipped[nskipped++] = t;
+}
+
 int gr_test_skip_without_gpu(const char *test) {
     if (gr_test_have_gpu()) return 0;
-    printf("\n  SKIPPED: no CUDA device (%s)", test);
+    gr_test_skip(test, "no CUDA device");
     return 1;
 }
 
@@ -131,7 +160,15 @@ const char *gr_test_tmpfile(const char *suffix, const void *data, size_t len) {
 }
 
 static int gpu_suite_init(void) {
-    if (!gr_test_have_gpu()) printf("\nSKIPPED: no CUDA device: GPU tests in this suite pass without running\n");
+    if (!gr_test_have_gpu())
+        printf("\nno CUDA device: the tests of this suite that need one are skipped\n");
+    return 0;
+}
+
+/* A skipped test that also failed an assertion counts as failed, not skipped. */
+static int test_failed(CU_pTest t) {
+    for (CU_pFailureRecord f = CU_get_failure_list(); f; f = f->pNext)
+        if (f->pTest == t) return 1;
     return 0;
 }
 
@@ -183,9 +220,22 @@ int main(int argc, char **argv) {
     }
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    unsigned run = CU_get_number_of_tests_run();
+    unsigned failed = CU_get_number_of_tests_failed() + CU_get_number_of_suites_failed();
+    unsigned asserts_failed = CU_get_number_of_failures();
+    unsigned run = CU_get_number_of_tests_run(), nskip = 0;
+    for (unsigned i = 0; i < nskipped; i++)
+        nskip += !test_failed(skipped[i]);
+    unsigned passed = run >= CU_get_number_of_tests_failed() + nskip
+                          ? run - CU_get_number_of_tests_failed() - nskip
+                          : 0;
+    /* One line for people and scripts: a skipped test is not a passed one. */
+    printf("gr_tests: %u tests: %u passed, %u failed, %u skipped\n", run, passed,
+           CU_get_number_of_tests_failed(), nskip);
+    for (unsigned i = 0; i < nskipped; i++)
+        if (!test_failed(skipped[i])) printf("  skipped: %s\n", skipped[i]->pName);
     CU_cleanup_registry();
-    if (run == 0) return 1;
-    return failed ? 1 : 0;
+    free(skipped);
+    if (run == 0 || failed || asserts_failed) return 1;
+    /* CTest's SKIP_RETURN_CODE: the suite shows as "Not Run (Skipped)", never as passed. */
+    return nskip ? GR_TEST_SKIP_EXIT : 0;
 }
