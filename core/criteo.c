@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fileio.h"
+
 float gr_criteo_dense(int64_t x) {
     return (float)log1p((double)(x > 0 ? x : 0));
 }
@@ -138,28 +140,99 @@ static int grow(gr_criteo_data *d, int64_t *cap) {
     return 1;
 }
 
+/* Lines of a stream, read in blocks so that a line's length is bounded without reading it whole
+ * (getline would grow its buffer to the longest line: a file without '\n' would fill memory). */
+typedef struct line_reader {
+    FILE *f;
+    char *buf;
+    size_t cap, start, end;
+    int eof;
+} line_reader;
+
+#define READ_CHUNK (1u << 16)
+
+static int lr_fill(line_reader *r) {
+    if (r->eof) return 0;
+    if (r->start > 0) {
+        memmove(r->buf, r->buf + r->start, r->end - r->start);
+        r->end -= r->start;
+        r->start = 0;
+    }
+    size_t got = fread(r->buf + r->end, 1, r->cap - r->end, r->f);
+    r->end += got;
+    if (got == 0) r->eof = 1;
+    return got > 0;
+}
+
+/* 1: a line in *line (len bytes, no '\n'), or *too_long when it passed GR_CRITEO_MAX_LINE (it
+ * was skipped to its end); 0: end of file (or a read error: ferror). */
+static int lr_next(line_reader *r, const char **line, size_t *len, int *too_long) {
+    *too_long = 0;
+    for (;;) {
+        char *nl = memchr(r->buf + r->start, '\n', r->end - r->start);
+        if (nl) {
+            *line = r->buf + r->start;
+            *len = (size_t)(nl - *line);
+            r->start = (size_t)(nl - r->buf) + 1;
+            return 1;
+        }
+        if (r->end - r->start > GR_CRITEO_MAX_LINE) break;
+        if (!lr_fill(r)) {
+            if (r->end == r->start) return 0;
+            *line = r->buf + r->start; /* the last line, without '\n' */
+            *len = r->end - r->start;
+            r->start = r->end;
+            return 1;
+        }
+    }
+    /* too long: skip to the next '\n' without keeping it */
+    *too_long = 1;
+    *line = NULL;
+    *len = 0;
+    r->start = r->end = 0;
+    for (;;) {
+        if (!lr_fill(r)) return 1;
+        char *nl = memchr(r->buf, '\n', r->end);
+        if (nl) {
+            r->start = (size_t)(nl - r->buf) + 1;
+            return 1;
+        }
+        r->start = r->end = 0;
+    }
+}
+
 static gr_status read_rows(FILE *f, gr_criteo_data *d, int64_t want, int64_t max_rows,
                            int skip_bad, gr_error *err) {
-    char *line = NULL;
-    size_t lcap = 0;
+    line_reader lr = {f, NULL, GR_CRITEO_MAX_LINE + 2 * READ_CHUNK, 0, 0, 0};
+    lr.buf = malloc(lr.cap);
+    if (!lr.buf) return gr_error_set(err, GR_ERR_NOMEM, d->path, "out of host memory");
     int64_t cap = 0;
     gr_status st = GR_OK;
     while (want == 0 || d->rows < want) {
+        const char *line;
+        size_t len;
+        int too_long;
         errno = 0;
-        ssize_t n = getline(&line, &lcap, f);
-        if (n < 0) {
+        if (!lr_next(&lr, &line, &len, &too_long)) {
             if (ferror(f))
                 st = gr_error_set(err, GR_ERR_IO, d->path, "read error after line %lld: %s",
                                   (long long)d->lines, strerror(errno ? errno : EIO));
             break;
         }
         d->lines++;
-        size_t len = (size_t)n;
-        if (len > 0 && line[len - 1] == '\n') len--;
         gr_criteo_row row;
         int col = 1;
         char why[200];
-        if (gr_criteo_parse_line(line, len, &row, &col, why, sizeof(why)) != GR_OK) {
+        gr_status pst;
+        if (too_long) {
+            snprintf(why, sizeof(why), "longer than %d bytes (README, \"Limits on input\"); a "
+                     "Criteo line is about 100-300 bytes: is this a TSV file?", GR_CRITEO_MAX_LINE);
+            col = GR_CRITEO_MAX_LINE + 1;
+            pst = GR_ERR_INPUT;
+        } else {
+            pst = gr_criteo_parse_line(line, len, &row, &col, why, sizeof(why));
+        }
+        if (pst != GR_OK) {
             if (!skip_bad) {
                 st = gr_error_at(err, GR_ERR_INPUT, d->path, (int)d->lines, col,
                                  "%s (fix the line, or pass --skip-bad-lines to skip and count "
@@ -196,8 +269,18 @@ static gr_status read_rows(FILE *f, gr_criteo_data *d, int64_t want, int64_t max
         d->missing_cat += row.missing_cat;
         d->positives += row.label != 0.0f;
     }
-    free(line);
+    free(lr.buf);
     return st;
+}
+
+/* The skipped lines kept, one error line each (path:line:column), when too few rows remain. */
+static void list_skipped(const gr_criteo_data *d, gr_error *err) {
+    for (int i = 0; i < d->nbad; i++)
+        gr_error_at(err, GR_ERR_INPUT, d->path, (int)d->bad[i].line, d->bad[i].column, "skipped: %s",
+                    d->bad[i].why);
+    if (d->skipped > d->nbad)
+        gr_error_set(err, GR_ERR_INPUT, d->path, "%lld more malformed lines skipped",
+                     (long long)(d->skipped - d->nbad));
 }
 
 gr_status gr_criteo_read(const char *path, int64_t want, int64_t max_rows, int skip_bad,
@@ -206,26 +289,30 @@ gr_status gr_criteo_read(const char *path, int64_t want, int64_t max_rows, int s
     gr_criteo_data *d = calloc(1, sizeof(*d));
     if (!d) return gr_error_set(err, GR_ERR_NOMEM, path, "out of host memory");
     snprintf(d->path, sizeof(d->path), "%s", path);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
+    FILE *f = NULL;
+    gr_status st = gr_file_open(path, GR_FILE_TSV, &f, NULL, err);
+    if (st != GR_OK) {
         gr_criteo_destroy(d);
-        return gr_error_set(err, GR_ERR_IO, path, "cannot open the --input file: %s", strerror(e));
+        return st;
     }
-    gr_status st = read_rows(f, d, want, max_rows > 0 ? max_rows : GR_CRITEO_MAX_ROWS, skip_bad, err);
+    st = read_rows(f, d, want, max_rows > 0 ? max_rows : GR_CRITEO_MAX_ROWS, skip_bad, err);
     fclose(f);
-    if (st == GR_OK && d->rows == 0)
+    if (st == GR_OK && d->rows == 0) {
         st = gr_error_set(err, GR_ERR_INPUT, path,
                           "no data rows (%lld lines read, %lld malformed skipped); the file must "
                           "hold Criteo Kaggle train.txt lines",
                           (long long)d->lines, (long long)d->skipped);
-    if (st == GR_OK && want > 0 && d->rows < want)
+        list_skipped(d, err);
+    }
+    if (st == GR_OK && want > 0 && d->rows < want) {
         st = gr_error_set(err, GR_ERR_INPUT, path,
                           "has %lld rows (%lld lines, %lld malformed skipped) but B = %lld rows "
                           "were asked for; use --set B=%lld or fewer, or leave B unset to take "
                           "every row",
                           (long long)d->rows, (long long)d->lines, (long long)d->skipped,
                           (long long)want, (long long)d->rows);
+        list_skipped(d, err);
+    }
     if (st != GR_OK) {
         gr_criteo_destroy(d);
         return st;

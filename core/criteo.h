@@ -21,6 +21,7 @@ extern "C" {
 #define GR_CRITEO_FIELDS (1 + GR_CRITEO_DENSE + GR_CRITEO_CAT)
 #define GR_CRITEO_MAX_ROWS 1000000 /* rows taken when the batch is not given */
 #define GR_CRITEO_KEEP_BAD 8       /* skipped lines remembered for the report */
+#define GR_CRITEO_MAX_LINE 65536   /* bytes in one line, its '\n' excluded (README, "Limits on input") */
 
 typedef struct gr_criteo_row {
     float label;                  /* 0 or 1 */
@@ -61,7 +62,10 @@ typedef struct gr_criteo_data {
 /* Read the first `want` good rows (want > 0: a file with fewer is an error naming both counts)
  * or every row (want == 0: more than max_rows is an error). A malformed line is an error at
  * "path:line:column" (GR_ERR_INPUT, exit 2) unless skip_bad, which counts it and goes on.
- * Lines after the `want`-th good row are not read. */
+ * Lines after the `want`-th good row are not read. The file is opened through core/fileio (a
+ * regular file within the TSV limit); a line longer than GR_CRITEO_MAX_LINE bytes is malformed
+ * (it is not read into memory whole). When no row is kept, the error lists the first skipped
+ * lines with their reasons. */
 gr_status gr_criteo_read(const char *path, int64_t want, int64_t max_rows, int skip_bad,
                          gr_criteo_data **out, gr_error *err);
 void gr_criteo_destroy(gr_criteo_data *d);

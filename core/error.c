@@ -10,18 +10,87 @@ void gr_error_clear(gr_error *err) {
     if (err) memset(err, 0, sizeof(*err));
 }
 
-static void append_line(gr_error *err, const char *prefix, const char *fmt, va_list ap) {
+/* Room kept at the end of msg for the "(N more problems not shown)" line. */
+#define NOTE_ROOM 48
+/* A message cut to fit keeps at least this much, else it is counted as not shown. */
+#define MIN_CUT 96
+
+/* The end of the shown messages: before the note line when there is one. */
+static size_t body_len(const gr_error *err) {
     size_t used = strlen(err->msg);
-    size_t room = sizeof(err->msg) - used;
-    if (err->count >= GR_ERROR_MAX_ITEMS || room < 64) {
-        err->truncated = 1;
+    if (err->hidden <= 0) return used;
+    const char *nl = strrchr(err->msg, '\n');
+    return nl ? (size_t)(nl - err->msg) : 0;
+}
+
+static void write_note(gr_error *err, size_t at) {
+    if (err->hidden <= 0) return;
+    snprintf(err->msg + at, sizeof(err->msg) - at, "%s(%d more problem%s not shown)", at ? "\n" : "",
+             err->hidden, err->hidden == 1 ? "" : "s");
+}
+
+static void hide(gr_error *err) {
+    size_t at = body_len(err);
+    err->hidden++;
+    err->truncated = 1;
+    write_note(err, at);
+}
+
+/* Copy `line` (len bytes) to dst (room bytes, room > 4), cut with "..." when it does not fit.
+ * Returns the bytes written, without the NUL. */
+static size_t put_cut(char *dst, size_t room, const char *line, size_t len) {
+    if (len < room) {
+        memcpy(dst, line, len);
+        dst[len] = '\0';
+        return len;
+    }
+    size_t keep = room - 4;
+    /* do not split a UTF-8 sequence */
+    while (keep > 0 && ((unsigned char)line[keep] & 0xC0) == 0x80) keep--;
+    memcpy(dst, line, keep);
+    memcpy(dst + keep, "...", 4);
+    return keep + 3;
+}
+
+static int already_recorded(const gr_error *err, size_t body, const char *line, size_t len) {
+    const char *p = err->msg, *end = err->msg + body;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (l == len && !memcmp(p, line, len)) return 1;
+        if (!nl) break;
+        p = nl + 1;
+    }
+    return 0;
+}
+
+static void append_line(gr_error *err, const char *prefix, const char *fmt, va_list ap) {
+    char line[GR_ERROR_MSG_MAX + 8];
+    int n = 0;
+    if (prefix && prefix[0]) n = snprintf(line, sizeof(line), "%s: ", prefix);
+    if (n < 0) n = 0;
+    if ((size_t)n >= sizeof(line)) n = (int)sizeof(line) - 1;
+    int m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    size_t len = (size_t)n + (m > 0 ? (size_t)m : 0);
+    if (len >= sizeof(line)) len = sizeof(line) - 1; /* cut below with "..." */
+    size_t body = body_len(err);
+    if (already_recorded(err, body, line, len)) return;
+    if (err->hidden > 0 || err->count >= GR_ERROR_MAX_ITEMS) {
+        hide(err);
         return;
     }
-    char *p = err->msg + used;
-    int n = 0;
-    if (used > 0) n += snprintf(p + n, room - (size_t)n, "\n");
-    if (prefix && prefix[0]) n += snprintf(p + n, room - (size_t)n, "%s: ", prefix);
-    if ((size_t)n < room) vsnprintf(p + n, room - (size_t)n, fmt, ap);
+    size_t sep = body ? 1 : 0;
+    size_t room = sizeof(err->msg) - body - sep; /* bytes left for the line and its NUL */
+    if (room > NOTE_ROOM) room -= NOTE_ROOM;
+    else room = 0;
+    if (body == 0) room = sizeof(err->msg) - NOTE_ROOM; /* the first message always shows */
+    if (len >= room && body != 0 && room < MIN_CUT) {
+        hide(err);
+        return;
+    }
+    if (sep) err->msg[body] = '\n';
+    if (len >= room) err->truncated = 1;
+    put_cut(err->msg + body + sep, room, line, len);
 }
 
 gr_status gr_error_set(gr_error *err, gr_status code, const char *path, const char *fmt, ...) {
@@ -67,22 +136,38 @@ void gr_error_prefix(gr_error *err, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof(prefix), fmt, ap);
     va_end(ap);
+    size_t plen = strlen(prefix);
     char out[GR_ERROR_MSG_MAX];
+    char line[GR_ERROR_MSG_MAX + 640];
     size_t o = 0;
-    const char *line = err->msg;
-    while (*line && o + 1 < sizeof(out)) {
-        const char *nl = strchr(line, '\n');
-        size_t len = nl ? (size_t)(nl - line) : strlen(line);
-        int n = snprintf(out + o, sizeof(out) - o, "%s%.*s%s", prefix, (int)len, line, nl ? "\n" : "");
-        if (n < 0 || (size_t)n >= sizeof(out) - o) {
+    size_t body = body_len(err);
+    const char *p = err->msg, *end = err->msg + body;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        size_t sep = o ? 1 : 0;
+        size_t room = sizeof(out) - o - sep;
+        room = room > NOTE_ROOM ? room - NOTE_ROOM : 0;
+        if (o == 0) room = sizeof(out) - NOTE_ROOM;
+        if (room < MIN_CUT && o) { /* this line and the rest no longer fit */
+            for (const char *q = p; q && q < end;) { /* count the lines not shown */
+                err->hidden++;
+                q = memchr(q, '\n', (size_t)(end - q));
+                if (q) q++;
+            }
             err->truncated = 1;
             break;
         }
-        o += (size_t)n;
-        line = nl ? nl + 1 : line + len;
+        memcpy(line, prefix, plen);
+        memcpy(line + plen, p, len);
+        if (plen + len >= room) err->truncated = 1;
+        if (sep) out[o++] = '\n';
+        o += put_cut(out + o, room, line, plen + len);
+        p = nl ? nl + 1 : end;
     }
-    out[o < sizeof(out) ? o : sizeof(out) - 1] = '\0';
-    memcpy(err->msg, out, sizeof(out));
+    out[o] = '\0';
+    memcpy(err->msg, out, o + 1);
+    write_note(err, o);
 }
 
 int gr_error_failed(const gr_error *err) {

@@ -30,8 +30,9 @@ typedef enum gr_status {
 
 typedef struct gr_error {
     gr_status code;   /* code of the first problem recorded */
-    int count;        /* problems recorded (messages may be fewer, see truncated) */
-    int truncated;    /* 1 when messages were dropped for lack of room */
+    int count;        /* problems recorded (messages may be fewer: duplicates, hidden) */
+    int truncated;    /* 1 when a message was cut or not shown for lack of room */
+    int hidden;       /* messages not shown; msg then ends "(N more problems not shown)" */
     char file[512];   /* file the first problem is in, if any */
     int line, column; /* position of a syntax error, 0 if unknown */
     char path[256];   /* JSON path of the first problem, e.g. ops[3].inputs[1] */
@@ -41,7 +42,10 @@ typedef struct gr_error {
 } gr_error;
 
 void gr_error_clear(gr_error *err);
-/* Record a problem. `path` (may be NULL) is the place prefix, e.g. a JSON path. Returns code. */
+/* Record a problem. `path` (may be NULL) is the place prefix, e.g. a JSON path. Returns code.
+ * A message identical to one already recorded is counted but not repeated. When msg is full, a
+ * message is cut with "..." (the first one always shows) and later ones are counted in a last
+ * line "(N more problems not shown)": nothing is dropped silently. */
 gr_status gr_error_set(gr_error *err, gr_status code, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Record a problem in a file at line:column (syntax errors). */

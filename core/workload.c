@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/expr.h"
+#include "core/fileio.h"
 
 static const char *json_type_word(const json_t *v) {
     switch (json_typeof(v)) {
@@ -225,24 +226,13 @@ static gr_status finish_load(gr_workload *wl, json_t *root, gr_workload **out, g
 
 gr_status gr_workload_load_file(const char *path, gr_workload **out, gr_error *err) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return gr_error_set(err, GR_ERR_IO, path,
-                            "cannot open the workload file (check the path; bundled workloads "
-                            "are in workloads/)");
-    json_error_t jerr;
-    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
-    fclose(f);
-    if (!root)
-        return gr_error_at(err, GR_ERR_INPUT, path, jerr.line, jerr.column, "invalid JSON: %s",
-                           jerr.text);
-    gr_workload *wl = calloc(1, sizeof(*wl));
-    if (!wl) {
-        json_decref(root);
-        return gr_error_set(err, GR_ERR_NOMEM, path, "out of memory");
-    }
-    set_dir(wl, path);
-    return finish_load(wl, root, out, err);
+    char *text = NULL;
+    size_t len = 0;
+    gr_status st = gr_file_read_all(path, GR_FILE_WORKLOAD, &text, &len, err);
+    if (st != GR_OK) return st;
+    st = gr_workload_load_string(text, len, path, out, err);
+    free(text);
+    return st;
 }
 
 gr_status gr_workload_load_string(const char *text, size_t len, const char *label,

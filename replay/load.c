@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/expr.h"
+#include "core/fileio.h"
 #include "kernels/registry.h"
 
 uint64_t gr_fnv1a(uint64_t h, const void *data, size_t len) {
@@ -19,43 +20,10 @@ uint64_t gr_fnv1a(uint64_t h, const void *data, size_t len) {
     return h;
 }
 
-/* The whole file, NUL-terminated (the loader takes a length, the NUL is for safety). */
+/* The whole file, NUL-terminated, through core/fileio (a regular file within the workload
+ * limit: /dev/zero, a FIFO or a directory is refused before anything is read). */
 static gr_status read_file(const char *path, char **out, size_t *len, gr_error *err) {
-    *out = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return gr_error_set(err, GR_ERR_IO, path,
-                            "cannot open the workload file (check the path; bundled workloads "
-                            "are in workloads/)");
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (n + 1 < cap) break; /* short read: end of file or an error */
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    int failed = ferror(f);
-    int saved = errno;
-    fclose(f);
-    if (!buf) return gr_error_set(err, GR_ERR_NOMEM, path, "out of memory reading the file");
-    if (failed) {
-        free(buf);
-        return gr_error_set(err, GR_ERR_IO, path, "cannot read the workload file: %s (is it a file?)",
-                            strerror(saved));
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return GR_OK;
+    return gr_file_read_all(path, GR_FILE_WORKLOAD, out, len, err);
 }
 
 gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_loaded *l,

@@ -328,7 +328,7 @@ static void test_read_errors(void) {
     /* a file that is not there */
     gr_error_clear(&e);
     CU_ASSERT_EQUAL(gr_criteo_read("/nonexistent/x.tsv", 0, 0, 0, &d, &e), GR_ERR_IO);
-    GR_ASSERT_CONTAINS(e.msg, "/nonexistent/x.tsv: cannot open the --input file");
+    GR_ASSERT_CONTAINS(e.msg, "/nonexistent/x.tsv: cannot open the TSV input file");
     CU_ASSERT_EQUAL(gr_exit_code(e.code), 2);
 }
 
@@ -567,7 +567,7 @@ static void test_cli_input(void) {
     CU_ASSERT_EQUAL(run_cli("run workloads/dlrm_small.json --input", out, sizeof(out)), 2);
     GR_ASSERT_CONTAINS(out, "option --input needs a value");
     CU_ASSERT_EQUAL(run_cli("validate workloads/dlrm_small.json --input /nonexistent.tsv", out, sizeof(out)), 2);
-    GR_ASSERT_CONTAINS(out, "/nonexistent.tsv: cannot open the --input file");
+    GR_ASSERT_CONTAINS(out, "/nonexistent.tsv: cannot open the TSV input file");
     snprintf(args, sizeof(args), "validate workloads/pointwise_fusion.json --input %s", good);
     CU_ASSERT_EQUAL(run_cli(args, out, sizeof(out)), 2);
     GR_ASSERT_CONTAINS(out, "--input: workload pointwise_fusion has no param \"B\"");
