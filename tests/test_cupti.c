@@ -5,6 +5,7 @@
  * codes, messages, a fake traced program), and the recorded H200 fixtures in tests/data/ cross-
  * checked with a separate jansson-based reader. None of it needs a GPU. */
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -25,6 +26,7 @@
 #include "cupti_tools/report.h"
 #include "cupti_tools/trace.h"
 #include "cupti_tools/writer.h"
+#include "kernels/registry.h"
 #include "replay/trace.h"
 #include "tests.h"
 
@@ -391,8 +393,7 @@ static void test_reader_errors(void) {
     expect_bad(HDR "{\"t\":\"k\",\"n\":1,\"s\":1,\"e\":2,\"str\":1,\"corr\":5000000000}\n" END0, "\"corr\" is out of range");
     expect_bad(HDR "{\"t\":\"k\",\"n\":1,\"s\":1,\"e\":2,\"str\":1,\"corr\":1,\"g\":[1,1]}\n" END0,
                "\"g\" must have 3 numbers [x, y, z], got 2");
-    expect_bad(HDR "{\"t\":\"k\",\"n\":1,\"s\":5,\"e\":2,\"str\":1,\"corr\":1}\n" END0, "t.jsonl:2:");
-    expect_bad(HDR "{\"t\":\"k\",\"n\":1,\"s\":5,\"e\":2,\"str\":1,\"corr\":1}\n" END0, "ends before it starts");
+    /* a kernel ending before it starts is excluded and counted, not an error: badinput_launchstat */
     expect_bad(HDR "{\"t\":\"k\",\"n\":0,\"s\":1,\"e\":2,\"str\":1,\"corr\":1}\n" END0, "name id 0 out of range");
     expect_bad(HDR "{\"t\":\"api\",\"d\":\"xx\",\"cb\":1,\"n\":1,\"s\":1,\"e\":2,\"corr\":1}\n" END0,
                "\"d\" must be \"rt\" or \"drv\", got \"xx\"");
@@ -2110,10 +2111,173 @@ typedef struct fx_name {
     size_t n, cap;
 } fx_name;
 
+/* The graphrun command a fixture was recorded with (its header's "command"): the workload, its
+ * --set assignments, --variant and the step counts, so that the trace's counts can be checked
+ * against the plan that ran rather than against the trace itself. */
+typedef struct fx_cmd {
+    char workload[512], variant[64];
+    char sets[16][128];
+    int nsets, iters, warmup, batches, trace_iters, unroll;
+} fx_cmd;
+
+static int fx_parse_command(const char *command, fx_cmd *c) {
+    memset(c, 0, sizeof(*c));
+    c->iters = -1, c->warmup = -1, c->batches = -1, c->trace_iters = -1, c->unroll = 1;
+    char buf[2048];
+    snprintf(buf, sizeof(buf), "%s", command);
+    char *words[128];
+    int n = 0;
+    for (char *w = strtok(buf, " "); w && n < 128; w = strtok(NULL, " "))
+        words[n++] = w;
+    size_t l0 = n > 0 ? strlen(words[0]) : 0;
+    if (n < 3 || l0 < 8 || strcmp(words[0] + l0 - 8, "graphrun") || strcmp(words[1], "run")) return 0;
+    snprintf(c->workload, sizeof(c->workload), "%s", words[2]);
+    for (int i = 3; i + 1 < n; i++) {
+        const char *o = words[i], *v = words[i + 1];
+        if (!strcmp(o, "--set") && c->nsets < 16) snprintf(c->sets[c->nsets++], 128, "%s", v);
+        else if (!strcmp(o, "--variant")) snprintf(c->variant, sizeof(c->variant), "%s", v);
+        else if (!strcmp(o, "--iters")) c->iters = atoi(v);
+        else if (!strcmp(o, "--warmup")) c->warmup = atoi(v);
+        else if (!strcmp(o, "--batches")) c->batches = atoi(v);
+        else if (!strcmp(o, "--trace-iters")) c->trace_iters = atoi(v);
+        else if (!strcmp(o, "--unroll")) c->unroll = atoi(v);
+        else continue;
+        i++;
+    }
+    return 1;
+}
+
+/* The plan of one variant of the recorded workload, on the default target (the H200 the
+ * fixtures were recorded on). */
+static gr_plan *fx_plan(const fx_cmd *c, const char *variant) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_workload *wl = NULL;
+    if (gr_workload_load_file(gr_test_src(c->workload), &wl, &e) != GR_OK) {
+        fprintf(stderr, "\n    %s: %s", c->workload, e.msg);
+        return NULL;
+    }
+    for (int i = 0; i < c->nsets; i++)
+        if (gr_workload_set(wl, c->sets[i], &e) != GR_OK) fprintf(stderr, "\n    --set %s: %s", c->sets[i], e.msg);
+    gr_plan *p = NULL;
+    const char *v = gr_workload_variant(wl, variant, &e);
+    gr_target t = gr_target_default();
+    if (!v || gr_plan_resolve(wl, v, &t, gr_kernel_find, gr_kernel_all_names, &p, &e) != GR_OK)
+        fprintf(stderr, "\n    %s variant %s: %s", c->workload, variant ? variant : "(default)", e.msg);
+    gr_workload_destroy(wl);
+    return p;
+}
+
+/* bench/torch_mlp.py: cudaProfilerStart/Stop bracket its --iters measured steps (one region);
+ * a step is --layers x (Linear + GELU), one kernel each (addmm, gelu) on the H200; graph
+ * mode replays one graph per step and launches nothing else in the region. */
+static int check_fixture_torch(const char *path, const gr_trace *t, const gr_ls_report *rep) {
+    int iters = 1000, layers = 8, graph = strstr(t->command, "--mode graph") != NULL;
+    const char *v = strstr(t->command, "--iters ");
+    if (v) iters = atoi(v + 8);
+    if ((v = strstr(t->command, "--layers "))) layers = atoi(v + 9);
+    CU_ASSERT_EQUAL_FATAL(rep->nregions, 1);
+    const gr_ls_scope *s = &rep->regions[0];
+    CU_ASSERT_EQUAL(s->steps, iters);
+    CU_ASSERT_EQUAL(s->kernels % (size_t)iters, 0);
+    CU_ASSERT_EQUAL(s->kernels / (size_t)iters, 2 * (size_t)layers); /* addmm + gelu */
+    if (graph) {
+        CU_ASSERT_EQUAL(s->graph.launches, (size_t)iters);
+        CU_ASSERT_EQUAL(s->graph_launch_calls, (size_t)iters);
+        CU_ASSERT_EQUAL(s->graph.node_kernels, s->kernels);
+        CU_ASSERT_EQUAL(s->launch_calls, 0);
+    } else {
+        CU_ASSERT_EQUAL(s->graph.launches, 0);
+        CU_ASSERT_EQUAL(s->launch_calls, s->kernels);
+    }
+    printf("\n      %s: %lld steps, %zu kernels (%zu a step), %zu graph launches, %zu launch calls", path,
+           (long long)s->steps, s->kernels, s->kernels / (size_t)(iters > 0 ? iters : 1), s->graph.launches,
+           s->launch_calls);
+    return 1;
+}
+
+/* Counts of a graphrun fixture against the workload that recorded it. Traced regions (--trace):
+ * each runs warm-up + --trace-iters steps of one variant (replay/trace.c: warm-up is a tenth,
+ * at least 3); a step is the plan's kernels, eager launches one call per kernel and graph one
+ * graph launch per step. A library op (cuBLAS) launches kernels the library chooses: then a
+ * step is at least the plan's count, the same in every step and in both modes. Returns how
+ * many scopes it checked. */
+static int check_fixture_workload(const char *path, const gr_trace *t, const gr_ls_report *rep) {
+    fx_cmd c;
+    if (strstr(t->command, "bench/torch_mlp.py")) return check_fixture_torch(path, t, rep);
+    if (!fx_parse_command(t->command, &c)) return 0;
+    int checked = 0;
+    if (rep->nregions > 0) {
+        int iters = c.trace_iters > 0 ? c.trace_iters : (c.iters > 0 && c.iters < 200 ? c.iters : 200);
+        int64_t steps = iters + (iters / 10 < 3 ? 3 : iters / 10);
+        char last_variant[64] = "";
+        size_t last_per_step = 0;
+        for (size_t r = 0; r < rep->nregions; r++) {
+            const gr_ls_scope *s = &rep->regions[r];
+            gr_plan *p = fx_plan(&c, s->variant);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            CU_ASSERT_EQUAL(s->steps, steps);
+            CU_ASSERT_EQUAL(s->kernels % (size_t)steps, 0);
+            size_t per_step = s->kernels / (size_t)steps;
+            if (p->library_ops == 0) {
+                CU_ASSERT_EQUAL(per_step, (size_t)p->kernels);
+            } else {
+                CU_ASSERT_TRUE(per_step >= (size_t)p->kernels);
+            }
+            if (!strcmp(last_variant, s->variant)) {
+                CU_ASSERT_EQUAL(per_step, last_per_step);
+            }
+            snprintf(last_variant, sizeof(last_variant), "%s", s->variant);
+            last_per_step = per_step;
+            if (!strcmp(s->mode, "graph")) {
+                CU_ASSERT_EQUAL(s->graph.launches, (size_t)steps / (size_t)c.unroll);
+                CU_ASSERT_EQUAL(s->graph_launch_calls, (size_t)steps / (size_t)c.unroll);
+                CU_ASSERT_EQUAL(s->graph.node_kernels, s->kernels);
+                CU_ASSERT_EQUAL(s->launch_calls, 0);
+            } else {
+                CU_ASSERT_STRING_EQUAL(s->mode, "eager");
+                CU_ASSERT_EQUAL(s->launch_calls, s->kernels);
+                CU_ASSERT_EQUAL(s->graph_launch_calls, 0);
+            }
+            if (s->steps != steps || s->kernels % (size_t)steps || per_step < (size_t)p->kernels ||
+                (p->library_ops == 0 && per_step != (size_t)p->kernels))
+                fprintf(stderr, "\n    %s region \"%s\": %lld steps, %zu kernels; the workload says %lld x %d (%d library ops)",
+                        path, s->name, (long long)s->steps, s->kernels, (long long)steps, p->kernels, p->library_ops);
+            gr_plan_destroy(p);
+            checked++;
+        }
+    } else {
+        /* A whole graphrun run under the injection (cupti-launchstat -- graphrun run ...): the
+         * graph replays warm-up + --iters steps plus the graph check's one; eager runs as many
+         * (its check and its timing) plus the buffer initialisation, less than a step. */
+        gr_plan *p = fx_plan(&c, c.variant[0] ? c.variant : NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_EQUAL(p->library_ops, 0);
+        CU_ASSERT_TRUE(c.iters > 0 && c.warmup >= 0 && c.unroll == 1);
+        const gr_ls_scope *a = &rep->all;
+        size_t steps = (size_t)c.iters + (size_t)(c.warmup > 0 ? c.warmup : 0) + 1;
+        size_t eager_steps_kernels = steps * (size_t)p->kernels;
+        CU_ASSERT_EQUAL(a->graph.launches, steps);
+        CU_ASSERT_EQUAL(a->graph_launch_calls, steps);
+        CU_ASSERT_EQUAL(a->graph.node_kernels, steps * (size_t)p->kernels);
+        CU_ASSERT_TRUE(a->eager_kernels >= eager_steps_kernels &&
+                       a->eager_kernels - eager_steps_kernels < (size_t)p->kernels);
+        if (a->graph.launches != steps || a->eager_kernels < eager_steps_kernels)
+            fprintf(stderr, "\n    %s: %zu graph launches, %zu node kernels, %zu eager kernels; the workload says "
+                    "%zu steps of %d kernels", path, a->graph.launches, a->graph.node_kernels, a->eager_kernels,
+                    steps, p->kernels);
+        gr_plan_destroy(p);
+        checked++;
+    }
+    return checked;
+}
+
 /* A separate reader (jansson, one object per line) that computes kernel counts, busy time over
- * all streams and median kernel durations per name; the analyzer must agree. */
-static void check_fixture(const char *path) {
+ * all streams and median kernel durations per name; the analyzer must agree. Returns how many
+ * scopes were also checked against the workload that recorded the trace. */
+static int check_fixture(const char *path) {
     FILE *f = fopen(path, "r");
+    if (!f) fprintf(stderr, "\n    %s: %s", path, strerror(errno));
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     char *line = NULL;
     size_t cap = 0;
@@ -2267,41 +2431,62 @@ static void check_fixture(const char *path) {
                    s->no_api);
     }
     CU_ASSERT_TRUE(region_kernels <= rep->all.kernels);
+    int against = check_fixture_workload(path, t, rep);
+    if (against) printf("\n      %d scope(s) checked against the workload that recorded it", against);
     gr_ls_report_destroy(rep);
     gr_trace_destroy(t);
     json_decref(pending);
     json_decref(names);
     free(evs);
+    return against;
 }
+
+/* The traces committed under tests/data (scripts/record-fixtures): each must be there, so that
+ * a lost fixture or an empty folder fails instead of checking nothing. */
+static const char *const committed_fixtures[] = {
+    "decode_step.jsonl",     "launch_bound_k200.jsonl", "launch_bound_k200_injection.jsonl",
+    "pointwise_fusion_n4096.jsonl", "torch_mlp_eager.jsonl", "torch_mlp_graph.jsonl"};
+#define NCOMMITTED (sizeof(committed_fixtures) / sizeof(committed_fixtures[0]))
 
 static void test_fixtures(void) {
     /* GR_FIXTURE_DIR: check freshly recorded fixtures (scripts/record-fixtures OUTDIR) before
      * they replace tests/data */
-    const char *dir = getenv("GR_FIXTURE_DIR") ? getenv("GR_FIXTURE_DIR") : gr_test_src("tests/data");
+    const char *env = getenv("GR_FIXTURE_DIR");
+    char dir[PATH_MAX]; /* a copy: gr_test_src's buffers are reused by the checks */
+    snprintf(dir, sizeof(dir), "%s", env ? env : gr_test_src("tests/data"));
     DIR *d = opendir(dir);
-    int n = 0;
-    if (d) {
-        struct dirent *ent;
-        while ((ent = readdir(d))) {
-            size_t l = strlen(ent->d_name);
-            if (l < 7 || strcmp(ent->d_name + l - 6, ".jsonl") != 0) continue;
-            /* capcheck_*.jsonl are capture-check event recordings (suite capcheck_io), not traces */
-            if (!strncmp(ent->d_name, "capcheck_", 9)) continue;
-            char path[PATH_MAX];
-            snprintf(path, sizeof(path), "%s/%s", dir, ent->d_name);
-            struct stat sb;
-            if (stat(path, &sb) == 0) CU_ASSERT_TRUE(sb.st_size < 2 * 1000 * 1000); /* fixtures stay small */
-            check_fixture(path);
-            n++;
-        }
-        closedir(d);
+    if (!d) fprintf(stderr, "\n    %s: %s", dir, strerror(errno));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    int n = 0, found[NCOMMITTED] = {0};
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        size_t l = strlen(ent->d_name);
+        if (l < 7 || strcmp(ent->d_name + l - 6, ".jsonl") != 0) continue;
+        /* capcheck_*.jsonl are capture-check event recordings (suite capcheck_io), not traces */
+        if (!strncmp(ent->d_name, "capcheck_", 9)) continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%s", dir, ent->d_name);
+        struct stat sb;
+        if (stat(path, &sb) == 0) CU_ASSERT_TRUE(sb.st_size < 2 * 1000 * 1000); /* fixtures stay small */
+        int against = check_fixture(path);
+        for (size_t i = 0; i < NCOMMITTED; i++)
+            if (!strcmp(ent->d_name, committed_fixtures[i])) {
+                found[i] = 1;
+                CU_ASSERT_TRUE(against > 0); /* each committed trace is checked against its workload */
+            }
+        n++;
     }
-    if (n == 0 && getenv("GR_FIXTURE_DIR")) {
-        printf("\n  GR_FIXTURE_DIR=%s holds no *.jsonl fixture", dir);
-        CU_FAIL("GR_FIXTURE_DIR holds no *.jsonl fixture");
-    } else if (n == 0) {
-        printf("\n  NOTE: no trace fixture in tests/data/*.jsonl yet (record them on the GPU machine with "
-               "scripts/record-fixtures): this test passes without checking anything");
+    closedir(d);
+    printf("\n    %d trace fixtures in %s", n, dir);
+    if (env) {
+        if (n == 0) fprintf(stderr, "\n    GR_FIXTURE_DIR=%s holds no *.jsonl fixture", dir);
+        CU_ASSERT_TRUE(n > 0);
+        return;
+    }
+    CU_ASSERT_TRUE(n >= (int)NCOMMITTED);
+    for (size_t i = 0; i < NCOMMITTED; i++) {
+        if (!found[i]) fprintf(stderr, "\n    tests/data/%s is missing", committed_fixtures[i]);
+        CU_ASSERT_TRUE(found[i]);
     }
 }
 
