@@ -156,29 +156,70 @@ static const char *usage_validate =
     "  graphrun validate workloads/pointwise_fusion.json --set n=4096\n";
 
 static const char *usage_kernels =
-    "usage: graphrun kernels [NAME]\n"
+    "usage: graphrun kernels [NAME...]\n"
     "\n"
-    "Lists the kernel registry: name, inputs, outputs, attributes. With NAME, that kernel only.\n"
+    "Lists the kernel registry: name, inputs, outputs, attributes. With NAMEs, those kernels only\n"
+    "(an unknown name is exit 2).\n"
     "\n"
     "example:\n"
     "  graphrun kernels add_mul_act_vec\n";
 
+/* An argument echoed in a message: at most 120 bytes, then "..." (a hostile argument can be
+ * megabytes long). */
+static const char *clip(const char *arg, char *buf, size_t size) {
+    size_t n = strlen(arg);
+    if (n < 120 || size < 128) return arg;
+    snprintf(buf, size, "%.117s...", arg);
+    return buf;
+}
+
+/* The message, then the command's usage line and where the options are: the full usage would push
+ * the message off the screen. */
 static int usage_error(const char *cmd_usage, const char *fmt, const char *arg) {
+    char c[128];
     fprintf(stderr, "graphrun: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n\n%s", cmd_usage);
+    fprintf(stderr, fmt, arg ? clip(arg, c, sizeof(c)) : "");
+    const char *u = strstr(cmd_usage, "usage: graphrun ");
+    if (!u) u = cmd_usage;
+    int len = (int)strcspn(u, "\n");
+    const char *cmd = u + (u == cmd_usage && strncmp(u, "usage: ", 7) ? 0 : 16);
+    int clen = (int)strcspn(cmd, " \n");
+    if (!strncmp(cmd, "COMMAND", 7)) clen = 0;
+    fprintf(stderr, "\n%.*s\n(graphrun %.*s%s--help lists the %s)\n", len, u, clen, cmd,
+            clen ? " " : "", clen ? "options" : "commands");
     return 2;
 }
 
+/* A whole number in [lo, hi]: digits with an optional exponent ("1e3"), no trailing junk; the
+ * range is checked before any conversion to int (1e99 must not overflow). */
 static int parse_int(const char *s, int lo, int hi, int *out) {
     double v;
-    if (!gr_parse_number(s, &v) || v != (double)(long long)v || v < lo || v > hi) return 0;
+    if (!gr_parse_number(s, &v) || !(v >= (double)lo && v <= (double)hi) || v != (double)(int)v)
+        return 0;
     *out = (int)v;
+    return 1;
+}
+
+static int bad_int(const char *cmd_usage, const char *opt, int lo, int hi, const char *val) {
+    char fmt[160];
+    snprintf(fmt, sizeof(fmt), "%s takes a whole number in [%d, %d], got \"%%s\"", opt, lo, hi);
+    return usage_error(cmd_usage, fmt, val);
+}
+
+/* Options of `graphrun run` that `validate` would ignore: refused there, not silently dropped. */
+static int run_only(const char *name) {
+    static const char *validate_opts[] = {"--help", "--variant", "--set", "--json", "--full",
+                                          "--input", "--skip-bad-lines", "--seed", NULL};
+    for (const char **v = validate_opts; *v; v++)
+        if (!strcmp(*v, name)) return 0;
     return 1;
 }
 
 /* Returns -1 to continue, else an exit code. */
 static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
+    int is_validate = !strcmp(argv[1], "validate");
+    const char *seen[32] = {NULL}; /* valued options given so far (each at most once) */
+    int nseen = 0;
     for (int i = 2; i < argc; i++) {
         char *a = argv[i];
         char *val = NULL;
@@ -192,8 +233,14 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
             if (eq) val = eq + 1;
         } else if (!strcmp(a, "-h")) {
             snprintf(name, sizeof(name), "--help");
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error(cmd_usage, "unknown option %s (options start with --; see --help)", a);
         } else {
-            if (c->workload) return usage_error(cmd_usage, "unexpected argument \"%s\"", a);
+            if (c->workload) return usage_error(cmd_usage, "unexpected argument \"%s\" (one WORKLOAD only)", a);
+            if (!a[0]) return usage_error(cmd_usage, "the WORKLOAD argument is empty; give a workload file%s", "");
+            if (!strcmp(a, "-"))
+                return usage_error(cmd_usage, "WORKLOAD \"-\": reading a workload from stdin is not "
+                                              "supported; give a file path%s", "");
             c->workload = a;
             continue;
         }
@@ -209,26 +256,44 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
             val = argv[++i];
         }
         if (!needs && val) return usage_error(cmd_usage, "option %s takes no value", name);
+        if (needs && !val[0]) return usage_error(cmd_usage, "option %s has an empty value", name);
+        if (is_validate && run_only(name)) {
+            int known = needs;
+            static const char *flags[] = {"--plan", "--pdl", "--no-cpu-ref", "--no-bandwidth",
+                                          "--quiet", "--no-capture-check", "--piecewise",
+                                          "--no-piecewise", NULL};
+            for (const char **f = flags; *f; f++)
+                if (!strcmp(*f, name)) known = 1;
+            if (known)
+                return usage_error(cmd_usage, "option %s is for graphrun run; validate runs nothing",
+                                   name);
+        }
+        if (needs && strcmp(name, "--set") != 0) {
+            for (int k = 0; k < nseen; k++)
+                if (!strcmp(seen[k], name))
+                    return usage_error(cmd_usage, "option %s is given twice; give it once", name);
+            for (const char **w = with_value; *w; w++)
+                if (!strcmp(*w, name) && nseen < (int)(sizeof(seen) / sizeof(seen[0]))) seen[nseen++] = *w;
+        }
         if (!strcmp(name, "--help")) {
             fputs(cmd_usage, stdout);
             return 0;
         } else if (!strcmp(name, "--variant")) c->variant = val;
         else if (!strcmp(name, "--set")) {
-            if (c->nsets >= MAX_SETS) return usage_error(cmd_usage, "too many --set options%s", "");
+            if (c->nsets >= MAX_SETS) return usage_error(cmd_usage, "more than %s --set options", "64");
+            if (!strchr(val, '='))
+                return usage_error(cmd_usage, "--set \"%s\": expected NAME=VALUE, e.g. --set n=4096", val);
             c->sets[c->nsets++] = val;
         } else if (!strcmp(name, "--json")) c->json_path = val;
         else if (!strcmp(name, "--seed")) c->seed = val;
         else if (!strcmp(name, "--full")) c->full = 1;
         else if (!strcmp(name, "--plan")) c->show_plan = 1;
         else if (!strcmp(name, "--iters")) {
-            if (!parse_int(val, 1, 100000000, &c->run.iters))
-                return usage_error(cmd_usage, "--iters takes a whole number >= 1, got \"%s\"", val);
+            if (!parse_int(val, 1, 100000000, &c->run.iters)) return bad_int(cmd_usage, name, 1, 100000000, val);
         } else if (!strcmp(name, "--warmup")) {
-            if (!parse_int(val, 0, 100000000, &c->run.warmup))
-                return usage_error(cmd_usage, "--warmup takes a whole number >= 0, got \"%s\"", val);
+            if (!parse_int(val, 0, 100000000, &c->run.warmup)) return bad_int(cmd_usage, name, 0, 100000000, val);
         } else if (!strcmp(name, "--batches")) {
-            if (!parse_int(val, 1, 100000, &c->run.batches))
-                return usage_error(cmd_usage, "--batches takes a whole number >= 1, got \"%s\"", val);
+            if (!parse_int(val, 1, 100000, &c->run.batches)) return bad_int(cmd_usage, name, 1, 100000, val);
         } else if (!strcmp(name, "--capture-mode")) {
             gr_error e;
             gr_error_clear(&e);
@@ -237,12 +302,10 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         } else if (!strcmp(name, "--dot")) c->run.dot_path = val;
         else if (!strcmp(name, "--pdl")) c->run.pdl = 1;
         else if (!strcmp(name, "--unroll")) {
-            if (!parse_int(val, 1, 10000, &c->run.unroll))
-                return usage_error(cmd_usage, "--unroll takes a whole number in [1, 10000], got \"%s\"", val);
+            if (!parse_int(val, 1, 10000, &c->run.unroll)) return bad_int(cmd_usage, name, 1, 10000, val);
         }
         else if (!strcmp(name, "--device")) {
-            if (!parse_int(val, 0, 1024, &c->device))
-                return usage_error(cmd_usage, "--device takes a device ordinal, got \"%s\"", val);
+            if (!parse_int(val, 0, 1024, &c->device)) return bad_int(cmd_usage, name, 0, 1024, val);
         } else if (!strcmp(name, "--no-cpu-ref")) c->run.cpu_reference = 0;
         else if (!strcmp(name, "--no-bandwidth")) c->run.bandwidth = 0;
         else if (!strcmp(name, "--quiet")) c->run.progress = 0;
@@ -256,8 +319,7 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         else if (!strcmp(name, "--timeline")) c->timeline_path = val;
         else if (!strcmp(name, "--html")) c->html_path = val;
         else if (!strcmp(name, "--trace-iters")) {
-            if (!parse_int(val, 1, 100000000, &c->trace_iters))
-                return usage_error(cmd_usage, "--trace-iters takes a whole number >= 1, got \"%s\"", val);
+            if (!parse_int(val, 1, 100000000, &c->trace_iters)) return bad_int(cmd_usage, name, 1, 100000000, val);
         }
         else return usage_error(cmd_usage, "unknown option %s (see --help)", name);
     }
@@ -564,18 +626,29 @@ static void print_kernel(const gr_kernel_def *k) {
     if (k->flags & GR_KF_HOST) printf("%-18s (does host-side work; may break stream capture)\n", "");
 }
 
+/* graphrun kernels [NAME...]: every kernel, or each one named (all names are checked first, so
+ * a typo anywhere is exit 2 with nothing printed). */
 static int cmd_kernels(int argc, char **argv) {
-    if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
-        fputs(usage_kernels, stdout);
-        return 0;
-    }
-    if (argc > 2) {
-        const gr_kernel_def *k = gr_kernel_find(argv[2]);
-        if (!k) {
-            fprintf(stderr, "graphrun: no kernel \"%s\" (run `graphrun kernels` for the list)\n", argv[2]);
-            return 2;
+    int bad = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage_kernels, stdout);
+            return 0;
         }
-        print_kernel(k);
+    }
+    for (int i = 2; i < argc; i++) {
+        char c[128];
+        if (argv[i][0] == '-') {
+            return usage_error(usage_kernels, "unknown option %s (kernels takes kernel names)", argv[i]);
+        } else if (!gr_kernel_find(argv[i])) {
+            fprintf(stderr, "graphrun: kernels: no kernel \"%s\" (run `graphrun kernels` for the list)\n",
+                    clip(argv[i], c, sizeof(c)));
+            bad = 1;
+        }
+    }
+    if (bad) return 2;
+    if (argc > 2) {
+        for (int i = 2; i < argc; i++) print_kernel(gr_kernel_find(argv[i]));
         return 0;
     }
     for (const gr_kernel_def *const *k = gr_kernel_all(); *k; k++) print_kernel(*k);
@@ -601,17 +674,23 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(cmd, "help")) {
-        const char *sub = argc > 2 ? argv[2] : "";
+        if (argc > 3) return usage_error(usage_main, "help takes one COMMAND, got also \"%s\"", argv[3]);
+        const char *sub = argc > 2 ? argv[2] : NULL;
+        if (!sub) {
+            fputs(usage_main, stdout);
+            return 0;
+        }
         if (gr_service_cmd_usage(sub)) {
             fputs(gr_service_cmd_usage(sub), stdout);
             return 0;
         }
-        if (!strcmp(sub, "tp")) {
-            fputs(gr_tp_cmd_usage(), stdout);
-            return 0;
-        }
-        fputs(!strcmp(sub, "run") ? usage_run : !strcmp(sub, "validate") ? usage_validate
-              : !strcmp(sub, "kernels") ? usage_kernels : usage_main, stdout);
+        const char *u = !strcmp(sub, "tp") ? gr_tp_cmd_usage() : !strcmp(sub, "run") ? usage_run
+                        : !strcmp(sub, "validate") ? usage_validate : !strcmp(sub, "kernels") ? usage_kernels
+                        : !strcmp(sub, "help") ? usage_main : NULL;
+        if (!u)
+            return usage_error(usage_main, "help: unknown command \"%s\" (commands: run, validate, kernels, "
+                               "capture, replay, serve, status, list, drop, stop, tp)", sub);
+        fputs(u, stdout);
         return 0;
     }
     if (!strcmp(cmd, "kernels")) return cmd_kernels(argc, argv);
@@ -625,6 +704,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "tp")) return gr_tp_cmd_main(argc, argv);
     if (gr_service_cmd_usage(cmd)) return gr_service_cmd_main(argc, argv);
-    fprintf(stderr, "graphrun: unknown command \"%s\"\n\n%s", cmd, usage_main);
+    char cl[128];
+    fprintf(stderr, "graphrun: unknown command \"%s\"\n\n%s", clip(cmd, cl, sizeof(cl)), usage_main);
     return 2;
 }

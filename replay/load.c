@@ -3,6 +3,7 @@
 #include "replay/load.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,10 +42,16 @@ gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_lo
     for (int i = 0; i < req->nsets; i++)
         if (gr_workload_set(l->wl, req->sets[i], e) != GR_OK) return e->code;
     if (req->seed) {
-        double s;
-        if (!gr_parse_number(req->seed, &s) || s < 0 || s != (double)(long long)s)
-            return gr_error_set(e, GR_ERR_USAGE, "--seed", "expected a whole number >= 0, got \"%s\"",
-                                req->seed);
+        /* digits only, within the workload's "seed" range (a double would round 2^53 + 1) */
+        const char *d = req->seed;
+        char *end = NULL;
+        errno = 0;
+        unsigned long long s = strtoull(d, &end, 10);
+        if (!*d || strspn(d, "0123456789") != strlen(d) || errno == ERANGE || *end ||
+            s > (unsigned long long)INT64_MAX)
+            return gr_error_set(e, GR_ERR_USAGE, "--seed",
+                                "expected a whole number in [0, %lld] (digits only), got \"%.64s%s\"",
+                                (long long)INT64_MAX, req->seed, strlen(req->seed) > 64 ? "..." : "");
         l->wl->seed = (uint64_t)s;
     }
     if (req->before_resolve && req->before_resolve(req->user, l->wl, e) != GR_OK) return e->code;

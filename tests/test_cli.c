@@ -40,7 +40,7 @@ static void test_usage(void) {
     CU_ASSERT_EQUAL(run("run workloads/launch_bound.json --iters", out, sizeof(out)), 2);
     GR_ASSERT_CONTAINS(out, "option --iters needs a value");
     CU_ASSERT_EQUAL(run("run workloads/launch_bound.json --iters 0", out, sizeof(out)), 2);
-    GR_ASSERT_CONTAINS(out, "--iters takes a whole number >= 1, got \"0\"");
+    GR_ASSERT_CONTAINS(out, "--iters takes a whole number in [1, 100000000], got \"0\"");
     CU_ASSERT_EQUAL(run("run workloads/launch_bound.json --capture-mode sideways", out, sizeof(out)), 2);
     GR_ASSERT_CONTAINS(out, "unknown mode \"sideways\" (modes: global, thread-local, relaxed)");
     CU_ASSERT_EQUAL(run("run workloads/launch_bound.json --unroll 0", out, sizeof(out)), 2);
