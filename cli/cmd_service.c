@@ -16,6 +16,7 @@
 
 #include "core/expr.h"
 #include "replay/client.h"
+#include "replay/load.h"
 #include "replay/protocol.h"
 #include "replay/service.h"
 
@@ -26,7 +27,9 @@ static const char *usage_capture =
     "\n"
     "Asks the replay service to load WORKLOAD, run the CPU reference and one eager step, capture\n"
     "the step into a CUDA graph, replay it once and check graph == eager == reference, then keep\n"
-    "the graph for `graphrun replay`. Starts a service in the background when none is running.\n"
+    "the graph for `graphrun replay`. The workload, --set and --variant are checked here first\n"
+    "(no GPU needed; bad input starts no service); then a service is started in the background\n"
+    "when none is running.\n"
     "Prints what `graphrun run` prints about the capture. The same workload file, params,\n"
     "variant and capture mode (the content hash) is not captured twice unless --force.\n"
     "\n"
@@ -73,7 +76,10 @@ static const char *usage_serve =
     "Runs the replay service, which holds the CUDA context, device buffers and captured graphs\n"
     "between commands. Without --foreground it starts in the background (as `graphrun capture`\n"
     "does when no service runs) and returns once it listens. Only processes of your uid may\n"
-    "connect. The socket's directory is made private (0700) and the socket is 0600.\n"
+    "connect. The socket, its lock and its log are 0600. The default directory is created 0700\n"
+    "and must stay private; a --socket directory is created 0700 when missing, and refused when\n"
+    "group or others may write to it (e.g. /tmp itself) or another user owns it.\n"
+    "`graphrun stop` or SIGTERM cancels the running request and exits within about 2 s.\n"
     "\n"
     "options:\n"
     "  --socket PATH          socket to listen on (default $GRAPHRUN_SOCKET, else\n"
@@ -444,6 +450,16 @@ static int cmd_capture(sopts *o, const gr_service_paths *paths) {
                 o->positional, strerror(errno));
         return 2;
     }
+    /* validate here first (load, --set, --variant, resolve: no GPU needed), so that bad input
+     * never starts a service; the service resolves again against its device */
+    gr_error e;
+    gr_error_clear(&e);
+    gr_loaded ld;
+    gr_load_req lr = {abs, o->variant, o->sets, o->nsets, NULL, 1, NULL, NULL};
+    gr_target t = gr_target_default();
+    gr_status vs = gr_load_resolve(&lr, &t, &ld, &e);
+    gr_loaded_free(&ld);
+    if (vs != GR_OK) return fail(&e);
     json_t *req = request("capture");
     json_object_set_new(req, "workload", json_string(abs));
     if (o->name) json_object_set_new(req, "name", json_string(o->name));
@@ -677,8 +693,15 @@ static int cmd_serve(sopts *o) {
         o->serve.test_hooks = hooks && !strcmp(hooks, "1");
         gr_error e;
         gr_error_clear(&e);
-        int already = 0;
-        gr_status st = gr_service_run(&o->serve, &already, &e);
+        int already = 0, abandoned = 0;
+        gr_status st = gr_service_run(&o->serve, &already, &abandoned, &e);
+        if (abandoned) {
+            /* its worker thread still runs: end the process now, without exit handlers */
+            fprintf(stderr, "graphrun: %s\n", e.msg);
+            fflush(stderr);
+            fflush(stdout);
+            _exit(gr_exit_code(e.code));
+        }
         if (already && o->serve.notify_fd >= 0) return 0; /* the caller connects to that one */
         return st == GR_OK ? 0 : fail(&e);
     }

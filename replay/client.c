@@ -85,11 +85,30 @@ gr_status gr_service_paths_resolve(const char *opt, gr_service_paths *p, gr_erro
 gr_status gr_service_dir_prepare(const gr_service_paths *p, gr_error *err) {
     struct stat st;
     if (!p->is_default) {
-        if (stat(p->dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        /* A missing directory is created private (its parent must exist); an existing one must
+         * keep others from replacing the socket, its lock or its log: not writable by group or
+         * others (sticky or not: /tmp itself is refused), owned by you or root. */
+        if (stat(p->dir, &st) != 0) {
+            if (errno != ENOENT || mkdir(p->dir, 0700) != 0 || stat(p->dir, &st) != 0)
+                return gr_error_set(err, GR_ERR_IO, p->origin,
+                                    "the socket's directory %s does not exist and cannot be "
+                                    "created (%s): create it (mkdir -m 700), or choose another "
+                                    "socket path",
+                                    p->dir, strerror(errno));
+        }
+        if (!S_ISDIR(st.st_mode))
             return gr_error_set(err, GR_ERR_IO, p->origin,
-                                "the socket's directory %s does not exist (create it, or choose "
-                                "another socket path)",
+                                "the socket's directory %s is not a directory: choose another "
+                                "socket path",
                                 p->dir);
+        if ((st.st_mode & 022) || (st.st_uid != geteuid() && st.st_uid != 0))
+            return gr_error_set(err, GR_ERR_IO, p->origin,
+                                "the socket's directory %s has owner uid %u and mode %04o: others "
+                                "could replace the socket, its lock or its log there; put the "
+                                "socket in a directory of yours that only you can write to "
+                                "(mkdir -m 700 DIR; --socket DIR/graphrun.sock), or leave "
+                                "--socket out for the private default",
+                                p->dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
         return GR_OK;
     }
     if (mkdir(p->dir, 0700) != 0 && errno != EEXIST)

@@ -30,7 +30,8 @@ typedef struct gr_service_paths {
  * /tmp/graphrun-$UID/graphrun.sock. Checks lengths only; nothing is created. */
 gr_status gr_service_paths_resolve(const char *opt, gr_service_paths *p, gr_error *err);
 /* The service side: create the default directory (0700) or check it is private and ours; for an
- * explicit socket path, check that its directory exists. */
+ * explicit socket path, create its directory (0700) when missing, and refuse one that group or
+ * others may write to, or that belongs to another user. */
 gr_status gr_service_dir_prepare(const gr_service_paths *p, gr_error *err);
 /* Pid written in the lock file by the running service, or 0. */
 int gr_service_lock_pid(const gr_service_paths *p);

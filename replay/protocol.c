@@ -33,11 +33,13 @@ static const field_spec replay_fields[] = {
     {"warmup", F_INT, 0, 0, 100000000},
     {"batches", F_INT, 0, 1, 100000},
     {"compare_eager", F_BOOL, 0, 0, 0},
+    {"output_digest", F_BOOL, 0, 0, 0},
     {"progress", F_BOOL, 0, 0, 0},
     {NULL, F_STR, 0, 0, 0}};
 static const field_spec drop_fields[] = {{"name", F_STR, 1, 0, GR_PROTO_NAME_MAX},
                                          {NULL, F_STR, 0, 0, 0}};
 static const field_spec sleep_fields[] = {{"ms", F_INT, 1, 0, 600000},
+                                          {"hang", F_BOOL, 0, 0, 0},
                                           {"progress", F_BOOL, 0, 0, 0},
                                           {NULL, F_STR, 0, 0, 0}};
 
@@ -162,6 +164,8 @@ static void store(gr_request *req, const char *name, const json_t *v, gr_error *
     else if (!strcmp(name, "cpu_reference")) req->cpu_reference = json_is_true(v);
     else if (!strcmp(name, "progress")) req->progress = json_is_true(v);
     else if (!strcmp(name, "compare_eager")) req->compare_eager = json_is_true(v);
+    else if (!strcmp(name, "output_digest")) req->output_digest = json_is_true(v);
+    else if (!strcmp(name, "hang")) req->hang = json_is_true(v);
     else if (!strcmp(name, "iters")) req->iters = (int)json_integer_value(v);
     else if (!strcmp(name, "warmup")) req->warmup = (int)json_integer_value(v);
     else if (!strcmp(name, "batches")) req->batches = (int)json_integer_value(v);

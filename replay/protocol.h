@@ -29,7 +29,7 @@ typedef enum gr_cmd {
     GR_CMD_REPLAY,
     GR_CMD_DROP,
     GR_CMD_STOP,
-    GR_CMD_DEBUG_SLEEP, /* test hook: the worker sleeps `ms` (cancellable) */
+    GR_CMD_DEBUG_SLEEP, /* test hook: the worker sleeps `ms` (cancellable unless `hang`) */
     GR_CMD_DEBUG_FAULT  /* test hook: the worker makes a sticky CUDA error */
 } gr_cmd;
 
@@ -48,9 +48,11 @@ typedef struct gr_request {
     /* replay */
     int iters, warmup, batches; /* warmup -1: iters / 10, at least 3 (as `graphrun run`) */
     int compare_eager;
+    int output_digest; /* reply with an FNV-1a 64 digest of each output buffer after the replay */
     int progress; /* send progress lines */
     /* debug_sleep */
     int ms;
+    int hang; /* ignore cancellation (stands for a stage that cannot be interrupted) */
 } gr_request;
 
 const char *gr_cmd_name(gr_cmd cmd);

@@ -116,7 +116,7 @@ static gr_status run_one(const gr_plan *p, const gr_device_info *dev, const gr_r
         }
     }
     if (st == GR_OK && !pw) {
-        gr_time_opts t = {o->warmup, o->iters, o->batches, o->progress, NULL, NULL, NULL};
+        gr_time_opts t = {o->warmup, o->iters, o->batches, o->progress, NULL, NULL, NULL, NULL};
         if (t.warmup < 0) t.warmup = o->iters / 10 < 3 ? 3 : o->iters / 10;
         char label[96];
         snprintf(label, sizeof(label), "%s eager", p->variant);

@@ -42,7 +42,16 @@
 #define PROGRESS_INTERVAL_US 100000.0
 #define LOCK_WAIT_US 25e6  /* how long a starting service waits for another one's lock (the
                               * client waits 30 s for it) */
-#define SHUTDOWN_FLUSH_US 3e6
+#define SHUTDOWN_FLUSH_US 0.5e6 /* replies still unread at exit get this long (a stop must be quick) */
+/* Per connection: unparsed input is read up to one request line plus a chunk, and no request is
+ * parsed while this much output waits (backpressure; a final reply is never dropped, so the
+ * queue may exceed it by one reply). PROTOCOL.md documents both. */
+#define CONN_IN_MAX ((size_t)GR_PROTO_MAX_LINE + READ_CHUNK)
+#define CONN_OUT_MAX ((size_t)1 << 20)
+/* After `stop` or a signal, how long the running request has to notice its cancellation before
+ * the service replies for it and exits without waiting (a stage that cannot be interrupted: a
+ * CPU reference, a long kernel, a blocked read). */
+#define STOP_GRACE_US 1.5e6
 #define LOG_KEEP_BYTES (8L << 20)
 
 void gr_service_opts_default(gr_service_opts *o) {
@@ -170,6 +179,7 @@ typedef struct svc {
     char dev_error[1024];
     double max_memory;
     int stopping, fatal, worker_done;
+    int abandoned; /* the worker did not stop in time: the process exits without it */
     char fatal_msg[1024];
     /* worker only */
     int have_bw;
@@ -328,6 +338,11 @@ typedef struct batch_ctx {
     double last_us;
 } batch_ctx;
 
+static gr_status in_batch(void *user, gr_error *err) {
+    batch_ctx *b = user;
+    return cancelled(b->j) ? cancel_error(b->j, err) : GR_OK;
+}
+
 static gr_status on_batch(void *user, int done, int total, gr_error *err) {
     batch_ctx *b = user;
     if (cancelled(b->j)) return cancel_error(b->j, err);
@@ -409,6 +424,36 @@ static void fmt_bytes(double b, char *buf, size_t size) {
     else snprintf(buf, size, "%.0f B", b);
 }
 
+/* A failed load names its inner place in err->path (the file, "params.n", "--set m=3",
+ * "--variant"); the reply's field is the request's: workload, sets or variant. The inner place
+ * stays in the message. */
+static void load_error_field(const gr_request *r, gr_error *err) {
+    const char *p = err->path;
+    const char *field = "workload";
+    if (!strncmp(p, "--variant", 9)) {
+        field = "variant";
+    } else if (!strncmp(p, "--set", 5)) {
+        field = "sets";
+    } else if (!strncmp(p, "params.", 7)) {
+        /* a param's value is the request's fault only when the request set it */
+        size_t n = strcspn(p + 7, ".[ ");
+        for (int i = 0; i < r->nsets; i++)
+            if (!strncmp(r->sets[i], p + 7, n) && r->sets[i][n] == '=') field = "sets";
+    }
+    snprintf(err->path, sizeof(err->path), "%s", field);
+}
+
+/* The field of an error reply: a request field (or a documented limit), never a file path or a
+ * JSON path from inside a workload; "" when no one field is at fault. */
+static const char *reply_field(const gr_error *err) {
+    static const char *const fields[] = {"workload", "name",   "variant",    "sets",
+                                         "capture_mode", "iters", "warmup", "batches",
+                                         "output_digest", "max_graphs", "max_memory", NULL};
+    for (const char *const *f = fields; *f; f++)
+        if (!strcmp(err->path, *f)) return *f;
+    return "";
+}
+
 static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
     gr_request *r = &j->req;
     pthread_mutex_lock(&v->mu);
@@ -432,8 +477,13 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
     gr_target t = ready ? gr_target_from_info(&dev) : gr_target_default();
     gr_status st = gr_load_resolve(&lr, &t, &h->ld, err);
     if (st != GR_OK) {
+        load_error_field(r, err);
         held_free(h);
         return st;
+    }
+    if (cancelled(j)) {
+        held_free(h);
+        return cancel_error(j, err);
     }
     gr_plan *p = h->ld.plans[0];
     uint64_t hv = GR_FNV_OFFSET;
@@ -634,6 +684,39 @@ static int context_broken(void) {
     return cudaDeviceSynchronize() != cudaSuccess;
 }
 
+/* FNV-1a 64 of each output buffer as it is on the device now: lets a client check that a held
+ * graph still computes what it did (the test of the service under faults compares two). */
+static gr_status output_digests(const held *h, json_t **out, gr_error *err) {
+    const gr_plan *p = h->ld.plans[0];
+    json_t *arr = json_array();
+    if (!arr) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+    for (int b = 0; b < p->nbufs; b++) {
+        const gr_buffer *buf = &p->bufs[b];
+        if (!buf->is_output || !buf->used) continue;
+        void *host = malloc(buf->bytes ? buf->bytes : 1);
+        if (!host) {
+            json_decref(arr);
+            return gr_error_set(err, GR_ERR_NOMEM, "output_digest",
+                                "out of host memory for a copy of output %s (%zu bytes)", buf->name,
+                                buf->bytes);
+        }
+        gr_status st = gr_devstate_download(h->s->dev, b, host, err);
+        if (st != GR_OK) {
+            free(host);
+            json_decref(arr);
+            return st;
+        }
+        char hex[17];
+        snprintf(hex, sizeof(hex), "%016llx",
+                 (unsigned long long)gr_fnv1a(GR_FNV_OFFSET, host, buf->bytes));
+        free(host);
+        json_array_append_new(arr, json_pack("{s:s, s:I, s:s}", "buffer", buf->name, "bytes",
+                                             (json_int_t)buf->bytes, "fnv1a64", hex));
+    }
+    *out = arr;
+    return GR_OK;
+}
+
 static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
     gr_request *r = &j->req;
     pthread_mutex_lock(&v->mu);
@@ -683,6 +766,7 @@ static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
     t.warmup = r->warmup >= 0 ? r->warmup : (r->iters / 10 < 3 ? 3 : r->iters / 10);
     t.progress = 0;
     t.on_batch = on_batch;
+    t.check = in_batch;
     t.on_batch_user = &bc;
     gr_status st = GR_OK;
     if (r->compare_eager) {
@@ -696,6 +780,8 @@ static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
         bc.last_us = 0;
         st = gr_session_time_graph(h->s, &t, &vr->graph_t, err);
     }
+    json_t *digests = NULL;
+    if (st == GR_OK && r->output_digest) st = output_digests(h, &digests, err);
     if (st == GR_OK) {
         vr->timed = 1;
         pthread_mutex_lock(&v->mu);
@@ -705,12 +791,15 @@ static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
         pthread_mutex_unlock(&v->mu);
         if (*body) {
             json_object_set_new(*body, "iters", json_integer(vr->graph_t.batches * vr->graph_t.steps_per_batch));
+            if (digests) json_object_set_new(*body, "outputs", digests);
+            digests = NULL;
             add_report(*body, v, h, vr, 1, 0);
         }
         slog("replayed \"%s\": %d x %d steps, graph %.3f us/step median%s", h->name,
              vr->graph_t.batches, vr->graph_t.steps_per_batch, vr->graph_t.step_us.median,
              r->compare_eager ? " (eager timed too)" : "");
     }
+    json_decref(digests);
     free(vr);
     return st;
 }
@@ -739,7 +828,7 @@ static gr_status job_sleep(svc *v, job *j, json_t **body, gr_error *err) {
     double end = gr_now_us() + j->req.ms * 1e3;
     long long total = j->req.ms, done = 0;
     while (gr_now_us() < end) {
-        if (cancelled(j)) return cancel_error(j, err);
+        if (cancelled(j) && !j->req.hang) return cancel_error(j, err);
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
         done = total - (long long)((end - gr_now_us()) / 1e3);
@@ -825,7 +914,7 @@ static gr_status run_job(svc *v, job *j) {
     }
     char *line;
     if (st == GR_OK) line = gr_reply_ok(j->req.id, j->req.cmd, body);
-    else line = gr_reply_error(j->req.id, st, err.path, err.msg, body);
+    else line = gr_reply_error(j->req.id, st, reply_field(&err), err.msg, body);
     double secs = (gr_now_us() - t0) / 1e6;
     char first[512];
     if (st == GR_OK)
@@ -1204,9 +1293,10 @@ static void handle_line(svc *v, conn *c, const char *line, size_t len) {
     pthread_mutex_unlock(&v->mu);
 }
 
-/* Parse buffered lines while the connection may take another request. */
+/* Parse buffered lines while the connection may take another request and its replies are being
+ * read (a client that pipelines requests without reading gets backpressure, not our memory). */
 static void conn_process(svc *v, conn *c) {
-    while (!c->busy && !c->closing) {
+    while (!c->busy && !c->closing && c->out_len < CONN_OUT_MAX) {
         char *line;
         size_t len;
         int rc = gr_linebuf_next(&c->in, &line, &len);
@@ -1281,7 +1371,7 @@ static void accept_clients(svc *v) {
 
 static void conn_read(svc *v, conn *c) {
     char buf[READ_CHUNK];
-    for (;;) {
+    while (c->in.len + sizeof(buf) <= CONN_IN_MAX) {
         ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
         if (n > 0) {
             if (gr_linebuf_append(&c->in, buf, (size_t)n) != GR_OK) {
@@ -1312,7 +1402,7 @@ static void drain_outbox(svc *v) {
     pthread_mutex_unlock(&v->mu);
     while (m) {
         msg *next = m->next;
-        conn *c = find_conn(v, m->conn);
+        conn *c = v->abandoned ? NULL : find_conn(v, m->conn); /* its reply was already sent */
         if (c) {
             if (m->final) {
                 const char *fallback = "{\"schema_version\":1,\"ok\":false,\"error\":{\"code\":"
@@ -1367,7 +1457,7 @@ static int try_connect_path(const char *path) {
 /* Take the lifetime lock, or find the service that has it. 1: locked, 0: another one runs. */
 static gr_status take_lock(svc *v, int *locked, gr_error *err) {
     *locked = 0;
-    v->lock_fd = open(v->paths.lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    v->lock_fd = open(v->paths.lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (v->lock_fd < 0)
         return gr_error_set(err, GR_ERR_IO, v->paths.lock, "cannot open the service lock file: %s",
                             strerror(errno));
@@ -1430,6 +1520,13 @@ static gr_status bind_socket(svc *v, gr_error *err) {
 
 /* ---------------------------------------------------------------- the loop */
 
+/* Read more only while the connection may take a request, its replies are being read and less
+ * than one request line is buffered. */
+static int wants_input(const conn *c) {
+    return !c->busy && !c->closing && !c->read_closed && c->out_len < CONN_OUT_MAX &&
+           c->in.len + READ_CHUNK <= CONN_IN_MAX;
+}
+
 /* Drop what is finished: clients silent or not reading past the timeout, peers that closed
  * with no complete request left, connections closing after their last reply. */
 static void conn_sweep(svc *v, double timeout_us) {
@@ -1441,7 +1538,7 @@ static void conn_sweep(svc *v, double timeout_us) {
             conn_drop(v, c, "client did not read its reply: timed out");
             continue;
         }
-        if (!c->busy && !c->closing && now - c->last_us > timeout_us) {
+        if (wants_input(c) && now - c->last_us > timeout_us) {
             if (!gr_linebuf_pending(&c->in)) {
                 conn_drop(v, c, NULL); /* idle */
                 continue;
@@ -1459,6 +1556,36 @@ static void conn_sweep(svc *v, double timeout_us) {
     }
 }
 
+/* The running request did not notice its cancellation within STOP_GRACE_US: answer its client
+ * for it and let the service exit without the worker (the process ends; the driver frees the
+ * device memory). */
+static void abandon_worker(svc *v) {
+    pthread_mutex_lock(&v->mu);
+    v->abandoned = 1;
+    uint64_t conn_id = v->running ? v->running->conn : 0;
+    json_t *id = v->running && v->running->req.id ? json_deep_copy(v->running->req.id) : NULL;
+    char what[160] = "";
+    double secs = 0;
+    if (v->running) {
+        snprintf(what, sizeof(what), "%s", v->running->what);
+        secs = (gr_now_us() - v->running->started_us) / 1e6;
+    }
+    pthread_mutex_unlock(&v->mu);
+    slog("the running request (%s, %.1f s) did not stop within %.1f s of the cancellation: "
+         "exiting without waiting for it",
+         what[0] ? what : "none", secs, STOP_GRACE_US / 1e6);
+    conn *c = conn_id ? find_conn(v, conn_id) : NULL;
+    if (c) {
+        char m[512];
+        snprintf(m, sizeof(m), "cancelled: the service is stopping (%s); this request (%s) did not "
+                 "stop within %.1f s and was abandoned: run the command again (a fresh service "
+                 "starts)", v->stop_reason, what, STOP_GRACE_US / 1e6);
+        send_error(v, c, id, GR_ERR_SERVICE, "", m);
+        c->busy = 0;
+    }
+    json_decref(id);
+}
+
 static void io_loop(svc *v) {
     struct pollfd *pfd = calloc((size_t)HARD_MAX_CLIENTS + 2, sizeof(*pfd));
     conn **pconn = calloc((size_t)HARD_MAX_CLIENTS + 2, sizeof(*pconn));
@@ -1469,6 +1596,7 @@ static void io_loop(svc *v) {
         return;
     }
     double timeout_us = v->o.client_timeout_ms * 1e3;
+    double flush_from_us = 0; /* when the worker was done (or abandoned) after a stop */
     for (;;) {
         if (got_signal && !v->stopping) {
             char why[64];
@@ -1487,10 +1615,14 @@ static void io_loop(svc *v) {
                      first_line(fatal_msg, first, sizeof(first)));
             begin_shutdown(v, why);
         }
-        if (v->stopping && done) {
+        if (v->stopping && !done && !v->abandoned && gr_now_us() - v->shutdown_us > STOP_GRACE_US)
+            abandon_worker(v);
+        if (v->stopping && (done || v->abandoned)) {
+            drain_outbox(v); /* the worker's last replies */
+            if (flush_from_us == 0) flush_from_us = gr_now_us();
             int pending = 0;
             for (int i = 0; i < v->nconns; i++) pending |= v->conns[i]->out_len > 0;
-            if (!pending || gr_now_us() - v->shutdown_us > SHUTDOWN_FLUSH_US) break;
+            if (!pending || gr_now_us() - flush_from_us > SHUTDOWN_FLUSH_US) break;
         }
         int n = 0;
         pfd[n] = (struct pollfd){v->wake[0], POLLIN, 0};
@@ -1505,12 +1637,12 @@ static void io_loop(svc *v) {
         for (int i = 0; i < v->nconns; i++) {
             conn *c = v->conns[i];
             short ev = 0;
-            if (!c->busy && !c->closing && !c->read_closed) ev |= POLLIN;
+            if (wants_input(c)) ev |= POLLIN;
             if (c->out_len) ev |= POLLOUT;
             pfd[n] = (struct pollfd){c->fd, ev, 0};
             pconn[n++] = c;
             if (c->out_len && c->stalled_us + timeout_us < next) next = c->stalled_us + timeout_us;
-            if (!c->busy && c->last_us + timeout_us < next) next = c->last_us + timeout_us;
+            if (wants_input(c) && c->last_us + timeout_us < next) next = c->last_us + timeout_us;
         }
         int wait_ms = (int)((next - now) / 1e3) + 1;
         if (wait_ms < 1) wait_ms = 1;
@@ -1562,8 +1694,10 @@ static void io_loop(svc *v) {
     free(pconn);
 }
 
-gr_status gr_service_run(const gr_service_opts *o, int *already_running, gr_error *err) {
+gr_status gr_service_run(const gr_service_opts *o, int *already_running, int *abandoned,
+                         gr_error *err) {
     *already_running = 0;
+    *abandoned = 0;
     svc *v = calloc(1, sizeof(*v));
     if (!v) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of memory");
     v->o = *o;
@@ -1605,7 +1739,7 @@ gr_status gr_service_run(const gr_service_opts *o, int *already_running, gr_erro
             snprintf(old, sizeof(old), "%s.1", v->paths.log);
             rename(v->paths.log, old); /* keep one previous log */
         }
-        int fd = open(v->paths.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        int fd = open(v->paths.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0) st = gr_error_set(err, GR_ERR_IO, v->paths.log, "cannot open the log: %s", strerror(errno));
         else {
             dup2(fd, 2);
@@ -1650,6 +1784,21 @@ gr_status gr_service_run(const gr_service_opts *o, int *already_running, gr_erro
         io_loop(v);
     } else if (!*already_running) {
         notify(v, "error %s %s", gr_proto_code_name(err->code), err->msg);
+    }
+    if (v->worker_started && v->abandoned) {
+        /* The worker still runs and uses v, its mutex and the wake pipe: leave them (and the
+         * graphs) to the process exit, which the caller makes at once. The socket is gone
+         * already; releasing the lock lets a fresh service start. */
+        for (int i = 0; i < v->nconns; i++) conn_flush(v->conns[i]);
+        slog("service stopped (%s) without waiting for its running request; %ld requests served",
+             v->stop_reason, v->requests);
+        if (v->lock_fd >= 0) close(v->lock_fd);
+        if (v->o.notify_fd >= 0) close(v->o.notify_fd);
+        *abandoned = 1;
+        return gr_error_set(err, GR_ERR_SERVICE, NULL,
+                            "the service stopped (%s) without waiting for its running request, "
+                            "which did not stop within %.1f s of its cancellation (see the log)",
+                            v->stop_reason, STOP_GRACE_US / 1e6);
     }
     if (v->worker_started) {
         if (!v->stopping) begin_shutdown(v, "exiting");

@@ -3,7 +3,9 @@
  * have the service's uid), parses requests, answers status/list/stop at once and queues GPU
  * work for one worker thread, which captures, replays and drops graphs (gr_session) keyed by
  * name and content hash. Limits on graphs, device memory, request size, clients and queue;
- * slow clients time out; a sticky CUDA error makes it reply, log and exit. */
+ * per-client input and output are bounded (backpressure); slow clients time out; a stop
+ * cancels the running request and exits within STOP_GRACE_US even if it does not stop; a sticky
+ * CUDA error makes it reply, log and exit. */
 #ifndef GR_SERVICE_H
 #define GR_SERVICE_H
 
@@ -30,8 +32,11 @@ void gr_service_opts_default(gr_service_opts *o);
 
 /* Runs until `stop`, SIGTERM/SIGINT/SIGHUP or a fatal CUDA error. *already_running is set (and
  * GR_ERR_SERVICE returned) when another service owns the socket. GR_ERR_CUDA after a sticky
- * CUDA error. */
-gr_status gr_service_run(const gr_service_opts *o, int *already_running, gr_error *err);
+ * CUDA error. *abandoned is set (with GR_ERR_SERVICE) when the running request did not stop
+ * within 1.5 s of a stop: its worker thread still runs, so the caller must end the process at
+ * once with _exit (exit handlers, CUDA's included, would race with it). */
+gr_status gr_service_run(const gr_service_opts *o, int *already_running, int *abandoned,
+                         gr_error *err);
 
 #ifdef __cplusplus
 }

@@ -67,6 +67,7 @@ gr_status gr_time_steps(gr_step_fn step, void *user, gr_stream_t stream, const g
             gr_nvtx_step_begin();
             st = step(user, err);
             gr_nvtx_step_end();
+            if (st == GR_OK && o->check && (i + 1) % 1024 == 0) st = o->check(o->on_batch_user, err);
         }
         double t1 = gr_now_us();
         if (rc == cudaSuccess) rc = cudaEventRecord(e1, s);

@@ -34,6 +34,10 @@ typedef struct gr_time_opts {
      * client went away with it). */
     gr_status (*on_batch)(void *user, int done, int total, gr_error *err);
     void *on_batch_user;
+    /* Optional: called with on_batch_user every 1024 steps inside a timed batch; a status other
+     * than GR_OK abandons the batch (the stream is synchronized) and is returned, so that a
+     * replay with huge batches stays cancellable. */
+    gr_status (*check)(void *user, gr_error *err);
 } gr_time_opts;
 
 gr_status gr_time_steps(gr_step_fn step, void *user, gr_stream_t stream, const gr_time_opts *o,

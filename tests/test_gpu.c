@@ -332,7 +332,7 @@ static void test_pdl_and_unroll(void) {
         CU_ASSERT_TRUE(s->verified);
         CU_ASSERT_EQUAL(s->graph_n.kernel_nodes, 7 * s->graph.kernel_nodes);
         gr_timing t;
-        gr_time_opts o = {3, 70, 5, 0, NULL, NULL, NULL};
+        gr_time_opts o = {3, 70, 5, 0, NULL, NULL, NULL, NULL};
         CU_ASSERT_EQUAL(gr_session_time_graph(s, &o, &t, &e), GR_OK);
         CU_ASSERT_EQUAL(t.steps_per_launch, 7);
         CU_ASSERT_EQUAL(t.steps_per_batch, 2); /* 70 steps = 10 launches of 7, in 5 batches */
