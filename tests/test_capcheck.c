@@ -1245,7 +1245,7 @@ static void test_fixtures(void) {
     DIR *d = opendir(dir);
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     struct dirent *ent;
-    int n = 0;
+    int n = 0, seen[GR_CC_NPATTERNS][3] = {{0}};
     while ((ent = readdir(d))) {
         const char *name = ent->d_name;
         size_t len = strlen(name);
@@ -1261,7 +1261,9 @@ static void test_fixtures(void) {
                    : !strcmp(mode_s, "thread-local") ? 1
                    : !strcmp(mode_s, "relaxed")      ? 2
                                                      : -1;
-        CU_ASSERT_TRUE(mode >= 0);
+        CU_ASSERT_TRUE_FATAL(mode >= 0);
+        for (int pi = 0; pi < GR_CC_NPATTERNS; pi++)
+            if (!strcmp(gr_cc_patterns[pi], pattern)) seen[pi][mode]++;
         const gr_cc_expect *x = gr_cc_expect_for(pattern, mode);
         if (!x) fprintf(stderr, "\n    %s: no expectation for pattern %s", name, pattern);
         CU_ASSERT_PTR_NOT_NULL_FATAL(x);
@@ -1299,10 +1301,18 @@ static void test_fixtures(void) {
         n++;
     }
     closedir(d);
-    if (n == 0)
-        printf("\n  (no tests/data/capcheck_*.jsonl yet: GR_CAPCHECK_FIXTURES=tests/data gr_tests "
-               "--suite gpu_capcheck "
-               "records them on a GPU)");
+    /* one recording of every pattern in every mode (GR_CAPCHECK_FIXTURES=tests/data gr_tests
+     * --suite gpu_capcheck records them on a GPU): a missing one fails, it is not skipped */
+    printf("\n    %d capture-check recordings in tests/data", n);
+    CU_ASSERT_EQUAL(n, GR_CC_NPATTERNS * 3);
+    for (int pi = 0; pi < GR_CC_NPATTERNS; pi++)
+        for (int m = 0; m < 3; m++) {
+            if (seen[pi][m] != 1)
+                fprintf(stderr, "\n    tests/data/capcheck_%s_%s.jsonl: %s", gr_cc_patterns[pi],
+                        m == 0 ? "global" : m == 1 ? "thread-local" : "relaxed",
+                        seen[pi][m] ? "more than one match" : "missing");
+            CU_ASSERT_EQUAL(seen[pi][m], 1);
+        }
 }
 
 /* ---- suite capcheck_piecewise: segments, breakers, fixed plans, command lines ---- */
