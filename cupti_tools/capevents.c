@@ -4,6 +4,7 @@
 #include "cupti_tools/capevents.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -658,12 +659,28 @@ gr_status gr_capev_load_mem(const char *text, size_t len, const char *label, gr_
     buf[len] = '\0';
     gr_status st = GR_OK;
     int seen_header = 0;
-    char *p = buf;
-    while (*p && st == GR_OK) {
+    char *p = buf, *stop = buf + len;
+    while (p < stop && st == GR_OK) {
+        if (r.line == INT_MAX) {
+            st = gr_error_at(err, GR_ERR_INPUT, r.label, r.line, 0, "more than %d lines: not a recording", INT_MAX);
+            break;
+        }
         r.line++;
-        char *nl = strchr(p, '\n');
-        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char *nl = memchr(p, '\n', (size_t)(stop - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(stop - p);
         char *next = nl ? nl + 1 : p + n;
+        if (n > GR_JSONL_MAX_LINE) {
+            st = gr_error_at(err, GR_ERR_INPUT, r.label, r.line, 1,
+                             "line longer than %zu bytes (the limit of a recording line): not a "
+                             "capture-check recording, or a damaged one",
+                             (size_t)GR_JSONL_MAX_LINE);
+            break;
+        }
+        if (memchr(p, '\0', n)) {
+            st = gr_error_at(err, GR_ERR_INPUT, r.label, r.line, (int)strlen(p) + 1,
+                             "NUL byte in the line: the file is binary or damaged, not a recording");
+            break;
+        }
         if (n && p[n - 1] == '\r') n--;
         p[n] = '\0';
         int blank = 1;
@@ -729,44 +746,6 @@ gr_status gr_capev_load_mem(const char *text, size_t len, const char *label, gr_
     free(jl);
     free(buf);
     if (st != GR_OK) gr_capev_list_free(out);
-    return st;
-}
-
-gr_status gr_capev_load(const char *path, gr_capev_list *out, gr_error *err) {
-    memset(out, 0, sizeof(*out));
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return gr_error_set(err, GR_ERR_IO, path, "cannot read the recording: %s", strerror(errno));
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (len + n + 1 > cap) {
-            size_t nc = cap ? cap * 2 : sizeof(chunk) * 2;
-            while (nc < len + n + 1)
-                nc *= 2;
-            char *t = realloc(text, nc);
-            if (!t) {
-                free(text);
-                fclose(f);
-                return gr_error_set(err, GR_ERR_NOMEM, path,
-                                    "out of host memory reading the recording");
-            }
-            text = t;
-            cap = nc;
-        }
-        memcpy(text + len, chunk, n);
-        len += n;
-    }
-    int rerr = ferror(f);
-    fclose(f);
-    if (rerr) {
-        free(text);
-        return gr_error_set(err, GR_ERR_IO, path, "cannot read the recording: read error");
-    }
-    gr_status st = gr_capev_load_mem(text ? text : "", len, path, out, err);
-    free(text);
     return st;
 }
 

@@ -219,7 +219,9 @@ void gr_capev_format_header(struct gr_sbuf *b, const gr_capev_header *h);
 void gr_capev_format_end(struct gr_sbuf *b, size_t events, uint64_t dropped, const char *error);
 /* Reads a recording. Malformed lines, unknown schema versions and a missing header are errors
  * naming file:line:column (GR_ERR_INPUT); GR_ERR_IO when it cannot be read. Unknown record kinds
- * and fields are skipped. */
+ * and fields are skipped. The file is opened through core/fileio.h (a regular file within the
+ * trace limit, lines of at most GR_JSONL_MAX_LINE bytes); gr_capev_load is defined in
+ * trace_read.c, beside the trace reader, as the injection library does not link core/fileio.c. */
 gr_status gr_capev_load(const char *path, gr_capev_list *out, gr_error *err);
 gr_status gr_capev_load_mem(const char *text, size_t len, const char *label, gr_capev_list *out,
                             gr_error *err);

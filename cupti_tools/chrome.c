@@ -5,10 +5,12 @@
 #include "cupti_tools/chrome.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fileio.h"
 #include "cupti_tools/jsonl.h"
 #include "cupti_tools/report.h"
 #include "cupti_tools/u64map.h"
@@ -47,25 +49,51 @@ const char *gr_tl_str(const gr_timeline *tl, int32_t idx) {
 /* ---- "nvtx" records (replay/nvtx.c writes them; cupti_tools/README.md documents them) ---- */
 
 static gr_status read_nvtx(gr_timeline *tl, const char *path, gr_error *err) {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return gr_error_set(err, GR_ERR_IO, path,
-                            "cannot read the trace again for its NVTX ranges: %s", strerror(errno));
+    FILE *f = NULL;
+    gr_error why;
+    gr_error_clear(&why);
+    gr_status st = gr_file_open(path, GR_FILE_TRACE, &f, NULL, &why);
+    if (st != GR_OK) {
+        size_t pl = strlen(path);
+        const char *m = strncmp(why.msg, path, pl) == 0 && why.msg[pl] == ':' ? why.msg + pl + 2 : why.msg;
+        return gr_error_set(err, st, path, "cannot read the trace again for its NVTX ranges: %.*s",
+                            (int)strcspn(m, "\n"), m);
+    }
     gr_jline *jl = malloc(sizeof(*jl));
     if (!jl) {
         fclose(f);
         return nomem(err, tl->tr);
     }
+    gr_jl_reader lr;
+    gr_jl_reader_init(&lr, f, GR_JSONL_MAX_LINE);
     char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int lineno = 0;
+    size_t len = 0;
+    int has_nl = 0, lineno = 0;
     size_t navtx_cap = 0;
-    gr_status st = GR_OK;
-    while (st == GR_OK && (len = getline(&line, &cap, f)) >= 0) {
+    for (;;) {
+        gr_jl_next got = gr_jl_reader_next(&lr, &line, &len, &has_nl);
+        if (got == GR_JL_EOF) break;
+        if (lineno == INT_MAX) {
+            st = gr_error_at(err, GR_ERR_INPUT, path, lineno, 0, "more than %d lines: not a trace", INT_MAX);
+            break;
+        }
         lineno++;
+        if (got == GR_JL_TOO_LONG) {
+            st = gr_error_at(err, GR_ERR_INPUT, path, lineno, 1,
+                             "line longer than %zu bytes (the limit of a trace line): not a trace",
+                             (size_t)GR_JSONL_MAX_LINE);
+            break;
+        }
+        if (got == GR_JL_NOMEM) {
+            st = nomem(err, tl->tr);
+            break;
+        }
+        if (got == GR_JL_IOERR) {
+            st = gr_error_set(err, GR_ERR_IO, path, "read error after line %d: %s", lineno - 1, strerror(errno));
+            break;
+        }
         if (!strstr(line, "\"t\":\"nvtx\"")) continue;
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        while (len > 0 && line[len - 1] == '\r')
             line[--len] = '\0';
         int col = 0;
         char msg[256];
@@ -117,8 +145,9 @@ static gr_status read_nvtx(gr_timeline *tl, const char *path, gr_error *err) {
         const gr_jfield *step = gr_jline_get(jl, "step");
         r->step = step && step->type == GR_JV_NUM ? step->i : 0;
         tl->nnvtx++;
+        if (st != GR_OK) break;
     }
-    free(line);
+    gr_jl_reader_free(&lr);
     free(jl);
     fclose(f);
     return st;

@@ -443,3 +443,71 @@ void gr_sb_kv_str(gr_sbuf *b, const char *key, const char *s) {
     gr_sb_key(b, key);
     gr_sb_jstr(b, s);
 }
+
+/* ---- bounded line reader ---- */
+
+#define GR_JL_CHUNK ((size_t)1 << 16)
+
+void gr_jl_reader_init(gr_jl_reader *r, FILE *file, size_t max) {
+    memset(r, 0, sizeof(*r));
+    r->f = file;
+    r->max = max;
+}
+
+void gr_jl_reader_free(gr_jl_reader *r) {
+    free(r->chunk);
+    free(r->line);
+    r->chunk = r->line = NULL;
+    r->cap = 0;
+}
+
+/* Appends n bytes to the line (len so far in *len); 0 when out of memory. */
+static int line_append(gr_jl_reader *r, size_t *len, const char *p, size_t n) {
+    if (*len + n + 1 > r->cap) {
+        size_t c = r->cap ? r->cap : 256;
+        while (c < *len + n + 1) c *= 2;
+        char *b = realloc(r->line, c);
+        if (!b) return 0;
+        r->line = b;
+        r->cap = c;
+    }
+    memcpy(r->line + *len, p, n);
+    *len += n;
+    r->line[*len] = '\0';
+    return 1;
+}
+
+gr_jl_next gr_jl_reader_next(gr_jl_reader *r, char **line, size_t *len, int *has_nl) {
+    FILE *f = r->f;
+    *len = 0;
+    *has_nl = 0;
+    if (!r->chunk && !(r->chunk = malloc(GR_JL_CHUNK))) return GR_JL_NOMEM;
+    if (!line_append(r, len, "", 0)) return GR_JL_NOMEM;
+    for (;;) {
+        if (r->pos == r->end) {
+            r->pos = 0;
+            r->end = fread(r->chunk, 1, GR_JL_CHUNK, f);
+            if (r->end == 0) {
+                if (ferror(f)) return GR_JL_IOERR;
+                *line = r->line;
+                return *len > 0 ? GR_JL_LINE : GR_JL_EOF;
+            }
+        }
+        const char *p = r->chunk + r->pos;
+        size_t avail = r->end - r->pos;
+        const char *nl = memchr(p, '\n', avail);
+        size_t n = nl ? (size_t)(nl - p) : avail;
+        if (*len + n > r->max) {
+            *len += n;
+            return GR_JL_TOO_LONG;
+        }
+        if (!line_append(r, len, p, n)) return GR_JL_NOMEM;
+        r->pos += n;
+        if (nl) {
+            r->pos++;
+            *has_nl = 1;
+            *line = r->line;
+            return GR_JL_LINE;
+        }
+    }
+}

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,6 +42,31 @@ typedef struct gr_jline {
 int gr_jline_parse(char *line, size_t len, gr_jline *out, int *err_col, char *msg, size_t msg_size);
 /* The field named `key`, or NULL. */
 const gr_jfield *gr_jline_get(const gr_jline *l, const char *key);
+
+/* Reading lines with a bound: a line longer than `max` bytes (a file that is not a trace, such
+ * as /dev/zero's output, or a damaged one) is an error, never an unbounded allocation. NUL bytes
+ * are kept (the caller decides); the newline is removed and the line NUL-terminated. */
+#define GR_JSONL_MAX_LINE ((size_t)1 << 20) /* 1 MiB per trace line (cupti_tools/README.md) */
+
+typedef struct gr_jl_reader {
+    FILE *f;
+    char *chunk;
+    size_t pos, end;
+    char *line;
+    size_t cap, max;
+} gr_jl_reader;
+
+typedef enum gr_jl_next {
+    GR_JL_LINE = 1,    /* *line holds *len bytes; *has_nl 0 for a last line without newline */
+    GR_JL_EOF = 0,
+    GR_JL_TOO_LONG = -1, /* the line passed `max` bytes; *len says how many were read */
+    GR_JL_NOMEM = -2,
+    GR_JL_IOERR = -3 /* errno says why */
+} gr_jl_next;
+
+void gr_jl_reader_init(gr_jl_reader *r, FILE *file, size_t max);
+gr_jl_next gr_jl_reader_next(gr_jl_reader *r, char **line, size_t *len, int *has_nl);
+void gr_jl_reader_free(gr_jl_reader *r);
 
 /* Growable text buffer for formatting records. On allocation failure `oom` is set and further
  * appends are ignored. */

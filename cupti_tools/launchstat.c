@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <signal.h>
@@ -17,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/jsonout.h"
 #include "core/expr.h"
 #include "cupti_tools/analysis.h"
 #include "cupti_tools/chrome.h"
@@ -114,6 +114,8 @@ typedef struct opts {
     const char *trace;
     int capture_check; /* --capture-check: the capture checker instead of the trace */
     const char *chrome, *html; /* report --chrome FILE / --html FILE: timeline exports */
+    /* options given that only the trace's report uses (for --no-report / --capture-check) */
+    const char *report_opt, *trace_opt;
 } opts;
 
 static int usage_error(const char *usage, const char *fmt, const char *arg) {
@@ -164,12 +166,30 @@ static int parse(int argc, char **argv, int first, int run, opts *o) {
         if (needs && !val) {
             if (i + 1 >= argc) return usage_error(usage, "option %s needs a value", name);
             val = argv[++i];
+            /* `--chrome --json x` would write a file named --json */
+            if (val[0] == '-' && val[1] && !(val[1] >= '0' && val[1] <= '9') && val[1] != '.') {
+                fprintf(stderr, "cupti-launchstat: option %s needs a value, got the option %s "
+                                "(write %s=VALUE for a value that starts with -)\n\n%s",
+                        name, val, name, usage);
+                return 2;
+            }
         }
+        if (needs && !val[0]) return usage_error(usage, "option %s needs a value, got an empty one", name);
         if (!needs && val) return usage_error(usage, "option %s takes no value", name);
         if (!run && name[0] != '-') {
             if (o->trace) return usage_error(usage, "unexpected argument \"%s\" (one TRACE; --compare OTHER for a second)", a);
             o->trace = a;
             continue;
+        }
+        if (run) {
+            static const char *report_only[] = {"--json", "--top", "--short-gap-us", "--chrome", "--html", NULL};
+            static const char *trace_only[] = {"--steps", "--latency", "--no-driver", "--no-memcpy", "--buffer-mb",
+                                               "--max-buffers", "--no-report", "--top", "--short-gap-us",
+                                               "--chrome", "--html", NULL};
+            for (const char **w = report_only; *w; w++)
+                if (!strcmp(*w, name)) o->report_opt = *w;
+            for (const char **w = trace_only; *w; w++)
+                if (!strcmp(*w, name)) o->trace_opt = *w;
         }
         if (run && (!strcmp(name, "-o") || !strcmp(name, "--output"))) o->out = val;
         else if (!strcmp(name, "--json")) o->json = val;
@@ -210,13 +230,108 @@ static int parse(int argc, char **argv, int first, int run, opts *o) {
     return -1;
 }
 
+/* Options that do nothing without another are usage errors, not silently ignored. */
+static int check_option_pairs(int run, const opts *o) {
+    const char *usage = run ? usage_main : usage_report;
+    if (!run && o->region && !o->compare)
+        return usage_error(usage, "--region chooses the region of TRACE to compare: it needs --compare OTHER "
+                                  "(without --compare the report covers every region)%s", "");
+    if (!run && o->compare_region && !o->compare)
+        return usage_error(usage, "--compare-region chooses the region of OTHER: it needs --compare OTHER%s", "");
+    if (run && o->capture_check && o->trace_opt)
+        return usage_error(usage, "%s has no effect with --capture-check (it records API calls during capture, "
+                                  "not a trace; only -o and --json apply): drop one of them", o->trace_opt);
+    if (run && o->no_report && o->report_opt && strcmp(o->report_opt, "--no-report") != 0)
+        return usage_error(usage, "%s shapes the report, which --no-report turns off: drop one of them "
+                                  "(cupti-launchstat report TRACE reads the trace later)", o->report_opt);
+    return -1;
+}
+
+/* Who a path is: dev+ino when it exists, else the resolved directory + name, so "./t" and "t"
+ * (or a hard link) are the same file. */
+typedef struct file_id {
+    int exists, regular;
+    dev_t dev;
+    ino_t ino;
+    char name[PATH_MAX + 256];
+} file_id;
+
+static void file_identity(const char *path, file_id *id) {
+    memset(id, 0, sizeof(*id));
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        id->exists = 1;
+        id->regular = S_ISREG(sb.st_mode);
+        id->dev = sb.st_dev;
+        id->ino = sb.st_ino;
+        return;
+    }
+    char dir[PATH_MAX], abs[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? path + (slash - dir) + 1 : path;
+    if (slash) *slash = '\0';
+    if (realpath(slash ? (dir[0] ? dir : "/") : ".", abs))
+        snprintf(id->name, sizeof(id->name), "%s/%s", abs, base);
+    else
+        snprintf(id->name, sizeof(id->name), "%s", path);
+}
+
+static int same_file(const file_id *a, const file_id *b) {
+    if (a->exists != b->exists) return 0;
+    if (a->exists) return a->dev == b->dev && a->ino == b->ino;
+    return !strcmp(a->name, b->name);
+}
+
+/* An output must not overwrite an input or another output, and must be something a report can
+ * be written to without waiting (not a FIFO, a socket or a directory). */
+static int check_outputs(int run, const opts *o) {
+    struct {
+        const char *opt, *path;
+    } in[2] = {{"TRACE", run ? (o->out ? o->out : "launchstat.jsonl") : o->trace}, {"--compare", o->compare}},
+      out[3] = {{"--json", o->json && strcmp(o->json, "-") != 0 ? o->json : NULL}, {"--chrome", o->chrome},
+                {"--html", o->html}};
+    if (run) in[0].opt = o->out ? "-o" : "the trace (default launchstat.jsonl)";
+    if (run && o->capture_check && !o->out) in[0].path = "capcheck.jsonl";
+    file_id iid[2], oid[3];
+    for (int i = 0; i < 2; i++)
+        if (in[i].path) file_identity(in[i].path, &iid[i]);
+    for (int k = 0; k < 3; k++) {
+        if (!out[k].path) continue;
+        file_id *id = &oid[k];
+        file_identity(out[k].path, id);
+        struct stat sb;
+        if (id->exists && stat(out[k].path, &sb) == 0 && (S_ISDIR(sb.st_mode) || S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode))) {
+            fprintf(stderr, "cupti-launchstat: %s %s: is %s: give a file name\n", out[k].opt, out[k].path,
+                    S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO (named pipe)" : "a socket");
+            return 2;
+        }
+        for (int i = 0; i < 2; i++)
+            if (in[i].path && same_file(id, &iid[i])) {
+                fprintf(stderr, "cupti-launchstat: %s %s: is the same file as %s %s, which %s: choose another "
+                                "output file\n",
+                        out[k].opt, out[k].path, in[i].opt, in[i].path,
+                        run && i == 0 ? "the trace is written to" : "is read; writing it would destroy the input");
+                return 2;
+            }
+        for (int j = 0; j < k; j++)
+            if (out[j].path && (!id->exists || id->regular) && same_file(id, &oid[j])) {
+                fprintf(stderr, "cupti-launchstat: %s %s: is the same file as %s %s: give each output its own "
+                                "file\n",
+                        out[k].opt, out[k].path, out[j].opt, out[j].path);
+                return 2;
+            }
+    }
+    return -1;
+}
+
 static int fail(const gr_error *e) {
     fprintf(stderr, "cupti-launchstat: %s\n", e->msg);
     return gr_exit_code(e->code);
 }
 
 static int write_json(const char *path, json_t *j, gr_error *e) {
-    return gr_json_write(path, j, "the JSON report", e) == GR_OK ? 0 : -1;
+    return gr_ls_write_json(path, j, "the JSON report", e) == GR_OK ? 0 : -1;
 }
 
 /* Load + analyse; fills *t and *r. */
@@ -360,6 +475,14 @@ static int report(const opts *o, const char *trace_path, int partial, json_t *ex
     size_t nw = gr_ls_warnings(r, w, 8);
     for (size_t i = 0; i < nw && i < 8; i++)
         fprintf(stderr, "cupti-launchstat: warning: %s: %s\n", trace_path, w[i].msg);
+    if (r2) {
+        nw = gr_ls_warnings(r2, w, 8);
+        for (size_t i = 0; i < nw && i < 8; i++)
+            fprintf(stderr, "cupti-launchstat: warning: %s: %s\n", o->compare, w[i].msg);
+    }
+    char why[400];
+    if (a && b && gr_ls_compare_mismatch(a, b, why, sizeof(why)))
+        fprintf(stderr, "cupti-launchstat: warning: --compare %s: %s\n", o->compare, why);
     if (o->json) {
         json_t *j = gr_ls_json(r);
         if (a && b) json_object_set_new(j, "compare", gr_ls_compare_json(trace_path, a, o->compare, b));
@@ -512,6 +635,14 @@ static int cmd_run(opts *o) {
     time_t started = time(NULL) - 1;
     fflush(stdout);
     fflush(stderr);
+    /* the child reports a failed exec through this pipe (closed unread when exec succeeds), so a
+     * missing command is told apart from a program that made no CUDA calls */
+    int ep[2] = {-1, -1};
+    if (pipe(ep) != 0 || fcntl(ep[0], F_SETFD, FD_CLOEXEC) != 0 || fcntl(ep[1], F_SETFD, FD_CLOEXEC) != 0) {
+        if (ep[0] >= 0) close(ep[0]);
+        if (ep[1] >= 0) close(ep[1]);
+        ep[0] = ep[1] = -1;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         gr_error_set(&e, GR_ERR_INTERNAL, NULL, "cannot start \"%s\": fork failed: %s", o->cmd[0], strerror(errno));
@@ -534,11 +665,25 @@ static int cmd_run(opts *o) {
         if (o->capture_check) setenv("GR_LAUNCHSTAT_CAPCHECK", "1", 1);
         execvp(o->cmd[0], o->cmd);
         int err = errno;
-        fprintf(stderr, "cupti-launchstat: cannot run \"%s\": %s%s\n", o->cmd[0], strerror(err),
-                err == ENOENT ? " (not found: check the path or PATH)" : "");
+        if (ep[1] >= 0 && write(ep[1], &err, sizeof(err)) != (ssize_t)sizeof(err)) err = errno;
         _exit(err == ENOENT ? 127 : 126);
     }
     child_pid = pid;
+    int exec_err = 0;
+    if (ep[1] >= 0) {
+        close(ep[1]);
+        ssize_t got;
+        while ((got = read(ep[0], &exec_err, sizeof(exec_err))) < 0 && errno == EINTR) {}
+        if (got != (ssize_t)sizeof(exec_err)) exec_err = 0;
+        close(ep[0]);
+    }
+    if (exec_err) {
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        fprintf(stderr, "cupti-launchstat: cannot run \"%s\": %s%s\n", o->cmd[0], strerror(exec_err),
+                exec_err == ENOENT ? " (not found: check the path or PATH)" : "");
+        return exec_err == ENOENT ? 127 : 126;
+    }
     struct sigaction sa, old_int, old_term, old_hup;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = forward;
@@ -620,9 +765,11 @@ int main(int argc, char **argv) {
         int rc = parse(argc, argv, 2, 0, &o);
         if (rc >= 0) return rc;
         if (!o.trace) return usage_error(usage_report, "report needs a TRACE file%s", "");
+        if ((rc = check_option_pairs(0, &o)) >= 0 || (rc = check_outputs(0, &o)) >= 0) return rc;
         return report(&o, o.trace, o.partial, NULL);
     }
     int rc = parse(argc, argv, 1, 1, &o);
     if (rc >= 0) return rc;
+    if (o.ncmd > 0 && ((rc = check_option_pairs(1, &o)) >= 0 || (rc = check_outputs(1, &o)) >= 0)) return rc;
     return cmd_run(&o);
 }

@@ -3,7 +3,9 @@
 #include "cupti_tools/report.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -284,6 +286,16 @@ size_t gr_ls_warnings(const gr_ls_report *r, gr_ls_warning *out, size_t max) {
         if (n < max) snprintf(out[n].msg, sizeof(out[n].msg), __VA_ARGS__);                        \
         n++;                                                                                       \
     } while (0)
+    if (t->excl_backwards.n)
+        WARN("%zu record%s excluded: end before start (first at line %d); the figures leave %s out",
+             t->excl_backwards.n, t->excl_backwards.n == 1 ? "" : "s", t->excl_backwards.first_line,
+             t->excl_backwards.n == 1 ? "it" : "them");
+    if (t->excl_outside.n)
+        WARN("%zu record%s excluded: a time outside the trace's span, 0 to %lld ns after t0%s "
+             "(first at line %d); the figures leave %s out",
+             t->excl_outside.n, t->excl_outside.n == 1 ? "" : "s", (long long)t->span_end,
+             t->has_end && t->end_ts > 0 ? " (end record)" : "", t->excl_outside.first_line,
+             t->excl_outside.n == 1 ? "it" : "them");
     if (t->api.n == 0 && all->eager_kernels > 0) {
         char seen[96] = "";
         if (t->has_api_counts)
@@ -392,7 +404,19 @@ void gr_ls_print_compare(FILE *f, const char *label_a, const gr_ls_scope *a, con
     ROW("idle %", 100.0 * x->idle_frac, x->gpu_span_us > 0);
     ROW("short-gap % of idle", 100.0 * x->short_share, x->idle_us > 0);
 #undef ROW
-    if (a->steps > 0 && b->steps > 0 && a->kernels > 0) {
+    char why[400];
+    if (gr_ls_compare_mismatch(a, b, why, sizeof(why))) {
+        double ka = (double)a->kernels / (double)a->steps, kb = (double)b->kernels / (double)b->steps;
+        fprintf(f, "  WARNING: %s\n", why);
+        fprintf(f, "  per kernel: a %s us (%s us / %s kernels per step), b ", N(a->step_us / ka), N(a->step_us),
+                N(ka));
+        if (kb > 0) {
+            fprintf(f, "%s us (%s us / %s kernels per step); a - b = %s us per kernel, traced\n",
+                    N(b->step_us / kb), N(b->step_us), N(kb), N(a->step_us / ka - b->step_us / kb));
+        } else {
+            fprintf(f, "- (no kernels)\n");
+        }
+    } else if (a->steps > 0 && b->steps > 0 && a->kernels > 0) {
         double ka = (double)a->kernels / (double)a->steps;
         double d = a->step_us - b->step_us;
         fprintf(f, "  (a - b) per kernel: (%s - %s) us / %s kernels per step = %s us per kernel, traced",
@@ -401,6 +425,18 @@ void gr_ls_print_compare(FILE *f, const char *label_a, const gr_ls_scope *a, con
             fprintf(f, "; untraced %s us per kernel", N((a->untraced_step_us - b->untraced_step_us) / ka));
         fprintf(f, "\n");
     }
+}
+
+int gr_ls_compare_mismatch(const gr_ls_scope *a, const gr_ls_scope *b, char *msg, size_t size) {
+    if (a->steps <= 0 || b->steps <= 0 || a->kernels == 0) return 0;
+    double ka = (double)a->kernels / (double)a->steps, kb = (double)b->kernels / (double)b->steps;
+    if (fabs(ka - kb) <= 0.01 * (ka > kb ? ka : kb)) return 0;
+    if (msg)
+        snprintf(msg, size,
+                 "kernels per step differ (%.4g in a, %.4g in b): the compared regions ran different "
+                 "work, so per-kernel figures divide each side by its own count",
+                 ka, kb);
+    return 1;
 }
 
 static json_t *sum_json(const gr_summary *s) {
@@ -508,6 +544,11 @@ void *gr_ls_json(const gr_ls_report *r) {
                                   "driver_version", t->driver_version, "cupti_version", t->cupti_version, "latency",
                                   t->latency, "dropped", (json_int_t)t->dropped, "api_records", (json_int_t)t->api.n,
                                   "complete", t->has_end, "end_reason", t->end_reason));
+    json_object_set_new(root, "excluded_records",
+                        json_pack("{s:{s:I, s:i}, s:{s:I, s:i}, s:I}", "end_before_start", "count",
+                                  (json_int_t)t->excl_backwards.n, "first_line", t->excl_backwards.first_line,
+                                  "outside_span", "count", (json_int_t)t->excl_outside.n, "first_line",
+                                  t->excl_outside.first_line, "span_end_ns", (json_int_t)t->span_end));
     if (t->has_api_counts)
         json_object_set_new(root, "collector",
                             json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "api_records",
@@ -573,11 +614,41 @@ void *gr_ls_compare_json(const char *label_a, const gr_ls_scope *a, const char *
     json_object_set_new(j, "traced", json_true());
     json_object_set_new(j, "a", cmp_side(label_a, a));
     json_object_set_new(j, "b", cmp_side(label_b, b));
-    if (a->steps > 0 && b->steps > 0 && a->kernels > 0) {
+    char why[400];
+    int differ = gr_ls_compare_mismatch(a, b, why, sizeof(why));
+    json_object_set_new(j, "kernels_per_step_differ", json_boolean(differ));
+    if (differ) {
+        double ka = (double)a->kernels / (double)a->steps, kb = (double)b->kernels / (double)b->steps;
+        json_object_set_new(j, "warning", json_string(why));
+        json_object_set_new(j, "per_kernel_us_a", json_real(a->step_us / ka));
+        json_object_set_new(j, "per_kernel_us_b", kb > 0 ? json_real(b->step_us / kb) : json_null());
+        json_object_set_new(j, "per_kernel_us",
+                            kb > 0 ? json_real(a->step_us / ka - b->step_us / kb) : json_null());
+        if (a->untraced_step_us > 0 && b->untraced_step_us > 0 && kb > 0)
+            json_object_set_new(j, "untraced_per_kernel_us",
+                                json_real(a->untraced_step_us / ka - b->untraced_step_us / kb));
+    } else if (a->steps > 0 && b->steps > 0 && a->kernels > 0) {
         double ka = (double)a->kernels / (double)a->steps;
         json_object_set_new(j, "per_kernel_us", json_real((a->step_us - b->step_us) / ka));
         if (a->untraced_step_us > 0 && b->untraced_step_us > 0)
             json_object_set_new(j, "untraced_per_kernel_us", json_real((a->untraced_step_us - b->untraced_step_us) / ka));
     }
     return j;
+}
+
+gr_status gr_ls_write_json(const char *path, const void *json, const char *what, gr_error *err) {
+    int to_stdout = !strcmp(path, "-");
+    errno = 0;
+    FILE *f = to_stdout ? stdout : fopen(path, "w");
+    if (!f)
+        return gr_error_set(err, GR_ERR_IO, path, "cannot write %s: %s (does the directory exist and is it writable?)",
+                            what, strerror(errno));
+    int e = 0;
+    /* jansson writes through stdio: a full disk shows at the flush, not at the dump */
+    if (json_dumpf((const json_t *)json, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) != 0 || fputc('\n', f) == EOF ||
+        fflush(f) != 0 || ferror(f))
+        e = errno ? errno : EIO;
+    if (!to_stdout && fclose(f) != 0 && !e) e = errno ? errno : EIO;
+    if (e) return gr_error_set(err, GR_ERR_IO, path, "cannot write %s: %s", what, strerror(e));
+    return GR_OK;
 }

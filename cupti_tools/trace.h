@@ -100,7 +100,19 @@ typedef struct gr_tr_region {
 typedef struct gr_tr_ovh {
     int32_t kind;
     int64_t s, e;
+    int line;
 } gr_tr_ovh;
+
+/* Records the reader kept out of the analysis for one reason: how many, and the first one's line
+ * (the report says so; figures never include them). */
+typedef struct gr_tr_excluded {
+    size_t n;
+    int first_line;
+} gr_tr_excluded;
+
+/* The longest a trace without an end time may span (its records' times count from t0, in ns):
+ * times beyond this are absurd and their records are excluded. */
+#define GR_TRACE_MAX_SPAN_NS (30LL * 24 * 3600 * 1000000000LL)
 
 typedef struct gr_tr_ctx {
     uint32_t ctx, dev;
@@ -154,13 +166,20 @@ typedef struct gr_trace {
     size_t activity_records; /* gpu + api + ext + ovh lines: checked against the end record */
     size_t unknown_records;  /* lines of record kinds this reader does not know (skipped) */
     char notes[512];         /* what --partial skipped, for the report */
+    /* kernel, memcpy, memset, API and overhead records excluded: end before start, or a time
+     * outside the trace's span [0, span_end] (the end record's "e", else GR_TRACE_MAX_SPAN_NS) */
+    gr_tr_excluded excl_backwards, excl_outside;
+    int64_t span_end;
     /* strings (kernel and API names, op names, ...) by index */
     GR_VEC(char *) str;
 } gr_trace;
 
-/* Reads a trace file. Any malformed or truncated line is an error naming the file and line
- * (GR_ERR_INPUT). A trace without its end record (the traced program was killed before the
- * trace was flushed) is an error unless `partial`. GR_ERR_IO when the file cannot be read. */
+/* Reads a trace file: a regular file (core/fileio.h: no FIFO, device or directory, at most the
+ * trace limit of 8 GiB) of lines of at most GR_JSONL_MAX_LINE bytes. Any malformed, overlong or
+ * truncated line is an error naming the file and line (GR_ERR_INPUT). Records whose times are
+ * impossible are excluded and counted (excl_backwards, excl_outside), not analysed. A trace
+ * without its end record (the traced program was killed before the trace was flushed) is an
+ * error unless `partial`. GR_ERR_IO when the file cannot be read. */
 gr_status gr_trace_load(const char *path, int partial, gr_trace **out, gr_error *err);
 /* The same from memory (tests); `label` names it in messages. */
 gr_status gr_trace_load_mem(const char *text, size_t len, const char *label, int partial,

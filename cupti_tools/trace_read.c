@@ -1,14 +1,19 @@
 /* Trace reader: JSONL lines into the in-memory model of trace.h. Strict: every line must be a
  * known-good record, a damaged or truncated line is an error with file:line:column, and the end
- * record's count of activity records must match what was read. Unknown record kinds are
- * skipped (newer writers may add some). */
+ * record's count of activity records must match what was read; lines are bounded (1 MiB).
+ * Records with impossible times are excluded and counted. Unknown record kinds are skipped
+ * (newer writers may add some). */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/fileio.h"
+#include "cupti_tools/capevents.h"
 #include "cupti_tools/jsonl.h"
 #include "cupti_tools/trace.h"
 #include "cupti_tools/u64map.h"
@@ -197,17 +202,14 @@ static void get_dim3(rd *r, const char *rec, const char *key, int32_t out[3], in
         *fail = 1;
         return;
     }
-    for (int i = 0; i < 3; i++) out[i] = (int32_t)f->a[i];
-}
-
-static int check_times(rd *r, const char *rec, int64_t s, int64_t e, int *fail) {
-    if (e < s && !(s == 0 || e == 0)) {
-        bad(r, gr_jline_get(r->jl, "e")->col, "\"%s\" record ends before it starts (s %" PRId64 ", e %" PRId64 ")",
-            rec, s, e);
-        *fail = 1;
-        return 0;
+    for (int i = 0; i < 3; i++) {
+        if (!(f->a[i] >= 0 && f->a[i] <= INT32_MAX) || f->a[i] != (double)(int64_t)f->a[i]) {
+            bad(r, f->col, "\"%s\" record: \"%s\" must hold whole numbers from 0 to %d", rec, key, INT32_MAX);
+            *fail = 1;
+            return;
+        }
+        out[i] = (int32_t)f->a[i];
     }
-    return 1;
 }
 
 static gr_status read_header(rd *r) {
@@ -279,7 +281,6 @@ static gr_status read_gpu(rd *r, const char *rec, gr_gpu_kind kind) {
         get_u64(r, rec, "bytes", 1, "bytes", &g->bytes, &fail);
         if (kind == GR_GPU_MEMCPY) g->name = get_str_idx(r, rec, "kind", 0, "copy kind, e.g. HtoD", &fail);
     }
-    if (!fail && !g->incomplete) check_times(r, rec, g->s, g->e, &fail);
     r->t->activity_records++;
     return fail ? r->err->code : GR_OK;
 }
@@ -310,7 +311,6 @@ static gr_status read_api(rd *r) {
     get_u32(r, "api", "tid", 0, "thread id", &a->tid, &fail);
     get_u32(r, "api", "corr", 1, "correlation id", &a->corr, &fail);
     if (get_i64(r, "api", "ret", 0, "return value", &v, &fail)) a->ret = (int32_t)v;
-    if (!fail) check_times(r, "api", a->s, a->e, &fail);
     r->t->activity_records++;
     return fail ? r->err->code : GR_OK;
 }
@@ -366,10 +366,10 @@ static gr_status read_line(rd *r, char *line, size_t len) {
     if (!strcmp(kind, "ovh")) {
         gr_tr_ovh *o;
         PUSH(r, t->ovh, o);
+        o->line = r->line;
         o->kind = get_str_idx(r, "ovh", "kind", 1, "what the overhead was", &fail);
         get_i64(r, "ovh", "s", 1, "start, ns since t0", &o->s, &fail);
         get_i64(r, "ovh", "e", 1, "end, ns since t0", &o->e, &fail);
-        if (!fail) check_times(r, "ovh", o->s, o->e, &fail);
         t->activity_records++;
         return fail ? r->err->code : GR_OK;
     }
@@ -461,6 +461,43 @@ static gr_status read_line(rd *r, char *line, size_t len) {
     return GR_OK;
 }
 
+/* 0: the record's times are usable; else it is counted in the reason's tally. */
+static int bad_times(gr_trace *t, int64_t s, int64_t e, int line) {
+    gr_tr_excluded *x = NULL;
+    if (e < s) x = &t->excl_backwards;
+    else if (s < 0 || e > t->span_end) x = &t->excl_outside;
+    if (!x) return 0;
+    if (x->n++ == 0 || line < x->first_line) x->first_line = line;
+    return 1;
+}
+
+/* Records with impossible times would make busy time negative or idle over 100%: they are
+ * kept out of the arrays (the end record's count was checked on the lines as read). */
+static void exclude_bad_times(gr_trace *t) {
+    t->span_end = t->has_end && t->end_ts > 0 ? t->end_ts : GR_TRACE_MAX_SPAN_NS;
+    size_t k = 0;
+    for (size_t i = 0; i < t->gpu.n; i++) {
+        const gr_tr_gpu *g = &t->gpu.v[i];
+        if (!g->incomplete && bad_times(t, g->s, g->e, g->line)) continue;
+        t->gpu.v[k++] = *g;
+    }
+    t->gpu.n = k;
+    k = 0;
+    for (size_t i = 0; i < t->api.n; i++) {
+        const gr_tr_api *a = &t->api.v[i];
+        if (bad_times(t, a->s, a->e, a->line)) continue;
+        t->api.v[k++] = *a;
+    }
+    t->api.n = k;
+    k = 0;
+    for (size_t i = 0; i < t->ovh.n; i++) {
+        const gr_tr_ovh *o = &t->ovh.v[i];
+        if (bad_times(t, o->s, o->e, o->line)) continue;
+        t->ovh.v[k++] = *o;
+    }
+    t->ovh.n = k;
+}
+
 static gr_status finish(rd *r, int partial) {
     gr_trace *t = r->t;
     if (!r->seen_header)
@@ -496,6 +533,7 @@ static gr_status finish(rd *r, int partial) {
         a->name = (int32_t)idx;
         a->cat = (uint8_t)gr_api_category(gr_trace_str(t, a->name));
     }
+    exclude_bad_times(t);
     return GR_OK;
 }
 
@@ -533,6 +571,9 @@ static gr_status rd_done(rd *r, gr_status st, gr_trace **out) {
 
 /* One physical line; `has_nl` is 0 for a last line without newline. */
 static gr_status one_line(rd *r, char *line, size_t len, int has_nl, int partial) {
+    if (r->line == INT_MAX)
+        return gr_error_at(r->err, GR_ERR_INPUT, r->label, r->line, 0,
+                           "more than %d lines: not a trace this reader can hold", INT_MAX);
     r->line++;
     while (len > 0 && (line[len - 1] == '\r')) len--;
     size_t k = 0;
@@ -577,32 +618,48 @@ static gr_status one_line(rd *r, char *line, size_t len, int has_nl, int partial
                        "cut off)%s", partial ? "" : "; `report --partial` analyses what is there");
 }
 
+/* A line over GR_JSONL_MAX_LINE: /dev/zero's output, a binary file, or a damaged trace. */
+static gr_status too_long(rd *r) {
+    r->line++;
+    return gr_error_at(r->err, GR_ERR_INPUT, r->label, r->line, 1,
+                       "line longer than %zu bytes (the limit of a trace line, cupti_tools/README.md): "
+                       "not a cupti-launchstat trace, or a damaged one",
+                       (size_t)GR_JSONL_MAX_LINE);
+}
+
+static gr_status nul_byte(rd *r, const char *line) {
+    r->line++;
+    return gr_error_at(r->err, GR_ERR_INPUT, r->label, r->line, (int)strlen(line) + 1,
+                       "NUL byte in the line: the file is binary or damaged, not a trace");
+}
+
 gr_status gr_trace_load(const char *path, int partial, gr_trace **out, gr_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return gr_error_set(err, GR_ERR_IO, path, "cannot open the trace: %s (check the path)", strerror(errno));
+    FILE *f = NULL;
+    *out = NULL;
+    gr_status st = gr_file_open(path, GR_FILE_TRACE, &f, NULL, err);
+    if (st != GR_OK) return st;
     rd r;
-    gr_status st = rd_init(&r, out, path, err);
+    st = rd_init(&r, out, path, err);
     if (st != GR_OK) {
         fclose(f);
         return st;
     }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    while (st == GR_OK && (n = getline(&line, &cap, f)) >= 0) {
-        int has_nl = n > 0 && line[n - 1] == '\n';
-        if (has_nl) line[--n] = '\0';
-        if (memchr(line, '\0', (size_t)n)) {
-            r.line++;
-            st = gr_error_at(err, GR_ERR_INPUT, path, r.line, (int)strlen(line) + 1,
-                             "NUL byte in the line: the file is binary or damaged, not a trace");
-            break;
-        }
-        st = one_line(&r, line, (size_t)n, has_nl, partial);
+    gr_jl_reader lr;
+    gr_jl_reader_init(&lr, f, GR_JSONL_MAX_LINE);
+    while (st == GR_OK) {
+        char *line = NULL;
+        size_t n = 0;
+        int has_nl = 0;
+        gr_jl_next got = gr_jl_reader_next(&lr, &line, &n, &has_nl);
+        if (got == GR_JL_EOF) break;
+        if (got == GR_JL_TOO_LONG) st = too_long(&r);
+        else if (got == GR_JL_NOMEM) st = nomem(&r);
+        else if (got == GR_JL_IOERR)
+            st = gr_error_set(err, GR_ERR_IO, path, "read error after line %d: %s", r.line, strerror(errno));
+        else if (memchr(line, '\0', n)) st = nul_byte(&r, line);
+        else st = one_line(&r, line, n, has_nl, partial);
     }
-    if (st == GR_OK && ferror(f)) st = gr_error_set(err, GR_ERR_IO, path, "read error: %s", strerror(errno));
-    free(line);
+    gr_jl_reader_free(&lr);
     fclose(f);
     if (st == GR_OK) st = finish(&r, partial);
     return rd_done(&r, st, out);
@@ -619,6 +676,10 @@ gr_status gr_trace_load_mem(const char *text, size_t len, const char *label, int
     while (st == GR_OK && pos < len) {
         const char *nl = memchr(text + pos, '\n', len - pos);
         size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
+        if (n > GR_JSONL_MAX_LINE) {
+            st = too_long(&r);
+            break;
+        }
         if (n + 1 > cap) {
             char *b = realloc(buf, n + 1);
             if (!b) {
@@ -631,9 +692,7 @@ gr_status gr_trace_load_mem(const char *text, size_t len, const char *label, int
         memcpy(buf, text + pos, n);
         buf[n] = '\0';
         if (memchr(buf, '\0', n)) {
-            r.line++;
-            st = gr_error_at(err, GR_ERR_INPUT, label, r.line, (int)strlen(buf) + 1,
-                             "NUL byte in the line: the file is binary or damaged, not a trace");
+            st = nul_byte(&r, buf);
             break;
         }
         st = one_line(&r, buf, n, nl != NULL, partial);
@@ -748,3 +807,16 @@ int gr_trace_api_outermost(const gr_trace *t, int32_t *outer) {
     return 0;
 }
 
+/* The capture-check recording (capevents.h), read whole through the bounded opener. */
+gr_status gr_capev_load(const char *path, gr_capev_list *out, gr_error *err) {
+    memset(out, 0, sizeof(*out));
+    if (access(path, R_OK) != 0)
+        return gr_error_set(err, GR_ERR_IO, path, "cannot read the recording: %s", strerror(errno));
+    char *text = NULL;
+    size_t len = 0;
+    gr_status st = gr_file_read_all(path, GR_FILE_TRACE, &text, &len, err);
+    if (st != GR_OK) return st;
+    st = gr_capev_load_mem(text, len, path, out, err);
+    free(text);
+    return st;
+}

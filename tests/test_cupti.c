@@ -1920,7 +1920,7 @@ static void test_cli_report(void) {
     GR_ASSERT_CONTAINS(out, ":v eager");
     GR_ASSERT_CONTAINS(out, "(a - b) per kernel: (50.00 - 30.00) us / 3.000 kernels per step = 6.667 us per kernel");
     GR_ASSERT_CONTAINS(out, "\"compare\"");
-    snprintf(args, sizeof(args), "report %s --region nope", good);
+    snprintf(args, sizeof(args), "report %s --compare %s --region nope", good, good);
     CU_ASSERT_EQUAL(ls(args), 2);
     GR_ASSERT_CONTAINS(out, "--region: ");
     GR_ASSERT_CONTAINS(out, "has no region \"nope\" (regions: \"v eager\", \"v graph\")");
