@@ -5,6 +5,7 @@
  * separately; the HTML's self-containment, both modes on one SVG scale, the gap histogram, the
  * tables; a headless Chromium screenshot of the report where Chromium is installed; graphrun's NVTX
  * ranges through an NVTX injection (a fresh process); the command-line options. */
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -571,6 +572,30 @@ static void test_chrome_fixtures(void) {
         gr_trace_destroy(t);
         unlink(out);
     }
+    /* every trace committed under tests/data is in the list above (capcheck_*.jsonl are
+     * capture-check recordings, not traces), so a new fixture cannot go unexported */
+    char dir[1024];
+    snprintf(dir, sizeof(dir), "%s/tests/data", srcdir());
+    DIR *d = opendir(dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    size_t listed = 0, found = 0;
+    while (fixtures[listed])
+        listed++;
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        size_t l = strlen(ent->d_name);
+        if (l < 7 || strcmp(ent->d_name + l - 6, ".jsonl") || !strncmp(ent->d_name, "capcheck_", 9))
+            continue;
+        int known = 0;
+        for (size_t i = 0; i < listed; i++)
+            known |= strlen(fixtures[i]) == l - 6 && !strncmp(fixtures[i], ent->d_name, l - 6);
+        if (!known) fprintf(stderr, "\n    tests/data/%s is not in the fixture list", ent->d_name);
+        CU_ASSERT_TRUE(known);
+        found++;
+    }
+    closedir(d);
+    printf("\n    %zu trace fixtures exported", found);
+    CU_ASSERT_EQUAL(found, listed);
 }
 
 /* A hand-made trace with known answers: regions, an eager kernel launched by a runtime call with
