@@ -4,10 +4,15 @@
 # bench/out). Untraced; CUDA-event timing; see bench/README.md for what each target means.
 #   bench/run.sh [NAME...]   a NAME is a suite in bench/suites/NAME.sh defining bench_NAME;
 #                            default: every suite
+# Nothing is overwritten: a suite whose outputs are already in the folder (bench/run.sh run
+# again into the same BENCH_OUT, or a NAME given twice) writes to NAME.repeat-N/ beside them,
+# and a label used twice in one folder gets _r2, _r3, ... Each suite's folder gets
+# bench-NAME.started (date, commit, command) when it starts.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B="${GR_BUILD_DIR:-build}/graphrun"
-O="${BENCH_OUT:-bench/out}"
+O_BASE="${BENCH_OUT:-bench/out}"
+O="$O_BASE"
 mkdir -p "$O"
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
@@ -15,8 +20,19 @@ if [ ${#names[@]} -eq 0 ]; then
 fi
 status=0
 
+fresh_label() { # label: itself, or with the first _rN whose outputs are not in $O yet
+    local l="$1" n=2
+    if [ -e "$O/$l.txt" ] || [ -e "$O/$l.json" ]; then
+        while [ -e "$O/${l}_r$n.txt" ] || [ -e "$O/${l}_r$n.json" ]; do n=$((n + 1)); done
+        l="${l}_r$n"
+    fi
+    echo "$l"
+}
+
 one() { # label, then graphrun args
-    local label="$1"; shift
+    local label
+    label="$(fresh_label "$1")"
+    shift
     echo "== $label: graphrun $*"
     "$B" "$@" --json "$O/$label.json" > "$O/$label.txt" 2>&1
     local rc=$?
@@ -43,6 +59,15 @@ PY
 for f in bench/suites/*.sh; do . "$f"; done
 for n in "${names[@]}"; do
     if declare -F "bench_$n" >/dev/null; then
+        O="$O_BASE"
+        if [ -e "$O/bench-$n.started" ]; then
+            k=2
+            while [ -e "$O_BASE/$n.repeat-$k" ]; do k=$((k + 1)); done
+            O="$O_BASE/$n.repeat-$k"
+            mkdir -p "$O"
+            echo "== $n: earlier outputs are in $O_BASE; this repeat writes to $O"
+        fi
+        { date -u; git rev-parse HEAD 2>/dev/null; echo "bench/run.sh $n (${B})"; } > "$O/bench-$n.started"
         "bench_$n"
     else
         echo "bench/run.sh: unknown benchmark \"$n\" (suites: $(ls bench/suites | sed 's/\.sh$//' | tr '\n' ' '))"
