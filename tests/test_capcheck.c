@@ -1309,8 +1309,7 @@ static void test_fixtures(void) {
         for (int m = 0; m < 3; m++) {
             if (seen[pi][m] != 1)
                 fprintf(stderr, "\n    tests/data/capcheck_%s_%s.jsonl: %s", gr_cc_patterns[pi],
-                        m == 0 ? "global" : m == 1 ? "thread-local" : "relaxed",
-                        seen[pi][m] ? "more than one match" : "missing");
+                        gr_capture_mode_str(m), seen[pi][m] ? "more than one match" : "missing");
             CU_ASSERT_EQUAL(seen[pi][m], 1);
         }
 }

@@ -2130,18 +2130,27 @@ static int fx_parse_command(const char *command, fx_cmd *c) {
     for (char *w = strtok(buf, " "); w && n < 128; w = strtok(NULL, " "))
         words[n++] = w;
     size_t l0 = n > 0 ? strlen(words[0]) : 0;
-    if (n < 3 || l0 < 8 || strcmp(words[0] + l0 - 8, "graphrun") || strcmp(words[1], "run")) return 0;
+    if (n < 3 || l0 < 8 || strcmp(words[0] + l0 - 8, "graphrun") || strcmp(words[1], "run"))
+        return 0;
     snprintf(c->workload, sizeof(c->workload), "%s", words[2]);
     for (int i = 3; i + 1 < n; i++) {
         const char *o = words[i], *v = words[i + 1];
-        if (!strcmp(o, "--set") && c->nsets < 16) snprintf(c->sets[c->nsets++], 128, "%s", v);
-        else if (!strcmp(o, "--variant")) snprintf(c->variant, sizeof(c->variant), "%s", v);
-        else if (!strcmp(o, "--iters")) c->iters = atoi(v);
-        else if (!strcmp(o, "--warmup")) c->warmup = atoi(v);
-        else if (!strcmp(o, "--batches")) c->batches = atoi(v);
-        else if (!strcmp(o, "--trace-iters")) c->trace_iters = atoi(v);
-        else if (!strcmp(o, "--unroll")) c->unroll = atoi(v);
-        else continue;
+        if (!strcmp(o, "--set") && c->nsets < 16)
+            snprintf(c->sets[c->nsets++], 128, "%s", v);
+        else if (!strcmp(o, "--variant"))
+            snprintf(c->variant, sizeof(c->variant), "%s", v);
+        else if (!strcmp(o, "--iters"))
+            c->iters = atoi(v);
+        else if (!strcmp(o, "--warmup"))
+            c->warmup = atoi(v);
+        else if (!strcmp(o, "--batches"))
+            c->batches = atoi(v);
+        else if (!strcmp(o, "--trace-iters"))
+            c->trace_iters = atoi(v);
+        else if (!strcmp(o, "--unroll"))
+            c->unroll = atoi(v);
+        else
+            continue;
         i++;
     }
     return 1;
@@ -2158,12 +2167,14 @@ static gr_plan *fx_plan(const fx_cmd *c, const char *variant) {
         return NULL;
     }
     for (int i = 0; i < c->nsets; i++)
-        if (gr_workload_set(wl, c->sets[i], &e) != GR_OK) fprintf(stderr, "\n    --set %s: %s", c->sets[i], e.msg);
+        if (gr_workload_set(wl, c->sets[i], &e) != GR_OK)
+            fprintf(stderr, "\n    --set %s: %s", c->sets[i], e.msg);
     gr_plan *p = NULL;
     const char *v = gr_workload_variant(wl, variant, &e);
     gr_target t = gr_target_default();
     if (!v || gr_plan_resolve(wl, v, &t, gr_kernel_find, gr_kernel_all_names, &p, &e) != GR_OK)
-        fprintf(stderr, "\n    %s variant %s: %s", c->workload, variant ? variant : "(default)", e.msg);
+        fprintf(stderr, "\n    %s variant %s: %s", c->workload, variant ? variant : "(default)",
+                e.msg);
     gr_workload_destroy(wl);
     return p;
 }
@@ -2190,9 +2201,9 @@ static int check_fixture_torch(const char *path, const gr_trace *t, const gr_ls_
         CU_ASSERT_EQUAL(s->graph.launches, 0);
         CU_ASSERT_EQUAL(s->launch_calls, s->kernels);
     }
-    printf("\n      %s: %lld steps, %zu kernels (%zu a step), %zu graph launches, %zu launch calls", path,
-           (long long)s->steps, s->kernels, s->kernels / (size_t)(iters > 0 ? iters : 1), s->graph.launches,
-           s->launch_calls);
+    printf("\n      %s: %lld steps, %zu kernels (%zu a step), %zu graph launches, %zu launch calls",
+           path, (long long)s->steps, s->kernels, s->kernels / (size_t)(iters > 0 ? iters : 1),
+           s->graph.launches, s->launch_calls);
     return 1;
 }
 
@@ -2208,7 +2219,8 @@ static int check_fixture_workload(const char *path, const gr_trace *t, const gr_
     if (!fx_parse_command(t->command, &c)) return 0;
     int checked = 0;
     if (rep->nregions > 0) {
-        int iters = c.trace_iters > 0 ? c.trace_iters : (c.iters > 0 && c.iters < 200 ? c.iters : 200);
+        int iters =
+            c.trace_iters > 0 ? c.trace_iters : (c.iters > 0 && c.iters < 200 ? c.iters : 200);
         int64_t steps = iters + (iters / 10 < 3 ? 3 : iters / 10);
         char last_variant[64] = "";
         size_t last_per_step = 0;
@@ -2241,8 +2253,11 @@ static int check_fixture_workload(const char *path, const gr_trace *t, const gr_
             }
             if (s->steps != steps || s->kernels % (size_t)steps || per_step < (size_t)p->kernels ||
                 (p->library_ops == 0 && per_step != (size_t)p->kernels))
-                fprintf(stderr, "\n    %s region \"%s\": %lld steps, %zu kernels; the workload says %lld x %d (%d library ops)",
-                        path, s->name, (long long)s->steps, s->kernels, (long long)steps, p->kernels, p->library_ops);
+                fprintf(stderr,
+                        "\n    %s region \"%s\": %lld steps, %zu kernels; the workload says %lld x "
+                        "%d (%d library ops)",
+                        path, s->name, (long long)s->steps, s->kernels, (long long)steps,
+                        p->kernels, p->library_ops);
             gr_plan_destroy(p);
             checked++;
         }
@@ -2263,9 +2278,12 @@ static int check_fixture_workload(const char *path, const gr_trace *t, const gr_
         CU_ASSERT_TRUE(a->eager_kernels >= eager_steps_kernels &&
                        a->eager_kernels - eager_steps_kernels < (size_t)p->kernels);
         if (a->graph.launches != steps || a->eager_kernels < eager_steps_kernels)
-            fprintf(stderr, "\n    %s: %zu graph launches, %zu node kernels, %zu eager kernels; the workload says "
-                    "%zu steps of %d kernels", path, a->graph.launches, a->graph.node_kernels, a->eager_kernels,
-                    steps, p->kernels);
+            fprintf(stderr,
+                    "\n    %s: %zu graph launches, %zu node kernels, %zu eager kernels; the "
+                    "workload says "
+                    "%zu steps of %d kernels",
+                    path, a->graph.launches, a->graph.node_kernels, a->eager_kernels, steps,
+                    p->kernels);
         gr_plan_destroy(p);
         checked++;
     }
@@ -2443,9 +2461,12 @@ static int check_fixture(const char *path) {
 
 /* The traces committed under tests/data (scripts/record-fixtures): each must be there, so that
  * a lost fixture or an empty folder fails instead of checking nothing. */
-static const char *const committed_fixtures[] = {
-    "decode_step.jsonl",     "launch_bound_k200.jsonl", "launch_bound_k200_injection.jsonl",
-    "pointwise_fusion_n4096.jsonl", "torch_mlp_eager.jsonl", "torch_mlp_graph.jsonl"};
+static const char *const committed_fixtures[] = {"decode_step.jsonl",
+                                                 "launch_bound_k200.jsonl",
+                                                 "launch_bound_k200_injection.jsonl",
+                                                 "pointwise_fusion_n4096.jsonl",
+                                                 "torch_mlp_eager.jsonl",
+                                                 "torch_mlp_graph.jsonl"};
 #define NCOMMITTED (sizeof(committed_fixtures) / sizeof(committed_fixtures[0]))
 
 static void test_fixtures(void) {
@@ -2467,12 +2488,14 @@ static void test_fixtures(void) {
         char path[PATH_MAX];
         snprintf(path, sizeof(path), "%s/%s", dir, ent->d_name);
         struct stat sb;
-        if (stat(path, &sb) == 0) CU_ASSERT_TRUE(sb.st_size < 2 * 1000 * 1000); /* fixtures stay small */
+        if (stat(path, &sb) == 0)
+            CU_ASSERT_TRUE(sb.st_size < 2 * 1000 * 1000); /* fixtures stay small */
         int against = check_fixture(path);
         for (size_t i = 0; i < NCOMMITTED; i++)
             if (!strcmp(ent->d_name, committed_fixtures[i])) {
                 found[i] = 1;
-                CU_ASSERT_TRUE(against > 0); /* each committed trace is checked against its workload */
+                CU_ASSERT_TRUE(against >
+                               0); /* each committed trace is checked against its workload */
             }
         n++;
     }
@@ -2490,7 +2513,8 @@ static void test_fixtures(void) {
     }
 }
 
-static CU_TestInfo fixture_tests[] = {{"recorded traces vs an independent reader", test_fixtures}, CU_TEST_INFO_NULL};
+static CU_TestInfo fixture_tests[] = {{"recorded traces vs an independent reader", test_fixtures},
+                                      CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_cupti_suites[] = {{"cupti_jsonl", jsonl_tests, 0},
                                          {"cupti_trace", trace_tests, 0},

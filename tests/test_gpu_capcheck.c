@@ -145,7 +145,8 @@ static void test_matrix(void) {
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
         for (int mode = 0; mode < 3; mode++) {
             char label[96];
-            snprintf(label, sizeof(label), "%s, %s mode", gr_cc_patterns[pi], gr_capture_mode_str(mode));
+            snprintf(label, sizeof(label), "%s, %s mode", gr_cc_patterns[pi],
+                     gr_capture_mode_str(mode));
             gr_checked_capture cc;
             int ok = check_plan(p, mode, label, &cc);
             CU_ASSERT_TRUE(ok);
@@ -168,8 +169,8 @@ static void test_matrix(void) {
             CU_ASSERT_EQUAL(cc.result.dropped, 0);
             if (fixtures) {
                 char path[PATH_MAX];
-                snprintf(path, sizeof(path), "%s/capcheck_%s_%s.jsonl", fixtures, gr_cc_patterns[pi],
-                         gr_capture_mode_str(mode));
+                snprintf(path, sizeof(path), "%s/capcheck_%s_%s.jsonl", fixtures,
+                         gr_cc_patterns[pi], gr_capture_mode_str(mode));
                 snprintf(
                     cc.events.hdr.note, sizeof(cc.events.hdr.note),
                     "workload capture_breakers variant %s params %s capture mode %s (gpu_capcheck)",
@@ -330,7 +331,8 @@ static void test_run_piecewise(void) {
             continue;
         }
         const gr_cc_expect *x = gr_cc_expect_for(name, 0);
-        if (!x && strcmp(name, "all")) fprintf(stderr, "\n    %s: no expectation in capcheck_expect.h", name);
+        if (!x && strcmp(name, "all"))
+            fprintf(stderr, "\n    %s: no expectation in capcheck_expect.h", name);
         CU_ASSERT_TRUE(x || !strcmp(name, "all"));
         int blocks = x ? x->blocks : 1; /* "all" holds every breaker */
         CU_ASSERT_EQUAL(cv->full_blocked, blocks);
