@@ -273,3 +273,52 @@ const char *svc_err_code(json_t *j) {
     return json_string_value(json_object_get(json_object_get(j, "error"), "code"));
 }
 
+
+/* The service's queue as `status` reports it, polled until it matches (running: 1 when a request
+ * runs, waiting: the queued count; -1 ignores one) or ms pass. Fixed sleeps here made the suite
+ * flaky on a loaded machine; the observable state is what the assertions are about. */
+int svc_wait_queue(const char *sock, int running, int waiting, int ms) {
+    double t0 = gr_now_us();
+    for (;;) {
+        int fd = svc_raw_connect(sock), ok = 0;
+        if (fd >= 0) {
+            json_t *j = svc_raw_call(fd, "{\"schema_version\": 1, \"cmd\": \"status\"}", 5000);
+            json_t *q = json_object_get(j, "queue");
+            int r = json_is_object(json_object_get(q, "running")) ? 1 : 0;
+            int w = (int)json_integer_value(json_object_get(q, "waiting"));
+            ok = q && (running < 0 || r == running) && (waiting < 0 || w == waiting);
+            json_decref(j);
+            close(fd);
+        }
+        if (ok) return 1;
+        if ((gr_now_us() - t0) / 1e3 > ms) return 0;
+        usleep(20000);
+    }
+}
+
+/* The service log, polled until it contains needle or ms pass. */
+int svc_wait_log(const char *path, const char *needle, int ms) {
+    double t0 = gr_now_us();
+    for (;;) {
+        char *log = svc_slurp(path);
+        int ok = log && strstr(log, needle) != NULL;
+        free(log);
+        if (ok) return 1;
+        if ((gr_now_us() - t0) / 1e3 > ms) {
+            fprintf(stderr, "\n    the service log has no \"%s\" after %d ms", needle, ms);
+            return 0;
+        }
+        usleep(20000);
+    }
+}
+
+/* Resident memory of a process in KiB (VmRSS), -1 when it is gone. */
+long svc_rss_kib(int pid) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    char *st = svc_slurp(path);
+    const char *p = strstr(st, "VmRSS:");
+    long kib = p ? strtol(p + 6, NULL, 10) : -1;
+    free(st);
+    return kib;
+}

@@ -44,6 +44,13 @@ int svc_raw_send(int fd, const char *data, size_t n);
 long svc_raw_line(int fd, char *buf, size_t size, int timeout_ms);
 /* Send one request line, return the final reply (progress skipped), or NULL. */
 json_t *svc_raw_call(int fd, const char *line, int timeout_ms);
+/* Poll `status` until the queue matches (running: 1 when a request runs, waiting: the queued
+ * count; -1 ignores one) or ms pass. 1 when it matched. */
+int svc_wait_queue(const char *sock, int running, int waiting, int ms);
+/* Poll the log until it contains needle or ms pass (then says so on stderr). 1 when found. */
+int svc_wait_log(const char *path, const char *needle, int ms);
+/* Resident memory of a process in KiB (VmRSS), -1 when it is gone. */
+long svc_rss_kib(int pid);
 const char *svc_err_field(json_t *j);
 const char *svc_err_msg(json_t *j);
 const char *svc_err_code(json_t *j);

@@ -868,44 +868,6 @@ static pid_t client_that_hangs(const char *sock, const char *line) {
     return pid;
 }
 
-/* The service's queue as `status` reports it, polled until it matches (running: 1 when a request
- * runs, waiting: the queued count; -1 ignores one) or ms pass. Fixed sleeps here made the suite
- * flaky on a loaded machine; the observable state is what the assertions are about. */
-static int wait_queue(const char *sock, int running, int waiting, int ms) {
-    double t0 = gr_now_us();
-    for (;;) {
-        int fd = svc_raw_connect(sock), ok = 0;
-        if (fd >= 0) {
-            json_t *j = svc_raw_call(fd, "{\"schema_version\": 1, \"cmd\": \"status\"}", 5000);
-            json_t *q = json_object_get(j, "queue");
-            int r = json_is_object(json_object_get(q, "running")) ? 1 : 0;
-            int w = (int)json_integer_value(json_object_get(q, "waiting"));
-            ok = q && (running < 0 || r == running) && (waiting < 0 || w == waiting);
-            json_decref(j);
-            close(fd);
-        }
-        if (ok) return 1;
-        if ((gr_now_us() - t0) / 1e3 > ms) return 0;
-        usleep(20000);
-    }
-}
-
-/* The service log, polled until it contains needle or ms pass. */
-static int wait_log(const char *path, const char *needle, int ms) {
-    double t0 = gr_now_us();
-    for (;;) {
-        char *log = svc_slurp(path);
-        int ok = log && strstr(log, needle) != NULL;
-        free(log);
-        if (ok) return 1;
-        if ((gr_now_us() - t0) / 1e3 > ms) {
-            fprintf(stderr, "\n    the service log has no \"%s\" after %d ms", needle, ms);
-            return 0;
-        }
-        usleep(20000);
-    }
-}
-
 /* status/list answer while the worker is busy; a client killed mid-request gets its request
  * cancelled and its connection freed; waiting requests queue behind the running one. */
 static void test_busy_worker_and_killed_client(void) {
@@ -914,7 +876,7 @@ static void test_busy_worker_and_killed_client(void) {
     CU_ASSERT_EQUAL(svc_start_service(&s, "GRAPHRUN_SERVICE_TEST_HOOKS=1", NULL), 0);
     pid_t child = client_that_hangs(s.sock, "{\"schema_version\": 1, \"cmd\": \"debug_sleep\", \"ms\": 20000}");
     CU_ASSERT_TRUE_FATAL(child > 0);
-    CU_ASSERT_TRUE(wait_queue(s.sock, 1, -1, 5000));
+    CU_ASSERT_TRUE(svc_wait_queue(s.sock, 1, -1, 5000));
     int fd = svc_raw_connect(s.sock);
     CU_ASSERT_TRUE_FATAL(fd >= 0);
     double t0 = gr_now_us();
@@ -960,18 +922,18 @@ static void test_busy_worker_and_killed_client(void) {
     json_decref(j);
     /* a client killed while its request waits in the queue: the request is dropped */
     pid_t a = client_that_hangs(s.sock, "{\"schema_version\": 1, \"cmd\": \"debug_sleep\", \"ms\": 1500}");
-    CU_ASSERT_TRUE(wait_queue(s.sock, 1, 0, 5000));
+    CU_ASSERT_TRUE(svc_wait_queue(s.sock, 1, 0, 5000));
     pid_t b = client_that_hangs(s.sock, "{\"schema_version\": 1, \"cmd\": \"debug_sleep\", \"ms\": 20000}");
-    CU_ASSERT_TRUE(wait_queue(s.sock, 1, 1, 5000));
+    CU_ASSERT_TRUE(svc_wait_queue(s.sock, 1, 1, 5000));
     kill(b, SIGKILL);
     waitpid(b, NULL, 0);
-    CU_ASSERT_TRUE(wait_queue(s.sock, -1, 0, 5000));
+    CU_ASSERT_TRUE(svc_wait_queue(s.sock, -1, 0, 5000));
     kill(a, SIGKILL);
     waitpid(a, NULL, 0);
     close(fd);
-    CU_ASSERT_TRUE(wait_log(s.log, "client went away; cancelling its running request", 5000));
-    CU_ASSERT_TRUE(wait_log(s.log, "cancelled: the client disconnected", 5000));
-    CU_ASSERT_TRUE(wait_log(s.log, "client went away; dropping its waiting request", 5000));
+    CU_ASSERT_TRUE(svc_wait_log(s.log, "client went away; cancelling its running request", 5000));
+    CU_ASSERT_TRUE(svc_wait_log(s.log, "cancelled: the client disconnected", 5000));
+    CU_ASSERT_TRUE(svc_wait_log(s.log, "client went away; dropping its waiting request", 5000));
     svc_env_done(&s);
 }
 
@@ -984,9 +946,9 @@ static void test_stop_while_busy(void) {
     CU_ASSERT_TRUE_FATAL(a >= 0 && b >= 0);
     const char *sleep = "{\"schema_version\": 1, \"cmd\": \"debug_sleep\", \"ms\": 30000}\n";
     svc_raw_send(a, sleep, strlen(sleep));
-    CU_ASSERT_TRUE(wait_queue(s.sock, 1, 0, 5000));
+    CU_ASSERT_TRUE(svc_wait_queue(s.sock, 1, 0, 5000));
     svc_raw_send(b, sleep, strlen(sleep)); /* waits behind a's */
-    CU_ASSERT_TRUE(wait_queue(s.sock, 1, 1, 5000));
+    CU_ASSERT_TRUE(svc_wait_queue(s.sock, 1, 1, 5000));
     char args[256];
     snprintf(args, sizeof(args), "stop --socket %s", s.sock);
     double t0 = gr_now_us();
