@@ -575,6 +575,13 @@ static int prepare_output(const char *path, char *out, size_t size, gr_error *e)
     struct stat sb;
     if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode))
         return gr_error_set(e, GR_ERR_USAGE, "-o", "%s is a directory; give a file name", path);
+    /* the old trace is replaced by unlinking it: never a device (-o /dev/null as root would
+     * delete the device node), a FIFO or a socket */
+    if (lstat(out, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode))
+        return gr_error_set(e, GR_ERR_USAGE, "-o", "%s is %s, not a regular file: the trace must be a file on disk",
+                            path, S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device"
+                                  : S_ISFIFO(sb.st_mode)                    ? "a FIFO (named pipe)"
+                                                                            : "not a regular file");
     if (unlink(out) != 0 && errno != ENOENT)
         return gr_error_set(e, GR_ERR_IO, "-o", "cannot replace %s: %s", path, strerror(errno));
     return GR_OK;

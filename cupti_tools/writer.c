@@ -36,6 +36,7 @@ struct gr_trace_writer {
     int closing, busy, held;
     int allocated;
     gr_writer_stats st;
+    int first_errno; /* why the first failed write failed (the message names it) */
     /* writer thread only */
     gr_sbuf out;
     int header_done;
@@ -51,18 +52,25 @@ static uint64_t count_lines(const char *p, size_t n) {
 static void write_out(gr_trace_writer *w) {
     uint64_t errors = 0, lines = 0;
     size_t n = 0;
+    int why = 0;
     if (w->out.oom) {
         /* formatting ran out of memory: what is in the buffer is incomplete */
         errors++;
+        why = ENOMEM;
     } else if (w->out.len > 0) {
+        errno = 0;
         n = fwrite(w->out.p, 1, w->out.len, w->f);
-        if (n != w->out.len) errors++;
+        if (n != w->out.len) {
+            errors++;
+            why = errno ? errno : EIO;
+        }
         lines = count_lines(w->out.p, n);
     }
     w->out.len = 0;
     w->out.oom = 0;
     if (w->out.p) w->out.p[0] = '\0';
     pthread_mutex_lock(&w->mu);
+    if (why && !w->first_errno) w->first_errno = why;
     w->st.write_errors += errors;
     w->st.bytes += n;
     w->st.lines += lines;
@@ -120,7 +128,9 @@ static void *writer_main(void *arg) {
         pthread_mutex_unlock(&w->mu);
         if (w->out.len >= OUT_FLUSH_BYTES || idle || w->out.oom) write_out(w);
         if (idle && fflush(w->f) != 0) {
+            int why = errno ? errno : EIO;
             pthread_mutex_lock(&w->mu);
+            if (!w->first_errno) w->first_errno = why;
             w->st.write_errors++;
             pthread_mutex_unlock(&w->mu);
         }
@@ -330,13 +340,21 @@ gr_status gr_writer_close(gr_trace_writer *w, gr_writer_end_fn end, void *user, 
     if (end) end(user, &st, &w->out);
     write_out(w);
     gr_writer_get_stats(w, &st);
-    if (fflush(w->f) != 0) st.write_errors++;
-    if (fclose(w->f) != 0) st.write_errors++;
+    if (fflush(w->f) != 0) {
+        st.write_errors++;
+        if (!w->first_errno) w->first_errno = errno ? errno : EIO;
+    }
+    if (fclose(w->f) != 0) {
+        st.write_errors++;
+        if (!w->first_errno) w->first_errno = errno ? errno : EIO;
+    }
     if (stats) *stats = st;
     gr_status rc = GR_OK;
     if (st.write_errors)
-        rc = gr_error_set(err, GR_ERR_IO, w->path, "%llu writes to the trace failed (disk full?): the trace is incomplete",
-                          (unsigned long long)st.write_errors);
+        rc = gr_error_set(err, GR_ERR_IO, w->path,
+                          "%llu writes to the trace failed (disk full?): %s; the trace is incomplete",
+                          (unsigned long long)st.write_errors,
+                          w->first_errno ? strerror(w->first_errno) : "out of host memory for a record");
     for (int i = 0; i < w->nfree; i++) free(w->freelist[i]);
     for (size_t i = 0; i < w->qlen; i++) free(w->queue[(w->qhead + i) % w->qcap].buf);
     free(w->freelist);

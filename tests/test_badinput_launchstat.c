@@ -16,6 +16,7 @@
 #include "cupti_tools/chrome.h"
 #include "cupti_tools/jsonl.h"
 #include "cupti_tools/trace.h"
+#include "cupti_tools/writer.h"
 #include "tests.h"
 
 static char out[1 << 20];
@@ -330,6 +331,25 @@ static void test_output_identity(void) {
 
 /* ---- write failures say why ---- */
 
+static int no_next(uint8_t *buf, size_t valid, void **rec) {
+    (void)buf;
+    (void)valid;
+    (void)rec;
+    return 0;
+}
+
+static int no_format(void *user, void *rec, gr_sbuf *o) {
+    (void)user;
+    (void)rec;
+    (void)o;
+    return 0;
+}
+
+static void one_header(void *user, gr_sbuf *o) {
+    (void)user;
+    gr_sb_cstr(o, "{\"t\":\"header\"}\n");
+}
+
 static void test_write_failures(void) {
     puts_("w.jsonl", HDR NAME1 K(1000, 2000) END(1));
     CU_ASSERT_EQUAL(ls("report w.jsonl --json /dev/full"), 2);
@@ -340,6 +360,29 @@ static void test_write_failures(void) {
     GR_ASSERT_CONTAINS(out, "cupti-launchstat: /dev/full: cannot write the HTML report: No space left on device");
     CU_ASSERT_EQUAL(ls("report w.jsonl --json /nonexistent/d/r.json"), 2);
     GR_ASSERT_CONTAINS(out, "/nonexistent/d/r.json: cannot write the JSON report: No such file or directory");
+    /* the trace writer (collector, graphrun --trace) names the OS reason too */
+    if (access("/dev/full", W_OK) == 0) {
+        gr_writer_config c = {"/dev/full", 0, 4096, 2, 1000, no_next, no_format, one_header, NULL};
+        gr_trace_writer *wr = NULL;
+        gr_error e;
+        gr_error_clear(&e);
+        CU_ASSERT_EQUAL_FATAL(gr_writer_open(&c, &wr, &e), GR_OK);
+        gr_writer_line(wr, "{\"t\":\"y\"}", 9);
+        CU_ASSERT_EQUAL(gr_writer_close(wr, NULL, NULL, NULL, &e), GR_ERR_IO);
+        GR_ASSERT_CONTAINS(e.msg, "/dev/full: ");
+        GR_ASSERT_CONTAINS(e.msg, "writes to the trace failed (disk full?): No space left on device; the trace is "
+                                  "incomplete");
+    } else {
+        printf("\n  (no writable /dev/full: the disk-full paths are not exercised here)");
+    }
+    /* -o replaces a regular file only: never a device node or a FIFO */
+    char fifo[512];
+    snprintf(fifo, sizeof(fifo), "%s/trace.fifo", scratch());
+    unlink(fifo);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    CU_ASSERT_EQUAL(ls("-o trace.fifo -- true"), 2);
+    GR_ASSERT_CONTAINS(out, "cupti-launchstat: -o: trace.fifo is a FIFO (named pipe), not a regular file");
+    CU_ASSERT_EQUAL(access(fifo, F_OK), 0); /* still there */
     cleanup();
 }
 
