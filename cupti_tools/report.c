@@ -296,6 +296,10 @@ size_t gr_ls_warnings(const gr_ls_report *r, gr_ls_warning *out, size_t max) {
              t->excl_outside.n, t->excl_outside.n == 1 ? "" : "s", (long long)t->span_end,
              t->has_end && t->end_ts > 0 ? " (end record)" : "", t->excl_outside.first_line,
              t->excl_outside.n == 1 ? "it" : "them");
+    if (t->excl_latency.n)
+        WARN("%zu kernel%s with queued/submitted timestamps out of order (queued <= submitted <= start "
+             "fails; first at line %d): their latency is left out",
+             t->excl_latency.n, t->excl_latency.n == 1 ? "" : "s", t->excl_latency.first_line);
     if (t->api.n == 0 && all->eager_kernels > 0) {
         char seen[96] = "";
         if (t->has_api_counts)
@@ -545,10 +549,12 @@ void *gr_ls_json(const gr_ls_report *r) {
                                   t->latency, "dropped", (json_int_t)t->dropped, "api_records", (json_int_t)t->api.n,
                                   "complete", t->has_end, "end_reason", t->end_reason));
     json_object_set_new(root, "excluded_records",
-                        json_pack("{s:{s:I, s:i}, s:{s:I, s:i}, s:I}", "end_before_start", "count",
+                        json_pack("{s:{s:I, s:i}, s:{s:I, s:i}, s:{s:I, s:i}, s:I}", "end_before_start", "count",
                                   (json_int_t)t->excl_backwards.n, "first_line", t->excl_backwards.first_line,
                                   "outside_span", "count", (json_int_t)t->excl_outside.n, "first_line",
-                                  t->excl_outside.first_line, "span_end_ns", (json_int_t)t->span_end));
+                                  t->excl_outside.first_line, "latency_out_of_order", "count",
+                                  (json_int_t)t->excl_latency.n, "first_line", t->excl_latency.first_line,
+                                  "span_end_ns", (json_int_t)t->span_end));
     if (t->has_api_counts)
         json_object_set_new(root, "collector",
                             json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "api_records",

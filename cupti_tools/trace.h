@@ -166,9 +166,10 @@ typedef struct gr_trace {
     size_t activity_records; /* gpu + api + ext + ovh lines: checked against the end record */
     size_t unknown_records;  /* lines of record kinds this reader does not know (skipped) */
     char notes[512];         /* what --partial skipped, for the report */
-    /* kernel, memcpy, memset, API and overhead records excluded: end before start, or a time
+    /* kernel, memcpy, memset, API, overhead and region records excluded: end before start, or a time
      * outside the trace's span [0, span_end] (the end record's "e", else GR_TRACE_MAX_SPAN_NS) */
     gr_tr_excluded excl_backwards, excl_outside;
+    gr_tr_excluded excl_latency; /* kernels kept, their queued/submitted stamps (out of order) not */
     int64_t span_end;
     /* strings (kernel and API names, op names, ...) by index */
     GR_VEC(char *) str;

@@ -472,7 +472,8 @@ static int bad_times(gr_trace *t, int64_t s, int64_t e, int line) {
 }
 
 /* Records with impossible times would make busy time negative or idle over 100%: they are
- * kept out of the arrays (the end record's count was checked on the lines as read). */
+ * kept out of the arrays (the end record's count was checked on the lines as read). Regions
+ * too; a kernel's queued/submitted stamps out of order are dropped from it alone. */
 static void exclude_bad_times(gr_trace *t) {
     t->span_end = t->has_end && t->end_ts > 0 ? t->end_ts : GR_TRACE_MAX_SPAN_NS;
     size_t k = 0;
@@ -496,6 +497,21 @@ static void exclude_bad_times(gr_trace *t) {
         t->ovh.v[k++] = *o;
     }
     t->ovh.n = k;
+    k = 0;
+    for (size_t i = 0; i < t->region.n; i++) {
+        const gr_tr_region *g = &t->region.v[i];
+        if (bad_times(t, g->s, g->e, g->line)) continue;
+        t->region.v[k++] = *g;
+    }
+    t->region.n = k;
+    /* queued <= submitted <= start, or the kernel's latency is unknown (not negative) */
+    for (size_t i = 0; i < t->gpu.n; i++) {
+        gr_tr_gpu *g = &t->gpu.v[i];
+        if (!g->q && !g->sub) continue;
+        if (g->q > 0 && g->q <= g->sub && g->sub <= g->s) continue;
+        g->q = g->sub = 0;
+        if (t->excl_latency.n++ == 0) t->excl_latency.first_line = g->line;
+    }
 }
 
 static gr_status finish(rd *r, int partial) {

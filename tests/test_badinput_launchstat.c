@@ -222,6 +222,31 @@ static void test_bad_times(void) {
     CU_ASSERT_EQUAL(t->span_end, GR_TRACE_MAX_SPAN_NS);
     gr_trace_destroy(t);
 
+    /* latency stamps out of order: the kernel stays, its latency goes; a region outside the span
+     * goes (line 5), one inside stays */
+    const char *lat = HDR NAME1
+        "{\"t\":\"k\",\"n\":1,\"s\":1000,\"e\":2000,\"q\":900,\"sub\":950,\"str\":7,\"corr\":1}\n"
+        "{\"t\":\"k\",\"n\":1,\"s\":3000,\"e\":4000,\"q\":2950,\"sub\":2900,\"str\":7,\"corr\":2}\n"
+        "{\"t\":\"region\",\"name\":\"far\",\"s\":-9000000000000000000,\"e\":9000000000000000000}\n"
+        "{\"t\":\"region\",\"name\":\"near\",\"s\":500,\"e\":5000,\"steps\":1}\n" END(2);
+    gr_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(gr_trace_load_mem(lat, strlen(lat), "l.jsonl", 0, &t, &err), GR_OK);
+    CU_ASSERT_EQUAL(t->gpu.n, 2);
+    CU_ASSERT_EQUAL(t->gpu.v[0].q, 900);
+    CU_ASSERT_EQUAL(t->gpu.v[1].q, 0);
+    CU_ASSERT_EQUAL(t->excl_latency.n, 1);
+    CU_ASSERT_EQUAL(t->excl_latency.first_line, 4);
+    CU_ASSERT_EQUAL(t->region.n, 1);
+    CU_ASSERT_EQUAL(t->excl_outside.first_line, 5);
+    gr_trace_destroy(t);
+    puts_("lat.jsonl", lat);
+    CU_ASSERT_EQUAL(ls("report lat.jsonl"), 0);
+    GR_ASSERT_CONTAINS(out, "WARNING  1 kernel with queued/submitted timestamps out of order (queued <= submitted "
+                            "<= start fails; first at line 4): their latency is left out");
+    GR_ASSERT_CONTAINS(out, "WARNING  1 record excluded: a time outside the trace's span");
+    CU_ASSERT_PTR_NULL(strstr(out, "far"));
+    CU_ASSERT_PTR_NULL(strstr(out, "-0.")); /* no negative figure anywhere */
+
     /* a grid size no int holds is refused where it is, not cast */
     const char *grid = HDR NAME1 "{\"t\":\"k\",\"n\":1,\"s\":1,\"e\":2,\"str\":1,\"corr\":1,\"g\":[1e30,1,1]}\n" END(1);
     puts_("grid.jsonl", grid);
