@@ -75,7 +75,9 @@ static void append_line(gr_error *err, const char *prefix, const char *fmt, va_l
     if (len >= sizeof(line)) len = sizeof(line) - 1; /* cut below with "..." */
     size_t body = body_len(err);
     if (already_recorded(err, body, line, len)) return;
-    if (err->hidden > 0 || err->count >= GR_ERROR_MAX_ITEMS) {
+    int lines = body ? 1 : 0; /* messages shown (merged and collapsed ones do not count) */
+    for (const char *q = err->msg; q < err->msg + body; q++) lines += *q == '\n';
+    if (err->hidden > 0 || lines >= GR_ERROR_MAX_ITEMS) {
         hide(err);
         return;
     }

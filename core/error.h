@@ -26,7 +26,7 @@ typedef enum gr_status {
 } gr_status;
 
 #define GR_ERROR_MSG_MAX 8192
-#define GR_ERROR_MAX_ITEMS 64
+#define GR_ERROR_MAX_ITEMS 64 /* messages shown; later ones are counted, not shown */
 
 typedef struct gr_error {
     gr_status code;   /* code of the first problem recorded */

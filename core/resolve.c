@@ -42,6 +42,18 @@ typedef struct rctx {
     int stream_fork_op[GR_MAX_STREAMS];
     int fatal; /* a limit was hit: stop expanding */
     struct io_list *io; /* the op input/output list an io repeat block appends to */
+    int chain[GR_MAX_PARAMS]; /* params being evaluated, in order: a cycle's message names them */
+    int nchain;
+    /* Cascade control: a reference to a buffer whose declaration failed is not reported again as
+     * "unknown buffer"; when a failed declaration's name is not known, such references are
+     * counted into one line instead. */
+    char (*failed_bufs)[GR_NAME_MAX];
+    int nfailed, cap_failed;
+    int bufs_incomplete;
+    int unchecked_refs;
+    char first_unchecked[GR_PATH_MAX + 160];
+    name_index op_names; /* op index + 1 by name: explicit names must be unique */
+    char unknown_kernel[64], unknown_hint[128]; /* the last unknown kernel name and its hint */
 } rctx;
 
 /* ---------- names ---------- */
@@ -133,16 +145,27 @@ static int lookup_name(void *vctx, const char *name, double *out, gr_error *err)
             return 1;
         }
         if (c->visiting[i]) {
-            gr_error_set(err, GR_ERR_INPUT, NULL,
-                         "params.%s: its value \"%s\" refers back to itself through other params",
-                         p->name, p->str);
+            char chain[600];
+            size_t o = 0;
+            int k = 0;
+            while (k < c->nchain && c->chain[k] != i) k++;
+            for (int j = k; j < c->nchain && o < sizeof(chain); j++)
+                o += (size_t)snprintf(chain + o, sizeof(chain) - o, "params.%s -> ",
+                                      c->wl->params[c->chain[j]].name);
+            if (o < sizeof(chain)) snprintf(chain + o, sizeof(chain) - o, "params.%s", p->name);
+            char path[96];
+            snprintf(path, sizeof(path), "params.%s", p->name);
+            gr_error_set(err, GR_ERR_INPUT, path,
+                         "refers back to itself: %s; give one of them a number", chain);
             return -1;
         }
         c->visiting[i] = 1;
+        if (c->nchain < GR_MAX_PARAMS) c->chain[c->nchain++] = i;
         char path[96];
         snprintf(path, sizeof(path), "params.%s", p->name);
         gr_status st = gr_expr_eval(p->str, lookup_name, c, path, c->hint, out, err);
         c->visiting[i] = 0;
+        c->nchain--;
         return st == GR_OK ? 1 : -1;
     }
     return 0;
@@ -187,13 +210,44 @@ static gr_status eval_string(rctx *c, const json_t *v, const char *path, char *o
     if (!json_is_string(v)) return gr_error_set(c->err, GR_ERR_INPUT, path, "expected a string");
     const char *s = json_string_value(v);
     if (s[0] == '$') {
-        const gr_param *p = gr_workload_param(c->wl, s + 1);
-        if (!p)
-            return gr_error_set(c->err, GR_ERR_INPUT, path, "\"%s\": unknown param \"%s\" %s", s,
-                                s + 1, c->hint);
-        if (p->is_str) snprintf(out, size, "%s", p->str);
-        else snprintf(out, size, "%.17g", p->num);
-        return GR_OK;
+        /* "$a" where params.a is "$b" follows the chain; a cycle is named, not taken for a value */
+        int seen[GR_MAX_PARAMS], nseen = 0;
+        const char *ref = s;
+        for (;;) {
+            const gr_param *p = gr_workload_param(c->wl, ref + 1);
+            if (!p) {
+                if (nseen == 0)
+                    return gr_error_set(c->err, GR_ERR_INPUT, path, "\"%s\": unknown param \"%s\" %s",
+                                        s, s + 1, c->hint);
+                char ppath[96];
+                snprintf(ppath, sizeof(ppath), "params.%s", c->wl->params[seen[nseen - 1]].name);
+                return gr_error_set(c->err, GR_ERR_INPUT, ppath, "\"%s\": unknown param \"%s\" %s",
+                                    ref, ref + 1, c->hint);
+            }
+            int idx = (int)(p - c->wl->params);
+            int k = 0;
+            while (k < nseen && seen[k] != idx) k++;
+            if (k < nseen) {
+                char chain[600];
+                size_t o = 0;
+                for (int j = k; j < nseen && o < sizeof(chain); j++)
+                    o += (size_t)snprintf(chain + o, sizeof(chain) - o, "params.%s -> ",
+                                          c->wl->params[seen[j]].name);
+                if (o < sizeof(chain)) snprintf(chain + o, sizeof(chain) - o, "params.%s", p->name);
+                char ppath[96];
+                snprintf(ppath, sizeof(ppath), "params.%s", p->name);
+                return gr_error_set(c->err, GR_ERR_INPUT, ppath,
+                                    "refers back to itself: %s; give one of them a value", chain);
+            }
+            if (nseen < GR_MAX_PARAMS) seen[nseen++] = idx;
+            if (p->is_str && p->str[0] == '$') {
+                ref = p->str;
+                continue;
+            }
+            if (p->is_str) snprintf(out, size, "%s", p->str);
+            else snprintf(out, size, "%.17g", p->num);
+            return GR_OK;
+        }
     }
     if (strlen(s) >= size)
         return gr_error_set(c->err, GR_ERR_INPUT, path, "longer than %zu characters", size - 1);
@@ -251,7 +305,43 @@ static void path_with_vars(const rctx *c, char *out, size_t size, const char *ba
 /* A repeat block: {"repeat": count, "var": "i", KEY: [...]}. Calls body for each iteration. */
 typedef void (*body_fn)(rctx *c, json_t *list, const char *path);
 
-static void run_repeat(rctx *c, json_t *obj, const char *path, const char *key, body_fn body) {
+/* A message without its "{i=3,j=0}" repeat indices, to compare one iteration's problems with the
+ * previous one's. */
+static void strip_indices(const char *in, char *out, size_t size) {
+    size_t o = 0;
+    for (const char *p = in; *p && o + 1 < size;) {
+        if (*p == '{') {
+            const char *q = p + 1;
+            int ok = 0;
+            for (;;) {
+                const char *id = q;
+                while (*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+                       (q > id && *q >= '0' && *q <= '9'))
+                    q++;
+                if (q == id || *q != '=') break;
+                q++;
+                if (*q == '-') q++;
+                const char *d = q;
+                while (*q >= '0' && *q <= '9') q++;
+                if (q == d) break;
+                if (*q == '}') {
+                    ok = 1;
+                    break;
+                }
+                if (*q != ',') break;
+                q++;
+            }
+            if (ok) {
+                p = q + 1;
+                continue;
+            }
+        }
+        out[o++] = *p++;
+    }
+    out[o] = '\0';
+}
+
+static int run_repeat(rctx *c, json_t *obj, const char *path, const char *key, body_fn body) {
     json_error_t jerr;
     json_t *count = NULL, *list = NULL;
     const char *var = "i";
@@ -263,28 +353,33 @@ static void run_repeat(rctx *c, json_t *obj, const char *path, const char *key, 
         gr_error_set(c->err, GR_ERR_INPUT, path,
                      "%s (a repeat block is {\"repeat\": COUNT, \"var\": \"i\", \"%s\": [...]})",
                      jerr.text, key);
-        return;
+        return -1;
     }
     if (!json_is_array(list)) {
         gr_error_set(c->err, GR_ERR_INPUT, path, "\"%s\" must be an array", key);
-        return;
+        return -1;
     }
     if (c->nvars >= MAX_LOOP_DEPTH) {
         gr_error_set(c->err, GR_ERR_INPUT, path, "repeat blocks nested deeper than %d", MAX_LOOP_DEPTH);
-        return;
+        return -1;
     }
     char rpath[GR_PATH_MAX];
     snprintf(rpath, sizeof(rpath), "%s.repeat", path);
     long long n;
-    if (eval_int(c, count, rpath, 0, GR_MAX_OPS, &n) != GR_OK) return;
+    if (eval_int(c, count, rpath, 0, GR_MAX_OPS, &n) != GR_OK) return -1;
     if (strlen(var) == 0 || strlen(var) >= 64) {
         gr_error_set(c->err, GR_ERR_INPUT, path, "\"var\" must be a short identifier");
-        return;
+        return -1;
     }
     loopvar *lv = &c->vars[c->nvars++];
     snprintf(lv->name, sizeof(lv->name), "%s", var);
     char lpath[GR_PATH_MAX];
     snprintf(lpath, sizeof(lpath), "%s.%s", path, key);
+    /* An iteration whose problems are the previous one's but for the indices is not shown again
+     * (a bad dtype in a repeat block is one problem, not one per iteration). */
+    char *prev = NULL;
+    int collapsed = 0;
+    gr_error *e = c->err;
     for (long long i = 0; i < n && !c->fatal; i++) {
         if (++c->iterations > MAX_LOOP_ITERATIONS) {
             gr_error_set(c->err, GR_ERR_INPUT, path,
@@ -293,9 +388,33 @@ static void run_repeat(rctx *c, json_t *obj, const char *path, const char *key, 
             break;
         }
         lv->value = i;
+        size_t before = strlen(e->msg);
+        int hidden = e->hidden;
         body(c, list, lpath);
+        size_t after = strlen(e->msg);
+        if (e->hidden != hidden || hidden || after <= before) continue;
+        const char *added = e->msg + before + (before ? 1 : 0);
+        char *norm = malloc(GR_ERROR_MSG_MAX);
+        if (!norm) continue;
+        strip_indices(added, norm, GR_ERROR_MSG_MAX);
+        if (prev && !strcmp(prev, norm)) {
+            e->msg[before] = '\0';
+            collapsed++;
+            free(norm);
+        } else {
+            free(prev);
+            prev = norm;
+        }
     }
+    free(prev);
     c->nvars--;
+    if (collapsed) { /* with the outer indices, so that an outer repeat can collapse this too */
+        char where[GR_PATH_MAX + 64];
+        path_with_vars(c, where, sizeof(where), path);
+        gr_error_set(c->err, GR_ERR_INPUT, where, "(the same problem in %d more iteration%s of this "
+                     "repeat block)", collapsed, collapsed == 1 ? "" : "s");
+    }
+    return 0;
 }
 
 /* ---------- buffers ---------- */
@@ -411,6 +530,39 @@ static gr_status parse_init(rctx *c, json_t *v, gr_buffer *b, const char *path) 
     return GR_OK;
 }
 
+static void buffer_failed(rctx *c, const char *name) {
+    if (!name || !name[0] || strchr(name, '{')) {
+        c->bufs_incomplete = 1;
+        return;
+    }
+    if (c->nfailed == c->cap_failed) {
+        int ncap = c->cap_failed ? c->cap_failed * 2 : 16;
+        char(*nf)[GR_NAME_MAX] = realloc(c->failed_bufs, (size_t)ncap * sizeof(*nf));
+        if (!nf) {
+            c->bufs_incomplete = 1;
+            return;
+        }
+        c->failed_bufs = nf;
+        c->cap_failed = ncap;
+    }
+    snprintf(c->failed_bufs[c->nfailed++], GR_NAME_MAX, "%s", name);
+}
+
+/* "unknown buffer", unless the buffer's declaration failed: then that is the problem, already
+ * reported (or, when the failed declaration's name is not known, counted into one line). */
+static void unknown_buffer(rctx *c, const char *path, const char *name) {
+    for (int i = 0; i < c->nfailed; i++)
+        if (!strcmp(c->failed_bufs[i], name)) return;
+    if (c->bufs_incomplete) {
+        if (c->unchecked_refs++ == 0)
+            snprintf(c->first_unchecked, sizeof(c->first_unchecked), "%s: buffer \"%.96s\"", path, name);
+        return;
+    }
+    char hint[160];
+    suggest_buffer(c, name, hint, sizeof(hint));
+    gr_error_set(c->err, GR_ERR_INPUT, path, "unknown buffer \"%s\"%s", name, hint);
+}
+
 static gr_buffer *new_buffer(rctx *c) {
     gr_plan *p = c->plan;
     if (p->nbufs >= GR_MAX_BUFFERS) {
@@ -446,8 +598,20 @@ static void add_buffer(rctx *c, json_t *obj, const char *basepath) {
     json_error_t jerr;
     const char *name = NULL, *doc = NULL;
     json_t *dtype = NULL, *shape = NULL, *init = NULL;
+    static const gr_json_key keys[] = {{"name", GR_JT_STRING, 1, NULL},
+                                       {"dtype", GR_JT_STRING, 1, NULL},
+                                       {"shape", GR_JT_ARRAY, 1, NULL},
+                                       {"init", GR_JT_STRING | GR_JT_OBJECT, 0,
+                                        "a kind (\"normal\") or an object {\"kind\": ...}"},
+                                       {"doc", GR_JT_STRING, 0, NULL},
+                                       {NULL, 0, 0, NULL}};
+    if (gr_json_check_keys(obj, path, keys, "a buffer", c->err)) {
+        buffer_failed(c, json_string_value(json_object_get(obj, "name")));
+        return;
+    }
     if (json_unpack_ex(obj, &jerr, JSON_STRICT, "{s:s, s:o, s:o, s?:o, s?:s}", "name", &name,
                        "dtype", &dtype, "shape", &shape, "init", &init, "doc", &doc) != 0) {
+        buffer_failed(c, NULL);
         gr_error_set(c->err, GR_ERR_INPUT, path,
                      "%s (a buffer is {\"name\", \"dtype\", \"shape\", \"init\"?, \"doc\"?}; a "
                      "repeat block is {\"repeat\", \"var\", \"buffers\"})",
@@ -458,7 +622,10 @@ static void add_buffer(rctx *c, json_t *obj, const char *basepath) {
     memset(&tmp, 0, sizeof(tmp));
     tmp.first_read = tmp.first_write = -1;
     snprintf(tmp.path, sizeof(tmp.path), "%s", path);
-    if (expand_name(c, name, path, tmp.name, sizeof(tmp.name)) != GR_OK) return;
+    if (expand_name(c, name, path, tmp.name, sizeof(tmp.name)) != GR_OK) {
+        buffer_failed(c, NULL);
+        return;
+    }
     int errors = c->err->count;
     char dt[32];
     char dpath[GR_PATH_MAX];
@@ -498,7 +665,10 @@ static void add_buffer(rctx *c, json_t *obj, const char *basepath) {
     }
     tmp.bytes = (size_t)tmp.numel * gr_dtype_size(tmp.dtype);
     if (c->err->count == errors && init) parse_init(c, init, &tmp, path);
-    if (c->err->count != errors) return;
+    if (c->err->count != errors) {
+        buffer_failed(c, tmp.name);
+        return;
+    }
     int dup = find_buffer(c, tmp.name);
     if (dup >= 0) {
         gr_error_set(c->err, GR_ERR_INPUT, path, "buffer \"%s\" is already declared at %s",
@@ -521,12 +691,14 @@ static void walk_buffers(rctx *c, json_t *list, const char *path) {
         if (c->fatal) return;
         char epath[GR_PATH_MAX];
         snprintf(epath, sizeof(epath), "%s[%zu]", path, i);
-        if (json_is_object(el) && json_object_get(el, "repeat"))
-            run_repeat(c, el, epath, "buffers", walk_buffers);
-        else if (json_is_object(el))
+        if (json_is_object(el) && json_object_get(el, "repeat")) {
+            if (run_repeat(c, el, epath, "buffers", walk_buffers) != 0) c->bufs_incomplete = 1;
+        } else if (json_is_object(el)) {
             add_buffer(c, el, epath);
-        else
+        } else {
             gr_error_set(c->err, GR_ERR_INPUT, epath, "expected a buffer object");
+            c->bufs_incomplete = 1;
+        }
     }
 }
 
@@ -584,6 +756,41 @@ static int resolve_stream(rctx *c, json_t *v, const char *path) {
     return s;
 }
 
+/* Records op `op` (about to be counted) by name; an explicit name used before is an error. */
+static void note_op_name(rctx *c, gr_op *op, int explicit_name) {
+    name_index *ix = &c->op_names;
+    gr_op *ops = c->plan->ops;
+    if (!op->name[0]) return; /* its name failed to expand: reported */
+    if ((size_t)(op->index + 1) * 2 > ix->cap) {
+        size_t ncap = ix->cap ? ix->cap * 2 : 256;
+        int *slots = calloc(ncap, sizeof(int));
+        if (!slots) return; /* only the check is lost */
+        for (size_t h = 0; h < ix->cap; h++) {
+            if (!ix->slots[h]) continue;
+            size_t k = (size_t)(fnv1a(ops[ix->slots[h] - 1].name) & (ncap - 1));
+            while (slots[k]) k = (k + 1) & (ncap - 1);
+            slots[k] = ix->slots[h];
+        }
+        free(ix->slots);
+        ix->slots = slots;
+        ix->cap = ncap;
+    }
+    size_t h = (size_t)(fnv1a(op->name) & (ix->cap - 1));
+    while (ix->slots[h]) {
+        const gr_op *o = &ops[ix->slots[h] - 1];
+        if (!strcmp(o->name, op->name)) {
+            if (explicit_name)
+                gr_error_set(c->err, GR_ERR_INPUT, op->path,
+                             "op name \"%s\" is already used by %s; op names must be unique in a "
+                             "variant (timings, traces and checks name ops by it)",
+                             op->name, o->path);
+            return;
+        }
+        h = (h + 1) & (ix->cap - 1);
+    }
+    ix->slots[h] = op->index + 1;
+}
+
 static void add_fork_join(rctx *c, json_t *obj, const char *path, int is_fork) {
     json_error_t jerr;
     const char *target = NULL, *name = NULL, *doc = NULL;
@@ -636,6 +843,7 @@ static void add_fork_join(rctx *c, json_t *obj, const char *path, int is_fork) {
     op->event = c->plan->nevents++;
     if (name) expand_name(c, name, path, op->name, sizeof(op->name));
     else snprintf(op->name, sizeof(op->name), "%s:%s", key, target);
+    note_op_name(c, op, name != NULL);
     if (is_fork) {
         c->stream_open[t] = 1;
         c->stream_fork_op[t] = op->index;
@@ -768,9 +976,7 @@ static void io_element(rctx *c, io_list *io, json_t *el, const char *epath) {
     }
     int b = find_buffer(c, name);
     if (b < 0) {
-        char hint[160];
-        suggest_buffer(c, name, hint, sizeof(hint));
-        gr_error_set(c->err, GR_ERR_INPUT, epath, "unknown buffer \"%s\"%s", name, hint);
+        unknown_buffer(c, epath, name);
         io->bad = 1;
         return;
     }
@@ -828,6 +1034,14 @@ static void add_kernel_op(rctx *c, json_t *obj, const char *basepath) {
     json_error_t jerr;
     json_t *kernel = NULL, *inputs = NULL, *outputs = NULL, *attrs = NULL, *stream = NULL;
     const char *name = NULL, *doc = NULL;
+    static const gr_json_key keys[] = {{"kernel", GR_JT_STRING, 1, NULL}, {"name", GR_JT_STRING, 0, NULL},
+                                       {"inputs", GR_JT_ARRAY, 1, "an array of buffer names"},
+                                       {"outputs", GR_JT_ARRAY, 1, "an array of buffer names"},
+                                       {"attrs", GR_JT_OBJECT, 0, NULL},  {"stream", GR_JT_STRING, 0, NULL},
+                                       {"doc", GR_JT_STRING, 0, NULL},    {NULL, 0, 0, NULL}};
+    if (gr_json_check_keys(obj, path, keys, "an op (or {\"fork\"}, {\"join\"}, {\"repeat\"})",
+                           c->err))
+        return;
     if (json_unpack_ex(obj, &jerr, JSON_STRICT, "{s:o, s?:s, s:o, s:o, s?:o, s?:o, s?:s}", "kernel",
                        &kernel, "name", &name, "inputs", &inputs, "outputs", &outputs, "attrs",
                        &attrs, "stream", &stream, "doc", &doc) != 0) {
@@ -848,7 +1062,11 @@ static void add_kernel_op(rctx *c, json_t *obj, const char *basepath) {
     op->kernel = c->lookup ? c->lookup(kname) : NULL;
     if (!op->kernel) {
         char hint[128];
-        suggest_kernel(c, kname, hint, sizeof(hint));
+        if (strcmp(kname, c->unknown_kernel) != 0) { /* the same typo a million times: one search */
+            suggest_kernel(c, kname, c->unknown_hint, sizeof(c->unknown_hint));
+            snprintf(c->unknown_kernel, sizeof(c->unknown_kernel), "%s", kname);
+        }
+        snprintf(hint, sizeof(hint), "%s", c->unknown_hint);
         gr_error_set(c->err, GR_ERR_INPUT, kpath,
                      "unknown kernel \"%s\" (%s`graphrun kernels` lists them)", kname, hint);
         return;
@@ -875,6 +1093,7 @@ static void add_kernel_op(rctx *c, json_t *obj, const char *basepath) {
     op->noutputs = no < 0 ? 0 : no;
     resolve_attrs(c, op, attrs);
     op->kind = GR_OP_KERNEL;
+    note_op_name(c, op, name != NULL);
     if (c->err->count != errors || ni < 0 || no < 0) op->kernel = NULL; /* skip its check */
     c->plan->nops++;
 }
@@ -927,9 +1146,7 @@ static void resolve_outputs(rctx *c, json_t *outputs, const char *path) {
         if (expand_name(c, name, epath, bname, sizeof(bname)) != GR_OK) continue;
         int b = find_buffer(c, bname);
         if (b < 0) {
-            char hint[160];
-            suggest_buffer(c, bname, hint, sizeof(hint));
-            gr_error_set(c->err, GR_ERR_INPUT, epath, "unknown buffer \"%s\"%s", bname, hint);
+            unknown_buffer(c, epath, bname);
             continue;
         }
         gr_buffer *buf = &c->plan->bufs[b];
@@ -938,7 +1155,9 @@ static void resolve_outputs(rctx *c, json_t *outputs, const char *path) {
     }
 }
 
-static void dataflow(rctx *c) {
+/* Flags and byte totals; with report == 0 (problems were found before) its checks stay quiet,
+ * since an op or buffer that failed to resolve makes them fail for no new reason. */
+static void dataflow(rctx *c, int report) {
     gr_plan *p = c->plan;
     for (int i = 0; i < p->nops; i++) {
         gr_op *op = &p->ops[i];
@@ -946,7 +1165,7 @@ static void dataflow(rctx *c) {
             gr_buffer *b = &p->bufs[op->inputs[j]];
             b->used = 1;
             if (b->first_read < 0) b->first_read = i;
-            if (b->first_write < 0 && b->init.kind == GR_INIT_NONE)
+            if (report && b->first_write < 0 && b->init.kind == GR_INIT_NONE)
                 gr_error_set(c->err, GR_ERR_INPUT, op->path,
                              "reads buffer \"%s\" before any op writes it, and it has no init; "
                              "give it an \"init\" or move the op that writes it first",
@@ -960,7 +1179,7 @@ static void dataflow(rctx *c) {
     }
     for (int b = 0; b < p->nbufs; b++) {
         gr_buffer *buf = &p->bufs[b];
-        if (buf->is_output && buf->first_write < 0)
+        if (report && buf->is_output && buf->first_write < 0)
             gr_error_set(c->err, GR_ERR_INPUT, "outputs",
                          "buffer \"%s\" is listed as an output but no op of variant \"%s\" "
                          "writes it",
@@ -1118,7 +1337,7 @@ gr_status gr_plan_resolve(const gr_workload *wl, const char *variant, const gr_t
         gr_error_set(err, GR_ERR_INPUT, outputs_path,
                      "missing: list the buffers to verify, e.g. \"outputs\": [\"y\"]");
     }
-    if (!c.fatal) dataflow(&c);
+    if (!c.fatal) dataflow(&c, err->count == errors_before);
 
     /* kernel checks: shapes and dtypes against the schema, launch dims, accounting */
     char last_problem[512] = "";
@@ -1158,7 +1377,14 @@ gr_status gr_plan_resolve(const gr_workload *wl, const char *variant, const gr_t
     if (repeats)
         gr_error_set(err, GR_ERR_INPUT, NULL, "(the same problem in %d more op%s)", repeats,
                      repeats == 1 ? "" : "s");
+    if (c.unchecked_refs)
+        gr_error_set(err, GR_ERR_INPUT, NULL,
+                     "%s is not declared: it may be one of the buffers that failed above (%d such "
+                     "reference%s; fix the buffers first)",
+                     c.first_unchecked, c.unchecked_refs, c.unchecked_refs == 1 ? "" : "s");
     free(c.idx.slots);
+    free(c.op_names.slots);
+    free(c.failed_bufs);
     if (err->count != errors_before) {
         gr_plan_destroy(plan);
         return err->code;

@@ -10,7 +10,9 @@
 #include "core/expr.h"
 #include "core/fileio.h"
 
-static const char *json_type_word(const json_t *v) {
+const char *gr_json_type_word(const void *vv) {
+    const json_t *v = vv;
+    if (!v) return "nothing";
     switch (json_typeof(v)) {
     case JSON_OBJECT: return "an object";
     case JSON_ARRAY: return "an array";
@@ -22,6 +24,79 @@ static const char *json_type_word(const json_t *v) {
     case JSON_NULL: return "null";
     }
     return "a value";
+}
+
+#define json_type_word gr_json_type_word
+
+static int type_bit(const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return GR_JT_OBJECT;
+    case JSON_ARRAY: return GR_JT_ARRAY;
+    case JSON_STRING: return GR_JT_STRING;
+    case JSON_INTEGER: return GR_JT_INT;
+    case JSON_REAL: return GR_JT_REAL;
+    case JSON_TRUE:
+    case JSON_FALSE: return GR_JT_BOOL;
+    case JSON_NULL: return GR_JT_NULL;
+    }
+    return 0;
+}
+
+static void types_text(int t, char *out, size_t size) {
+    static const struct {
+        int bit;
+        const char *word;
+    } w[] = {{GR_JT_OBJECT, "an object"}, {GR_JT_ARRAY, "an array"}, {GR_JT_STRING, "a string"},
+             {GR_JT_BOOL, "true or false"}, {GR_JT_NULL, "null"}};
+    size_t o = 0;
+    out[0] = '\0';
+    int n = 0;
+    if ((t & GR_JT_NUMBER) == GR_JT_NUMBER) n += snprintf(out, size, "a number");
+    else if (t & GR_JT_INT) n += snprintf(out, size, "a whole number");
+    o = (size_t)n;
+    for (size_t i = 0; i < sizeof(w) / sizeof(w[0]) && o < size; i++)
+        if (t & w[i].bit) o += (size_t)snprintf(out + o, size - o, "%s%s", o ? " or " : "", w[i].word);
+}
+
+int gr_json_check_keys(const void *vobj, const char *path, const gr_json_key *keys,
+                       const char *what, gr_error *err) {
+    const json_t *obj = vobj;
+    const char *here = path && path[0] ? path : "(top level)";
+    int problems = 0;
+    char allowed[512];
+    size_t o = 0;
+    allowed[0] = '\0';
+    for (const gr_json_key *k = keys; k->name && o < sizeof(allowed); k++)
+        o += (size_t)snprintf(allowed + o, sizeof(allowed) - o, "%s%s", o ? ", " : "", k->name);
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)obj, key, val) {
+        const gr_json_key *k = keys;
+        while (k->name && strcmp(k->name, key) != 0) k++;
+        char kpath[320];
+        snprintf(kpath, sizeof(kpath), "%s%s%.200s", path && path[0] ? path : "",
+                 path && path[0] ? "." : "", key);
+        if (!k->name) {
+            gr_error_set(err, GR_ERR_INPUT, here, "unknown key \"%.80s\" in %s (allowed keys: %s)",
+                         key, what, allowed);
+            problems++;
+        } else if (!(type_bit(val) & k->types)) {
+            char want[160];
+            if (k->expect) snprintf(want, sizeof(want), "%s", k->expect);
+            else types_text(k->types, want, sizeof(want));
+            gr_error_set(err, GR_ERR_INPUT, kpath, "expected %s, got %s", want, json_type_word(val));
+            problems++;
+        }
+    }
+    for (const gr_json_key *k = keys; k->name; k++)
+        if (k->required && !json_object_get(obj, k->name)) {
+            char want[160];
+            if (k->expect) snprintf(want, sizeof(want), "%s", k->expect);
+            else types_text(k->types, want, sizeof(want));
+            gr_error_set(err, GR_ERR_INPUT, here, "missing \"%s\" (%s)", k->name, want);
+            problems++;
+        }
+    return problems;
 }
 
 static int valid_ident(const char *s) {
@@ -81,6 +156,13 @@ static void load_params(gr_workload *wl, json_t *params, gr_error *err) {
             const char *help = NULL;
             json_t *mn = NULL, *mx = NULL;
             json_error_t jerr;
+            static const gr_json_key pkeys[] = {{"default", GR_JT_NUMBER | GR_JT_STRING, 1, NULL},
+                                                {"help", GR_JT_STRING, 0, NULL},
+                                                {"choices", GR_JT_ARRAY, 0, NULL},
+                                                {"min", GR_JT_NUMBER, 0, NULL},
+                                                {"max", GR_JT_NUMBER, 0, NULL},
+                                                {NULL, 0, 0, NULL}};
+            if (gr_json_check_keys(val, path, pkeys, "a param object", err)) continue;
             if (json_unpack_ex(val, &jerr, JSON_STRICT, "{s:o, s?:s, s?:o, s?:o, s?:o}", "default",
                                &dflt, "help", &help, "choices", &choices, "min", &mn, "max",
                                &mx) != 0) {
@@ -99,14 +181,38 @@ static void load_params(gr_workload *wl, json_t *params, gr_error *err) {
                     gr_error_set(err, GR_ERR_INPUT, path, "choices: expected an array of strings");
                     continue;
                 }
+                char cpath[200];
+                snprintf(cpath, sizeof(cpath), "%s.choices", path);
+                if (json_array_size(choices) == 0) {
+                    gr_error_set(err, GR_ERR_INPUT, cpath,
+                                 "is empty: no value could be chosen; list the allowed values or "
+                                 "drop \"choices\"");
+                    continue;
+                }
+                if (json_array_size(choices) > 16) {
+                    gr_error_set(err, GR_ERR_INPUT, cpath, "has %zu entries; at most 16",
+                                 json_array_size(choices));
+                    continue;
+                }
+                int bad = 0;
                 json_array_foreach(choices, i, c) {
-                    if (!json_is_string(c) || p->nchoices >= 16) {
-                        gr_error_set(err, GR_ERR_INPUT, path,
-                                     "choices[%zu]: expected a string (at most 16 choices)", i);
+                    if (!json_is_string(c) || json_string_length(c) == 0 ||
+                        json_string_length(c) >= 48) {
+                        gr_error_set(err, GR_ERR_INPUT, cpath,
+                                     "[%zu]: expected a string of 1 to 47 characters, got %s", i,
+                                     json_type_word(c));
+                        bad = 1;
                         break;
                     }
+                    for (int k = 0; k < p->nchoices; k++)
+                        if (!strcmp(p->choices[k], json_string_value(c))) {
+                            gr_error_set(err, GR_ERR_INPUT, cpath, "[%zu]: \"%s\" is listed twice",
+                                         i, p->choices[k]);
+                            bad = 1;
+                        }
                     snprintf(p->choices[p->nchoices++], 48, "%s", json_string_value(c));
                 }
+                if (bad) continue;
             }
             if (mn) {
                 if (!json_is_number(mn)) gr_error_set(err, GR_ERR_INPUT, path, "min: expected a number");
@@ -117,6 +223,11 @@ static void load_params(gr_workload *wl, json_t *params, gr_error *err) {
                 if (!json_is_number(mx)) gr_error_set(err, GR_ERR_INPUT, path, "max: expected a number");
                 p->has_max = 1;
                 p->max = json_number_value(mx);
+            }
+            if (p->has_min && p->has_max && p->min > p->max) {
+                gr_error_set(err, GR_ERR_INPUT, path, "min %g is above max %g: no value is allowed",
+                             p->min, p->max);
+                continue;
             }
         } else if (parse_param_value(p, val, path, err) != GR_OK) {
             continue;
@@ -136,6 +247,18 @@ static gr_status load_root(gr_workload *wl, json_t *root, gr_error *err) {
                             "expected an object with name, params, buffers, outputs and ops or "
                             "variants, got %s",
                             json_type_word(root));
+    static const gr_json_key top[] = {{"schema_version", GR_JT_INT, 0, NULL},
+                                      {"name", GR_JT_STRING, 1, NULL},
+                                      {"description", GR_JT_STRING, 0, NULL},
+                                      {"params", GR_JT_OBJECT, 0, NULL},
+                                      {"buffers", GR_JT_ARRAY, 1, NULL},
+                                      {"outputs", GR_JT_ARRAY, 0, NULL},
+                                      {"ops", GR_JT_ARRAY, 0, NULL},
+                                      {"variants", GR_JT_OBJECT, 0, NULL},
+                                      {"default_variant", GR_JT_STRING, 0, NULL},
+                                      {"seed", GR_JT_INT, 0, NULL},
+                                      {NULL, 0, 0, NULL}};
+    if (gr_json_check_keys(root, "", top, "a workload", err)) return err->code;
     if (json_unpack_ex(root, &jerr, JSON_STRICT,
                        "{s?:i, s:s, s?:s, s?:o, s:o, s?:o, s?:o, s?:o, s?:s, s?:I}",
                        "schema_version", &schema, "name", &name, "description", &desc, "params",
@@ -149,6 +272,10 @@ static gr_status load_root(gr_workload *wl, json_t *root, gr_error *err) {
     if (schema != 1)
         gr_error_set(err, GR_ERR_INPUT, "schema_version",
                      "this graphrun reads schema_version 1, the file says %d", schema);
+    if (seed < 0)
+        gr_error_set(err, GR_ERR_INPUT, "seed",
+                     "%lld is negative; a seed is a whole number >= 0 (as --seed)", (long long)seed);
+    if (!name[0]) gr_error_set(err, GR_ERR_INPUT, "name", "is empty; name the workload");
     snprintf(wl->name, sizeof(wl->name), "%s", name);
     if (desc) snprintf(wl->description, sizeof(wl->description), "%s", desc);
     wl->seed = (uint64_t)seed;
