@@ -55,7 +55,7 @@ static const char *usage =
     "                       relaxed, or global (P = 1 only)\n"
     "  --devices LIST       device of each rank, e.g. 4,5,6,7 (default 0, 1, ..., P-1)\n"
     "  --steps N            check N consecutive steps without re-initialisation (default 1)\n"
-    "  --rtol X             relative L2 tolerance of every check (default: the workload's, 0.05)\n"
+    "  --rtol X             relative L2 tolerance of every check (default: x's, derived)\n"
     "  --no-cpu-ref         skip the CPU references (graph == eager, ranks and the single-GPU\n"
     "                       step are still compared)\n"
     "  --no-comm-share      skip timing the step without its all-reduces and the all-reduces "

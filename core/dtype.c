@@ -50,6 +50,27 @@ double gr_dtype_default_rtol(gr_dtype t) {
     }
 }
 
+double gr_dtype_unit_roundoff(gr_dtype t) {
+    switch (t) {
+    case GR_FP32: return ldexp(1.0, -24);
+    case GR_BF16: return ldexp(1.0, -8);
+    case GR_FP16: return ldexp(1.0, -11);
+    default: return 0.0;
+    }
+}
+
+gr_tol gr_tol_derive(gr_dtype t, double roundings, double depth) {
+    double u = gr_dtype_unit_roundoff(t), u32 = gr_dtype_unit_roundoff(GR_FP32);
+    /* fp32 outputs accumulate in their own dtype; integer outputs are exact */
+    double acc = gr_dtype_is_float(t) ? depth * u32 * u32 : 0.0;
+    return gr_tol_from_rtol(t, GR_TOL_C * sqrt(roundings * u * u + acc));
+}
+
+gr_tol gr_tol_from_rtol(gr_dtype t, double rtol) {
+    gr_tol tol = {rtol, GR_TOL_ATOL_K * rtol, 2 * gr_dtype_unit_roundoff(t)};
+    return tol;
+}
+
 static uint32_t f2u(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);

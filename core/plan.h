@@ -63,9 +63,29 @@ typedef struct gr_buffer {
     int first_write;    /* op index, -1 if never written */
     int is_output;      /* checked against the reference */
     int is_intermediate; /* written then read inside one step and not an output */
-    double rtol;        /* relative L2 tolerance for outputs */
+    /* outputs' tolerances (core/dtype.h gr_tol, docs/verification.md); see gr_buffer_tol */
+    double rtol;        /* relative L2 tolerance */
+    double atol;        /* element-wise, in units of rms(ref); 0: GR_TOL_ATOL_K * rtol */
+    double rtol_elem;   /* element-wise relative; 0: 2 u(dtype) */
+    double tol_roundings, tol_depth; /* the formula's inputs when derived ("depth" given) */
+    int tol_source;     /* GR_TOL_DEFAULT, GR_TOL_DERIVED or GR_TOL_EXPLICIT ("rtol" given) */
     const void *host_data; /* GR_INIT_HOST: bytes to copy in (owned by the caller) */
 } gr_buffer;
+
+enum { GR_TOL_DEFAULT = 0, GR_TOL_DERIVED, GR_TOL_EXPLICIT };
+
+/* An output's effective tolerances: its rtol with atol and rtol_elem filled in when unset, so a
+ * test that changes only rtol moves the element bound with it. */
+static inline gr_tol gr_buffer_tol(const gr_buffer *b) {
+    gr_tol t = gr_tol_from_rtol(b->dtype, b->rtol);
+    if (b->atol > 0) t.atol = b->atol;
+    if (b->rtol_elem > 0) t.rtol_elem = b->rtol_elem;
+    return t;
+}
+/* "derived", "explicit" or "dtype default" */
+static inline const char *gr_tol_source_name(int s) {
+    return s == GR_TOL_DERIVED ? "derived" : s == GR_TOL_EXPLICIT ? "explicit" : "dtype default";
+}
 
 typedef enum gr_attr_type { GR_ATTR_INT, GR_ATTR_FLOAT, GR_ATTR_ENUM, GR_ATTR_BOOL } gr_attr_type;
 

@@ -120,6 +120,22 @@ void gr_plan_print(FILE *f, const gr_plan *p, int max_ops) {
         fprintf(f, "  %-24.24s %-6s %-22.22s %12s  %-26.26s %s\n", buf->name, gr_dtype_name(buf->dtype),
                 shp, sz, ini, role);
     }
+    fprintf(f, "\noutputs (checked; rel L2 <= rtol, and every element |out - ref| <= atol rms(ref) "
+               "+ rtol_elem |ref|; docs/verification.md)\n");
+    for (int b = 0; b < p->nbufs; b++) {
+        const gr_buffer *buf = &p->bufs[b];
+        if (!buf->is_output) continue;
+        gr_tol t = gr_buffer_tol(buf);
+        char how[160];
+        if (buf->tol_source == GR_TOL_DERIVED)
+            snprintf(how, sizeof(how), "derived: %g sqrt(%g u_%s^2 + %g u_fp32^2)", GR_TOL_C,
+                     buf->tol_roundings, gr_dtype_name(buf->dtype), buf->tol_depth);
+        else
+            snprintf(how, sizeof(how), "%s", gr_tol_source_name(buf->tol_source));
+        fprintf(f, "  %-24.24s %-6s rtol %.2e  atol %.2e  rtol_elem %.2e  (%s); %s before each run\n",
+                buf->name, gr_dtype_name(buf->dtype), t.rtol, t.atol, t.rtol_elem, how,
+                buf->init.kind == GR_INIT_NONE ? "poisoned with NaN" : "re-seeded from its init");
+    }
     fprintf(f,
             "\nops (%d; grid x block; bytes each op reads and writes in HBM; form: the "
             "implementation the check chose, where a kernel has several)\n",
@@ -174,6 +190,20 @@ void *gr_plan_to_json(const gr_plan *p) {
         json_object_set_new(jb, "role", json_string(buf->is_output ? "output"
                                                     : buf->is_intermediate ? "intermediate"
                                                     : buf->first_write >= 0 ? "state" : "input"));
+        if (buf->is_output) {
+            gr_tol t = gr_buffer_tol(buf);
+            json_object_set_new(jb, "rtol", json_real(t.rtol));
+            json_object_set_new(jb, "atol", json_real(t.atol));
+            json_object_set_new(jb, "rtol_elem", json_real(t.rtol_elem));
+            json_object_set_new(jb, "tolerance", json_string(gr_tol_source_name(buf->tol_source)));
+            if (buf->tol_source == GR_TOL_DERIVED) {
+                json_object_set_new(jb, "roundings", json_real(buf->tol_roundings));
+                json_object_set_new(jb, "depth", json_real(buf->tol_depth));
+            }
+            json_object_set_new(jb, "before_run", json_string(buf->init.kind == GR_INIT_NONE
+                                                                  ? "poisoned with NaN"
+                                                                  : "re-seeded from its init"));
+        }
         json_array_append_new(bufs, jb);
     }
     json_object_set_new(root, "buffers", bufs);

@@ -1121,6 +1121,25 @@ static void walk_ops(rctx *c, json_t *list, const char *path) {
 
 /* ---------- outputs, dataflow, accounting ---------- */
 
+/* One tolerance number of an output entry: a number or an expression, finite, in [lo, hi). */
+static int output_tol_num(rctx *c, json_t *v, const char *epath, const char *key, double lo,
+                          double hi, const char *why, double *out) {
+    if (!v) return 0;
+    char kpath[GR_PATH_MAX + 16];
+    snprintf(kpath, sizeof(kpath), "%s.%s", epath, key);
+    double d;
+    if (eval_number(c, v, kpath, &d) != GR_OK) return -1;
+    if (!isfinite(d) || d < lo || d >= hi) {
+        gr_error_set(c->err, GR_ERR_INPUT, kpath, "%s %g is refused: %s", key, d, why);
+        return -1;
+    }
+    *out = d;
+    return 1;
+}
+
+/* Outputs and their tolerances (docs/verification.md): a name (the dtype's default), or
+ * {"buffer", "depth", "roundings"} (derived from the dtype and the accumulation depth), or
+ * {"buffer", "rtol", "doc"} (explicit), each with an optional element-wise "atol". */
 static void resolve_outputs(rctx *c, json_t *outputs, const char *path) {
     size_t i;
     json_t *el;
@@ -1128,20 +1147,38 @@ static void resolve_outputs(rctx *c, json_t *outputs, const char *path) {
         char epath[GR_PATH_MAX];
         snprintf(epath, sizeof(epath), "%s[%zu]", path, i);
         const char *name = NULL;
-        double rtol = -1;
+        json_t *jrtol = NULL, *jatol = NULL, *jdepth = NULL, *jround = NULL;
         if (json_is_string(el)) {
             name = json_string_value(el);
         } else {
             json_error_t jerr;
             const char *doc = NULL;
-            if (json_unpack_ex(el, &jerr, JSON_STRICT, "{s:s, s?:F, s?:s}", "buffer", &name, "rtol",
-                               &rtol, "doc", &doc) != 0) {
+            if (json_unpack_ex(el, &jerr, JSON_STRICT, "{s:s, s?:o, s?:o, s?:o, s?:o, s?:s}",
+                               "buffer", &name, "rtol", &jrtol, "atol", &jatol, "depth", &jdepth,
+                               "roundings", &jround, "doc", &doc) != 0) {
                 gr_error_set(c->err, GR_ERR_INPUT, epath,
-                             "%s (an output is a buffer name or {\"buffer\", \"rtol\", \"doc\"})",
+                             "%s (an output is a buffer name or {\"buffer\", \"rtol\" or "
+                             "\"depth\"/\"roundings\", \"atol\", \"doc\"})",
                              jerr.text);
                 continue;
             }
+            if (jrtol && (jdepth || jround)) {
+                gr_error_set(c->err, GR_ERR_INPUT, epath,
+                             "give either \"rtol\" (explicit, with a \"doc\" saying why) or "
+                             "\"depth\"/\"roundings\" (derived), not both");
+                continue;
+            }
         }
+        double rtol = 0, atol = 0, depth = 1, round = 1;
+        int hr = output_tol_num(c, jrtol, epath, "rtol", 0, 1,
+                                "a relative L2 tolerance is in [0, 1)", &rtol);
+        int ha = output_tol_num(c, jatol, epath, "atol", 0, 1,
+                                "an element-wise bound in units of rms(ref) is in [0, 1)", &atol);
+        int hd = output_tol_num(c, jdepth, epath, "depth", 1, 1e15,
+                                "an accumulation depth counts additions (>= 1)", &depth);
+        int hn = output_tol_num(c, jround, epath, "roundings", 1, 1e15,
+                                "a count of roundings to the dtype (>= 1)", &round);
+        if (hr < 0 || ha < 0 || hd < 0 || hn < 0) continue;
         char bname[GR_NAME_MAX];
         if (expand_name(c, name, epath, bname, sizeof(bname)) != GR_OK) continue;
         int b = find_buffer(c, bname);
@@ -1151,7 +1188,21 @@ static void resolve_outputs(rctx *c, json_t *outputs, const char *path) {
         }
         gr_buffer *buf = &c->plan->bufs[b];
         buf->is_output = 1;
-        buf->rtol = rtol >= 0 ? rtol : gr_dtype_default_rtol(buf->dtype);
+        buf->atol = ha > 0 ? atol : 0;
+        buf->rtol_elem = 0;
+        buf->tol_roundings = buf->tol_depth = 0;
+        if (hr > 0) {
+            buf->rtol = rtol;
+            buf->tol_source = GR_TOL_EXPLICIT;
+        } else if (hd > 0 || hn > 0) {
+            buf->rtol = gr_tol_derive(buf->dtype, round, depth).rtol;
+            buf->tol_roundings = round;
+            buf->tol_depth = depth;
+            buf->tol_source = GR_TOL_DERIVED;
+        } else {
+            buf->rtol = gr_dtype_default_rtol(buf->dtype);
+            buf->tol_source = GR_TOL_DEFAULT;
+        }
     }
 }
 

@@ -65,11 +65,9 @@ static gr_status compare_piecewise(gr_session *s, gr_error *err) {
         if (!host) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
         gr_status st = gr_devstate_download(s->dev, b, host, err);
         if (st == GR_OK && s->ref)
-            add_check(s, gr_compare(buf->name, "piecewise vs ref", host, s->ref->hptr[b],
-                                    buf->dtype, buf->numel, buf->rtol));
+            add_check(s, gr_session_compare(p, b, "piecewise vs ref", host, s->ref->hptr[b]));
         if (st == GR_OK && s->eager_out[b])
-            add_check(s, gr_compare(buf->name, "piecewise vs eager", host, s->eager_out[b],
-                                    buf->dtype, buf->numel, buf->rtol));
+            add_check(s, gr_session_compare(p, b, "piecewise vs eager", host, s->eager_out[b]));
         free(host);
         if (st != GR_OK) return st;
     }

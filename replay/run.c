@@ -9,6 +9,7 @@
 
 #include "core/cuda_check.h"
 #include "core/plan_print.h"
+#include "replay/knobs.h"
 #include "replay/nvtx.h"
 
 void gr_run_opts_default(gr_run_opts *o) {
@@ -57,8 +58,7 @@ static void cross_check(gr_session *s, cross_ref *x, gr_variant_run *v) {
             if (kb->dtype != buf->dtype || kb->numel != buf->numel) continue;
             char what[32];
             snprintf(what, sizeof(what), "eager vs %.20s", x->plan->variant);
-            gr_check c = gr_compare(buf->name, what, s->eager_out[b], x->out[k], buf->dtype,
-                                    buf->numel, buf->rtol);
+            gr_check c = gr_session_compare(p, b, what, s->eager_out[b], x->out[k]);
             if (v->nchecks < GR_MAX_CHECKS) v->checks[v->nchecks++] = c;
             if (!c.passed) v->verified = 0;
         }
@@ -109,10 +109,13 @@ static gr_status run_one(const gr_plan *p, const gr_device_info *dev, const gr_r
         if (st == GR_OK && !v->verified) {
             for (int i = 0; i < v->nchecks; i++)
                 if (!v->checks[i].passed)
+                if (!v->checks[i].passed) {
+                    char line[256];
+                    gr_check_str(&v->checks[i], line, sizeof(line));
                     st = gr_error_set(err, GR_ERR_VERIFY, NULL, "variant %s: output \"%s\" %s "
-                                      "disagrees (rel L2 %.2e > %.1e)", p->variant,
-                                      v->checks[i].buffer, v->checks[i].what, v->checks[i].rel_l2,
-                                      v->checks[i].rtol);
+                                      "disagrees: %s", p->variant, v->checks[i].buffer,
+                                      v->checks[i].what, line);
+                }
         }
     }
     if (st == GR_OK && !pw) {
@@ -213,6 +216,44 @@ static void pdl_hint(FILE *f, const gr_run_report *r) {
                 most, best->plan->variant);
 }
 
+/* What the outputs were checked against, in words. */
+static void checked_against(const gr_run_report *r, char *out, size_t size) {
+    if (r->opts.cpu_reference)
+        snprintf(out, size, "each variant's outputs against its CPU reference (from the device's "
+                            "initial data), graph against eager%s",
+                 r->nv > 1 ? ", and eager against the first variant's eager outputs" : "");
+    else
+        snprintf(out, size, "graph against eager%s only; nothing checks that eager is right",
+                 r->nv > 1 ? " and eager against the first variant's eager outputs" : "");
+}
+
+/* The outputs poisoned with NaN before each run (no init) and those re-initialised instead. */
+static void init_lists(const gr_plan *p, char *pois, size_t psize, char *seed, size_t ssize) {
+    size_t pl = 0, sl = 0;
+    pois[0] = seed[0] = '\0';
+    for (int b = 0; b < p->nbufs; b++) {
+        const gr_buffer *buf = &p->bufs[b];
+        if (!buf->is_output) continue;
+        if (buf->init.kind == GR_INIT_NONE) {
+            if (pl < psize) pl += (size_t)snprintf(pois + pl, psize - pl, "%s%s", pl ? ", " : "", buf->name);
+        } else if (sl < ssize) {
+            sl += (size_t)snprintf(seed + sl, ssize - sl, "%s%s", sl ? ", " : "", buf->name);
+        }
+    }
+}
+
+static void knobs_text(FILE *f) {
+    int n = 0;
+    for (const gr_knob *k = gr_knobs(); k->name; k++) {
+        const char *v = gr_knob_value(k);
+        if (!v) continue;
+        fprintf(f, "%s %s=%s (%s)", n++ ? "," : "knobs    environment overrides of kernel choices:",
+                k->name, v, k->what);
+    }
+    if (n) fprintf(f, "\n");
+    else fprintf(f, "knobs    no environment override of a kernel choice is set\n");
+}
+
 void gr_report_text(FILE *f, const gr_run_report *r) {
     const gr_device_info *d = &r->dev;
     fprintf(f, "device   %s, %d SMs, cc %d.%d, driver %d.%d, runtime %d.%d; %s\n", d->name,
@@ -224,19 +265,40 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
                    "read+written, CUDA events, %zu copies): the HBM roofline below\n",
                 r->bw.gbps.median, r->bw.gbps.p10, r->bw.gbps.p90, r->bw.bytes / 1e9, r->bw.gbps.n);
 
-    fprintf(f, "\nverification (outputs poisoned with NaN before each run; CPU reference from the "
-               "device's initial data; rel = relative L2 error)\n");
+    knobs_text(f);
+    char against[200];
+    checked_against(r, against, sizeof(against));
+    fprintf(f, "\nverification: %s%s\n", r->opts.cpu_reference ? "" : "NO CPU REFERENCE (--no-cpu-ref): ",
+            against);
+    fprintf(f, "  (rel = relative L2 error; every element must also hold |out - ref| <= atol rms(ref) "
+               "+ rtol_elem |ref|; NaN/Inf never pass; docs/verification.md)\n");
     for (int i = 0; i < r->nv; i++) {
         const gr_variant_run *v = &r->v[i];
+        char pois[300], seed[300];
+        init_lists(v->plan, pois, sizeof(pois), seed, sizeof(seed));
+        fprintf(f, "  %-16s before each run: %s%s\n", v->plan->variant,
+                pois[0] ? "outputs poisoned with NaN: " : "no output is poisoned", pois);
+        if (seed[0])
+            fprintf(f, "  %-16s re-seeded from their init, not poisoned (in-place): %s\n", "", seed);
+        for (int b = 0; b < v->plan->nbufs; b++) {
+            const gr_buffer *buf = &v->plan->bufs[b];
+            if (!buf->is_output) continue;
+            gr_tol t = gr_buffer_tol(buf);
+            fprintf(f, "  %-16s %-14.14s tolerance rtol %.1e atol %.1e rtol_elem %.1e (%s)\n", "",
+                    buf->name, t.rtol, t.atol, t.rtol_elem, gr_tol_source_name(buf->tol_source));
+        }
         if (v->nchecks == 0 && v->status != GR_OK) {
-            fprintf(f, "  %-16s not verified: %s\n", v->plan->variant, v->error);
+            fprintf(f, "  %-16s not verified: %s\n", "", v->error);
             continue;
         }
         for (int c = 0; c < v->nchecks; c++) {
-            char line[160];
+            char line[256];
             gr_check_str(&v->checks[c], line, sizeof(line));
-            fprintf(f, "  %-16s %-14.14s %-20s %s\n", c == 0 ? v->plan->variant : "",
-                    v->checks[c].buffer, v->checks[c].what, line);
+            fprintf(f, "  %-16s %-14.14s %-20s %s\n", "", v->checks[c].buffer, v->checks[c].what,
+                    line);
+            if (v->checks[c].note[0])
+                fprintf(f, "  %-16s %-14s %-20s %s, max diff %.1e\n", "", "", "", v->checks[c].note,
+                        v->checks[c].max_abs);
         }
         if (v->reference_ms > 0)
             fprintf(f, "  %-16s (CPU reference took %.0f ms)\n", "", v->reference_ms);
@@ -363,6 +425,14 @@ void *gr_report_json(const gr_run_report *r) {
     json_object_set_new(root, "capture_mode", json_string(gr_capture_mode_name(r->opts.mode)));
     json_object_set_new(root, "pdl", json_boolean(r->opts.pdl));
     json_object_set_new(root, "unroll", json_integer(r->opts.unroll));
+    json_object_set_new(root, "cpu_reference", json_boolean(r->opts.cpu_reference));
+    char against[200];
+    checked_against(r, against, sizeof(against));
+    json_object_set_new(root, "checked_against", json_string(against));
+    json_t *knobs = json_object();
+    for (const gr_knob *k = gr_knobs(); k->name; k++)
+        if (gr_knob_value(k)) json_object_set_new(knobs, k->name, json_string(gr_knob_value(k)));
+    json_object_set_new(root, "knobs", knobs);
     if (r->have_bw)
         json_object_set_new(root, "copy_bandwidth",
                             json_pack("{s:f, s:o, s:s}", "bytes_per_copy", r->bw.bytes, "gbps",
@@ -383,15 +453,24 @@ void *gr_report_json(const gr_run_report *r) {
         json_object_set_new(jv, "flops_per_step", json_real(p->flops));
         json_object_set_new(jv, "round_trips", json_integer(p->intermediates));
         json_object_set_new(jv, "verified", json_boolean(v->verified));
+        json_t *pois = json_array(), *seeded = json_array(), *tols = json_object();
+        for (int b = 0; b < p->nbufs; b++) {
+            const gr_buffer *buf = &p->bufs[b];
+            if (!buf->is_output) continue;
+            json_array_append_new(buf->init.kind == GR_INIT_NONE ? pois : seeded, json_string(buf->name));
+            gr_tol t = gr_buffer_tol(buf);
+            json_object_set_new(tols, buf->name,
+                                json_pack("{s:f, s:f, s:f, s:s}", "rtol", t.rtol, "atol", t.atol,
+                                          "rtol_elem", t.rtol_elem, "source",
+                                          gr_tol_source_name(buf->tol_source)));
+        }
+        json_object_set_new(jv, "outputs_poisoned_nan", pois);
+        json_object_set_new(jv, "outputs_reseeded_not_poisoned", seeded);
+        json_object_set_new(jv, "tolerances", tols);
         json_t *checks = json_array();
         for (int c = 0; c < v->nchecks; c++) {
             const gr_check *k = &v->checks[c];
-            json_array_append_new(checks, json_pack("{s:s, s:s, s:f, s:f, s:I, s:b, s:b, s:f}",
-                                                    "buffer", k->buffer, "what", k->what, "rel_l2",
-                                                    k->rel_l2, "max_abs", k->max_abs, "nonfinite",
-                                                    (json_int_t)k->nonfinite, "identical",
-                                                    k->identical, "passed", k->passed, "rtol",
-                                                    k->rtol));
+            json_array_append_new(checks, (json_t *)gr_check_json(k));
         }
         json_object_set_new(jv, "checks", checks);
         if (v->cc.attempted) json_object_set_new(jv, "capture_check", (json_t *)gr_capcheck_variant_json(&v->cc));

@@ -36,12 +36,17 @@ void gr_session_destroy(gr_session *s);
 
 /* Initialise device buffers, copy the inputs to the host and run the CPU reference there. */
 gr_status gr_session_reference(gr_session *s, gr_error *err);
-/* Re-initialise (outputs poisoned), run one eager step, compare outputs to the reference. */
+/* Re-initialise (outputs without an init poisoned with NaN, in-place outputs re-seeded from
+ * their init), run one eager step, compare outputs to the reference. */
 gr_status gr_session_verify_eager(gr_session *s, gr_error *err);
 gr_status gr_session_capture(gr_session *s, gr_capture_mode mode, const gr_exec_hooks *hooks,
                              gr_error *err);
 /* Re-initialise, replay the graph once, compare to the reference and to the eager outputs. */
 gr_status gr_session_verify_graph(gr_session *s, gr_error *err);
+/* Output buffer b of plan p against ref with b's tolerances (gr_buffer_tol); a "... vs eager"
+ * check that is not bitwise identical notes the ops that write b. */
+gr_check gr_session_compare(const gr_plan *p, int b, const char *what, const void *out,
+                            const void *ref);
 /* Fails with GR_ERR_VERIFY naming the buffers when a check failed. */
 gr_status gr_session_require_verified(const gr_session *s, gr_error *err);
 

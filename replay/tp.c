@@ -639,11 +639,12 @@ static gr_status run_ranks(const gr_tp_plans *tp, const gr_tp_opts *o, const gr_
         for (int i = 0; i < x->nchecks; i++) {
             const gr_check *c = &x->checks[i];
             if (c->passed) continue;
-            char line[160];
+            char line[256];
             gr_check_str(c, line, sizeof(line));
             st = gr_error_set(err, GR_ERR_VERIFY, NULL,
-                              "P = %d: \"%s\" %s: %s (tolerance rel L2 %.1e)", P, c->buffer,
-                              c->what, line, c->rtol);
+                              "P = %d: \"%s\" %s: %s (tolerance rel L2 %.1e, element %.1e rms + "
+                              "%.1e |ref|)", P, c->buffer, c->what, line, c->rtol, c->atol,
+                              c->rtol_elem);
         }
         if (st == GR_OK) st = gr_error_set(err, GR_ERR_INTERNAL, NULL, "P = %d: not verified", P);
     }
@@ -878,12 +879,13 @@ gr_status gr_tp_run(const gr_tp_req *req, const int *Ps, int nP, const gr_tp_opt
         st = single_gpu(tp, o, rtol, &r->single, &h, err);
         if (st == GR_OK && !r->single.verified) {
             for (int i = 0; i < r->single.nchecks; i++)
-                if (!r->single.checks[i].passed)
-                    st =
-                        gr_error_set(err, GR_ERR_VERIFY, NULL,
-                                     "the unsharded step on one GPU: \"%s\" %s: rel L2 %.2e > %.1e",
-                                     r->single.checks[i].buffer, r->single.checks[i].what,
-                                     r->single.checks[i].rel_l2, r->single.checks[i].rtol);
+                if (!r->single.checks[i].passed) {
+                    char line[256];
+                    gr_check_str(&r->single.checks[i], line, sizeof(line));
+                    st = gr_error_set(err, GR_ERR_VERIFY, NULL,
+                                      "the unsharded step on one GPU: \"%s\" %s: %s",
+                                      r->single.checks[i].buffer, r->single.checks[i].what, line);
+                }
             r->single.status = st;
         }
     }
@@ -949,7 +951,7 @@ void gr_tp_derive(const gr_tp_report *r, const gr_tp_result *x, gr_tp_derived *d
 
 static void check_lines(FILE *f, const gr_check *c, int n) {
     for (int i = 0; i < n; i++) {
-        char line[160];
+        char line[256];
         gr_check_str(&c[i], line, sizeof(line));
         fprintf(f, "  %-16.16s %-20s %s\n", c[i].buffer, c[i].what, line);
     }
@@ -974,6 +976,11 @@ void gr_tp_report_text(FILE *f, const gr_tp_report *r) {
     fprintf(f, "devices  %d visible; rank 0 / the single-GPU run on device %d: %s, %d SMs\n",
             r->visible_devices, s->device, s->info.name, s->info.sm_count);
 
+    fprintf(f, "checks   %s\n",
+            o->cpu_reference ? "against the unsharded and sharded CPU references, graph against "
+                               "eager, ranks against rank 0 and against the single-GPU step"
+                             : "NO CPU REFERENCE (--no-cpu-ref): graph against eager, ranks against "
+                               "rank 0 and against the single-GPU step only");
     fprintf(f, "\nsingle GPU: %s, variant fused, unsharded, on device %d%s\n", r->base, s->device,
             s->status && !s->nchecks ? " (failed)" : "");
     check_lines(f, s->checks, s->nchecks);
@@ -1128,11 +1135,7 @@ static json_t *graph_json(const gr_graph *g) {
 static json_t *checks_json(const gr_check *c, int n) {
     json_t *a = json_array();
     for (int i = 0; i < n; i++)
-        json_array_append_new(a, json_pack("{s:s, s:s, s:f, s:f, s:I, s:b, s:b, s:f}", "buffer",
-                                           c[i].buffer, "what", c[i].what, "rel_l2", c[i].rel_l2,
-                                           "max_abs", c[i].max_abs, "nonfinite",
-                                           (json_int_t)c[i].nonfinite, "identical", c[i].identical,
-                                           "passed", c[i].passed, "rtol", c[i].rtol));
+        json_array_append_new(a, (json_t *)gr_check_json(&c[i]));
     return a;
 }
 
@@ -1199,6 +1202,7 @@ void *gr_tp_report_json(const gr_tp_report *r) {
                         json_pack("{s:s, s:s, s:s}", "workload", r->base, "source", r->base_path,
                                   "variant", "fused"));
     json_object_set_new(root, "params", json_string(r->params));
+    json_object_set_new(root, "cpu_reference", json_boolean(r->opts.cpu_reference));
     json_object_set_new(root, "shape",
                         json_pack("{s:I, s:I, s:I, s:I, s:I, s:s}", "B", (json_int_t)r->shape.B,
                                   "L", (json_int_t)r->shape.L, "d", (json_int_t)r->shape.d, "f",

@@ -33,7 +33,7 @@ typedef struct gr_tp_opts {
                                      all-reduces alone (default on) */
     int single_timing;            /* time the unsharded step on one GPU too (default on) */
     int steps;                    /* consecutive steps checked without re-initialisation (1) */
-    double rtol;                  /* tolerance of every check; 0: the workload's for x (0.05) */
+    double rtol;                  /* tolerance of every check; 0: the base workload's for x (derived) */
     int progress;                 /* progress bar of rank 0 on stderr (a terminal only) */
     int devices[GR_TP_MAX_RANKS]; /* device of rank p when ndevices > 0, else device p */
     int ndevices;

@@ -1,0 +1,352 @@
+/* Verification: gr_compare's bounds (relative L2 and element-wise), NaN never agreeing, the
+ * derived tolerances of outputs and their JSON errors, decode_step outputs with a few corrupted
+ * elements failing, and what the run report says about its checks (docs/verification.md). */
+#include <CUnit/CUnit.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hoststate.h"
+#include "core/plan_print.h"
+#include "core/workload.h"
+#include "kernels/registry.h"
+#include "replay/run.h"
+#include "replay/session.h"
+#include "replay/verify.h"
+#include "tests.h"
+
+/* ---------- gr_compare ---------- */
+
+static void fill_normal(float *v, int n, unsigned seed) {
+    srand(seed);
+    for (int i = 0; i < n; i += 2) { /* Box-Muller */
+        double u1 = (rand() + 1.0) / (RAND_MAX + 2.0), u2 = (rand() + 1.0) / (RAND_MAX + 2.0);
+        double r = sqrt(-2 * log(u1));
+        v[i] = (float)(r * cos(2 * M_PI * u2));
+        if (i + 1 < n) v[i + 1] = (float)(r * sin(2 * M_PI * u2));
+    }
+}
+
+static void test_nan_never_agrees(void) {
+    float a[4] = {1, 2, NAN, 4}, b[4] = {1, 2, NAN, 4};
+    /* bitwise identical, NaN in both (poison neither eager nor graph wrote): fails */
+    gr_check c = gr_compare("y", "graph vs eager", a, b, GR_FP32, 4, 1e-5);
+    CU_ASSERT_TRUE(c.identical);
+    CU_ASSERT_FALSE(c.passed);
+    CU_ASSERT_EQUAL(c.nonfinite, 1);
+    CU_ASSERT_EQUAL(c.first_bad, 2);
+    char line[256];
+    gr_check_str(&c, line, sizeof(line));
+    GR_ASSERT_CONTAINS(line, "FAIL: 1 non-finite (first at [2]");
+    /* Inf == Inf is no agreement either */
+    a[2] = b[2] = INFINITY;
+    c = gr_compare("y", "eager vs ref", a, b, GR_FP32, 4, 1e-5);
+    CU_ASSERT_FALSE(c.passed);
+    /* a NaN on the reference side only */
+    a[2] = 3;
+    b[2] = NAN;
+    c = gr_compare("y", "eager vs ref", a, b, GR_FP32, 4, 0.5);
+    CU_ASSERT_FALSE(c.passed);
+    /* the same in bf16 (NaN bit patterns) */
+    uint16_t h[3] = {gr_f32_to_bf16(1), gr_f32_to_bf16(NAN), gr_f32_to_bf16(2)};
+    c = gr_compare("y", "graph vs eager", h, h, GR_BF16, 3, 1e-2);
+    CU_ASSERT_FALSE(c.passed);
+    /* finite and identical passes */
+    b[2] = 3;
+    c = gr_compare("y", "graph vs eager", a, b, GR_FP32, 4, 0);
+    CU_ASSERT_TRUE(c.passed);
+    CU_ASSERT_TRUE(c.identical);
+    gr_check_str(&c, line, sizeof(line));
+    CU_ASSERT_STRING_EQUAL(line, "identical");
+}
+
+/* A few wrong elements in a large buffer pass the L2 test and fail the element bound, which
+ * names the worst of them. */
+static void test_element_bound_names_worst(void) {
+    enum { N = 100000 };
+    float *ref = malloc(N * sizeof(float)), *out = malloc(N * sizeof(float));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    fill_normal(ref, N, 11);
+    for (int i = 0; i < N; i++) out[i] = ref[i] * (1 + 1e-6f * (float)((i % 7) - 3));
+    gr_check c = gr_compare("y", "eager vs ref", out, ref, GR_FP32, N, 1e-2);
+    CU_ASSERT_TRUE(c.passed);
+    CU_ASSERT_FALSE(c.identical);
+    CU_ASSERT_EQUAL(c.over, 0);
+    static const int bad[5] = {17, 4242, 50000, 77777, 99998};
+    for (int k = 0; k < 5; k++) out[bad[k]] = ref[bad[k]] + (k == 2 ? 0.9f : 0.5f);
+    c = gr_compare("y", "eager vs ref", out, ref, GR_FP32, N, 1e-2);
+    CU_ASSERT_TRUE(c.rel_l2 < 1e-2); /* L2 alone would have passed it */
+    CU_ASSERT_FALSE(c.passed);
+    CU_ASSERT_EQUAL(c.over, 5);
+    CU_ASSERT_EQUAL(c.worst_index, 50000);
+    CU_ASSERT_DOUBLE_EQUAL(c.worst_out, out[50000], 0);
+    CU_ASSERT_DOUBLE_EQUAL(c.worst_ref, ref[50000], 0);
+    char line[256];
+    gr_check_str(&c, line, sizeof(line));
+    GR_ASSERT_CONTAINS(line, "5 elements over");
+    GR_ASSERT_CONTAINS(line, "worst [50000]");
+    json_t *j = gr_check_json(&c);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(j, "worst"), "index")), 50000);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "over_bound")), 5);
+    json_decref(j);
+    free(ref);
+    free(out);
+}
+
+/* The element bound's relative part covers one ulp of the final store in bf16, however small
+ * atol is: a rounding that lands the other way is not a bug. */
+static void test_element_bound_one_ulp(void) {
+    uint16_t ref[2] = {gr_f32_to_bf16(100.0f), gr_f32_to_bf16(0.01f)};
+    uint16_t out[2] = {(uint16_t)(ref[0] + 1), ref[1]};
+    gr_tol t = {1, 0, 2 * gr_dtype_unit_roundoff(GR_BF16)};
+    gr_check c = gr_compare_tol("y", "eager vs ref", out, ref, GR_BF16, 2, &t);
+    CU_ASSERT_TRUE(c.passed);
+    out[0] = (uint16_t)(ref[0] + 2);
+    c = gr_compare_tol("y", "eager vs ref", out, ref, GR_BF16, 2, &t);
+    CU_ASSERT_FALSE(c.passed);
+}
+
+/* ---------- the formula ---------- */
+
+static void test_tolerance_formula(void) {
+    double u32 = ldexp(1, -24), u16 = ldexp(1, -8);
+    gr_tol t = gr_tol_derive(GR_FP32, 17 * 16, 16 * (2048 + 8192));
+    CU_ASSERT_DOUBLE_EQUAL(t.rtol, GR_TOL_C * u32 * sqrt(17 * 16 + 16 * 10240.0), 1e-12);
+    CU_ASSERT_TRUE(t.rtol > 1e-5 && t.rtol < 1.3e-5);
+    CU_ASSERT_DOUBLE_EQUAL(t.atol, GR_TOL_ATOL_K * t.rtol, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(t.rtol_elem, 2 * u32, 0);
+    t = gr_tol_derive(GR_BF16, 17 * 16, 16 * (2048 + 8192));
+    CU_ASSERT_TRUE(t.rtol > 0.025 * 1.2 && t.rtol < 0.025 * 1.4); /* just above the measured 2.5% */
+    CU_ASSERT_DOUBLE_EQUAL(t.rtol_elem, 2 * u16, 0);
+    t = gr_tol_derive(GR_INT32, 100, 100);
+    CU_ASSERT_DOUBLE_EQUAL(t.rtol, 0, 0);
+}
+
+/* ---------- outputs entries ---------- */
+
+#define TOL_WL(outputs)                                                                            \
+    "{\"name\": \"t\", \"params\": {\"n\": 8, \"L\": 4}, \"buffers\": [{\"name\": \"a\", "       \
+    "\"dtype\": \"bf16\", \"shape\": [\"n\"], \"init\": \"normal\"}, {\"name\": \"y\", \"dtype\": " \
+    "\"bf16\", \"shape\": [\"n\"]}], \"outputs\": [" outputs "], \"ops\": [{\"kernel\": \"relu\", " \
+    "\"inputs\": [\"a\"], \"outputs\": [\"y\"]}]}"
+
+static void test_outputs_derived(void) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_plan *p = gr_test_plan(TOL_WL("{\"buffer\": \"y\", \"roundings\": \"2*L\", \"depth\": \"L*n\"}"),
+                              NULL, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const gr_buffer *y = &p->bufs[1];
+    CU_ASSERT_EQUAL(y->tol_source, GR_TOL_DERIVED);
+    CU_ASSERT_DOUBLE_EQUAL(y->rtol, gr_tol_derive(GR_BF16, 8, 32).rtol, 0);
+    CU_ASSERT_DOUBLE_EQUAL(y->tol_roundings, 8, 0);
+    CU_ASSERT_DOUBLE_EQUAL(y->tol_depth, 32, 0);
+    gr_tol t = gr_buffer_tol(y);
+    CU_ASSERT_DOUBLE_EQUAL(t.atol, GR_TOL_ATOL_K * y->rtol, 1e-15);
+    gr_plan_destroy(p);
+    p = gr_test_plan(TOL_WL("{\"buffer\": \"y\", \"rtol\": 0.02, \"atol\": 0.3, \"doc\": \"why\"}"), NULL, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    t = gr_buffer_tol(&p->bufs[1]);
+    CU_ASSERT_DOUBLE_EQUAL(t.rtol, 0.02, 0);
+    CU_ASSERT_DOUBLE_EQUAL(t.atol, 0.3, 0);
+    CU_ASSERT_EQUAL(p->bufs[1].tol_source, GR_TOL_EXPLICIT);
+    gr_plan_destroy(p);
+}
+
+static void test_outputs_refused(void) {
+    static const struct {
+        const char *entry, *want;
+    } cases[] = {
+        {"{\"buffer\": \"y\", \"rtol\": -0.01}", "outputs[0].rtol: rtol -0.01 is refused"},
+        {"{\"buffer\": \"y\", \"rtol\": 1}", "outputs[0].rtol: rtol 1 is refused"},
+        {"{\"buffer\": \"y\", \"rtol\": \"sqrt(0-1)\"}", "outputs[0].rtol"},
+        {"{\"buffer\": \"y\", \"atol\": 2}", "outputs[0].atol: atol 2 is refused"},
+        {"{\"buffer\": \"y\", \"atol\": -1}", "outputs[0].atol: atol -1 is refused"},
+        {"{\"buffer\": \"y\", \"depth\": 0}", "outputs[0].depth: depth 0 is refused"},
+        {"{\"buffer\": \"y\", \"roundings\": \"L-5\"}", "outputs[0].roundings: roundings -1 is refused"},
+        {"{\"buffer\": \"y\", \"rtol\": 0.1, \"depth\": 4}", "outputs[0]: give either \"rtol\""},
+        {"{\"buffer\": \"y\", \"rtl\": 0.1}", "outputs[0]"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char json[2048];
+        snprintf(json, sizeof(json), TOL_WL("%s"), cases[i].entry);
+        GR_ASSERT_CONTAINS(gr_test_plan_error(json, NULL), cases[i].want);
+    }
+}
+
+/* graphrun validate: exit 2 naming the path; the plan lists each output's tolerances */
+static void test_validate_cli(void) {
+    static char out[1 << 20];
+    const char *bad = gr_test_tmpfile(".json", TOL_WL("{\"buffer\": \"y\", \"rtol\": -1}"),
+                                      strlen(TOL_WL("{\"buffer\": \"y\", \"rtol\": -1}")));
+    char args[600];
+    snprintf(args, sizeof(args), "validate %s", bad);
+    CU_ASSERT_EQUAL(gr_test_graphrun(args, out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "outputs[0].rtol");
+    CU_ASSERT_EQUAL(gr_test_graphrun("validate workloads/decode_step.json --variant fused --set dtype=fp32",
+                                     out, sizeof(out)), 0);
+    GR_ASSERT_CONTAINS(out, "rtol 1.2");
+    GR_ASSERT_CONTAINS(out, "derived: 0.5 sqrt(272 u_fp32^2 + 163840 u_fp32^2)");
+    GR_ASSERT_CONTAINS(out, "re-seeded from its init before each run");
+    CU_ASSERT_EQUAL(gr_test_graphrun("validate workloads/decode_step.json --variant fused --set L=16 "
+                                     "--set d=512 --set f=3584 --json -", out, sizeof(out)), 0);
+    json_error_t je;
+    json_t *j = json_loads(out, 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    json_t *plan = json_is_array(j) ? json_array_get(j, 0) : j;
+    json_t *bufs = json_object_get(plan, "buffers");
+    int found = 0;
+    size_t i;
+    json_t *b;
+    json_array_foreach(bufs, i, b) {
+        if (strcmp(json_string_value(json_object_get(b, "name")), "x") != 0) continue;
+        found = 1;
+        double rtol = json_real_value(json_object_get(b, "rtol"));
+        /* bf16: 0.5 u sqrt(17 L) plus a negligible fp32 term: the depth, not d, decides */
+        CU_ASSERT_TRUE(rtol > 0.03 && rtol < 0.034);
+        CU_ASSERT_DOUBLE_EQUAL(json_real_value(json_object_get(b, "atol")), GR_TOL_ATOL_K * rtol, 1e-12);
+    }
+    CU_ASSERT_TRUE(found);
+    json_decref(j);
+}
+
+/* ---------- decode_step: a few corrupted elements must fail ---------- */
+
+static gr_plan *decode_plan(const char *variant, const char *dtype, int L, int d, int f) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_workload *wl = NULL;
+    if (gr_workload_load_file(gr_test_src("workloads/decode_step.json"), &wl, &e) != GR_OK) {
+        fprintf(stderr, "\n    %s", e.msg);
+        return NULL;
+    }
+    char sets[5][32];
+    snprintf(sets[0], sizeof(sets[0]), "dtype=%s", dtype);
+    snprintf(sets[1], sizeof(sets[1]), "L=%d", L);
+    snprintf(sets[2], sizeof(sets[2]), "d=%d", d);
+    snprintf(sets[3], sizeof(sets[3]), "f=%d", f);
+    snprintf(sets[4], sizeof(sets[4]), "B=1");
+    for (int i = 0; i < 5; i++)
+        if (gr_workload_set(wl, sets[i], &e) != GR_OK) fprintf(stderr, "\n    %s", e.msg);
+    gr_plan *p = NULL;
+    gr_target t = gr_target_default();
+    if (gr_plan_resolve(wl, variant, &t, gr_kernel_find, gr_kernel_all_names, &p, &e) != GR_OK)
+        fprintf(stderr, "\n    %s", e.msg);
+    gr_workload_destroy(wl);
+    return p;
+}
+
+static int find_buf(const gr_plan *p, const char *name) {
+    for (int b = 0; b < p->nbufs; b++)
+        if (!strcmp(p->bufs[b].name, name)) return b;
+    return -1;
+}
+
+/* x after one reference step of `variant` (malloc'd copy), its plan in *pp. */
+static void *decode_x(const char *variant, const char *dtype, int L, int d, int f, gr_plan **pp) {
+    gr_plan *p = decode_plan(variant, dtype, L, d, f);
+    *pp = p;
+    if (!p) return NULL;
+    gr_error e;
+    gr_error_clear(&e);
+    gr_hoststate *hs = NULL;
+    void *x = NULL;
+    int b = find_buf(p, "x");
+    if (b >= 0 && gr_hoststate_create(p, &hs, &e) == GR_OK && gr_hoststate_fill(hs, &e) == GR_OK &&
+        gr_reference_step(p, hs, &e) == GR_OK) {
+        x = malloc(p->bufs[b].bytes);
+        if (x) memcpy(x, hs->hptr[b], p->bufs[b].bytes);
+    } else {
+        fprintf(stderr, "\n    %s", e.msg);
+    }
+    gr_hoststate_destroy(hs);
+    return x;
+}
+
+/* In each dtype: fused against unfused (the cross-variant check, different rounding points)
+ * passes at x's derived tolerances; the fused x with a handful of elements left at their value
+ * before the last layer (a down projection that skipped them), or poisoned, fails and names the
+ * worst of them. */
+static void corrupt_case(const char *dtype, int L, int d, int f, int nbad) {
+    gr_plan *pf = NULL, *pu = NULL, *pl = NULL;
+    void *xf = decode_x("fused", dtype, L, d, f, &pf);
+    void *xu = decode_x("unfused", dtype, L, d, f, &pu);
+    void *xl = decode_x("fused", dtype, L - 1, d, f, &pl); /* x before the last layer */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(xf);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(xu);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(xl);
+    int b = find_buf(pf, "x");
+    const gr_buffer *xb = &pf->bufs[b];
+    gr_check real = gr_session_compare(pf, b, "eager vs unfused", xf, xu);
+    char line[256];
+    gr_check_str(&real, line, sizeof(line));
+    printf("\n    %s L=%d d=%d: rtol %.2e atol %.2e; fused vs unfused %s (worst |d| / bound %.2f)",
+           dtype, L, d, real.rtol, real.atol, line, real.worst_ratio);
+    CU_ASSERT_TRUE(real.passed);
+    size_t bytes = xb->bytes;
+    void *bad = malloc(bytes);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
+    memcpy(bad, xf, bytes);
+    int64_t stride = xb->numel / nbad;
+    for (int k = 0; k < nbad; k++) {
+        int64_t i = k * stride + 3;
+        gr_store(bad, xb->dtype, (size_t)i, gr_load(xl, xb->dtype, (size_t)i));
+    }
+    gr_check c = gr_session_compare(pf, b, "eager vs ref", bad, xf);
+    gr_check_str(&c, line, sizeof(line));
+    printf("\n    %s: %d of %lld elements stale: %s", dtype, nbad, (long long)xb->numel, line);
+    CU_ASSERT_FALSE(c.passed);
+    CU_ASSERT_TRUE(c.over > 0);
+    CU_ASSERT_EQUAL((c.worst_index - 3) % stride, 0); /* the worst is one of the stale ones */
+    /* the same stale elements against the unfused output (the cross-variant check) */
+    c = gr_session_compare(pf, b, "eager vs unfused", bad, xu);
+    CU_ASSERT_FALSE(c.passed);
+    /* two poisoned elements */
+    memcpy(bad, xf, bytes);
+    gr_store(bad, xb->dtype, 5, NAN);
+    gr_store(bad, xb->dtype, (size_t)xb->numel - 1, NAN);
+    c = gr_session_compare(pf, b, "eager vs ref", bad, xf);
+    CU_ASSERT_FALSE(c.passed);
+    CU_ASSERT_EQUAL(c.nonfinite, 2);
+    CU_ASSERT_EQUAL(c.first_bad, 5);
+    free(bad);
+    free(xf), free(xu), free(xl);
+    gr_plan_destroy(pf), gr_plan_destroy(pu), gr_plan_destroy(pl);
+}
+
+static void test_decode_corrupt_small(void) {
+    corrupt_case("fp32", 4, 256, 1024, 8);
+    corrupt_case("bf16", 4, 256, 1024, 8);
+}
+
+/* The default depth and width (L = 16, d = 2048, f = 8192): 64 of 2048 outputs stale */
+static void test_decode_corrupt_default(void) {
+    corrupt_case("fp32", 16, 2048, 8192, 64);
+    corrupt_case("bf16", 16, 2048, 8192, 64);
+}
+
+static CU_TestInfo verify_tests[] = {
+    {"NaN never agrees", test_nan_never_agrees},
+    {"element bound names the worst", test_element_bound_names_worst},
+    {"element bound: one bf16 ulp", test_element_bound_one_ulp},
+    {"tolerance formula", test_tolerance_formula},
+    {"outputs: derived and explicit", test_outputs_derived},
+    {"outputs: refused values", test_outputs_refused},
+    {"validate prints tolerances", test_validate_cli},
+    {"decode: corrupted x fails (small)", test_decode_corrupt_small},
+    CU_TEST_INFO_NULL,
+};
+
+/* a suite of its own: the unfused CPU reference at the default size takes most of a minute */
+static CU_TestInfo verify_decode_tests[] = {
+    {"decode: corrupted x fails (default size)", test_decode_corrupt_default},
+    CU_TEST_INFO_NULL,
+};
+
+static gr_suite_def gr_verify_suites[] = {{"verify", verify_tests, 0},
+                                          {"verify_decode", verify_decode_tests, 0},
+                                          {NULL, NULL, 0}};
+GR_REGISTER_SUITES(gr_verify_suites)
