@@ -12,6 +12,7 @@
 
 #include "core/cuda_check.h"
 #include "core/device.h"
+#include "core/fileio.h"
 #include "core/rng.h"
 
 namespace {
@@ -101,9 +102,19 @@ fill_params params_of(const gr_init *init) {
     return p;
 }
 
+/* Through core/fileio: a regular file within the data limit, of exactly the buffer's size (it
+ * was checked at resolution; this catches a file changed since). */
 gr_status read_file(const gr_init *init, size_t bytes, void **out, gr_error *err) {
-    FILE *f = fopen(init->path, "rb");
-    if (!f) return gr_error_set(err, GR_ERR_IO, init->path, "cannot open init file");
+    FILE *f = NULL;
+    uint64_t size = 0;
+    GR_TRY(gr_file_open(init->path, GR_FILE_DATA, &f, &size, err));
+    if (size != (uint64_t)bytes) {
+        fclose(f);
+        return gr_error_set(err, GR_ERR_INPUT, init->path,
+                            "init file has %llu bytes; the buffer needs exactly %zu (did it change "
+                            "since the workload was checked?)",
+                            (unsigned long long)size, bytes);
+    }
     void *buf = malloc(bytes ? bytes : 1);
     if (!buf) {
         fclose(f);

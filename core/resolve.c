@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "core/expr.h"
+#include "core/fileio.h"
 #include "core/workload.h"
 
 #define MAX_LOOP_DEPTH 8
@@ -515,16 +516,21 @@ static gr_status parse_init(rctx *c, json_t *v, gr_buffer *b, const char *path) 
     if (d->kind == GR_INIT_FILE) {
         if (!b->init.path[0])
             return gr_error_set(c->err, GR_ERR_INPUT, ipath, "init \"file\" needs \"path\"");
-        struct stat st;
-        if (stat(b->init.path, &st) != 0)
-            return gr_error_set(c->err, GR_ERR_INPUT, ipath,
-                                "file \"%s\" not found (paths are relative to the workload file)",
-                                b->init.path);
-        if ((size_t)st.st_size != b->bytes)
+        /* a regular file within the data limit (core/fileio): a FIFO or /dev/zero is refused
+         * here, before a run would block on it or read it without end */
+        FILE *f = NULL;
+        uint64_t size = 0;
+        gr_error fe;
+        gr_error_clear(&fe);
+        if (gr_file_open(b->init.path, GR_FILE_DATA, &f, &size, &fe) != GR_OK)
+            return gr_error_set(c->err, GR_ERR_INPUT, ipath, "%s%s", fe.msg,
+                                fe.code == GR_ERR_IO ? " (paths are relative to the workload file)" : "");
+        fclose(f);
+        if (size != (uint64_t)b->bytes)
             return gr_error_set(c->err, GR_ERR_INPUT, ipath,
                                 "file \"%s\" has %lld bytes; buffer \"%s\" (%s, %lld elements) "
                                 "needs exactly %zu",
-                                b->init.path, (long long)st.st_size, b->name,
+                                b->init.path, (long long)size, b->name,
                                 gr_dtype_name(b->dtype), (long long)b->numel, b->bytes);
     }
     return GR_OK;
