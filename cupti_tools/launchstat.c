@@ -176,6 +176,12 @@ static int parse(int argc, char **argv, int first, int run, opts *o) {
         }
         if (needs && !val[0]) return usage_error(usage, "option %s needs a value, got an empty one", name);
         if (!needs && val) return usage_error(usage, "option %s takes no value", name);
+        if (!run && !strcmp(a, "-"))
+            return usage_error(usage, "TRACE must be a file: a trace is not read from stdin (%s); save it to a file "
+                                      "first", a);
+        if (val && !strcmp(val, "-") && (!strcmp(name, "--compare") || !strcmp(name, "--chrome") ||
+                                         !strcmp(name, "--html") || !strcmp(name, "-o") || !strcmp(name, "--output")))
+            return usage_error(usage, "%s needs a file name: \"-\" (stdin/stdout) is taken by --json only", name);
         if (!run && name[0] != '-') {
             if (o->trace) return usage_error(usage, "unexpected argument \"%s\" (one TRACE; --compare OTHER for a second)", a);
             o->trace = a;

@@ -433,6 +433,12 @@ static void test_sweep(void) {
     GR_ASSERT_CONTAINS(out, "--steps takes a whole number >= 1, got \"-3\"");
     CU_ASSERT_EQUAL(ls("report s.jsonl s.jsonl"), 2);
     GR_ASSERT_CONTAINS(out, "unexpected argument \"s.jsonl\" (one TRACE");
+    CU_ASSERT_EQUAL(ls("report - < s.jsonl"), 2);
+    GR_ASSERT_CONTAINS(out, "cupti-launchstat: TRACE must be a file: a trace is not read from stdin (-)");
+    CU_ASSERT_EQUAL(ls("report s.jsonl --compare -"), 2);
+    GR_ASSERT_CONTAINS(out, "cupti-launchstat: --compare needs a file name: \"-\" (stdin/stdout) is taken by --json only");
+    CU_ASSERT_EQUAL(ls("report s.jsonl --html=-"), 2);
+    GR_ASSERT_CONTAINS(out, "cupti-launchstat: --html needs a file name");
     CU_ASSERT_EQUAL(ls("--"), 2);
     GR_ASSERT_CONTAINS(out, "cupti-launchstat: nothing to run: give the command after --");
     CU_ASSERT_EQUAL(ls("-o"), 2);
