@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/expr.h"
 #include "core/fileio.h"
@@ -522,9 +523,12 @@ static gr_status parse_init(rctx *c, json_t *v, gr_buffer *b, const char *path) 
         uint64_t size = 0;
         gr_error fe;
         gr_error_clear(&fe);
+        if (access(b->init.path, F_OK) != 0)
+            return gr_error_set(c->err, GR_ERR_INPUT, ipath,
+                                "file \"%s\" not found (paths are relative to the workload file)",
+                                b->init.path);
         if (gr_file_open(b->init.path, GR_FILE_DATA, &f, &size, &fe) != GR_OK)
-            return gr_error_set(c->err, GR_ERR_INPUT, ipath, "%s%s", fe.msg,
-                                fe.code == GR_ERR_IO ? " (paths are relative to the workload file)" : "");
+            return gr_error_set(c->err, GR_ERR_INPUT, ipath, "%s", fe.msg);
         fclose(f);
         if (size != (uint64_t)b->bytes)
             return gr_error_set(c->err, GR_ERR_INPUT, ipath,
