@@ -413,6 +413,11 @@ static gr_status read_line(rd *r, char *line, size_t len) {
         get_dbl(r, "region", "untraced_step_us", "untraced step time", &g->untraced_step_us, &fail);
         if (!fail && g->e < g->s) return bad(r, gr_jline_get(r->jl, "e")->col, "\"region\" record ends before it starts");
         if (!fail && g->steps < 0) return bad(r, gr_jline_get(r->jl, "steps")->col, "\"region\" record: steps must be >= 0");
+        if (!fail && g->traced_step_us < 0)
+            return bad(r, gr_jline_get(r->jl, "traced_step_us")->col, "\"region\" record: traced_step_us must be >= 0");
+        if (!fail && g->untraced_step_us < 0)
+            return bad(r, gr_jline_get(r->jl, "untraced_step_us")->col,
+                       "\"region\" record: untraced_step_us must be >= 0");
         return fail ? r->err->code : GR_OK;
     }
     if (!strcmp(kind, "ctx")) {

@@ -474,6 +474,8 @@ static void test_sweep(void) {
         {"negsteps.jsonl", "{\"t\":\"header\",\"schema_version\":1,\"t0\":1,\"steps\":-2}\n" END(0),
          "negsteps.jsonl:1:"},
         {"cut.jsonl", HDR NAME1 K(1, 2), "cut.jsonl:3: the trace has no end record"},
+        {"negstep.jsonl", HDR "{\"t\":\"region\",\"name\":\"r\",\"s\":1,\"e\":5,\"untraced_step_us\":-4}\n" END(0),
+         "negstep.jsonl:2:57: \"region\" record: untraced_step_us must be >= 0"},
         {"count.jsonl", HDR NAME1 K(1, 2) END(5), "the end record counts 5 activity records but the file holds 1"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
