@@ -1,6 +1,7 @@
 /* Verification: gr_compare's bounds (relative L2 and element-wise), NaN never agreeing, the
  * derived tolerances of outputs and their JSON errors, decode_step outputs with a few corrupted
  * elements failing, and what the run report says about its checks (docs/verification.md). */
+#define _GNU_SOURCE /* open_memstream, setenv */
 #include <CUnit/CUnit.h>
 #include <jansson.h>
 #include <math.h>
@@ -328,6 +329,81 @@ static void test_decode_corrupt_default(void) {
     corrupt_case("bf16", 16, 2048, 8192, 64);
 }
 
+/* ---------- the report ---------- */
+
+/* A report of one fused decode_step variant with checks made on host data, as run_one fills it:
+ * text and JSON say whether a CPU reference was used, what was poisoned and what re-seeded, the
+ * tolerances, graph vs eager identity with the writing ops, and the knobs set. */
+static void test_report_says_what_was_checked(void) {
+    gr_plan *p = decode_plan("fused", "fp32", 2, 64, 128);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    int b = find_buf(p, "x");
+    CU_ASSERT_TRUE_FATAL(b >= 0);
+    float *x = malloc(p->bufs[b].bytes), *y = malloc(p->bufs[b].bytes);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(y);
+    fill_normal(x, (int)p->bufs[b].numel, 5);
+    memcpy(y, x, p->bufs[b].bytes);
+    y[7] += 1e-6f; /* an atomic's order: not bitwise identical, within tolerance */
+    gr_run_report *r = calloc(1, sizeof(*r));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    gr_run_opts_default(&r->opts);
+    r->opts.cpu_reference = 0;
+    snprintf(r->dev.name, sizeof(r->dev.name), "test");
+    r->nv = 1;
+    gr_variant_run *v = &r->v[0];
+    v->plan = p;
+    v->checks[v->nchecks++] = gr_session_compare(p, b, "graph vs eager", y, x);
+    v->verified = v->checks[0].passed;
+    CU_ASSERT_TRUE(v->checks[0].passed);
+    GR_ASSERT_CONTAINS(v->checks[0].note, "not bitwise identical; written by");
+    GR_ASSERT_CONTAINS(v->checks[0].note, "(decode_down)");
+    setenv("GR_IX_RB", "2", 1);
+    unsetenv("GR_DEC_CARVEOUT");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    gr_report_text(f, r);
+    fclose(f);
+    GR_ASSERT_CONTAINS(text, "verification: NO CPU REFERENCE (--no-cpu-ref): graph against eager only");
+    GR_ASSERT_CONTAINS(text, "re-seeded from their init, not poisoned (in-place): x");
+    GR_ASSERT_CONTAINS(text, "no output is poisoned");
+    CU_ASSERT_PTR_NULL(strstr(text, "outputs poisoned with NaN"));
+    GR_ASSERT_CONTAINS(text, "tolerance rtol ");
+    GR_ASSERT_CONTAINS(text, "(derived)");
+    GR_ASSERT_CONTAINS(text, "not bitwise identical; written by");
+    GR_ASSERT_CONTAINS(text, "GR_IX_RB=2");
+    free(text);
+    json_t *j = gr_report_json(r);
+    CU_ASSERT_TRUE(json_is_false(json_object_get(j, "cpu_reference")));
+    GR_ASSERT_CONTAINS(json_string_value(json_object_get(j, "checked_against")), "graph against eager");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(j, "knobs"), "GR_IX_RB")), "2");
+    CU_ASSERT_PTR_NULL(json_object_get(json_object_get(j, "knobs"), "GR_DEC_CARVEOUT"));
+    json_t *jv = json_array_get(json_object_get(j, "variants"), 0);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(jv, "outputs_poisoned_nan")), 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(json_object_get(jv, "outputs_reseeded_not_poisoned"), 0)), "x");
+    json_t *tx = json_object_get(json_object_get(jv, "tolerances"), "x");
+    CU_ASSERT_DOUBLE_EQUAL(json_real_value(json_object_get(tx, "rtol")), p->bufs[b].rtol, 0);
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(tx, "atol"));
+    json_t *jc = json_array_get(json_object_get(jv, "checks"), 0);
+    CU_ASSERT_TRUE(json_is_false(json_object_get(jc, "identical")));
+    GR_ASSERT_CONTAINS(json_string_value(json_object_get(jc, "note")), "written by");
+    json_decref(j);
+    /* with the reference: said so, and nothing claims a NaN poisoning that did not happen */
+    r->opts.cpu_reference = 1;
+    f = open_memstream(&text, &len);
+    gr_report_text(f, r);
+    fclose(f);
+    GR_ASSERT_CONTAINS(text, "verification: each variant's outputs against its CPU reference");
+    free(text);
+    unsetenv("GR_IX_RB");
+    free(r);
+    free(x);
+    free(y);
+    gr_plan_destroy(p);
+}
+
 static CU_TestInfo verify_tests[] = {
     {"NaN never agrees", test_nan_never_agrees},
     {"element bound names the worst", test_element_bound_names_worst},
@@ -337,6 +413,7 @@ static CU_TestInfo verify_tests[] = {
     {"outputs: refused values", test_outputs_refused},
     {"validate prints tolerances", test_validate_cli},
     {"decode: corrupted x fails (small)", test_decode_corrupt_small},
+    {"report says what was checked", test_report_says_what_was_checked},
     CU_TEST_INFO_NULL,
 };
 
