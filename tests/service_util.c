@@ -4,6 +4,7 @@
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -321,4 +322,40 @@ long svc_rss_kib(int pid) {
     long kib = p ? strtol(p + 6, NULL, 10) : -1;
     free(st);
     return kib;
+}
+
+/* Sends status requests with ids 0, 1, 2... as fast as the service takes them, until a send has
+ * blocked for a second (*blocked = 1: the service pushed back), max_s pass or 256 MiB went
+ * (*blocked = 0). Returns the bytes sent; fd is blocking again afterwards. */
+size_t svc_flood_until_blocked(int fd, double max_s, int *blocked) {
+    static char chunk[1 << 16];
+    long next_id = 0;
+    size_t sent = 0, pend = 0, off = 0;
+    double t0 = gr_now_us(), blocked_since = 0;
+    *blocked = 0;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    while ((gr_now_us() - t0) / 1e6 < max_s && sent < ((size_t)256 << 20)) {
+        if (off == pend) {
+            pend = off = 0;
+            while (pend + 80 < sizeof(chunk))
+                pend += (size_t)snprintf(chunk + pend, sizeof(chunk) - pend,
+                                         "{\"schema_version\":1,\"cmd\":\"status\",\"id\":%ld}\n", next_id++);
+        }
+        ssize_t k = send(fd, chunk + off, pend - off, MSG_NOSIGNAL);
+        if (k > 0) {
+            off += (size_t)k;
+            sent += (size_t)k;
+            blocked_since = 0;
+            continue;
+        }
+        if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) break; /* closed on us */
+        if (!blocked_since) blocked_since = gr_now_us();
+        if (gr_now_us() - blocked_since > 1e6) {
+            *blocked = 1;
+            break;
+        }
+        usleep(1000);
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return sent;
 }

@@ -49,6 +49,9 @@ json_t *svc_raw_call(int fd, const char *line, int timeout_ms);
 int svc_wait_queue(const char *sock, int running, int waiting, int ms);
 /* Poll the log until it contains needle or ms pass (then says so on stderr). 1 when found. */
 int svc_wait_log(const char *path, const char *needle, int ms);
+/* Pipelines status requests (ids 0, 1, ...) without reading until a send blocks for a second
+ * (*blocked = 1), max_s pass or 256 MiB went; the bytes sent. */
+size_t svc_flood_until_blocked(int fd, double max_s, int *blocked);
 /* Resident memory of a process in KiB (VmRSS), -1 when it is gone. */
 long svc_rss_kib(int pid);
 const char *svc_err_field(json_t *j);

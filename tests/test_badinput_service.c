@@ -160,37 +160,8 @@ static void test_pipelining_backpressure(void) {
     long rss0 = svc_rss_kib(pid);
     int fd = svc_raw_connect(s.sock);
     CU_ASSERT_TRUE_FATAL(fd >= 0);
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    /* 4 MiB of status requests with ids, sent as fast as the service takes them */
-    enum { BLOCK = 4096 };
-    static char chunk[1 << 16];
-    long next_id = 0;
-    size_t sent_total = 0, pend = 0, off = 0;
-    double t0 = gr_now_us(), blocked_since = 0;
     int blocked = 0;
-    while ((gr_now_us() - t0) / 1e6 < 20) {
-        if (off == pend) {
-            pend = off = 0;
-            while (pend + 80 < sizeof(chunk))
-                pend += (size_t)snprintf(chunk + pend, sizeof(chunk) - pend,
-                                         "{\"schema_version\":1,\"cmd\":\"status\",\"id\":%ld}\n", next_id++);
-        }
-        ssize_t k = send(fd, chunk + off, pend - off, MSG_NOSIGNAL);
-        if (k > 0) {
-            off += (size_t)k;
-            sent_total += (size_t)k;
-            blocked_since = 0;
-            if (sent_total > ((size_t)256 << 20)) break; /* never blocked: fails below */
-            continue;
-        }
-        CU_ASSERT_TRUE_FATAL(k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
-        if (!blocked_since) blocked_since = gr_now_us();
-        if (gr_now_us() - blocked_since > 1e6) { /* the service stopped reading us */
-            blocked = 1;
-            break;
-        }
-        usleep(1000);
-    }
+    size_t sent_total = svc_flood_until_blocked(fd, 20, &blocked);
     printf("\n    pipelining client: %zu bytes sent before the service pushed back", sent_total);
     CU_ASSERT_TRUE(blocked);
     CU_ASSERT_TRUE(sent_total < ((size_t)16 << 20));
@@ -205,7 +176,6 @@ static void test_pipelining_backpressure(void) {
     printf("; service RSS %ld -> %ld KiB", rss0, rss1);
     CU_ASSERT_TRUE(rss1 > 0 && rss1 - rss0 < 32 * 1024);
     /* reading now: the replies come in order, and the service goes on with the rest */
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     static char buf[1 << 16];
     int in_order = 1;
     for (long want = 0; want < 3000; want++) {

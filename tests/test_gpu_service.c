@@ -2,7 +2,9 @@
  * the verification results of one-shot `graphrun run` and timings in its range; a client
  * killed with -9 mid-replay leaves the service serving with its graph; 10,000-step replays;
  * limits; names and content hashes; a sticky CUDA error makes the service answer, exit, and
- * the next capture start a fresh one. Without a device each test prints "SKIPPED". */
+ * the next capture start a fresh one; hostile input leaves a held graph's outputs unchanged and
+ * stop/SIGTERM end a 10^8-step replay within 2.5 s (issue #29). Without a device each test
+ * prints "SKIPPED". */
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -326,12 +328,225 @@ static void test_cuda_error_exits(void) {
     svc_env_done(&s);
 }
 
+/* ================================================================ issue #29: faults */
+
+/* FNV-1a digests of the outputs after a replay of the held graph `name` (a JSON text), or NULL. */
+static char *replay_digest(const char *sock, const char *name, int iters) {
+    char line[512];
+    snprintf(line, sizeof(line), "{\"schema_version\": 1, \"cmd\": \"replay\", \"name\": \"%s\", \"iters\": %d, "
+             "\"output_digest\": true}", name, iters);
+    int fd = svc_raw_connect(sock);
+    if (fd < 0) return NULL;
+    json_t *j = svc_raw_call(fd, line, 120000);
+    close(fd);
+    char *d = NULL;
+    json_t *o = json_object_get(j, "outputs");
+    if (json_is_true(json_object_get(j, "ok")) && json_array_size(o) > 0)
+        d = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    else if (j) {
+        char *dump = json_dumps(j, JSON_COMPACT);
+        fprintf(stderr, "\n    replay %s: %.600s", name, dump ? dump : "?");
+        free(dump);
+    }
+    json_decref(j);
+    return d;
+}
+
+/* A replay of 10^8 steps in ONE timed batch without warm-up: only the check inside the batch
+ * (every 1024 steps) can stop it before it ends (minutes at a few us per step). */
+#define ENDLESS_REPLAY "{\"schema_version\": 1, \"cmd\": \"replay\", \"name\": \"pw\", \"iters\": 100000000, " \
+                       "\"batches\": 1, \"warmup\": 0, \"id\": 9}\n"
+
+/* The reply of the endless replay after a stop or a kill: cancelled, not abandoned. */
+static void expect_replay_cancelled(int fd) {
+    char buf[65536];
+    json_t *done = NULL;
+    while (!done && svc_raw_line(fd, buf, sizeof(buf), 10000) > 0) {
+        json_t *j = json_loads(buf, 0, NULL);
+        if (j && !json_object_get(j, "progress")) done = j;
+        else json_decref(j);
+    }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(done);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(done, "id")), 9);
+    SVC_ASSERT_STR(done, svc_err_code(done), "service");
+    const char *m = svc_err_msg(done) ? svc_err_msg(done) : "";
+    GR_ASSERT_CONTAINS(m, "cancelled: the service is stopping");
+    CU_ASSERT_PTR_NULL(strstr(m, "abandoned")); /* it stopped by itself, in time */
+    json_decref(done);
+}
+
+/* A held graph replays with unchanged outputs (same FNV-1a digest of y) after: an endless file
+ * and a FIFO as workload, a client that pipelines without reading (a replay is served while it
+ * is held back), junk and an over-long line, and a client killed during a 10^8-step single-batch
+ * replay (cancelled inside the batch within 3 s). Then `stop` during such a replay ends the
+ * service within 2.5 s, cleanly (the graph is freed, nothing abandoned). */
+static void test_faults_keep_held_graph(void) {
+    GR_REQUIRE_GPU();
+    svc_env s;
+    svc_env_make(&s);
+    CU_ASSERT_EQUAL_FATAL(svc_start_service(&s, NULL, NULL), 0);
+    int pid = svc_read_pid(&s);
+    char args[1024], buf[65536];
+    snprintf(args, sizeof(args), "capture workloads/pointwise_fusion.json --set n=4096 --name pw --socket %s --quiet",
+             s.sock);
+    CU_ASSERT_EQUAL_FATAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    char *d1 = replay_digest(s.sock, "pw", 1000);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d1);
+    GR_ASSERT_CONTAINS(d1, "\"buffer\":\"y\"");
+    GR_ASSERT_CONTAINS(d1, "\"bytes\":16384");
+    long rss0 = svc_rss_kib(pid);
+
+    /* an endless file and a FIFO as workload: refused at once, field workload */
+    char fifo[256], line[1024];
+    snprintf(fifo, sizeof(fifo), "%s/w.fifo", s.dir);
+    CU_ASSERT_EQUAL(mkfifo(fifo, 0600), 0);
+    const char *bad[] = {"/dev/zero", "/dev/urandom", fifo};
+    for (int i = 0; i < 3; i++) {
+        snprintf(line, sizeof(line), "{\"schema_version\": 1, \"cmd\": \"capture\", \"workload\": \"%s\"}", bad[i]);
+        int fd = svc_raw_connect(s.sock);
+        double t0 = gr_now_us();
+        json_t *j = svc_raw_call(fd, line, 10000);
+        close(fd);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+        CU_ASSERT_TRUE((gr_now_us() - t0) / 1e6 < 3);
+        SVC_ASSERT_STR(j, svc_err_field(j), "workload");
+        GR_ASSERT_CONTAINS(svc_err_msg(j) ? svc_err_msg(j) : "", bad[i]);
+        GR_ASSERT_CONTAINS(svc_err_msg(j) ? svc_err_msg(j) : "", "not a regular file");
+        json_decref(j);
+    }
+    snprintf(args, sizeof(args), "capture /dev/zero --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 2);
+    GR_ASSERT_CONTAINS(svc_out, "/dev/zero: is a character device, not a regular file");
+
+    /* a client pipelining requests without reading is held back; a replay is served meanwhile */
+    int flood = svc_raw_connect(s.sock);
+    CU_ASSERT_TRUE_FATAL(flood >= 0);
+    int blocked = 0;
+    size_t sent = svc_flood_until_blocked(flood, 20, &blocked);
+    CU_ASSERT_TRUE(blocked);
+    CU_ASSERT_TRUE(sent < ((size_t)16 << 20));
+    char *dmid = replay_digest(s.sock, "pw", 1000);
+    CU_ASSERT_PTR_NOT_NULL(dmid);
+    if (dmid) CU_ASSERT_STRING_EQUAL(dmid, d1);
+    free(dmid);
+    close(flood); /* never read */
+
+    /* junk, then a line over the limit on another connection */
+    int junk = svc_raw_connect(s.sock);
+    CU_ASSERT_TRUE_FATAL(junk >= 0);
+    const char *j1 = "\x01\xff{{{\n{\"schema_version\": 1, \"cmd\": \"replay\", \"iters\": \"x\"}\n";
+    CU_ASSERT_EQUAL(svc_raw_send(junk, j1, strlen(j1)), 0);
+    for (int k = 0; k < 2; k++) {
+        CU_ASSERT_TRUE(svc_raw_line(junk, buf, sizeof(buf), 5000) > 0);
+        GR_ASSERT_CONTAINS(buf, "\"ok\":false");
+    }
+    close(junk);
+    junk = svc_raw_connect(s.sock);
+    size_t huge = 3u << 20;
+    char *big = malloc(huge);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+    memset(big, '{', huge);
+    svc_raw_send(junk, big, huge); /* fails part way once the service closes it */
+    free(big);
+    CU_ASSERT_TRUE(svc_raw_line(junk, buf, sizeof(buf), 5000) > 0);
+    GR_ASSERT_CONTAINS(buf, "request line longer than");
+    close(junk);
+
+    /* a client killed during the endless replay: cancelled inside the batch */
+    pid_t child = fork();
+    if (child == 0) {
+        int fd = svc_raw_connect(s.sock);
+        if (fd < 0 || svc_raw_send(fd, ENDLESS_REPLAY, strlen(ENDLESS_REPLAY)) != 0) _exit(1);
+        for (;;) pause();
+    }
+    CU_ASSERT_TRUE_FATAL(child > 0);
+    CU_ASSERT_TRUE(svc_wait_queue(s.sock, 1, 0, 10000));
+    usleep(300000);
+    double t0 = gr_now_us();
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    CU_ASSERT_TRUE(svc_wait_queue(s.sock, 0, 0, 3000));
+    printf("\n    endless replay cancelled %.2f s after its client was killed", (gr_now_us() - t0) / 1e6);
+
+    /* the same graph, the same outputs */
+    char *d2 = replay_digest(s.sock, "pw", 1000);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d2);
+    CU_ASSERT_STRING_EQUAL(d2, d1);
+    snprintf(args, sizeof(args), "list --socket %s --json -", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    json_t *l = json_loads(svc_out, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(l, "graphs")), 1);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_array_get(json_object_get(l, "graphs"), 0), "replays")), 3);
+    json_decref(l);
+    long rss1 = svc_rss_kib(pid);
+    printf("; service RSS %ld -> %ld KiB", rss0, rss1);
+    CU_ASSERT_TRUE(rss1 > 0 && rss1 - rss0 < 64 * 1024);
+
+    /* stop during the endless replay: the service is gone within 2.5 s, cleanly */
+    int a = svc_raw_connect(s.sock);
+    CU_ASSERT_TRUE_FATAL(a >= 0);
+    CU_ASSERT_EQUAL(svc_raw_send(a, ENDLESS_REPLAY, strlen(ENDLESS_REPLAY)), 0);
+    CU_ASSERT_TRUE(svc_wait_queue(s.sock, 1, 0, 10000));
+    usleep(300000);
+    snprintf(args, sizeof(args), "stop --socket %s", s.sock);
+    t0 = gr_now_us();
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    CU_ASSERT_TRUE(svc_wait_gone(pid, 5));
+    double secs = (gr_now_us() - t0) / 1e6;
+    printf("; stop during the endless replay: %.2f s", secs);
+    CU_ASSERT_TRUE(secs < 2.5);
+    expect_replay_cancelled(a);
+    close(a);
+    char *log = svc_slurp(s.log);
+    GR_ASSERT_CONTAINS(log, "freed 1 graphs");
+    CU_ASSERT_PTR_NULL(strstr(log, "did not stop within"));
+    free(log);
+    free(d1);
+    free(d2);
+    svc_env_done(&s);
+}
+
+/* SIGTERM during the endless replay: the same clean exit within 2.5 s. */
+static void test_sigterm_during_replay(void) {
+    GR_REQUIRE_GPU();
+    svc_env s;
+    svc_env_make(&s);
+    CU_ASSERT_EQUAL_FATAL(svc_start_service(&s, NULL, NULL), 0);
+    int pid = svc_read_pid(&s);
+    char args[1024];
+    snprintf(args, sizeof(args), "capture workloads/pointwise_fusion.json --set n=4096 --name pw --socket %s --quiet",
+             s.sock);
+    CU_ASSERT_EQUAL_FATAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    int a = svc_raw_connect(s.sock);
+    CU_ASSERT_TRUE_FATAL(a >= 0);
+    CU_ASSERT_EQUAL(svc_raw_send(a, ENDLESS_REPLAY, strlen(ENDLESS_REPLAY)), 0);
+    CU_ASSERT_TRUE(svc_wait_queue(s.sock, 1, 0, 10000));
+    usleep(300000);
+    double t0 = gr_now_us();
+    CU_ASSERT_EQUAL(kill(pid, SIGTERM), 0);
+    CU_ASSERT_TRUE(svc_wait_gone(pid, 5));
+    double secs = (gr_now_us() - t0) / 1e6;
+    printf("\n    SIGTERM during the endless replay: %.2f s", secs);
+    CU_ASSERT_TRUE(secs < 2.5);
+    expect_replay_cancelled(a);
+    close(a);
+    CU_ASSERT_FALSE(svc_lock_held(&s));
+    char *log = svc_slurp(s.log);
+    GR_ASSERT_CONTAINS(log, "stopping: signal 15");
+    GR_ASSERT_CONTAINS(log, "freed 1 graphs");
+    free(log);
+    svc_env_done(&s);
+}
+
 static CU_TestInfo gpu_service_tests[] = {
     {"capture + replay == run", test_capture_replay_like_run},
     {"kill -9 of a client mid-replay", test_killed_client_mid_replay},
     {"10000-step replays", test_replay_10000},
     {"limits and names", test_limits_and_names},
     {"sticky CUDA error: reply, exit, restart", test_cuda_error_exits},
+    {"faults keep a held graph's outputs; stop mid-replay", test_faults_keep_held_graph},
+    {"SIGTERM during a 10^8-step replay", test_sigterm_during_replay},
     CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_gpu_service_suites[] = {{"gpu_service", gpu_service_tests, 1}, {NULL, NULL, 0}};
