@@ -8,6 +8,7 @@
 
 #include "capture/check.h"
 #include "cupti_tools/capevents.h"
+#include "cupti_tools/report.h"
 
 int gr_launchstat_capcheck_report(const char *path, const char *json_path, const char *cmdline,
                                   int code) {
@@ -55,17 +56,12 @@ int gr_launchstat_capcheck_report(const char *path, const char *json_path, const
         json_object_set_new(j, "command", json_string(cmdline));
         json_object_set_new(j, "command_exit_code", json_integer(code));
         json_object_set_new(j, "recording", json_string(path));
-        int wrc = json_stdout ? json_dumpf(j, stdout, JSON_INDENT(2))
-                              : json_dump_file(j, json_path, JSON_INDENT(2));
-        if (json_stdout) fputc('\n', stdout);
-        json_decref(j);
-        if (wrc != 0) {
-            fprintf(
-                stderr,
-                "cupti-launchstat: %s: cannot write the JSON report (is the directory writable?)\n",
-                json_path);
+        gr_error_clear(&e);
+        if (gr_ls_write_json(json_path, j, "the JSON report", &e) != GR_OK) {
+            fprintf(stderr, "cupti-launchstat: %s\n", e.msg);
             rc = 2;
         }
+        json_decref(j);
     }
     if (blocking)
         fprintf(stderr,

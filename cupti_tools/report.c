@@ -647,8 +647,8 @@ gr_status gr_ls_write_json(const char *path, const void *json, const char *what,
     errno = 0;
     FILE *f = to_stdout ? stdout : fopen(path, "w");
     if (!f)
-        return gr_error_set(err, GR_ERR_IO, path, "cannot write %s: %s (does the directory exist and is it writable?)",
-                            what, strerror(errno));
+        return gr_error_set(err, GR_ERR_IO, path, "cannot write %s (is the directory writable?): %s", what,
+                            strerror(errno));
     int e = 0;
     /* jansson writes through stdio: a full disk shows at the flush, not at the dump */
     if (json_dumpf((const json_t *)json, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) != 0 || fputc('\n', f) == EOF ||

@@ -384,7 +384,15 @@ static void test_write_failures(void) {
     CU_ASSERT_EQUAL(ls("report w.jsonl --html /dev/full"), 2);
     GR_ASSERT_CONTAINS(out, "cupti-launchstat: /dev/full: cannot write the HTML report: No space left on device");
     CU_ASSERT_EQUAL(ls("report w.jsonl --json /nonexistent/d/r.json"), 2);
-    GR_ASSERT_CONTAINS(out, "/nonexistent/d/r.json: cannot write the JSON report: No such file or directory");
+    GR_ASSERT_CONTAINS(out, "/nonexistent/d/r.json: cannot write the JSON report (is the directory writable?): No "
+                            "such file or directory");
+    /* the capture-check report's JSON (a stand-in program "records" a committed recording) */
+    if (access("/dev/full", W_OK) == 0) {
+        CU_ASSERT_EQUAL(ls("--capture-check -o rec.jsonl --json /dev/full -- sh -c 'cp %s \"$GR_LAUNCHSTAT_OUT\"'",
+                           gr_test_src("tests/data/capcheck_item_global.jsonl")),
+                        2);
+        GR_ASSERT_CONTAINS(out, "cupti-launchstat: /dev/full: cannot write the JSON report: No space left on device");
+    }
     /* the trace writer (collector, graphrun --trace) names the OS reason too */
     if (access("/dev/full", W_OK) == 0) {
         gr_writer_config c = {"/dev/full", 0, 4096, 2, 1000, no_next, no_format, one_header, NULL};
