@@ -244,6 +244,13 @@ static int check_option_pairs(int run, const opts *o) {
                                   "(without --compare the report covers every region)%s", "");
     if (!run && o->compare_region && !o->compare)
         return usage_error(usage, "--compare-region chooses the region of OTHER: it needs --compare OTHER%s", "");
+    long mb = o->buffer_mb > 0 ? o->buffer_mb : 8, nb = o->max_buffers > 0 ? o->max_buffers : 32;
+    if (run && mb * nb > 65536) {
+        fprintf(stderr, "cupti-launchstat: --buffer-mb %ld with --max-buffers %ld lets the collector hold %ld GiB "
+                        "inside the traced program: keep their product at or under 64 GiB\n\n%s",
+                mb, nb, mb * nb / 1024, usage);
+        return 2;
+    }
     if (run && o->capture_check && o->trace_opt)
         return usage_error(usage, "%s has no effect with --capture-check (it records API calls during capture, "
                                   "not a trace; only -o and --json apply): drop one of them", o->trace_opt);

@@ -447,6 +447,9 @@ static void test_sweep(void) {
     GR_ASSERT_CONTAINS(out, "cupti-launchstat: --compare needs a file name: \"-\" (stdin/stdout) is taken by --json only");
     CU_ASSERT_EQUAL(ls("report s.jsonl --html=-"), 2);
     GR_ASSERT_CONTAINS(out, "cupti-launchstat: --html needs a file name");
+    CU_ASSERT_EQUAL(ls("--buffer-mb 1024 --max-buffers 4096 -- true"), 2);
+    GR_ASSERT_CONTAINS(out, "cupti-launchstat: --buffer-mb 1024 with --max-buffers 4096 lets the collector hold 4096 "
+                            "GiB inside the traced program");
     CU_ASSERT_EQUAL(ls("--"), 2);
     GR_ASSERT_CONTAINS(out, "cupti-launchstat: nothing to run: give the command after --");
     CU_ASSERT_EQUAL(ls("-o"), 2);
