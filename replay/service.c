@@ -441,6 +441,16 @@ static void load_error_field(const gr_request *r, gr_error *err) {
             if (!strncmp(r->sets[i], p + 7, n) && r->sets[i][n] == '=') field = "sets";
     }
     snprintf(err->path, sizeof(err->path), "%s", field);
+    /* the loader words places as the CLI's options; a protocol client sent fields */
+    static const char *const words[][2] = {{"--set ", "sets "}, {"--variant:", "variant:"}};
+    for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
+        char *at;
+        size_t from = strlen(words[w][0]), to = strlen(words[w][1]);
+        while ((at = strstr(err->msg, words[w][0])) != NULL) {
+            memmove(at + to, at + from, strlen(at + from) + 1);
+            memcpy(at, words[w][1], to);
+        }
+    }
 }
 
 /* The field of an error reply: a request field (or a documented limit), never a file path or a

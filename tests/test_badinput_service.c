@@ -84,10 +84,10 @@ static void test_bad_workload_files(void) {
         {"/nonexistent/w.json", NULL, "io", "workload", {"/nonexistent/w.json", "cannot open", NULL}},
         {syn, NULL, "bad_input", "workload", {syn, ":3:", "invalid JSON", NULL}},
         {unkp, NULL, "bad_input", "workload", {unkp, "no_such_kernel", NULL}},
-        {pw, "\"sets\": [\"m=3\"]", "usage", "sets", {"m=3", "unknown param \"m\"", NULL}},
+        {pw, "\"sets\": [\"m=3\"]", "usage", "sets", {"sets m=3: unknown param \"m\"", NULL}},
         {pw, "\"sets\": [\"n=-3\"]", "bad_input", "sets", {pw, "params.n", "-3", NULL}},
         {pw, "\"sets\": [\"act=tanh\"]", "bad_input", "sets", {"params.act", "tanh", NULL}},
-        {pw, "\"variant\": \"nope\"", "usage", "variant", {"no variant \"nope\"", NULL}},
+        {pw, "\"variant\": \"nope\"", "usage", "variant", {"variant: pointwise_fusion has no variant \"nope\"", NULL}},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         capture_request(line, sizeof(line), cases[i].workload, cases[i].extra);
