@@ -1137,15 +1137,16 @@ static json_t *status_json(svc *v) {
         running = json_pack("{s:s, s:s, s:f}", "cmd", gr_cmd_name(v->running->req.cmd), "what",
                             v->running->what, "seconds", (gr_now_us() - v->running->started_us) / 1e6);
     json_t *s = json_pack(
-        "{s:i, s:i, s:s, s:s, s:f, s:I, s:i, s:o, s:i, s:f, s:o, s:{s:i, s:f, s:i, s:f, s:i, s:i}, "
-        "s:{s:o, s:i}}",
+        "{s:i, s:i, s:s, s:s, s:f, s:I, s:i, s:o, s:i, s:f, s:o, s:{s:i, s:f, s:i, s:I, s:I, s:f, "
+        "s:i, s:i}, s:{s:o, s:i}}",
         "pid", (int)getpid(), "protocol", GR_PROTO_SCHEMA_VERSION, "socket", v->paths.socket, "log",
         v->o.foreground ? "(stderr)" : v->paths.log, "uptime_s", (gr_now_us() - v->started_us) / 1e6,
         "requests_served", (json_int_t)v->requests, "connections", v->nconns, "device", dev,
         "graphs", v->ngraphs, "graph_bytes", held_bytes_locked(v), "latest",
         v->latest[0] ? json_string(v->latest) : json_null(), "limits", "max_graphs",
         v->o.max_graphs, "max_memory_bytes", v->max_memory, "max_request_bytes",
-        (int)GR_PROTO_MAX_LINE, "client_timeout_s", v->o.client_timeout_ms / 1000.0, "max_clients",
+        (int)GR_PROTO_MAX_LINE, "max_client_input_bytes", (json_int_t)CONN_IN_MAX,
+        "max_client_output_bytes", (json_int_t)CONN_OUT_MAX, "client_timeout_s", v->o.client_timeout_ms / 1000.0, "max_clients",
         v->o.max_clients, "max_queue", v->o.max_queue, "queue", "running", running, "waiting",
         v->qlen);
     pthread_mutex_unlock(&v->mu);

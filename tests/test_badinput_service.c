@@ -171,6 +171,9 @@ static void test_pipelining_backpressure(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
     CU_ASSERT_TRUE((gr_now_us() - t1) / 1e3 < 1000);
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "connections")), 2);
+    json_t *lim = json_object_get(j, "limits");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(lim, "max_client_input_bytes")), (1 << 20) + 65536);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(lim, "max_client_output_bytes")), 1 << 20);
     json_decref(j);
     long rss1 = svc_rss_kib(pid);
     printf("; service RSS %ld -> %ld KiB", rss0, rss1);
