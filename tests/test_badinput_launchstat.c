@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fileio.h"
 #include "cupti_tools/capevents.h"
 #include "cupti_tools/chrome.h"
 #include "cupti_tools/jsonl.h"
@@ -111,6 +112,19 @@ static void test_unbounded_reads(void) {
 
     CU_ASSERT_EQUAL(ls("report /tmp"), 2);
     GR_ASSERT_CONTAINS(out, "/tmp: is a directory, not a regular file");
+
+    /* over the trace limit (a sparse file: nothing is written, and nothing may be read) */
+    char huge[512];
+    snprintf(huge, sizeof(huge), "%s/huge.jsonl", scratch());
+    FILE *hf = fopen(huge, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
+    int sized = ftruncate(fileno(hf), (off_t)gr_file_limit(GR_FILE_TRACE) + 1) == 0;
+    fclose(hf);
+    if (sized) {
+        CU_ASSERT_EQUAL(ls("report huge.jsonl"), 2);
+        GR_ASSERT_CONTAINS(out, "huge.jsonl: the trace file is 8.0 GiB, over the 8.0 GiB limit for a trace file");
+    }
+    unlink(huge);
 
     /* a line over 1 MiB: refused at its line, whatever follows */
     size_t big = GR_JSONL_MAX_LINE + 100, hl = strlen(HDR);
