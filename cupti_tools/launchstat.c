@@ -254,7 +254,7 @@ static int check_option_pairs(int run, const opts *o) {
     if (run && o->capture_check && o->trace_opt)
         return usage_error(usage, "%s has no effect with --capture-check (it records API calls during capture, "
                                   "not a trace; only -o and --json apply): drop one of them", o->trace_opt);
-    if (run && o->no_report && o->report_opt && strcmp(o->report_opt, "--no-report") != 0)
+    if (run && o->no_report && o->report_opt)
         return usage_error(usage, "%s shapes the report, which --no-report turns off: drop one of them "
                                   "(cupti-launchstat report TRACE reads the trace later)", o->report_opt);
     return -1;
