@@ -42,7 +42,7 @@
 #define PROGRESS_INTERVAL_US 100000.0
 #define LOCK_WAIT_US 25e6  /* how long a starting service waits for another one's lock (the
                               * client waits 30 s for it) */
-#define SHUTDOWN_FLUSH_US 0.5e6 /* replies still unread at exit get this long (a stop must be quick) */
+#define SHUTDOWN_FLUSH_US 0.5e6 /* replies unread at exit get this long (a stop must be quick) */
 /* Per connection: unparsed input is read up to one request line plus a chunk, and no request is
  * parsed while this much output waits (backpressure; a final reply is never dropped, so the
  * queue may exceed it by one reply). PROTOCOL.md documents both. */
@@ -456,8 +456,8 @@ static void load_error_field(const gr_request *r, gr_error *err) {
 /* The field of an error reply: a request field (or a documented limit), never a file path or a
  * JSON path from inside a workload; "" when no one field is at fault. */
 static const char *reply_field(const gr_error *err) {
-    static const char *const fields[] = {"workload", "name",   "variant",    "sets",
-                                         "capture_mode", "iters", "warmup", "batches",
+    static const char *const fields[] = {"workload",      "name",       "variant",    "sets",
+                                         "capture_mode",  "iters",      "warmup",     "batches",
                                          "output_digest", "max_graphs", "max_memory", NULL};
     for (const char *const *f = fields; *f; f++)
         if (!strcmp(err->path, *f)) return *f;
@@ -1146,7 +1146,8 @@ static json_t *status_json(svc *v) {
         v->latest[0] ? json_string(v->latest) : json_null(), "limits", "max_graphs",
         v->o.max_graphs, "max_memory_bytes", v->max_memory, "max_request_bytes",
         (int)GR_PROTO_MAX_LINE, "max_client_input_bytes", (json_int_t)CONN_IN_MAX,
-        "max_client_output_bytes", (json_int_t)CONN_OUT_MAX, "client_timeout_s", v->o.client_timeout_ms / 1000.0, "max_clients",
+        "max_client_output_bytes", (json_int_t)CONN_OUT_MAX, "client_timeout_s",
+        v->o.client_timeout_ms / 1000.0, "max_clients",
         v->o.max_clients, "max_queue", v->o.max_queue, "queue", "running", running, "waiting",
         v->qlen);
     pthread_mutex_unlock(&v->mu);
