@@ -174,6 +174,11 @@ static int lr_next(line_reader *r, const char **line, size_t *len, int *too_long
             *line = r->buf + r->start;
             *len = (size_t)(nl - *line);
             r->start = (size_t)(nl - r->buf) + 1;
+            if (*len > GR_CRITEO_MAX_LINE) { /* read whole with others in one block: still refused */
+                *too_long = 1;
+                *line = NULL;
+                *len = 0;
+            }
             return 1;
         }
         if (r->end - r->start > GR_CRITEO_MAX_LINE) break;

@@ -405,7 +405,7 @@ void gr_workload_param_names(const gr_workload *wl, char *buf, size_t size) {
 gr_status gr_workload_set(gr_workload *wl, const char *assignment, gr_error *err) {
     const char *eq = strchr(assignment, '=');
     char where[320];
-    snprintf(where, sizeof(where), "--set %s", assignment);
+    snprintf(where, sizeof(where), "--set %.100s%s", assignment, strlen(assignment) > 100 ? "..." : "");
     if (!eq || eq == assignment)
         return gr_error_set(err, GR_ERR_USAGE, where, "expected name=value, e.g. --set n=4096");
     char name[64];
@@ -456,7 +456,7 @@ const char *gr_workload_variant(const gr_workload *wl, const char *requested, gr
         if (n < 0) break;
         o += (size_t)n;
     }
-    gr_error_set(err, GR_ERR_USAGE, "--variant", "%s has no variant \"%s\" (variants: %s)",
-                 wl->name, requested, list);
+    gr_error_set(err, GR_ERR_USAGE, "--variant", "%s has no variant \"%.64s%s\" (variants: %s)",
+                 wl->name, requested, strlen(requested) > 64 ? "..." : "", list);
     return NULL;
 }
