@@ -350,6 +350,14 @@ static int run_repeat(rctx *c, json_t *obj, const char *path, const char *key, b
     const char *doc = NULL;
     char fmt[64];
     snprintf(fmt, sizeof(fmt), "{s:o, s?:s, s:o, s?:s}");
+    const gr_json_key keys[] = {{"repeat", GR_JT_NUMBER | GR_JT_STRING, 1, "a count (a whole number or an expression)"},
+                                {"var", GR_JT_STRING, 0, NULL},
+                                {key, GR_JT_ARRAY, 1, NULL},
+                                {"doc", GR_JT_STRING, 0, NULL},
+                                {NULL, 0, 0, NULL}};
+    char what[64];
+    snprintf(what, sizeof(what), "a repeat block of %s", key);
+    if (gr_json_check_keys(obj, path, keys, what, c->err)) return -1;
     if (json_unpack_ex(obj, &jerr, JSON_STRICT, fmt, "repeat", &count, "var", &var, key, &list,
                        "doc", &doc) != 0) {
         gr_error_set(c->err, GR_ERR_INPUT, path,
@@ -806,6 +814,12 @@ static void add_fork_join(rctx *c, json_t *obj, const char *path, int is_fork) {
     const char *target = NULL, *name = NULL, *doc = NULL;
     json_t *stream = NULL;
     const char *key = is_fork ? "fork" : "join";
+    const gr_json_key keys[] = {{key, GR_JT_STRING, 1, "a stream name"},
+                                {"stream", GR_JT_STRING, 0, "a stream name"},
+                                {"name", GR_JT_STRING, 0, NULL},
+                                {"doc", GR_JT_STRING, 0, NULL},
+                                {NULL, 0, 0, NULL}};
+    if (gr_json_check_keys(obj, path, keys, is_fork ? "a fork" : "a join", c->err)) return;
     if (json_unpack_ex(obj, &jerr, JSON_STRICT, "{s:s, s?:o, s?:s, s?:s}", key, &target, "stream",
                        &stream, "name", &name, "doc", &doc) != 0) {
         gr_error_set(c->err, GR_ERR_INPUT, path, "%s (a %s is {\"%s\": STREAM, \"stream\"?: FROM})",
@@ -1363,8 +1377,14 @@ gr_status gr_plan_resolve(const gr_workload *wl, const char *variant, const gr_t
         json_error_t jerr;
         const char *desc = NULL;
         json_t *vout = NULL;
+        static const gr_json_key vkeys[] = {{"ops", GR_JT_ARRAY, 1, "an array of ops"},
+                                            {"description", GR_JT_STRING, 0, NULL},
+                                            {"outputs", GR_JT_ARRAY, 0, "an array of outputs"},
+                                            {NULL, 0, 0, NULL}};
         if (!v) {
             gr_error_set(err, GR_ERR_USAGE, "--variant", "no variant \"%s\"", variant);
+        } else if (gr_json_check_keys(v, vpath, vkeys, "a variant", err)) {
+            ops = NULL;
         } else if (json_unpack_ex(v, &jerr, JSON_STRICT, "{s:o, s?:s, s?:o}", "ops", &ops,
                                   "description", &desc, "outputs", &vout) != 0) {
             gr_error_set(err, GR_ERR_INPUT, vpath,

@@ -189,6 +189,13 @@ static void test_messages_name_the_key(void) {
     EXPECT_RC(validate_text("{\"name\": \"a\", \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": 4}], "
                             "\"outputs\": [\"x\"], \"ops\": [" RELU_X "]}", NULL, NULL), 2);
     GR_ASSERT_CONTAINS(out, "buffers[0].shape: expected an array, got an integer");
+    /* repeat blocks, forks and variants too (in process: no need to start graphrun) */
+    GR_ASSERT_CONTAINS(gr_test_plan_error("{\"name\": \"a\", " ONE_BUF ", \"ops\": [{\"repeat\": 2, \"var\": 5, \"ops\": []}]}", NULL),
+                       "ops[0].var: expected a string, got an integer");
+    GR_ASSERT_CONTAINS(gr_test_plan_error("{\"name\": \"a\", " ONE_BUF ", \"ops\": [{\"fork\": 3}]}", NULL),
+                       "ops[0].fork: expected a stream name, got an integer");
+    GR_ASSERT_CONTAINS(gr_test_plan_error("{\"name\": \"a\", " ONE_BUF ", \"variants\": {\"v\": {\"ops\": 3}}}", "v"),
+                       "variants.v.ops: expected an array of ops, got an integer");
     /* a $param cycle is named, not taken for a dtype */
     EXPECT_RC(validate_text("{\"name\": \"a\", \"params\": {\"a\": \"$b\", \"b\": \"$a\"}, \"buffers\": [{\"name\": \"x\", "
                             "\"dtype\": \"$a\", \"shape\": [4], \"init\": \"ones\"}], \"outputs\": [\"x\"], \"ops\": [" RELU_X "]}",

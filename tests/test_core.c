@@ -534,9 +534,9 @@ static void test_resolve_limits(void) {
     GR_ASSERT_CONTAINS(gr_test_plan_error(WL(MINIMAL_BUFFERS ", \"ops\": [{\"repeat\": 60000, \"ops\": [{\"repeat\": 60000, \"ops\": []}]}]"), NULL),
                        "repeat blocks expand to more than 1000000 iterations");
     GR_ASSERT_CONTAINS(gr_test_plan_error(WL(MINIMAL_BUFFERS ", \"ops\": [{\"repeat\": 2, \"ops\": 3}]"), NULL),
-                       "ops[0]: \"ops\" must be an array");
+                       "ops[0].ops: expected an array, got an integer");
     GR_ASSERT_CONTAINS(gr_test_plan_error(WL(MINIMAL_BUFFERS ", \"ops\": [{\"repeat\": 2, \"var\": \"i\", \"ops\": [], \"x\": 1}]"), NULL),
-                       "a repeat block is");
+                       "ops[0]: unknown key \"x\" in a repeat block of ops (allowed keys: repeat, var, ops, doc)");
     const char *cyc = "{\"name\": \"t\", \"params\": {\"p\": \"q+1\", \"q\": \"p*2\"}, \"buffers\": [{\"name\": \"a\", \"dtype\": \"fp32\", \"shape\": [\"p\"], \"init\": \"ones\"}], \"outputs\": [\"a\"], \"ops\": []}";
     GR_ASSERT_CONTAINS(gr_test_plan_error(cyc, NULL), "refers back to itself");
 }
