@@ -458,10 +458,51 @@ static void load_error_field(const gr_request *r, gr_error *err) {
 static const char *reply_field(const gr_error *err) {
     static const char *const fields[] = {"workload",      "name",       "variant",    "sets",
                                          "capture_mode",  "iters",      "warmup",     "batches",
-                                         "output_digest", "max_graphs", "max_memory", NULL};
+                                         "output_digest", "max_graphs", "max_memory",
+                                         "host_memory",   NULL};
     for (const char *const *f = fields; *f; f++)
         if (!strcmp(err->path, *f)) return *f;
     return "";
+}
+
+/* Host memory the system can still give (MemAvailable), or -1 when unknown. */
+static double host_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof(line), f))
+            if (!strncmp(line, "MemAvailable:", 13)) {
+                fclose(f);
+                return strtod(line + 13, NULL) * 1024.0;
+            }
+        fclose(f);
+    }
+    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (double)pages * (double)size : -1;
+}
+
+/* A capture's host copies (the CPU reference holds every buffer, the eager and graph checks two
+ * copies of the outputs) must fit in the host memory free now: an over-large capture would have
+ * the service killed by the OOM killer half way, taking every held graph with it. */
+static gr_status check_host_memory(const held *h, const gr_plan *p, int cpu_reference,
+                                   gr_error *err) {
+    double outputs = 0;
+    for (int b = 0; b < p->nbufs; b++)
+        if (p->bufs[b].is_output && p->bufs[b].used) outputs += (double)p->bufs[b].bytes;
+    double need = (cpu_reference ? p->used_bytes : 0) + 2 * outputs;
+    double avail = host_available();
+    if (avail < 0 || need <= 0.9 * avail) return GR_OK;
+    char n[32], a[32];
+    fmt_bytes(need, n, sizeof(n));
+    fmt_bytes(avail, a, sizeof(a));
+    return gr_error_set(err, GR_ERR_SERVICE, "host_memory",
+                        "capturing %s %s needs about %s of host memory (%s) and the host has %s "
+                        "available: make the workload smaller with --set%s",
+                        h->workload, h->variant, n,
+                        cpu_reference ? "the CPU reference's copy of every buffer and two copies "
+                                        "of the outputs for the checks"
+                                      : "two copies of the outputs for the checks",
+                        a, cpu_reference ? ", or skip the CPU reference (--no-cpu-ref)" : "");
 }
 
 static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
@@ -581,6 +622,7 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
                           h->workload, h->variant, need, have, lim);
     }
     pthread_mutex_unlock(&v->mu);
+    if (st == GR_OK) st = check_host_memory(h, p, r->cpu_reference, err);
     if (st != GR_OK) {
         held_free(h);
         return st;

@@ -110,6 +110,38 @@ static void test_bad_workload_files(void) {
     svc_env_done(&s);
 }
 
+/* A capture whose host copies could not fit (10^12 elements per buffer, allowed on the device by
+ * --max-memory 100T) is refused before anything is allocated, naming the limit and the fixes;
+ * the service does not grow and keeps serving. */
+static void test_capture_over_host_memory(void) {
+    svc_env s;
+    svc_env_make(&s);
+    CU_ASSERT_EQUAL_FATAL(svc_start_service(&s, NULL, "--max-memory 100T"), 0);
+    int pid = svc_read_pid(&s);
+    long rss0 = svc_rss_kib(pid);
+    char args[1024];
+    snprintf(args, sizeof(args), "capture workloads/pointwise_fusion.json --set n=1000000000000 --socket %s --quiet",
+             s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 1);
+    GR_ASSERT_CONTAINS(svc_out, "host_memory: capturing pointwise_fusion fused_vec needs about 24000.00 GB of "
+                                "host memory (the CPU reference's copy of every buffer");
+    GR_ASSERT_CONTAINS(svc_out, "--no-cpu-ref");
+    char line[1024];
+    capture_request(line, sizeof(line), svc_src("workloads/pointwise_fusion.json"),
+                    "\"sets\": [\"n=1000000000000\"], \"cpu_reference\": false");
+    json_t *j = call_once(s.sock, line, 10000);
+    const char *const needles[] = {"needs about 8000.00 GB of host memory (two copies of the outputs", NULL};
+    expect_error(j, "service", "host_memory", needles);
+    json_decref(j);
+    j = call_once(s.sock, STATUS_LINE, 5000);
+    CU_ASSERT_PTR_NOT_NULL(j);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "graphs")), 0);
+    json_decref(j);
+    long rss1 = svc_rss_kib(pid);
+    CU_ASSERT_TRUE(rss1 > 0 && rss1 - rss0 < 64 * 1024);
+    svc_env_done(&s);
+}
+
 /* `graphrun capture BAD` with no service running fails in the client and starts none; a valid
  * workload does start one. */
 static void test_bad_capture_starts_no_service(void) {
@@ -573,6 +605,7 @@ static void test_socket_directory(void) {
 static CU_TestInfo badinput_tests[] = {
     {"bad workload files: field and place", test_bad_workload_files},
     {"bad capture starts no service", test_bad_capture_starts_no_service},
+    {"capture over the host memory", test_capture_over_host_memory},
     {"pipelining client gets backpressure", test_pipelining_backpressure},
     {"junk requests", test_junk_requests},
     {"silent and killed clients", test_silent_and_killed_clients},
