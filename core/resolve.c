@@ -258,9 +258,11 @@ static gr_status eval_string(rctx *c, const json_t *v, const char *path, char *o
 }
 
 /* Expand "{expr}" templates in a name: "w_up.{i}" -> "w_up.3". */
-static gr_status expand_name(rctx *c, const char *tmpl, const char *path, char *out, size_t size) {
+static gr_status expand_name(rctx *c, const char *tmpl_full, const char *path, char *out, size_t size) {
     size_t o = 0;
-    for (const char *p = tmpl; *p;) {
+    char tmpl[80]; /* for messages: a hostile name can be megabytes */
+    snprintf(tmpl, sizeof(tmpl), "%.64s%s", tmpl_full, strlen(tmpl_full) > 64 ? "..." : "");
+    for (const char *p = tmpl_full; *p;) {
         if (*p == '{') {
             const char *close = strchr(p, '}');
             if (!close)
@@ -523,8 +525,10 @@ static gr_status parse_init(rctx *c, json_t *v, gr_buffer *b, const char *path) 
     if (d->kind == GR_INIT_NORMAL && b->init.b < 0)
         return gr_error_set(c->err, GR_ERR_INPUT, ipath, "normal needs std >= 0");
     if (d->kind == GR_INIT_FILE) {
-        if (!b->init.path[0])
+        if (!b->init.path[0]) {
+            if (obj && json_object_get(obj, "path")) return GR_ERR_INPUT; /* reported above */
             return gr_error_set(c->err, GR_ERR_INPUT, ipath, "init \"file\" needs \"path\"");
+        }
         /* a regular file within the data limit (core/fileio): a FIFO or /dev/zero is refused
          * here, before a run would block on it or read it without end */
         FILE *f = NULL;

@@ -276,6 +276,9 @@ static gr_status load_root(gr_workload *wl, json_t *root, gr_error *err) {
         gr_error_set(err, GR_ERR_INPUT, "seed",
                      "%lld is negative; a seed is a whole number >= 0 (as --seed)", (long long)seed);
     if (!name[0]) gr_error_set(err, GR_ERR_INPUT, "name", "is empty; name the workload");
+    if (strlen(name) >= sizeof(wl->name))
+        gr_error_set(err, GR_ERR_INPUT, "name", "is %zu characters; at most %zu", strlen(name),
+                     sizeof(wl->name) - 1);
     snprintf(wl->name, sizeof(wl->name), "%s", name);
     if (desc) snprintf(wl->description, sizeof(wl->description), "%s", desc);
     wl->seed = (uint64_t)seed;

@@ -350,6 +350,24 @@ static void test_hostile_workloads(void) {
     EXPECT_RC(validate_text("{\"name\": \"a\", \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [-4], "
                             "\"init\": \"ones\"}], \"outputs\": [\"x\"], \"ops\": [" RELU_X "]}", NULL, NULL), 2);
     GR_ASSERT_CONTAINS(out, "buffers[0].shape[0]: -4 is out of range");
+    /* long strings: echoed clipped, and a too-long init path is one problem, not two */
+    char *lj = malloc(8000);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lj);
+    char longs[3001];
+    memset(longs, 'a', 3000);
+    longs[3000] = '\0';
+    snprintf(lj, 8000, "{\"name\": \"a\", \"buffers\": [{\"name\": \"%s\", \"dtype\": \"fp32\", \"shape\": [4]}], "
+             "\"outputs\": [], \"ops\": []}", longs);
+    const char *m = gr_test_plan_error(lj, NULL);
+    GR_ASSERT_CONTAINS(m, "buffers[0]: name \"aaaa");
+    GR_ASSERT_CONTAINS(m, "...\" expands past 95 characters");
+    CU_ASSERT_TRUE(strlen(m) < 1000);
+    snprintf(lj, 8000, "{\"name\": \"a\", \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [4], \"init\": "
+             "{\"kind\": \"file\", \"path\": \"%s\"}}], \"outputs\": [\"x\"], \"ops\": [" RELU_X "]}", longs);
+    m = gr_test_plan_error(lj, NULL);
+    GR_ASSERT_CONTAINS(m, "buffers[0].init.path: longer than 511 characters");
+    ASSERT_NOT_CONTAINS(m, "needs \"path\"");
+    free(lj);
     /* a repeat that would make a million ops */
     EXPECT_RC(validate_text("{\"name\": \"a\", " ONE_BUF ", \"ops\": [{\"repeat\": 1000, \"var\": \"i\", \"ops\": [{\"repeat\": 1000, "
                             "\"var\": \"j\", \"ops\": [" RELU_X "]}]}]}", NULL, NULL), 2);
