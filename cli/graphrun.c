@@ -138,9 +138,10 @@ static const char *usage_validate =
     "usage: graphrun validate WORKLOAD [--variant V] [--set NAME=VALUE]... [--json FILE|-] [--full]\n"
     "                         [--input FILE.tsv [--skip-bad-lines]]\n"
     "\n"
-    "Checks WORKLOAD (syntax, schema, params, shapes and dtypes against each kernel's argument\n"
-    "schema) and prints the resolved plan: buffers, ops, kernels, launch dims, the bytes each op\n"
-    "reads and writes, totals per step, and the round trips fusion saves across variants.\n"
+    "Checks WORKLOAD (a file, or - for stdin: syntax, schema, params, shapes and dtypes against\n"
+    "each kernel's argument schema) and prints the resolved plan: buffers, ops, kernels, launch\n"
+    "dims, the bytes each op reads and writes, totals per step, and the round trips fusion saves\n"
+    "across variants.\n"
     "Needs no GPU; launch dims assume an H200 (132 SMs) unless a device is present.\n"
     "\n"
     "options:\n"
@@ -238,10 +239,7 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         } else {
             if (c->workload) return usage_error(cmd_usage, "unexpected argument \"%s\" (one WORKLOAD only)", a);
             if (!a[0]) return usage_error(cmd_usage, "the WORKLOAD argument is empty; give a workload file%s", "");
-            if (!strcmp(a, "-"))
-                return usage_error(cmd_usage, "WORKLOAD \"-\": reading a workload from stdin is not "
-                                              "supported; give a file path%s", "");
-            c->workload = a;
+            c->workload = strcmp(a, "-") ? a : gr_load_stdin; /* - : stdin, bounded (replay/load.c) */
             continue;
         }
         static const char *with_value[] = {"--variant", "--set", "--json", "--seed", "--iters",

@@ -12,6 +12,8 @@
 #include "core/fileio.h"
 #include "kernels/registry.h"
 
+const char gr_load_stdin[] = "-";
+
 uint64_t gr_fnv1a(uint64_t h, const void *data, size_t len) {
     const unsigned char *p = data;
     for (size_t i = 0; i < len; i++) {
@@ -32,11 +34,14 @@ gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_lo
     memset(l, 0, sizeof(*l));
     char *text = NULL;
     size_t len = 0;
-    gr_status st = read_file(req->path, &text, &len, e);
+    int from_stdin = req->path == gr_load_stdin;
+    gr_status st = from_stdin ? gr_stream_read_all(stdin, "<stdin>", gr_file_limit(GR_FILE_WORKLOAD),
+                                                   &text, &len, e)
+                              : read_file(req->path, &text, &len, e);
     if (st != GR_OK) return st;
     l->source_hash = gr_fnv1a(GR_FNV_OFFSET, text, len);
     l->source_bytes = len;
-    st = gr_workload_load_string(text, len, req->path, &l->wl, e);
+    st = gr_workload_load_string(text, len, from_stdin ? "<stdin>" : req->path, &l->wl, e);
     free(text);
     if (st != GR_OK) return st;
     for (int i = 0; i < req->nsets; i++)
@@ -56,7 +61,7 @@ gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_lo
     }
     if (req->before_resolve && req->before_resolve(req->user, l->wl, e) != GR_OK) return e->code;
     if (gr_workload_check_params(l->wl, e) != GR_OK) { /* once, not once per variant */
-        gr_error_prefix(e, "%s: ", req->path);
+        gr_error_prefix(e, "%s: ", from_stdin ? "<stdin>" : req->path);
         return e->code;
     }
     const char *names[GR_MAX_VARIANTS];
@@ -74,7 +79,7 @@ gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_lo
             l->plans[l->nplans++] = p;
     }
     if (gr_error_failed(e)) {
-        gr_error_prefix(e, "%s: ", req->path);
+        gr_error_prefix(e, "%s: ", from_stdin ? "<stdin>" : req->path);
         return e->code;
     }
     return GR_OK;

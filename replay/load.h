@@ -27,6 +27,10 @@ typedef struct gr_load_req {
     void *user;
 } gr_load_req;
 
+/* As gr_load_req.path (this pointer, not any string "-"): the workload is read from stdin, within
+ * the workload limit. Only the CLI passes it; a path a service client sends never matches it. */
+extern const char gr_load_stdin[];
+
 typedef struct gr_loaded {
     gr_workload *wl;
     gr_plan *plans[GR_MAX_VARIANTS];

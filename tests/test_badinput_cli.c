@@ -66,6 +66,14 @@ static void test_devices_and_directories(void) {
                        "\"init\": {\"kind\": \"file\", \"path\": \"/dev/zero\"}}], \"outputs\": [\"x\"], \"ops\": [" RELU_X "]}";
     EXPECT_RC(validate_text(init, NULL, NULL), 2);
     GR_ASSERT_CONTAINS(out, "buffers[0].init: /dev/zero: is a character device, not a regular file: the data file");
+    /* an explicit stdin (-) is read, but only up to the workload limit */
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "timeout 10 '%s' validate - < /dev/zero", gr_test_bin("graphrun"));
+    EXPECT_RC(gr_test_popen(NULL, cmd, out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "<stdin>: more than 64.0 MiB: over the limit for this input");
+    snprintf(cmd, sizeof(cmd), "'%s' validate - < workloads/launch_bound.json", gr_test_bin("graphrun"));
+    EXPECT_RC(gr_test_popen(NULL, cmd, out, sizeof(out)), 0);
+    GR_ASSERT_CONTAINS(out, "-: valid (2 variants)");
 }
 
 static void test_fifos_do_not_block(void) {
