@@ -1,6 +1,7 @@
 /* graphrun: command-line entry. Parses arguments, calls the stages (load -> resolve -> run ->
  * report), prints results on stdout and diagnostics on stderr, and picks the exit code:
  * 0 ok, 1 run failed (including verification), 2 bad input or usage, 3 no CUDA device. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -653,7 +654,7 @@ static int cmd_kernels(int argc, char **argv) {
     return 0;
 }
 
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv) {
     if (argc < 2) {
         fputs(usage_main, stderr);
         return 2;
@@ -705,4 +706,16 @@ int main(int argc, char **argv) {
     char cl[128];
     fprintf(stderr, "graphrun: unknown command \"%s\"\n\n%s", clip(cmd, cl, sizeof(cl)), usage_main);
     return 2;
+}
+
+/* Results that could not be written are a failure too (graphrun validate W > /dev/full). */
+int main(int argc, char **argv) {
+    int rc = dispatch(argc, argv);
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "graphrun: cannot write the results to stdout: %s\n",
+                errno ? strerror(errno) : "write error");
+        if (rc == 0) rc = gr_exit_code(GR_ERR_IO);
+    }
+    return rc;
 }

@@ -258,6 +258,11 @@ static void test_write_failures_give_the_reason(void) {
     }
     EXPECT_RC(gr_test_graphrun("validate workloads/launch_bound.json --json /dev/full", out, sizeof(out)), 2);
     GR_ASSERT_CONTAINS(out, "/dev/full: cannot write JSON: No space left on device");
+    /* the results themselves: stdout on a full disk is exit 2, not a silent 0 */
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "'%s' validate workloads/launch_bound.json 2>&1 >/dev/full", gr_test_bin("graphrun"));
+    EXPECT_RC(gr_test_popen(NULL, cmd, out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "graphrun: cannot write the results to stdout: No space left on device");
 }
 
 /* ---------- --skip-bad-lines with nothing left ---------- */
