@@ -280,8 +280,12 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         } else if (!strcmp(name, "--variant")) c->variant = val;
         else if (!strcmp(name, "--set")) {
             if (c->nsets >= MAX_SETS) return usage_error(cmd_usage, "more than %s --set options", "64");
-            if (!strchr(val, '='))
+            const char *eq = strchr(val, '=');
+            if (!eq)
                 return usage_error(cmd_usage, "--set \"%s\": expected NAME=VALUE, e.g. --set n=4096", val);
+            for (int k = 0; k < c->nsets; k++) /* the same param twice: which one was meant? */
+                if (!strncmp(c->sets[k], val, (size_t)(eq - val) + 1))
+                    return usage_error(cmd_usage, "--set \"%s\": this param is set twice; give it once", val);
             c->sets[c->nsets++] = val;
         } else if (!strcmp(name, "--json")) c->json_path = val;
         else if (!strcmp(name, "--seed")) c->seed = val;

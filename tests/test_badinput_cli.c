@@ -311,6 +311,8 @@ static void test_cli_sweep(void) {
     GR_ASSERT_CONTAINS(out, "option --iters is for graphrun run");
     EXPECT_RC(gr_test_graphrun("validate workloads/launch_bound.json --set K", out, sizeof(out)), 2);
     GR_ASSERT_CONTAINS(out, "--set \"K\": expected NAME=VALUE");
+    EXPECT_RC(gr_test_graphrun("validate workloads/launch_bound.json --set K=3 --set K=4", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "--set \"K=4\": this param is set twice");
     EXPECT_RC(gr_test_graphrun("validate workloads/launch_bound.json --set m=3", out, sizeof(out)), 2);
     GR_ASSERT_CONTAINS(out, "--set m=3: unknown param \"m\"");
     EXPECT_RC(gr_test_graphrun("validate workloads/launch_bound.json --set K=1e99", out, sizeof(out)), 2);
