@@ -136,7 +136,8 @@ static const char *usage_run =
     "  graphrun run workloads/launch_bound.json --iters 10000 --json out.json\n";
 
 static const char *usage_validate =
-    "usage: graphrun validate WORKLOAD [--variant V] [--set NAME=VALUE]... [--json FILE|-] [--full]\n"
+    "usage: graphrun validate WORKLOAD [--variant V] [--set NAME=VALUE]... [--json FILE|-] "
+    "[--full]\n"
     "                         [--input FILE.tsv [--skip-bad-lines]]\n"
     "\n"
     "Checks WORKLOAD (a file, or - for stdin: syntax, schema, params, shapes and dtypes against\n"
@@ -210,8 +211,9 @@ static int bad_int(const char *cmd_usage, const char *opt, int lo, int hi, const
 
 /* Options of `graphrun run` that `validate` would ignore: refused there, not silently dropped. */
 static int run_only(const char *name) {
-    static const char *validate_opts[] = {"--help", "--variant", "--set", "--json", "--full",
-                                          "--input", "--skip-bad-lines", "--seed", NULL};
+    static const char *validate_opts[] = {"--help",           "--variant", "--set",
+                                          "--json",           "--full",    "--input",
+                                          "--skip-bad-lines", "--seed",    NULL};
     for (const char **v = validate_opts; *v; v++)
         if (!strcmp(*v, name)) return 0;
     return 1;
@@ -236,11 +238,16 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         } else if (!strcmp(a, "-h")) {
             snprintf(name, sizeof(name), "--help");
         } else if (a[0] == '-' && a[1]) {
-            return usage_error(cmd_usage, "unknown option %s (options start with --; see --help)", a);
+            return usage_error(cmd_usage, "unknown option %s (options start with --; see --help)",
+                               a);
         } else {
-            if (c->workload) return usage_error(cmd_usage, "unexpected argument \"%s\" (one WORKLOAD only)", a);
-            if (!a[0]) return usage_error(cmd_usage, "the WORKLOAD argument is empty; give a workload file%s", "");
-            c->workload = strcmp(a, "-") ? a : gr_load_stdin; /* - : stdin, bounded (replay/load.c) */
+            if (c->workload)
+                return usage_error(cmd_usage, "unexpected argument \"%s\" (one WORKLOAD only)", a);
+            if (!a[0])
+                return usage_error(cmd_usage,
+                                   "the WORKLOAD argument is empty; give a workload file%s", "");
+            c->workload =
+                strcmp(a, "-") ? a : gr_load_stdin; /* - : stdin, bounded (replay/load.c) */
             continue;
         }
         static const char *with_value[] = {"--variant", "--set", "--json", "--seed", "--iters",
@@ -258,45 +265,52 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         if (needs && !val[0]) return usage_error(cmd_usage, "option %s has an empty value", name);
         if (is_validate && run_only(name)) {
             int known = needs;
-            static const char *flags[] = {"--plan", "--pdl", "--no-cpu-ref", "--no-bandwidth",
-                                          "--quiet", "--no-capture-check", "--piecewise",
-                                          "--no-piecewise", NULL};
+            static const char *flags[] = {"--plan",         "--pdl",          "--no-cpu-ref",
+                                          "--no-bandwidth", "--quiet",        "--no-capture-check",
+                                          "--piecewise",    "--no-piecewise", NULL};
             for (const char **f = flags; *f; f++)
                 if (!strcmp(*f, name)) known = 1;
             if (known)
-                return usage_error(cmd_usage, "option %s is for graphrun run; validate runs nothing",
-                                   name);
+                return usage_error(cmd_usage,
+                                   "option %s is for graphrun run; validate runs nothing", name);
         }
         if (needs && strcmp(name, "--set") != 0) {
             for (int k = 0; k < nseen; k++)
                 if (!strcmp(seen[k], name))
                     return usage_error(cmd_usage, "option %s is given twice; give it once", name);
             for (const char **w = with_value; *w; w++)
-                if (!strcmp(*w, name) && nseen < (int)(sizeof(seen) / sizeof(seen[0]))) seen[nseen++] = *w;
+                if (!strcmp(*w, name) && nseen < (int)(sizeof(seen) / sizeof(seen[0])))
+                    seen[nseen++] = *w;
         }
         if (!strcmp(name, "--help")) {
             fputs(cmd_usage, stdout);
             return 0;
         } else if (!strcmp(name, "--variant")) c->variant = val;
         else if (!strcmp(name, "--set")) {
-            if (c->nsets >= MAX_SETS) return usage_error(cmd_usage, "more than %s --set options", "64");
+            if (c->nsets >= MAX_SETS)
+                return usage_error(cmd_usage, "more than %s --set options", "64");
             const char *eq = strchr(val, '=');
             if (!eq)
-                return usage_error(cmd_usage, "--set \"%s\": expected NAME=VALUE, e.g. --set n=4096", val);
+                return usage_error(cmd_usage,
+                                   "--set \"%s\": expected NAME=VALUE, e.g. --set n=4096", val);
             for (int k = 0; k < c->nsets; k++) /* the same param twice: which one was meant? */
                 if (!strncmp(c->sets[k], val, (size_t)(eq - val) + 1))
-                    return usage_error(cmd_usage, "--set \"%s\": this param is set twice; give it once", val);
+                    return usage_error(cmd_usage,
+                                       "--set \"%s\": this param is set twice; give it once", val);
             c->sets[c->nsets++] = val;
         } else if (!strcmp(name, "--json")) c->json_path = val;
         else if (!strcmp(name, "--seed")) c->seed = val;
         else if (!strcmp(name, "--full")) c->full = 1;
         else if (!strcmp(name, "--plan")) c->show_plan = 1;
         else if (!strcmp(name, "--iters")) {
-            if (!parse_int(val, 1, 100000000, &c->run.iters)) return bad_int(cmd_usage, name, 1, 100000000, val);
+            if (!parse_int(val, 1, 100000000, &c->run.iters))
+                return bad_int(cmd_usage, name, 1, 100000000, val);
         } else if (!strcmp(name, "--warmup")) {
-            if (!parse_int(val, 0, 100000000, &c->run.warmup)) return bad_int(cmd_usage, name, 0, 100000000, val);
+            if (!parse_int(val, 0, 100000000, &c->run.warmup))
+                return bad_int(cmd_usage, name, 0, 100000000, val);
         } else if (!strcmp(name, "--batches")) {
-            if (!parse_int(val, 1, 100000, &c->run.batches)) return bad_int(cmd_usage, name, 1, 100000, val);
+            if (!parse_int(val, 1, 100000, &c->run.batches))
+                return bad_int(cmd_usage, name, 1, 100000, val);
         } else if (!strcmp(name, "--capture-mode")) {
             gr_error e;
             gr_error_clear(&e);
@@ -305,7 +319,8 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         } else if (!strcmp(name, "--dot")) c->run.dot_path = val;
         else if (!strcmp(name, "--pdl")) c->run.pdl = 1;
         else if (!strcmp(name, "--unroll")) {
-            if (!parse_int(val, 1, 10000, &c->run.unroll)) return bad_int(cmd_usage, name, 1, 10000, val);
+            if (!parse_int(val, 1, 10000, &c->run.unroll))
+                return bad_int(cmd_usage, name, 1, 10000, val);
         }
         else if (!strcmp(name, "--device")) {
             if (!parse_int(val, 0, 1024, &c->device)) return bad_int(cmd_usage, name, 0, 1024, val);
@@ -322,7 +337,8 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         else if (!strcmp(name, "--timeline")) c->timeline_path = val;
         else if (!strcmp(name, "--html")) c->html_path = val;
         else if (!strcmp(name, "--trace-iters")) {
-            if (!parse_int(val, 1, 100000000, &c->trace_iters)) return bad_int(cmd_usage, name, 1, 100000000, val);
+            if (!parse_int(val, 1, 100000000, &c->trace_iters))
+                return bad_int(cmd_usage, name, 1, 100000000, val);
         }
         else return usage_error(cmd_usage, "unknown option %s (see --help)", name);
     }
@@ -642,16 +658,19 @@ static int cmd_kernels(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         char c[128];
         if (argv[i][0] == '-') {
-            return usage_error(usage_kernels, "unknown option %s (kernels takes kernel names)", argv[i]);
+            return usage_error(usage_kernels, "unknown option %s (kernels takes kernel names)",
+                               argv[i]);
         } else if (!gr_kernel_find(argv[i])) {
-            fprintf(stderr, "graphrun: kernels: no kernel \"%s\" (run `graphrun kernels` for the list)\n",
+            fprintf(stderr,
+                    "graphrun: kernels: no kernel \"%s\" (run `graphrun kernels` for the list)\n",
                     clip(argv[i], c, sizeof(c)));
             bad = 1;
         }
     }
     if (bad) return 2;
     if (argc > 2) {
-        for (int i = 2; i < argc; i++) print_kernel(gr_kernel_find(argv[i]));
+        for (int i = 2; i < argc; i++)
+            print_kernel(gr_kernel_find(argv[i]));
         return 0;
     }
     for (const gr_kernel_def *const *k = gr_kernel_all(); *k; k++) print_kernel(*k);
@@ -677,7 +696,8 @@ static int dispatch(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(cmd, "help")) {
-        if (argc > 3) return usage_error(usage_main, "help takes one COMMAND, got also \"%s\"", argv[3]);
+        if (argc > 3)
+            return usage_error(usage_main, "help takes one COMMAND, got also \"%s\"", argv[3]);
         const char *sub = argc > 2 ? argv[2] : NULL;
         if (!sub) {
             fputs(usage_main, stdout);
@@ -687,12 +707,17 @@ static int dispatch(int argc, char **argv) {
             fputs(gr_service_cmd_usage(sub), stdout);
             return 0;
         }
-        const char *u = !strcmp(sub, "tp") ? gr_tp_cmd_usage() : !strcmp(sub, "run") ? usage_run
-                        : !strcmp(sub, "validate") ? usage_validate : !strcmp(sub, "kernels") ? usage_kernels
-                        : !strcmp(sub, "help") ? usage_main : NULL;
+        const char *u = !strcmp(sub, "tp")         ? gr_tp_cmd_usage()
+                        : !strcmp(sub, "run")      ? usage_run
+                        : !strcmp(sub, "validate") ? usage_validate
+                        : !strcmp(sub, "kernels")  ? usage_kernels
+                        : !strcmp(sub, "help")     ? usage_main
+                                                   : NULL;
         if (!u)
-            return usage_error(usage_main, "help: unknown command \"%s\" (commands: run, validate, kernels, "
-                               "capture, replay, serve, status, list, drop, stop, tp)", sub);
+            return usage_error(usage_main,
+                               "help: unknown command \"%s\" (commands: run, validate, kernels, "
+                               "capture, replay, serve, status, list, drop, stop, tp)",
+                               sub);
         fputs(u, stdout);
         return 0;
     }
@@ -708,7 +733,8 @@ static int dispatch(int argc, char **argv) {
     if (!strcmp(cmd, "tp")) return gr_tp_cmd_main(argc, argv);
     if (gr_service_cmd_usage(cmd)) return gr_service_cmd_main(argc, argv);
     char cl[128];
-    fprintf(stderr, "graphrun: unknown command \"%s\"\n\n%s", clip(cmd, cl, sizeof(cl)), usage_main);
+    fprintf(stderr, "graphrun: unknown command \"%s\"\n\n%s", clip(cmd, cl, sizeof(cl)),
+            usage_main);
     return 2;
 }
 

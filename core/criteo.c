@@ -174,7 +174,8 @@ static int lr_next(line_reader *r, const char **line, size_t *len, int *too_long
             *line = r->buf + r->start;
             *len = (size_t)(nl - *line);
             r->start = (size_t)(nl - r->buf) + 1;
-            if (*len > GR_CRITEO_MAX_LINE) { /* read whole with others in one block: still refused */
+            if (*len >
+                GR_CRITEO_MAX_LINE) { /* read whole with others in one block: still refused */
                 *too_long = 1;
                 *line = NULL;
                 *len = 0;
@@ -230,8 +231,10 @@ static gr_status read_rows(FILE *f, gr_criteo_data *d, int64_t want, int64_t max
         char why[200];
         gr_status pst;
         if (too_long) {
-            snprintf(why, sizeof(why), "longer than %d bytes (README, \"Limits on input\"); a "
-                     "Criteo line is about 100-300 bytes: is this a TSV file?", GR_CRITEO_MAX_LINE);
+            snprintf(why, sizeof(why),
+                     "longer than %d bytes (README, \"Limits on input\"); a "
+                     "Criteo line is about 100-300 bytes: is this a TSV file?",
+                     GR_CRITEO_MAX_LINE);
             col = GR_CRITEO_MAX_LINE + 1;
             pst = GR_ERR_INPUT;
         } else {
@@ -281,8 +284,8 @@ static gr_status read_rows(FILE *f, gr_criteo_data *d, int64_t want, int64_t max
 /* The skipped lines kept, one error line each (path:line:column), when too few rows remain. */
 static void list_skipped(const gr_criteo_data *d, gr_error *err) {
     for (int i = 0; i < d->nbad; i++)
-        gr_error_at(err, GR_ERR_INPUT, d->path, (int)d->bad[i].line, d->bad[i].column, "skipped: %s",
-                    d->bad[i].why);
+        gr_error_at(err, GR_ERR_INPUT, d->path, (int)d->bad[i].line, d->bad[i].column,
+                    "skipped: %s", d->bad[i].why);
     if (d->skipped > d->nbad)
         gr_error_set(err, GR_ERR_INPUT, d->path, "%lld more malformed lines skipped",
                      (long long)(d->skipped - d->nbad));

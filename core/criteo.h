@@ -21,7 +21,8 @@ extern "C" {
 #define GR_CRITEO_FIELDS (1 + GR_CRITEO_DENSE + GR_CRITEO_CAT)
 #define GR_CRITEO_MAX_ROWS 1000000 /* rows taken when the batch is not given */
 #define GR_CRITEO_KEEP_BAD 8       /* skipped lines remembered for the report */
-#define GR_CRITEO_MAX_LINE 65536   /* bytes in one line, its '\n' excluded (README, "Limits on input") */
+/* bytes in one line, its '\n' excluded (README, "Limits on input") */
+#define GR_CRITEO_MAX_LINE 65536
 
 typedef struct gr_criteo_row {
     float label;                  /* 0 or 1 */

@@ -25,8 +25,8 @@ static size_t body_len(const gr_error *err) {
 
 static void write_note(gr_error *err, size_t at) {
     if (err->hidden <= 0) return;
-    snprintf(err->msg + at, sizeof(err->msg) - at, "%s(%d more problem%s not shown)", at ? "\n" : "",
-             err->hidden, err->hidden == 1 ? "" : "s");
+    snprintf(err->msg + at, sizeof(err->msg) - at, "%s(%d more problem%s not shown)",
+             at ? "\n" : "", err->hidden, err->hidden == 1 ? "" : "s");
 }
 
 static void hide(gr_error *err) {
@@ -46,7 +46,8 @@ static size_t put_cut(char *dst, size_t room, const char *line, size_t len) {
     }
     size_t keep = room - 4;
     /* do not split a UTF-8 sequence */
-    while (keep > 0 && ((unsigned char)line[keep] & 0xC0) == 0x80) keep--;
+    while (keep > 0 && ((unsigned char)line[keep] & 0xC0) == 0x80)
+        keep--;
     memcpy(dst, line, keep);
     memcpy(dst + keep, "...", 4);
     return keep + 3;
@@ -76,15 +77,18 @@ static void append_line(gr_error *err, const char *prefix, const char *fmt, va_l
     size_t body = body_len(err);
     if (already_recorded(err, body, line, len)) return;
     int lines = body ? 1 : 0; /* messages shown (merged and collapsed ones do not count) */
-    for (const char *q = err->msg; q < err->msg + body; q++) lines += *q == '\n';
+    for (const char *q = err->msg; q < err->msg + body; q++)
+        lines += *q == '\n';
     if (err->hidden > 0 || lines >= GR_ERROR_MAX_ITEMS) {
         hide(err);
         return;
     }
     size_t sep = body ? 1 : 0;
     size_t room = sizeof(err->msg) - body - sep; /* bytes left for the line and its NUL */
-    if (room > NOTE_ROOM) room -= NOTE_ROOM;
-    else room = 0;
+    if (room > NOTE_ROOM)
+        room -= NOTE_ROOM;
+    else
+        room = 0;
     if (body == 0) room = sizeof(err->msg) - NOTE_ROOM; /* the first message always shows */
     if (len >= room && body != 0 && room < MIN_CUT) {
         hide(err);
@@ -151,7 +155,7 @@ void gr_error_prefix(gr_error *err, const char *fmt, ...) {
         size_t room = sizeof(out) - o - sep;
         room = room > NOTE_ROOM ? room - NOTE_ROOM : 0;
         if (o == 0) room = sizeof(out) - NOTE_ROOM;
-        if (room < MIN_CUT && o) { /* this line and the rest no longer fit */
+        if (room < MIN_CUT && o) {                   /* this line and the rest no longer fit */
             for (const char *q = p; q && q < end;) { /* count the lines not shown */
                 err->hidden++;
                 q = memchr(q, '\n', (size_t)(end - q));

@@ -11,13 +11,16 @@ gr_status gr_json_write(const char *path, const void *json, const char *what, gr
     const json_t *j = json;
     size_t flags = JSON_INDENT(2) | JSON_REAL_PRECISION(10);
     if (!path || !*path)
-        return gr_error_set(err, GR_ERR_USAGE, NULL, "an empty path was given for the %s output "
-                            "(give a file name, or - for stdout)", what);
+        return gr_error_set(err, GR_ERR_USAGE, NULL,
+                            "an empty path was given for the %s output "
+                            "(give a file name, or - for stdout)",
+                            what);
     int to_stdout = !strcmp(path, "-");
     FILE *f = to_stdout ? stdout : fopen(path, "w");
     if (!f)
-        return gr_error_set(err, GR_ERR_IO, path, "cannot write %s (is the directory writable?): %s",
-                            what, strerror(errno));
+        return gr_error_set(err, GR_ERR_IO, path,
+                            "cannot write %s (is the directory writable?): %s", what,
+                            strerror(errno));
     errno = 0;
     int rc = json_dumpf(j, f, flags);
     if (rc == 0 && fputc('\n', f) == EOF) rc = -1;

@@ -30,14 +30,21 @@ const char *gr_json_type_word(const void *vv) {
 
 static int type_bit(const json_t *v) {
     switch (json_typeof(v)) {
-    case JSON_OBJECT: return GR_JT_OBJECT;
-    case JSON_ARRAY: return GR_JT_ARRAY;
-    case JSON_STRING: return GR_JT_STRING;
-    case JSON_INTEGER: return GR_JT_INT;
-    case JSON_REAL: return GR_JT_REAL;
+    case JSON_OBJECT:
+        return GR_JT_OBJECT;
+    case JSON_ARRAY:
+        return GR_JT_ARRAY;
+    case JSON_STRING:
+        return GR_JT_STRING;
+    case JSON_INTEGER:
+        return GR_JT_INT;
+    case JSON_REAL:
+        return GR_JT_REAL;
     case JSON_TRUE:
-    case JSON_FALSE: return GR_JT_BOOL;
-    case JSON_NULL: return GR_JT_NULL;
+    case JSON_FALSE:
+        return GR_JT_BOOL;
+    case JSON_NULL:
+        return GR_JT_NULL;
     }
     return 0;
 }
@@ -46,16 +53,22 @@ static void types_text(int t, char *out, size_t size) {
     static const struct {
         int bit;
         const char *word;
-    } w[] = {{GR_JT_OBJECT, "an object"}, {GR_JT_ARRAY, "an array"}, {GR_JT_STRING, "a string"},
-             {GR_JT_BOOL, "true or false"}, {GR_JT_NULL, "null"}};
+    } w[] = {{GR_JT_OBJECT, "an object"},
+             {GR_JT_ARRAY, "an array"},
+             {GR_JT_STRING, "a string"},
+             {GR_JT_BOOL, "true or false"},
+             {GR_JT_NULL, "null"}};
     size_t o = 0;
     out[0] = '\0';
     int n = 0;
-    if ((t & GR_JT_NUMBER) == GR_JT_NUMBER) n += snprintf(out, size, "a number");
-    else if (t & GR_JT_INT) n += snprintf(out, size, "a whole number");
+    if ((t & GR_JT_NUMBER) == GR_JT_NUMBER)
+        n += snprintf(out, size, "a number");
+    else if (t & GR_JT_INT)
+        n += snprintf(out, size, "a whole number");
     o = (size_t)n;
     for (size_t i = 0; i < sizeof(w) / sizeof(w[0]) && o < size; i++)
-        if (t & w[i].bit) o += (size_t)snprintf(out + o, size - o, "%s%s", o ? " or " : "", w[i].word);
+        if (t & w[i].bit)
+            o += (size_t)snprintf(out + o, size - o, "%s%s", o ? " or " : "", w[i].word);
 }
 
 int gr_json_check_keys(const void *vobj, const char *path, const gr_json_key *keys,
@@ -72,7 +85,8 @@ int gr_json_check_keys(const void *vobj, const char *path, const gr_json_key *ke
     json_t *val;
     json_object_foreach((json_t *)obj, key, val) {
         const gr_json_key *k = keys;
-        while (k->name && strcmp(k->name, key) != 0) k++;
+        while (k->name && strcmp(k->name, key) != 0)
+            k++;
         char kpath[320];
         snprintf(kpath, sizeof(kpath), "%s%s%.200s", path && path[0] ? path : "",
                  path && path[0] ? "." : "", key);
@@ -82,17 +96,22 @@ int gr_json_check_keys(const void *vobj, const char *path, const gr_json_key *ke
             problems++;
         } else if (!(type_bit(val) & k->types)) {
             char want[160];
-            if (k->expect) snprintf(want, sizeof(want), "%s", k->expect);
-            else types_text(k->types, want, sizeof(want));
-            gr_error_set(err, GR_ERR_INPUT, kpath, "expected %s, got %s", want, json_type_word(val));
+            if (k->expect)
+                snprintf(want, sizeof(want), "%s", k->expect);
+            else
+                types_text(k->types, want, sizeof(want));
+            gr_error_set(err, GR_ERR_INPUT, kpath, "expected %s, got %s", want,
+                         json_type_word(val));
             problems++;
         }
     }
     for (const gr_json_key *k = keys; k->name; k++)
         if (k->required && !json_object_get(obj, k->name)) {
             char want[160];
-            if (k->expect) snprintf(want, sizeof(want), "%s", k->expect);
-            else types_text(k->types, want, sizeof(want));
+            if (k->expect)
+                snprintf(want, sizeof(want), "%s", k->expect);
+            else
+                types_text(k->types, want, sizeof(want));
             gr_error_set(err, GR_ERR_INPUT, here, "missing \"%s\" (%s)", k->name, want);
             problems++;
         }
@@ -274,7 +293,8 @@ static gr_status load_root(gr_workload *wl, json_t *root, gr_error *err) {
                      "this graphrun reads schema_version 1, the file says %d", schema);
     if (seed < 0)
         gr_error_set(err, GR_ERR_INPUT, "seed",
-                     "%lld is negative; a seed is a whole number >= 0 (as --seed)", (long long)seed);
+                     "%lld is negative; a seed is a whole number >= 0 (as --seed)",
+                     (long long)seed);
     if (!name[0]) gr_error_set(err, GR_ERR_INPUT, "name", "is empty; name the workload");
     if (strlen(name) >= sizeof(wl->name))
         gr_error_set(err, GR_ERR_INPUT, "name", "is %zu characters; at most %zu", strlen(name),
@@ -408,7 +428,8 @@ void gr_workload_param_names(const gr_workload *wl, char *buf, size_t size) {
 gr_status gr_workload_set(gr_workload *wl, const char *assignment, gr_error *err) {
     const char *eq = strchr(assignment, '=');
     char where[320];
-    snprintf(where, sizeof(where), "--set %.100s%s", assignment, strlen(assignment) > 100 ? "..." : "");
+    snprintf(where, sizeof(where), "--set %.100s%s", assignment,
+             strlen(assignment) > 100 ? "..." : "");
     if (!eq || eq == assignment)
         return gr_error_set(err, GR_ERR_USAGE, where, "expected name=value, e.g. --set n=4096");
     char name[64];

@@ -47,8 +47,15 @@ typedef struct gr_workload {
  * gr_json_check_keys so that a wrong type names its key ("name: expected a string, got null"),
  * which json_unpack_ex's messages do not. */
 enum {
-    GR_JT_OBJECT = 1, GR_JT_ARRAY = 2, GR_JT_STRING = 4, GR_JT_INT = 8, GR_JT_REAL = 16,
-    GR_JT_BOOL = 32, GR_JT_NULL = 64, GR_JT_NUMBER = GR_JT_INT | GR_JT_REAL, GR_JT_ANY = 127
+    GR_JT_OBJECT = 1,
+    GR_JT_ARRAY = 2,
+    GR_JT_STRING = 4,
+    GR_JT_INT = 8,
+    GR_JT_REAL = 16,
+    GR_JT_BOOL = 32,
+    GR_JT_NULL = 64,
+    GR_JT_NUMBER = GR_JT_INT | GR_JT_REAL,
+    GR_JT_ANY = 127
 };
 typedef struct gr_json_key {
     const char *name;
@@ -59,8 +66,8 @@ typedef struct gr_json_key {
 /* Reports every unknown key, missing required key and value of the wrong type of `obj` (a
  * json_t object), at "PATH.KEY" ("KEY" when path is ""; unknown keys at PATH or "(top level)").
  * `what` names the object in the hint ("a buffer"). Returns the number of problems. */
-int gr_json_check_keys(const void *obj, const char *path, const gr_json_key *keys,
-                       const char *what, gr_error *err);
+int gr_json_check_keys(const void *obj, const char *path, const gr_json_key *keys, const char *what,
+                       gr_error *err);
 /* "a string", "null", ...: a JSON value's type, for messages. */
 const char *gr_json_type_word(const void *v);
 

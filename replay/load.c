@@ -35,8 +35,8 @@ gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_lo
     char *text = NULL;
     size_t len = 0;
     int from_stdin = req->path == gr_load_stdin;
-    gr_status st = from_stdin ? gr_stream_read_all(stdin, "<stdin>", gr_file_limit(GR_FILE_WORKLOAD),
-                                                   &text, &len, e)
+    gr_status st = from_stdin ? gr_stream_read_all(stdin, "<stdin>",
+                                                   gr_file_limit(GR_FILE_WORKLOAD), &text, &len, e)
                               : read_file(req->path, &text, &len, e);
     if (st != GR_OK) return st;
     l->source_hash = gr_fnv1a(GR_FNV_OFFSET, text, len);
@@ -54,9 +54,10 @@ gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_lo
         unsigned long long s = strtoull(d, &end, 10);
         if (!*d || strspn(d, "0123456789") != strlen(d) || errno == ERANGE || *end ||
             s > (unsigned long long)INT64_MAX)
-            return gr_error_set(e, GR_ERR_USAGE, "--seed",
-                                "expected a whole number in [0, %lld] (digits only), got \"%.64s%s\"",
-                                (long long)INT64_MAX, req->seed, strlen(req->seed) > 64 ? "..." : "");
+            return gr_error_set(
+                e, GR_ERR_USAGE, "--seed",
+                "expected a whole number in [0, %lld] (digits only), got \"%.64s%s\"",
+                (long long)INT64_MAX, req->seed, strlen(req->seed) > 64 ? "..." : "");
         l->wl->seed = (uint64_t)s;
     }
     if (req->before_resolve && req->before_resolve(req->user, l->wl, e) != GR_OK) return e->code;
