@@ -67,7 +67,8 @@ gr_tol gr_tol_derive(gr_dtype t, double roundings, double depth) {
 }
 
 gr_tol gr_tol_from_rtol(gr_dtype t, double rtol) {
-    gr_tol tol = {rtol, GR_TOL_ATOL_K * rtol, 2 * gr_dtype_unit_roundoff(t)};
+    double ulp = 2 * gr_dtype_unit_roundoff(t);
+    gr_tol tol = {rtol, GR_TOL_ATOL_K * rtol, rtol > ulp ? rtol : ulp};
     return tol;
 }
 

@@ -43,8 +43,9 @@ typedef struct gr_tol {
 /* Tolerances of an output rounded `roundings` times to dtype t and accumulated in fp32 through
  * `depth` additions on its longest path. */
 gr_tol gr_tol_derive(gr_dtype t, double roundings, double depth);
-/* The element bounds that go with a relative-L2 tolerance: atol = K * rtol, rtol_elem = 2 u
- * (one ulp of the final store). */
+/* The element bounds that go with a relative-L2 tolerance: atol = K * rtol and rtol_elem =
+ * max(rtol, 2 u): an element may be off by the L2 tolerance relative to itself, and by at least
+ * one ulp of the final store. */
 gr_tol gr_tol_from_rtol(gr_dtype t, double rtol);
 
 uint16_t gr_f32_to_bf16(float f); /* round to nearest even, NaN kept NaN */

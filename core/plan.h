@@ -66,7 +66,7 @@ typedef struct gr_buffer {
     /* outputs' tolerances (core/dtype.h gr_tol, docs/verification.md); see gr_buffer_tol */
     double rtol;        /* relative L2 tolerance */
     double atol;        /* element-wise, in units of rms(ref); 0: GR_TOL_ATOL_K * rtol */
-    double rtol_elem;   /* element-wise relative; 0: 2 u(dtype) */
+    double rtol_elem;   /* element-wise relative; 0: max(rtol, 2 u(dtype)) */
     double tol_roundings, tol_depth; /* the formula's inputs when derived ("depth" given) */
     int tol_source;     /* GR_TOL_DEFAULT, GR_TOL_DERIVED or GR_TOL_EXPLICIT ("rtol" given) */
     const void *host_data; /* GR_INIT_HOST: bytes to copy in (owned by the caller) */

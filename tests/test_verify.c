@@ -118,10 +118,12 @@ static void test_tolerance_formula(void) {
     CU_ASSERT_DOUBLE_EQUAL(t.rtol, GR_TOL_C * u32 * sqrt(17 * 16 + 16 * 10240.0), 1e-12);
     CU_ASSERT_TRUE(t.rtol > 1e-5 && t.rtol < 1.3e-5);
     CU_ASSERT_DOUBLE_EQUAL(t.atol, GR_TOL_ATOL_K * t.rtol, 1e-15);
-    CU_ASSERT_DOUBLE_EQUAL(t.rtol_elem, 2 * u32, 0);
+    CU_ASSERT_DOUBLE_EQUAL(t.rtol_elem, t.rtol, 0);
+    CU_ASSERT_DOUBLE_EQUAL(gr_tol_from_rtol(GR_FP32, 1e-8).rtol_elem, 2 * u32, 0); /* one ulp */
     t = gr_tol_derive(GR_BF16, 17 * 16, 16 * (2048 + 8192));
     CU_ASSERT_TRUE(t.rtol > 0.025 * 1.2 && t.rtol < 0.025 * 1.4); /* just above the measured 2.5% */
-    CU_ASSERT_DOUBLE_EQUAL(t.rtol_elem, 2 * u16, 0);
+    CU_ASSERT_DOUBLE_EQUAL(t.rtol_elem, t.rtol, 0);
+    CU_ASSERT_DOUBLE_EQUAL(gr_tol_from_rtol(GR_BF16, 1e-3).rtol_elem, 2 * u16, 0);
     t = gr_tol_derive(GR_INT32, 100, 100);
     CU_ASSERT_DOUBLE_EQUAL(t.rtol, 0, 0);
 }
