@@ -180,6 +180,55 @@ static void test_outputs_refused(void) {
     }
 }
 
+/* The rule "a tolerance may only be loosened with a measured reason written next to it", for the
+ * bundled workloads: every explicit rtol or atol carries a doc, and no x of the decode workloads
+ * is back at a fixed rtol. */
+static int outputs_documented(json_t *outputs, const char *file, const char *where) {
+    int bad = 0;
+    size_t i;
+    json_t *el;
+    json_array_foreach(outputs, i, el) {
+        if (!json_is_object(el)) continue;
+        int expl = json_object_get(el, "rtol") || json_object_get(el, "atol");
+        const char *doc = json_string_value(json_object_get(el, "doc"));
+        if (expl && (!doc || strlen(doc) < 20)) {
+            fprintf(stderr, "\n    %s %s[%zu]: an explicit tolerance without its reason in \"doc\"",
+                    file, where, i);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+static void test_bundled_tolerances_documented(void) {
+    static const char *files[] = {"decode_step.json", "decode_tp.json", "dlrm_small.json",
+                                  "launch_bound.json", "pointwise_fusion.json",
+                                  "capture_breakers.json"};
+    int bad = 0;
+    for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+        char rel[96];
+        snprintf(rel, sizeof(rel), "workloads/%s", files[f]);
+        json_error_t je;
+        json_t *j = json_load_file(gr_test_src(rel), 0, &je);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+        bad += outputs_documented(json_object_get(j, "outputs"), files[f], "outputs");
+        const char *name;
+        json_t *v;
+        json_object_foreach(json_object_get(j, "variants"), name, v) {
+            char where[128];
+            snprintf(where, sizeof(where), "variants.%s.outputs", name);
+            bad += outputs_documented(json_object_get(v, "outputs"), files[f], where);
+        }
+        if (!strncmp(files[f], "decode", 6)) {
+            json_t *x = json_array_get(json_object_get(j, "outputs"), 0);
+            CU_ASSERT_PTR_NULL(json_object_get(x, "rtol"));
+            CU_ASSERT_PTR_NOT_NULL(json_object_get(x, "depth"));
+        }
+        json_decref(j);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* graphrun validate: exit 2 naming the path; the plan lists each output's tolerances */
 static void test_validate_cli(void) {
     static char out[1 << 20];
@@ -414,6 +463,7 @@ static CU_TestInfo verify_tests[] = {
     {"outputs: derived and explicit", test_outputs_derived},
     {"outputs: refused values", test_outputs_refused},
     {"validate prints tolerances", test_validate_cli},
+    {"bundled tolerances carry their reasons", test_bundled_tolerances_documented},
     {"decode: corrupted x fails (small)", test_decode_corrupt_small},
     {"report says what was checked", test_report_says_what_was_checked},
     CU_TEST_INFO_NULL,
