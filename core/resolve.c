@@ -359,6 +359,13 @@ static int run_repeat(rctx *c, json_t *obj, const char *path, const char *key, b
                                 {NULL, 0, 0, NULL}};
     char what[64];
     snprintf(what, sizeof(what), "a repeat block of %s", key);
+    if (!json_object_get(obj, key)) {
+        gr_error_set(c->err, GR_ERR_INPUT, path,
+                     "missing \"%s\" (a repeat block is {\"repeat\": COUNT, \"var\": \"i\", \"%s\": "
+                     "[...]})",
+                     key, key);
+        return -1;
+    }
     if (gr_json_check_keys(obj, path, keys, what, c->err)) return -1;
     if (json_unpack_ex(obj, &jerr, JSON_STRICT, fmt, "repeat", &count, "var", &var, key, &list,
                        "doc", &doc) != 0) {
