@@ -699,7 +699,7 @@ static int dispatch(int argc, char **argv) {
         if (argc > 3)
             return usage_error(usage_main, "help takes one COMMAND, got also \"%s\"", argv[3]);
         const char *sub = argc > 2 ? argv[2] : NULL;
-        if (!sub) {
+        if (!sub || !strcmp(sub, "--help") || !strcmp(sub, "-h")) {
             fputs(usage_main, stdout);
             return 0;
         }
