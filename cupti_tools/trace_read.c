@@ -509,10 +509,12 @@ static void exclude_bad_times(gr_trace *t) {
         t->region.v[k++] = *g;
     }
     t->region.n = k;
-    /* queued <= submitted <= start, or the kernel's latency is unknown (not negative) */
+    /* queued <= submitted <= start, or the kernel's latency is unknown (not negative). A kernel
+     * with only one of the two stamps (CUPTI leaves the other unknown, as for kernels of a
+     * graph launch on the H200) has no latency to check: the analysis uses pairs only. */
     for (size_t i = 0; i < t->gpu.n; i++) {
         gr_tr_gpu *g = &t->gpu.v[i];
-        if (!g->q && !g->sub) continue;
+        if (!g->q || !g->sub) continue;
         if (g->q > 0 && g->q <= g->sub && g->sub <= g->s) continue;
         g->q = g->sub = 0;
         if (t->excl_latency.n++ == 0) t->excl_latency.first_line = g->line;

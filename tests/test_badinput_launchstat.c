@@ -254,6 +254,18 @@ static void test_bad_times(void) {
     CU_ASSERT_EQUAL(t->excl_outside.first_line, 5);
     gr_trace_destroy(t);
     puts_("lat.jsonl", lat);
+
+    /* one stamp alone (kernels of a graph launch traced on the H200 with latency on carry one
+     * of the two): no latency, and nothing out of order (gpu_cupti's injection trace, 5550 such
+     * kernels, was warned about) */
+    const char *single = HDR NAME1
+        "{\"t\":\"k\",\"n\":1,\"s\":1000,\"e\":2000,\"sub\":950,\"str\":7,\"corr\":1}\n"
+        "{\"t\":\"k\",\"n\":1,\"s\":3000,\"e\":4000,\"q\":2950,\"str\":7,\"corr\":2}\n" END(2);
+    gr_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(gr_trace_load_mem(single, strlen(single), "s.jsonl", 0, &t, &err), GR_OK);
+    CU_ASSERT_EQUAL(t->gpu.n, 2);
+    CU_ASSERT_EQUAL(t->excl_latency.n, 0);
+    gr_trace_destroy(t);
     CU_ASSERT_EQUAL(ls("report lat.jsonl"), 0);
     GR_ASSERT_CONTAINS(out, "WARNING  1 kernel with queued/submitted timestamps out of order (queued <= submitted "
                             "<= start fails; first at line 4): their latency is left out");
