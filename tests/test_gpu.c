@@ -1,7 +1,7 @@
 /* GPU suites: every kernel against its CPU reference on random sizes (odd ones included) and
  * dtypes, eager == graph == reference for the bundled workloads, captured node counts against
  * the plan, capture modes, multi-stream fork/join, and the run driver end to end. Without a
- * device each test prints "SKIPPED: no CUDA device" and passes. */
+ * device each test prints "SKIPPED: no CUDA device" and counts as skipped. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

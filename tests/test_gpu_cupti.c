@@ -7,7 +7,7 @@
  * another CUPTI subscriber, and zero dropped records with a deliberately tiny buffer pool.
  * Every test prints what it saw (record counts by kind, the collector's own counts, how API
  * records were enabled, warnings, per-region numbers), so a failure is diagnosable from the log.
- * Without a device every test prints "SKIPPED: no CUDA device" and passes. */
+ * Without a device every test prints "SKIPPED: no CUDA device" and counts as skipped. */
 #include <cuda_runtime_api.h>
 #include <jansson.h>
 #include <limits.h>

@@ -5,7 +5,7 @@
  * against the plan, programmatic dependent launch, several steps without re-initialisation (the
  * fused kernels' accumulators must be re-zeroed inside each step), the default size, and the
  * shared-memory carveout setup gives the step's kernels. Without a
- * device each test prints "SKIPPED: no CUDA device" and passes. */
+ * device each test prints "SKIPPED: no CUDA device" and counts as skipped. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>

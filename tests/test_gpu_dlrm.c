@@ -9,7 +9,7 @@
  * reference for every dlrm_small variant at B in {1, 7, 128, 2048} (with PDL, multi-hot bags
  * and every Linear impl too, B = 1000 and 2048 all tiled) and the variants against each other,
  * the 2-stream graph's parallel branch (roots and critical path of the captured graph), and
- * --input end to end. Without a device each test prints "SKIPPED: no CUDA device" and passes. A
+ * --input end to end. Without a device each test prints "SKIPPED: no CUDA device" and counts as skipped. A
  * failure names the case, the check (buffer, eager/graph vs ref/eager) and its error. */
 #include <cuda_runtime_api.h>
 #include <jansson.h>
@@ -426,8 +426,8 @@ static void test_linear_tc_configs(void) {
 /* impl wg runs only on compute capability 9.0 (sm_90a code); elsewhere its tests say so. */
 static int wg_device(void) {
     if (info.cc_major == 9 && info.cc_minor == 0) return 1;
-    fprintf(stderr, "\n    SKIPPED: impl wg needs compute capability 9.0 (this GPU: %d.%d)",
-            info.cc_major, info.cc_minor);
+    gr_test_skip("impl wg", "needs compute capability 9.0 (this GPU: %d.%d)", info.cc_major,
+                 info.cc_minor);
     return 0;
 }
 

@@ -5,7 +5,7 @@
  * step in eager and replay timing, per op in eager runs and captures, workload and variant in the
  * messages, counts from the run's options, untraced and traced runs alike), the "nvtx" records in
  * the trace, the Chrome JSON's structure, and the HTML against the run's own --json numbers.
- * Without a device it prints "SKIPPED: no CUDA device" and passes. */
+ * Without a device it prints "SKIPPED: no CUDA device" and counts as skipped. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
