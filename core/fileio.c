@@ -75,9 +75,10 @@ gr_status gr_file_open(const char *path, gr_file_kind kind, FILE **out, uint64_t
         fmt_size(limit, max, sizeof(max));
         close(fd);
         return gr_error_set(err, GR_ERR_INPUT, path,
-                            "the %s is %s, over the %s limit for a %s (README, \"Limits on "
-                            "input\"): is this the right file?",
-                            what, have, max, what);
+                            "the %s is %s (%llu bytes), over the %s (%llu bytes) limit for a %s "
+                            "(README, \"Limits on input\"): is this the right file?",
+                            what, have, (unsigned long long)st.st_size, max,
+                            (unsigned long long)limit, what);
     }
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);

@@ -125,7 +125,7 @@ static void test_oversized_workload(void) {
     close(fd);
     snprintf(args, sizeof(args), "validate %s", path);
     EXPECT_RC(gr_test_graphrun(args, out, sizeof(out)), 2);
-    GR_ASSERT_CONTAINS(out, "the workload file is 65.0 MiB, over the 64.0 MiB limit");
+    GR_ASSERT_CONTAINS(out, "the workload file is 65.0 MiB (68157440 bytes), over the 64.0 MiB (67108864 bytes) limit");
     GR_ASSERT_CONTAINS(out, "Limits on input");
     unlink(path);
 }

@@ -122,7 +122,7 @@ static void test_unbounded_reads(void) {
     fclose(hf);
     if (sized) {
         CU_ASSERT_EQUAL(ls("report huge.jsonl"), 2);
-        GR_ASSERT_CONTAINS(out, "huge.jsonl: the trace file is 8.0 GiB, over the 8.0 GiB limit for a trace file");
+        GR_ASSERT_CONTAINS(out, "huge.jsonl: the trace file is 8.0 GiB (8589934593 bytes), over the 8.0 GiB (8589934592 bytes) limit for a trace file");
     }
     unlink(huge);
 
