@@ -168,7 +168,6 @@ static int usage_error(const sopts *o, const char *fmt, const char *arg) {
 
 static int fail(const gr_error *e) {
     fprintf(stderr, "graphrun: %s\n", e->msg);
-    if (e->truncated) fprintf(stderr, "graphrun: (more problems were found; fix these first)\n");
     return gr_exit_code(e->code);
 }
 

@@ -222,7 +222,6 @@ static int parse_args(int argc, char **argv, tp_cli *c) {
 
 static int fail(const gr_error *e) {
     fprintf(stderr, "graphrun tp: %s\n", e->msg);
-    if (e->truncated) fprintf(stderr, "graphrun tp: (more problems were found; fix these first)\n");
     return gr_exit_code(e->code);
 }
 
