@@ -93,6 +93,15 @@ gr_status gr_file_open(const char *path, gr_file_kind kind, FILE **out, uint64_t
     return GR_OK;
 }
 
+static gr_status over_limit(const char *label, uint64_t limit, gr_error *err) {
+    char max[32];
+    fmt_size(limit, max, sizeof(max));
+    return gr_error_set(err, GR_ERR_INPUT, label,
+                        "more than %s: over the limit for this input (README, \"Limits on "
+                        "input\")",
+                        max);
+}
+
 gr_status gr_stream_read_all(FILE *f, const char *label, uint64_t limit, char **out, size_t *len,
                              gr_error *err) {
     *out = NULL;
@@ -103,13 +112,8 @@ gr_status gr_stream_read_all(FILE *f, const char *label, uint64_t limit, char **
     for (;;) {
         if (n + 1 >= cap) {
             if ((uint64_t)n >= limit) {
-                char max[32];
-                fmt_size(limit, max, sizeof(max));
                 free(buf);
-                return gr_error_set(err, GR_ERR_INPUT, label,
-                                    "more than %s: over the limit for this input (README, "
-                                    "\"Limits on input\")",
-                                    max);
+                return over_limit(label, limit, err);
             }
             size_t want = cap * 2;
             if ((uint64_t)want > limit + 2) want = (size_t)limit + 2;
@@ -131,13 +135,8 @@ gr_status gr_stream_read_all(FILE *f, const char *label, uint64_t limit, char **
         return gr_error_set(err, GR_ERR_IO, label, "read failed: %s", strerror(e));
     }
     if ((uint64_t)n > limit) {
-        char max[32];
-        fmt_size(limit, max, sizeof(max));
         free(buf);
-        return gr_error_set(err, GR_ERR_INPUT, label,
-                            "more than %s: over the limit for this input (README, \"Limits on "
-                            "input\")",
-                            max);
+        return over_limit(label, limit, err);
     }
     buf[n] = '\0';
     *out = buf;
