@@ -1,16 +1,17 @@
 /* Checked capture and piecewise capture. A checked capture is an ordinary capture (capture.c)
  * with the capture checker recording (cupti_tools/capcheck.h) and each call tagged with the op
- * in progress; its recording is classified into findings (check.h). Piecewise capture splits a
- * plan's ops into maximal capturable segments around the ops that break or escape capture,
- * captures each segment into its own graph (checked, so that a segment that still breaks names
- * its next culprit), and replays the step as graph launches with the breaking ops run eagerly
- * in between, on the same streams and through the same launch path as eager runs. */
+ * in progress; its recording is classified into findings (cupti_tools/capclass.h). Piecewise
+ * capture splits a plan's ops into maximal capturable segments around the ops that break or
+ * escape capture, captures each segment into its own graph (checked, so that a segment that
+ * still breaks names its next culprit), and replays the step as graph launches with the breaking
+ * ops run eagerly in between, on the same streams and through the same launch path as eager
+ * runs. */
 #ifndef GR_PIECEWISE_H
 #define GR_PIECEWISE_H
 
 #include "capture/capture.h"
-#include "capture/check.h"
 #include "core/device.h"
+#include "cupti_tools/capclass.h"
 #include "cupti_tools/capevents.h"
 
 #ifdef __cplusplus

@@ -3,7 +3,7 @@
  * driver API call made while any stream captures, with what capture checking needs from its
  * parameters (stream, event, copy direction and host pointer, capture mode), the graphrun op in
  * progress or the thread's NVTX range stack, and the tracker's view of the stream. The
- * recording (capevents.h) is classified by capture/check.c.
+ * recording (capevents.h) is classified by capclass.c.
  *
  * graphrun starts it around a capture and stops it right after (gr_capcheck_stop with finalize
  * detaches CUPTI, so timing runs are untouched); the injection library starts it for the life of

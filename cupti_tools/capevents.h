@@ -1,5 +1,5 @@
 /* Capture checking, the data side: the API calls made while a stream captures, as the recorder
- * (capcheck.c, inside CUPTI's callbacks) writes them and the classifier (capture/check.c) reads
+ * (capcheck.c, inside CUPTI's callbacks) writes them and the classifier (capclass.c) reads
  * them; the API kinds by name; the tracker of which streams belong to which capture; and the
  * JSON-lines form of a recording (tests/data/capcheck_*.jsonl). Pure C, no CUDA or CUPTI: a
  * recording made on the GPU is read and classified anywhere. */

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "capture/check.h"
+#include "cupti_tools/capclass.h"
 #include "cupti_tools/capevents.h"
 #include "cupti_tools/report.h"
 

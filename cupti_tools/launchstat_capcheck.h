@@ -1,6 +1,6 @@
 /* `cupti-launchstat --capture-check -- CMD`: after CMD ran with the capture checker injected
- * (inject.c, GR_LAUNCHSTAT_CAPCHECK=1), its recording is classified (capture/check.c: the
- * command sits on top of the layers, as graphrun does) and every finding printed. */
+ * (inject.c, GR_LAUNCHSTAT_CAPCHECK=1), its recording is classified (capclass.c) and every
+ * finding printed. */
 #ifndef GR_LAUNCHSTAT_CAPCHECK_H
 #define GR_LAUNCHSTAT_CAPCHECK_H
 

@@ -9,8 +9,8 @@
 
 #include <stdio.h>
 
-#include "capture/check.h"
 #include "capture/piecewise.h"
+#include "cupti_tools/capclass.h"
 #include "replay/timing.h"
 
 #ifdef __cplusplus

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "capture/check.h"
+#include "cupti_tools/capclass.h"
 
 typedef struct gr_cc_expect {
     const char *pattern;

@@ -15,10 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "capture/check.h"
 #include "capture/piecewise.h"
 #include "core/kernel.h"
 #include "cupti_tools/capcheck.h"
+#include "cupti_tools/capclass.h"
 #include "cupti_tools/capevents.h"
 #include "cupti_tools/jsonl.h"
 #include "kernels/breakers.h"

@@ -17,11 +17,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "capture/check.h"
 #include "capture/piecewise.h"
 #include "core/device.h"
 #include "core/workload.h"
 #include "cupti_tools/capcheck.h"
+#include "cupti_tools/capclass.h"
 #include "kernels/registry.h"
 #include "replay/run.h"
 #include "replay/session.h"

@@ -12,8 +12,8 @@
  * thread makes after switching itself to relaxed mode (cudaThreadExchangeStreamCaptureMode, as
  * PyTorch's caching allocator does for a graph's private pool) is deliberate: counted, not
  * flagged. */
-#ifndef GR_CAPTURE_CHECK_H
-#define GR_CAPTURE_CHECK_H
+#ifndef GR_CAPCLASS_H
+#define GR_CAPCLASS_H
 
 #include <stdint.h>
 #include <stdio.h>

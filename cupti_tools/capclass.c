@@ -1,7 +1,7 @@
-/* Capture checking, the classification (check.h): replays a recording through the capture
+/* Capture checking, the classification (capclass.h): replays a recording through the capture
  * tracker and applies one rule per API kind. Pure C; the messages here are the ones users read,
  * and tests/test_capcheck.c triggers each of them. */
-#include "capture/check.h"
+#include "cupti_tools/capclass.h"
 
 #include <inttypes.h>
 #include <jansson.h>
