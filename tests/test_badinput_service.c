@@ -20,6 +20,16 @@
 #include "service_util.h"
 #include "tests.h"
 
+/* Under AddressSanitizer freed memory sits in its quarantine (up to 256 MB by default), so the
+ * RSS a bounded service reaches after N handled requests is several times the plain build's:
+ * the bound is widened there, still far under the unbounded growth it guards against (160 ->
+ * 929 MB for 1.4 M pipelined requests before the fix). Seen in CI's ASan build: +33 MiB. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_BOUND_KIB(kib) ((kib) * 4)
+#else
+#define RSS_BOUND_KIB(kib) (kib)
+#endif
+
 #define STATUS_LINE "{\"schema_version\": 1, \"cmd\": \"status\"}"
 
 /* A request on a fresh connection; the final reply (NULL on timeout). */
@@ -106,7 +116,7 @@ static void test_bad_workload_files(void) {
     json_decref(j);
     long rss1 = svc_rss_kib(pid);
     printf("\n    service RSS %ld -> %ld KiB", rss0, rss1);
-    CU_ASSERT_TRUE(rss1 > 0 && rss1 - rss0 < 64 * 1024);
+    CU_ASSERT_TRUE(rss1 > 0 && rss1 - rss0 < RSS_BOUND_KIB(64 * 1024));
     svc_env_done(&s);
 }
 
@@ -138,7 +148,7 @@ static void test_capture_over_host_memory(void) {
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "graphs")), 0);
     json_decref(j);
     long rss1 = svc_rss_kib(pid);
-    CU_ASSERT_TRUE(rss1 > 0 && rss1 - rss0 < 64 * 1024);
+    CU_ASSERT_TRUE(rss1 > 0 && rss1 - rss0 < RSS_BOUND_KIB(64 * 1024));
     svc_env_done(&s);
 }
 
@@ -209,7 +219,7 @@ static void test_pipelining_backpressure(void) {
     json_decref(j);
     long rss1 = svc_rss_kib(pid);
     printf("; service RSS %ld -> %ld KiB", rss0, rss1);
-    CU_ASSERT_TRUE(rss1 > 0 && rss1 - rss0 < 32 * 1024);
+    CU_ASSERT_TRUE(rss1 > 0 && rss1 - rss0 < RSS_BOUND_KIB(32 * 1024));
     /* reading now: the replies come in order, and the service goes on with the rest */
     static char buf[1 << 16];
     int in_order = 1;
@@ -403,7 +413,7 @@ static void test_hundred_clients(void) {
     }
     CU_ASSERT_TRUE(back);
     long rss1 = svc_rss_kib(pid);
-    CU_ASSERT_TRUE(rss1 > 0 && rss1 - rss0 < 32 * 1024);
+    CU_ASSERT_TRUE(rss1 > 0 && rss1 - rss0 < RSS_BOUND_KIB(32 * 1024));
     char *log = svc_slurp(s.log);
     GR_ASSERT_CONTAINS(log, "too many connections");
     free(log);
