@@ -23,8 +23,8 @@
 #include "replay/trace.h"
 #include "cli/cmd_service.h"
 #include "cli/cmd_tp.h"
+#include "gr_version.h"
 
-#define GR_VERSION "0.1.0"
 #define MAX_SETS 64
 
 typedef struct cli {
@@ -693,7 +693,7 @@ static int dispatch(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(cmd, "--version")) {
-        printf("graphrun %s\n", GR_VERSION);
+        printf("graphrun %s (built with CUDA %s)\n", GR_VERSION, GR_CUDA_BUILD_VERSION);
         return 0;
     }
     if (!strcmp(cmd, "help")) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/kernel.h"
+#include "gr_version.h"
 
 void gr_fmt_bytes(double b, char *out, size_t size) {
     if (b >= 1e9) snprintf(out, size, "%.2f GB", b / 1e9);
@@ -163,6 +164,7 @@ void gr_plan_print(FILE *f, const gr_plan *p, int max_ops) {
 void *gr_plan_to_json(const gr_plan *p) {
     json_t *root = json_object();
     json_object_set_new(root, "schema_version", json_integer(1));
+    json_object_set_new(root, "graphrun_version", json_string(GR_VERSION));
     json_object_set_new(root, "workload", json_string(p->workload));
     json_object_set_new(root, "variant", json_string(p->variant));
     json_object_set_new(root, "source", json_string(p->source));

@@ -541,23 +541,37 @@ static int device_problem(char *why, size_t size) {
     return 0;
 }
 
+/* The injection library: $GR_LAUNCHSTAT_INJECTION if set; else, relative to this executable
+ * (/proc/self/exe), <exe dir>/../lib/graphrun/ (an install: cmake --install) and then
+ * <exe dir>/ (the build tree, where CMake writes both). The error names every path tried. */
 static int find_injection(char *out, size_t size, gr_error *e) {
     const char *env = getenv("GR_LAUNCHSTAT_INJECTION");
     if (env && env[0]) {
         snprintf(out, size, "%s", env);
+        if (access(out, R_OK) != 0)
+            return gr_error_set(e, GR_ERR_IO, out,
+                                "cannot read the injection library: %s (set GR_LAUNCHSTAT_INJECTION=/path/to/%s)",
+                                strerror(errno), INJECTION_NAME);
     } else {
         char self[PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
         self[n > 0 ? n : 0] = '\0';
         char *slash = strrchr(self, '/');
         if (slash) *slash = '\0';
+        char installed[PATH_MAX + 64];
+        snprintf(installed, sizeof(installed), "%s/../lib/graphrun/%s", self, INJECTION_NAME);
         snprintf(out, size, "%s/%s", self, INJECTION_NAME);
+        if (access(installed, R_OK) == 0) {
+            snprintf(out, size, "%s", installed);
+        } else if (access(out, R_OK) != 0) {
+            return gr_error_set(e, GR_ERR_IO, out,
+                                "cannot read the injection library: %s (also tried %s; it is installed in "
+                                "lib/graphrun/ beside bin/, and built next to cupti-launchstat; "
+                                "set GR_LAUNCHSTAT_INJECTION=/path/to/%s)",
+                                strerror(errno), installed, INJECTION_NAME);
+        }
     }
-    if (access(out, R_OK) != 0)
-        return gr_error_set(e, GR_ERR_IO, out,
-                            "cannot read the injection library: %s (it is built next to cupti-launchstat; "
-                            "set GR_LAUNCHSTAT_INJECTION=/path/to/%s)", strerror(errno), INJECTION_NAME);
-    if (out[0] != '/') {
+    if (out[0] != '/' || strstr(out, "/../")) {
         char abs[PATH_MAX];
         if (realpath(out, abs)) snprintf(out, size, "%s", abs);
     }
@@ -774,7 +788,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("cupti-launchstat %s (trace schema %d)\n", GR_LAUNCHSTAT_VERSION, GR_TRACE_SCHEMA_VERSION);
+        printf("cupti-launchstat %s (graphrun %s; trace schema %d; built with CUDA %s)\n", GR_LAUNCHSTAT_VERSION, GR_VERSION,
+               GR_TRACE_SCHEMA_VERSION, GR_CUDA_BUILD_VERSION);
         return 0;
     }
     if (!strcmp(argv[1], "help")) {

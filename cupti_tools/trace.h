@@ -8,13 +8,15 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "gr_version.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define GR_TRACE_SCHEMA_VERSION 1
-#define GR_LAUNCHSTAT_VERSION "0.1.0"
+/* the tools' one version, project(VERSION) in CMakeLists.txt (gr_version.h is generated) */
+#define GR_LAUNCHSTAT_VERSION GR_VERSION
 
 /* API categories, from the function name (cudaLaunchKernel -> LAUNCH, ...). The collector uses
  * them to choose which APIs to record, the analysis to group them. */

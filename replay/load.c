@@ -3,10 +3,12 @@
 #include "replay/load.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/expr.h"
 #include "core/fileio.h"
@@ -29,19 +31,62 @@ static gr_status read_file(const char *path, char **out, size_t *len, gr_error *
     return gr_file_read_all(path, GR_FILE_WORKLOAD, out, len, err);
 }
 
+/* The installed workloads: <exe dir>/../share/graphrun/workloads (cmake --install). Fills `dir`
+ * and returns 1 when that directory exists, i.e. when this graphrun runs from an install. */
+static int installed_workloads(char *dir, size_t size) {
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) return 0;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash) return 0;
+    *slash = '\0';
+    snprintf(dir, size, "%s/../share/graphrun/workloads", self);
+    char abs[PATH_MAX];
+    if (!realpath(dir, abs)) return 0;
+    snprintf(dir, size, "%s", abs);
+    return 1;
+}
+
+/* A relative workload path that the current directory lacks ("workloads/decode_step.json" run
+ * from elsewhere) is looked up in the installed workloads, without its leading "workloads/".
+ * Returns the path to read: `path` itself, or `alt` filled with the installed file. `tried` gets
+ * the installed path looked at when that was missing too ("" when there is no install). */
+static const char *workload_path(const char *path, char *alt, size_t size, char *tried, size_t tsize) {
+    tried[0] = '\0';
+    if (path[0] == '/' || access(path, F_OK) == 0 || errno != ENOENT) return path;
+    char dir[PATH_MAX];
+    if (!installed_workloads(dir, sizeof(dir))) return path;
+    const char *rel = path;
+    while (!strncmp(rel, "./", 2)) rel += 2;
+    if (!strncmp(rel, "workloads/", 10)) rel += 10;
+    snprintf(alt, size, "%s/%s", dir, rel);
+    if (access(alt, F_OK) == 0) return alt;
+    snprintf(tried, tsize, "%s", alt);
+    return path;
+}
+
 gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_loaded *l,
                           gr_error *e) {
     memset(l, 0, sizeof(*l));
     char *text = NULL;
     size_t len = 0;
     int from_stdin = req->path == gr_load_stdin;
+    char alt[PATH_MAX + 16], tried[PATH_MAX + 16];
+    /* the file read: the plans' and reports' "source" */
+    const char *path = from_stdin ? req->path : workload_path(req->path, alt, sizeof(alt), tried, sizeof(tried));
     gr_status st = from_stdin ? gr_stream_read_all(stdin, "<stdin>",
                                                    gr_file_limit(GR_FILE_WORKLOAD), &text, &len, e)
-                              : read_file(req->path, &text, &len, e);
-    if (st != GR_OK) return st;
+                              : read_file(path, &text, &len, e);
+    if (st != GR_OK) {
+        if (!from_stdin && tried[0])
+            gr_error_set(e, st, tried, "not found either (graphrun's installed workloads, tried for a "
+                                       "relative path the current directory lacks)");
+        return st;
+    }
     l->source_hash = gr_fnv1a(GR_FNV_OFFSET, text, len);
     l->source_bytes = len;
-    st = gr_workload_load_string(text, len, from_stdin ? "<stdin>" : req->path, &l->wl, e);
+    st = gr_workload_load_string(text, len, from_stdin ? "<stdin>" : path, &l->wl, e);
     free(text);
     if (st != GR_OK) return st;
     for (int i = 0; i < req->nsets; i++)
@@ -62,7 +107,7 @@ gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_lo
     }
     if (req->before_resolve && req->before_resolve(req->user, l->wl, e) != GR_OK) return e->code;
     if (gr_workload_check_params(l->wl, e) != GR_OK) { /* once, not once per variant */
-        gr_error_prefix(e, "%s: ", from_stdin ? "<stdin>" : req->path);
+        gr_error_prefix(e, "%s: ", from_stdin ? "<stdin>" : path);
         return e->code;
     }
     const char *names[GR_MAX_VARIANTS];
@@ -80,7 +125,7 @@ gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_lo
             l->plans[l->nplans++] = p;
     }
     if (gr_error_failed(e)) {
-        gr_error_prefix(e, "%s: ", from_stdin ? "<stdin>" : req->path);
+        gr_error_prefix(e, "%s: ", from_stdin ? "<stdin>" : path);
         return e->code;
     }
     return GR_OK;

@@ -11,6 +11,7 @@
 #include "core/plan_print.h"
 #include "replay/knobs.h"
 #include "replay/nvtx.h"
+#include "gr_version.h"
 
 void gr_run_opts_default(gr_run_opts *o) {
     memset(o, 0, sizeof(*o));
@@ -412,6 +413,7 @@ void *gr_report_json(const gr_run_report *r) {
     json_t *root = json_object();
     json_object_set_new(root, "schema_version", json_integer(1));
     json_object_set_new(root, "tool", json_string("graphrun"));
+    json_object_set_new(root, "graphrun_version", json_string(GR_VERSION));
     json_object_set_new(root, "date", json_string(r->date));
     json_object_set_new(root, "workload", json_string(r->wl ? r->wl->name : ""));
     json_object_set_new(root, "source", json_string(r->wl ? r->wl->path : ""));
