@@ -14,6 +14,7 @@
 
 #include "core/expr.h"
 #include "core/plan_print.h"
+#include "kernels/tp.h"
 #include "replay/tp.h"
 
 #define MAX_SETS 64
@@ -276,6 +277,10 @@ int gr_tp_cmd_main(int argc, char **argv) {
         int n = gr_tp_visible_devices();
         printf("%d\n", n);
         return n > 0 ? 0 : 3;
+    }
+    if (!gr_nccl_built()) {
+        fprintf(stderr, "graphrun tp: %s\n", GR_NCCL_NOT_BUILT);
+        return 2;
     }
     if (!c.workload) c.workload = "workloads/decode_tp.json";
     if (!isatty(2)) c.o.progress = 0;

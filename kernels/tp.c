@@ -10,7 +10,6 @@
 
 #include <dlfcn.h>
 #include <glob.h>
-#include <nccl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,10 +19,29 @@
 #include "core/cuda_check.h"
 #include "kernels/common.h"
 
+#ifndef GR_HAVE_NCCL
+#define GR_HAVE_NCCL 1
+#endif
+#if GR_HAVE_NCCL
+#include <nccl.h>
+#endif
+
 #ifndef GR_NCCL_BUILD_DIR
 #define GR_NCCL_BUILD_DIR "/usr/local/cuda/lib64"
 #endif
 
+int gr_nccl_built(void) {
+    return GR_HAVE_NCCL;
+}
+
+static gr_status revoked_error(const char *what, gr_error *err) {
+    return gr_error_set(err, GR_ERR_CUDA, NULL,
+                        "%s: the NCCL communicator was aborted after another rank failed (its "
+                        "error comes first)",
+                        what);
+}
+
+#if GR_HAVE_NCCL
 /* ---------- the NCCL binding ---------- */
 
 typedef struct nccl_api {
@@ -263,13 +281,6 @@ gr_status gr_nccl_comm_init(gr_nccl_comm **comm, int nranks, const gr_nccl_id *i
     return GR_OK;
 }
 
-static gr_status revoked_error(const char *what, gr_error *err) {
-    return gr_error_set(err, GR_ERR_CUDA, NULL,
-                        "%s: the NCCL communicator was aborted after another rank failed (its "
-                        "error comes first)",
-                        what);
-}
-
 int gr_nccl_comm_revoked(const gr_nccl_comm *comm) {
     return comm && atomic_load(&((gr_nccl_comm *)comm)->revoked);
 }
@@ -307,10 +318,56 @@ gr_status gr_nccl_comm_check(gr_nccl_comm *comm, const char *where, gr_error *er
     return nccl_fail((int)async, comm->nccl, what, __FILE__, __LINE__, err);
 }
 
+#else /* !GR_HAVE_NCCL: nccl.h was missing at build time; every NCCL entry point says so */
+
+struct gr_nccl_comm {
+    atomic_int revoked;
+};
+
+static gr_status not_built(gr_error *err) {
+    return gr_error_set(err, GR_ERR_USAGE, "NCCL", "%s", GR_NCCL_NOT_BUILT);
+}
+
+gr_status gr_nccl_load(gr_error *err) {
+    return err ? not_built(err) : GR_ERR_USAGE;
+}
+const char *gr_nccl_path(void) {
+    return "";
+}
+const char *gr_nccl_version(void) {
+    return "";
+}
+gr_status gr_nccl_unique_id(gr_nccl_id *id, gr_error *err) {
+    return not_built(err);
+}
+gr_status gr_nccl_comm_init(gr_nccl_comm **comm, int nranks, const gr_nccl_id *id, int rank,
+                            gr_error *err) {
+    *comm = NULL;
+    return not_built(err);
+}
+int gr_nccl_comm_revoked(const gr_nccl_comm *comm) {
+    return comm && atomic_load(&((gr_nccl_comm *)comm)->revoked);
+}
+gr_status gr_nccl_comm_destroy(gr_nccl_comm *comm, gr_error *err) {
+    free(comm);
+    return GR_OK;
+}
+void gr_nccl_comm_abort(gr_nccl_comm *comm) {
+    if (comm) atomic_store(&comm->revoked, 1);
+}
+void gr_nccl_comm_free(gr_nccl_comm *comm) {
+    free(comm);
+}
+gr_status gr_nccl_comm_check(gr_nccl_comm *comm, const char *where, gr_error *err) {
+    return GR_OK;
+}
+#endif
+
 /* ---------- allreduce_sum ---------- */
 
 static const gr_dtype ar_dtypes[] = {GR_FP32, GR_BF16, GR_FP16, GR_INT32, GR_DTYPE_INVALID};
 
+#if GR_HAVE_NCCL
 static ncclDataType_t nccl_type(gr_dtype t) {
     switch (t) {
     case GR_BF16:
@@ -323,6 +380,7 @@ static ncclDataType_t nccl_type(gr_dtype t) {
         return ncclFloat32;
     }
 }
+#endif
 
 /* allreduce_sum: inputs src, outputs dst (same dtype and element count; dst may be src). */
 static gr_status check_allreduce(gr_op *op, const gr_plan *plan, gr_error *err) {
@@ -374,6 +432,9 @@ static gr_status launch_allreduce(const gr_op *op, const gr_launch_ctx *ctx, gr_
                             "(docs/tensor_parallel.md)",
                             op->kernel->name);
     if (gr_nccl_comm_revoked(h)) return revoked_error(op->path, err);
+#if !GR_HAVE_NCCL
+    return gr_error_set(err, GR_ERR_USAGE, op->path, "%s", GR_NCCL_NOT_BUILT);
+#else
     GR_TRY(need_loaded(err));
     ncclComm_t comm = h->nccl;
     int count = 0;
@@ -389,6 +450,7 @@ static gr_status launch_allreduce(const gr_op *op, const gr_launch_ctx *ctx, gr_
                           (cudaStream_t)ctx->stream),
             comm, err);
     return GR_OK;
+#endif
 }
 
 /* One rank: the sum over ranks is the buffer itself. More: only the tensor-parallel reference

@@ -17,6 +17,13 @@ extern "C" {
 
 /* ---- the NCCL binding ---- */
 
+/* 1 when nccl.h was there at build time (GR_HAVE_NCCL). Without it every NCCL entry point fails
+ * with GR_NCCL_NOT_BUILT (GR_ERR_USAGE, exit 2) and `graphrun tp` says so before anything else. */
+int gr_nccl_built(void);
+#define GR_NCCL_NOT_BUILT                                                                          \
+    "this graphrun was built without NCCL (nccl.h not found at build time): install libnccl-dev "  \
+    "and rebuild"
+
 /* Load libnccl.so.2 once per process: $GR_NCCL_LIBRARY if set, else the dynamic loader's search
  * path (LD_LIBRARY_PATH, rpath), else the CUDA toolkit's lib64 found at build time, else a
  * Python wheel's copy (nvidia-nccl-*: site-packages/nvidia/NAME/lib) in a venv under /opt or in
