@@ -52,13 +52,15 @@ static int installed_workloads(char *dir, size_t size) {
  * from elsewhere) is looked up in the installed workloads, without its leading "workloads/".
  * Returns the path to read: `path` itself, or `alt` filled with the installed file. `tried` gets
  * the installed path looked at when that was missing too ("" when there is no install). */
-static const char *workload_path(const char *path, char *alt, size_t size, char *tried, size_t tsize) {
+static const char *workload_path(const char *path, char *alt, size_t size, char *tried,
+                                 size_t tsize) {
     tried[0] = '\0';
     if (path[0] == '/' || access(path, F_OK) == 0 || errno != ENOENT) return path;
     char dir[PATH_MAX];
     if (!installed_workloads(dir, sizeof(dir))) return path;
     const char *rel = path;
-    while (!strncmp(rel, "./", 2)) rel += 2;
+    while (!strncmp(rel, "./", 2))
+        rel += 2;
     if (!strncmp(rel, "workloads/", 10)) rel += 10;
     snprintf(alt, size, "%s/%s", dir, rel);
     if (access(alt, F_OK) == 0) return alt;
@@ -74,14 +76,16 @@ gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_lo
     int from_stdin = req->path == gr_load_stdin;
     char alt[PATH_MAX + 16], tried[PATH_MAX + 16];
     /* the file read: the plans' and reports' "source" */
-    const char *path = from_stdin ? req->path : workload_path(req->path, alt, sizeof(alt), tried, sizeof(tried));
+    const char *path =
+        from_stdin ? req->path : workload_path(req->path, alt, sizeof(alt), tried, sizeof(tried));
     gr_status st = from_stdin ? gr_stream_read_all(stdin, "<stdin>",
                                                    gr_file_limit(GR_FILE_WORKLOAD), &text, &len, e)
                               : read_file(path, &text, &len, e);
     if (st != GR_OK) {
         if (!from_stdin && tried[0])
-            gr_error_set(e, st, tried, "not found either (graphrun's installed workloads, tried for a "
-                                       "relative path the current directory lacks)");
+            gr_error_set(e, st, tried,
+                         "not found either (graphrun's installed workloads, tried for a "
+                         "relative path the current directory lacks)");
         return st;
     }
     l->source_hash = gr_fnv1a(GR_FNV_OFFSET, text, len);

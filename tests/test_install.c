@@ -14,7 +14,7 @@
 #define GR_CMAKE_COMMAND "cmake"
 #endif
 
-static char prefix[256]; /* "" until installed */
+static char prefix[256];  /* "" until installed */
 static char out[1 << 22]; /* validate prints every buffer of decode_step */
 
 static int installed(void) {
@@ -46,10 +46,14 @@ static int tool(const char *name, const char *args) {
 
 static void test_layout(void) {
     CU_ASSERT_TRUE_FATAL(installed());
-    static const char *files[] = {"bin/graphrun", "bin/cupti-launchstat", "lib/graphrun/libgr_launchstat_inject.so",
+    static const char *files[] = {"bin/graphrun",
+                                  "bin/cupti-launchstat",
+                                  "lib/graphrun/libgr_launchstat_inject.so",
                                   "share/graphrun/workloads/decode_step.json",
-                                  "share/graphrun/workloads/launch_bound.json", "share/doc/graphrun/README.md",
-                                  "share/doc/graphrun/service.md", NULL};
+                                  "share/graphrun/workloads/launch_bound.json",
+                                  "share/doc/graphrun/README.md",
+                                  "share/doc/graphrun/service.md",
+                                  NULL};
     for (const char **f = files; *f; f++) {
         char p[512];
         snprintf(p, sizeof(p), "%s/%s", prefix, *f);
@@ -78,7 +82,8 @@ static void test_installed_workload(void) {
     /* missing everywhere: both places named */
     CU_ASSERT_EQUAL(tool("graphrun", "validate workloads/no_such.json"), 2);
     GR_ASSERT_CONTAINS(out, "workloads/no_such.json: cannot open the workload file");
-    snprintf(want, sizeof(want), "%s/share/graphrun/workloads/no_such.json: not found either", prefix);
+    snprintf(want, sizeof(want), "%s/share/graphrun/workloads/no_such.json: not found either",
+             prefix);
     GR_ASSERT_CONTAINS(out, want);
 }
 
@@ -92,7 +97,8 @@ static void test_launchstat(void) {
     char trace[256];
     snprintf(trace, sizeof(trace), "%s/t.jsonl", prefix);
     snprintf(args, sizeof(args),
-             "-o '%s' --no-driver -- sh -c 'echo \"injected $CUDA_INJECTION64_PATH\"; cp %s \"$GR_LAUNCHSTAT_OUT\"'",
+             "-o '%s' --no-driver -- sh -c 'echo \"injected $CUDA_INJECTION64_PATH\"; cp %s "
+             "\"$GR_LAUNCHSTAT_OUT\"'",
              trace, gr_test_src("tests/data/launch_bound_k200.jsonl"));
     CU_ASSERT_EQUAL(tool("cupti-launchstat", args), 0);
     char want[512];
@@ -108,12 +114,13 @@ static void test_cleanup(void) {
     prefix[0] = '\0';
 }
 
-static CU_TestInfo install_tests[] = {{"installed files", test_layout},
-                                      {"--version of the installed tools", test_version},
-                                      {"installed workloads found from another directory", test_installed_workload},
-                                      {"installed cupti-launchstat: report, injection library", test_launchstat},
-                                      {"remove the prefix", test_cleanup},
-                                      CU_TEST_INFO_NULL};
+static CU_TestInfo install_tests[] = {
+    {"installed files", test_layout},
+    {"--version of the installed tools", test_version},
+    {"installed workloads found from another directory", test_installed_workload},
+    {"installed cupti-launchstat: report, injection library", test_launchstat},
+    {"remove the prefix", test_cleanup},
+    CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_install_suites[] = {{"install", install_tests, 0}, {NULL, NULL, 0}};
 GR_REGISTER_SUITES(gr_install_suites)
