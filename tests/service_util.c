@@ -264,6 +264,16 @@ json_t *svc_raw_call(int fd, const char *line, int timeout_ms) {
     }
 }
 
+json_t *svc_raw_final(int fd, int timeout_ms) {
+    static char buf[1 << 16];
+    while (svc_raw_line(fd, buf, sizeof(buf), timeout_ms) > 0) {
+        json_t *j = json_loads(buf, 0, NULL);
+        if (j && !json_object_get(j, "progress")) return j;
+        json_decref(j);
+    }
+    return NULL;
+}
+
 const char *svc_err_field(json_t *j) {
     return json_string_value(json_object_get(json_object_get(j, "error"), "field"));
 }

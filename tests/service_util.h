@@ -44,6 +44,9 @@ int svc_raw_send(int fd, const char *data, size_t n);
 long svc_raw_line(int fd, char *buf, size_t size, int timeout_ms);
 /* Send one request line, return the final reply (progress skipped), or NULL. */
 json_t *svc_raw_call(int fd, const char *line, int timeout_ms);
+/* The next final reply on fd (progress and unparsable lines skipped), or NULL when the stream
+ * ends or a line takes longer than timeout_ms. */
+json_t *svc_raw_final(int fd, int timeout_ms);
 /* Poll `status` until the queue matches (running: 1 when a request runs, waiting: the queued
  * count; -1 ignores one) or ms pass. 1 when it matched. */
 int svc_wait_queue(const char *sock, int running, int waiting, int ms);

@@ -426,13 +426,7 @@ static void test_hundred_clients(void) {
 
 /* The reply a job's client gets when the service stops under it. */
 static void expect_cancelled(int fd, const char *needle) {
-    static char buf[1 << 16];
-    json_t *done = NULL;
-    while (!done && svc_raw_line(fd, buf, sizeof(buf), 10000) > 0) {
-        json_t *j = json_loads(buf, 0, NULL);
-        if (j && !json_object_get(j, "progress")) done = j;
-        else json_decref(j);
-    }
+    json_t *done = svc_raw_final(fd, 10000);
     CU_ASSERT_PTR_NOT_NULL_FATAL(done);
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(done, "id")), 9);
     SVC_ASSERT_STR(done, svc_err_code(done), "service");

@@ -359,13 +359,7 @@ static char *replay_digest(const char *sock, const char *name, int iters) {
 
 /* The reply of the endless replay after a stop or a kill: cancelled, not abandoned. */
 static void expect_replay_cancelled(int fd) {
-    char buf[65536];
-    json_t *done = NULL;
-    while (!done && svc_raw_line(fd, buf, sizeof(buf), 10000) > 0) {
-        json_t *j = json_loads(buf, 0, NULL);
-        if (j && !json_object_get(j, "progress")) done = j;
-        else json_decref(j);
-    }
+    json_t *done = svc_raw_final(fd, 10000);
     CU_ASSERT_PTR_NOT_NULL_FATAL(done);
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(done, "id")), 9);
     SVC_ASSERT_STR(done, svc_err_code(done), "service");
