@@ -218,7 +218,7 @@ gr_launch_ctx gr_devstate_ctx(const gr_devstate *dev, const gr_op *op) {
     c.workspace_bytes = dev->workspace_bytes;
     c.sm_count = dev->sm_count;
     c.op_state = dev->op_state ? dev->op_state[op->index] : NULL;
-    c.pdl = dev->pdl && op->kind == GR_OP_KERNEL && (op->kernel->flags & GR_KF_PDL);
+    c.pdl = dev->pdl && gr_op_pdl_capable(op);
     c.comm = dev->comm;
     return c;
 }

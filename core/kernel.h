@@ -43,10 +43,15 @@ enum {
     GR_KF_LIBRARY = 1u << 0, /* launches through a library (cuBLAS): kernel count not fixed */
     GR_KF_HOST = 1u << 1,    /* does host-side work (sync, alloc, copy): may break capture */
     GR_KF_INPLACE = 1u << 2, /* an output may alias an input */
-    GR_KF_PDL = 1u << 3      /* launches through gr_launch() (kernels/launch.cuh) and waits
+    GR_KF_PDL = 1u << 3,     /* launches through gr_launch() (kernels/launch.cuh) and waits
                                 (griddepcontrol.wait, e.g. gr_pdl_enter()) before touching
                                 anything an earlier op writes: safe to launch with PDL */
+    GR_KF_USER = 1u << 4     /* the one entry that launches user ops (op->user, kernels/usermod) */
 };
+
+/* The registry name of the user-op entry: resolve looks it up for ops with "module"; a workload
+ * cannot name it as a "kernel". */
+#define GR_USER_KERNEL_NAME "user"
 
 struct gr_kernel_def {
     const char *name;

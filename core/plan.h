@@ -26,6 +26,7 @@ extern "C" {
 #define GR_MAX_BUFFERS 100000
 
 typedef struct gr_kernel_def gr_kernel_def;
+typedef struct gr_module gr_module;
 
 typedef enum gr_init_kind {
     GR_INIT_NONE = 0, /* no init: poisoned; must be written before it is read */
@@ -70,6 +71,10 @@ typedef struct gr_buffer {
     double tol_roundings, tol_depth; /* the formula's inputs when derived ("depth" given) */
     int tol_source;     /* GR_TOL_DEFAULT, GR_TOL_DERIVED or GR_TOL_EXPLICIT ("rtol" given) */
     const void *host_data; /* GR_INIT_HOST: bytes to copy in (owned by the caller) */
+    /* an output's expected contents ("expect": {"file"}): raw little-endian, or .npy whose header
+     * resolve checked against dtype and shape; data starts at expect_offset (core/expect.h) */
+    char expect_path[512];
+    size_t expect_offset;
 } gr_buffer;
 
 enum { GR_TOL_DEFAULT = 0, GR_TOL_DERIVED, GR_TOL_EXPLICIT };
@@ -98,6 +103,45 @@ typedef struct gr_attr_val {
 
 typedef enum gr_op_kind { GR_OP_KERNEL, GR_OP_FORK, GR_OP_JOIN } gr_op_kind;
 
+/* A user op's argument ("args"): a buffer's device pointer, or a scalar of the JSON's type. */
+typedef enum gr_arg_type {
+    GR_ARG_BUFFER = 0,
+    GR_ARG_I32,
+    GR_ARG_U32,
+    GR_ARG_I64,
+    GR_ARG_U64,
+    GR_ARG_F32,
+    GR_ARG_F64
+} gr_arg_type;
+
+typedef struct gr_user_arg {
+    gr_arg_type type;
+    int buffer; /* GR_ARG_BUFFER: plan buffer index */
+    union {
+        int32_t i32;
+        uint32_t u32;
+        int64_t i64;
+        uint64_t u64;
+        float f32;
+        double f64;
+    } v;
+} gr_user_arg;
+
+/* What a user op ({"module", "function", ...}) adds to a gr_op; kernels/usermod.c launches it. */
+typedef struct gr_user_op {
+    gr_module *module;  /* a reference (core/module.h), released with the plan */
+    char function[256]; /* the symbol: an extern "C" name or a mangled one */
+    int nargs;
+    gr_user_arg *args;
+    int pdl;            /* "pdl": true: the kernel waits for its predecessor (griddepcontrol.wait) */
+    unsigned cluster[3]; /* "cluster": thread-block cluster dims; 0 0 0 when not given */
+    int bytes_given;    /* 1: "bytes.read" given, 2: "bytes.written" given (else buffer sizes) */
+} gr_user_op;
+
+/* Bytes of one argument type ("i32": 4, a buffer pointer: 8) and its JSON name. */
+size_t gr_arg_size(gr_arg_type t);
+const char *gr_arg_type_name(gr_arg_type t);
+
 typedef struct gr_op {
     int index;
     gr_op_kind kind;
@@ -122,7 +166,12 @@ typedef struct gr_op {
     /* which implementation the check chose, for kernels that have several (e.g. linear_act's
      * "wg w64 tf32x3"); empty otherwise. Printed by validate and in the plan JSON. */
     char form[40];
+    gr_user_op *user; /* user ops ("module"/"function"): kernel is the "user" entry; else NULL */
 } gr_op;
+
+/* May this op be launched with PDL (--pdl)? A built-in kernel registered GR_KF_PDL, or a user op
+ * that declares "pdl": true. (kernel.h's flags; defined in resolve.c to keep plan.h free of them) */
+int gr_op_pdl_capable(const gr_op *op);
 
 typedef struct gr_target {
     char name[96];
@@ -130,6 +179,7 @@ typedef struct gr_target {
     int cc_major, cc_minor;
     size_t l2_bytes;
     int from_device; /* 1 when read off a real device, 0 for the default (H200) */
+    char arch[16];   /* user modules' target, "sm_90a" (validate --arch); "" = sm_<cc_major><cc_minor> */
 } gr_target;
 
 typedef struct gr_plan {
@@ -152,6 +202,17 @@ typedef struct gr_plan {
     int intermediates;   /* buffers written then read back within the step: HBM round trips */
     double intermediate_bytes; /* bytes of those round trips (write + read) */
     double used_bytes;   /* device memory of the buffers this variant uses */
+    /* Verification (docs/verification.md). has_cpu_reference: every kernel op has a CPU reference,
+     * so gr_reference_step can run; 0 when a user op is in the plan. reference_variant: the
+     * workload's variant marked "reference": true whose eager outputs check this variant ("" when
+     * none, and for that variant itself, which sets is_reference_variant). expect_outputs: outputs
+     * with an "expect" file. With no CPU reference, no reference variant and no expect file, only
+     * graph == eager is checked: gr_plan_checks_text (plan_print.h) says so. */
+    int has_cpu_reference;
+    char reference_variant[64];
+    int is_reference_variant;
+    int expect_outputs;
+    int user_ops;        /* ops of user modules */
 } gr_plan;
 
 void gr_plan_destroy(gr_plan *plan);

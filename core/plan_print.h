@@ -18,6 +18,16 @@ void gr_fmt_bytes(double bytes, char *out, size_t size);
 void gr_plan_print(FILE *f, const gr_plan *plan, int max_ops);
 /* json_t * (jansson), caller owns. */
 void *gr_plan_to_json(const gr_plan *plan);
+/* What the variant's outputs are checked against besides graph == eager, one line: "the CPU
+ * reference", "the eager outputs of variant naive (\"reference\": true)", "expected data from files
+ * (y)", or "nothing but graph == eager: ..." when there is no CPU reference, reference variant
+ * or expect file. Returns 1 when something besides graph == eager checks the outputs. The run
+ * report prints the line; `kind` (may be NULL) gets "cpu", "variant", "expect" or "none". */
+int gr_plan_checks_text(const gr_plan *plan, char *out, size_t size, const char **kind);
+/* The modules the plan's user ops use, one line each ("mine: source k.cu, NVRTC 13.0 for
+ * sm_90, from the cache"). */
+void gr_plan_print_modules(FILE *f, const gr_plan *plan);
+
 /* Accounting across variants of one workload: bytes, kernels, round trips per step, and what
  * each variant saves against the one that moves the most bytes. */
 void gr_accounting_print(FILE *f, const gr_plan *const *plans, int n);

@@ -3,15 +3,19 @@
  * streams (fork/join), dataflow (read-before-write, intermediates) and the kernel checks that
  * fill launch dims and byte accounting. Every problem found is reported, with its JSON path. */
 #include <jansson.h>
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/expect.h"
 #include "core/expr.h"
 #include "core/fileio.h"
+#include "core/module.h"
 #include "core/workload.h"
 
 #define MAX_LOOP_DEPTH 8
@@ -1095,6 +1099,7 @@ static void add_kernel_op(rctx *c, json_t *obj, const char *basepath) {
     snprintf(kpath, sizeof(kpath), "%s.kernel", path);
     if (eval_string(c, kernel, kpath, kname, sizeof(kname)) != GR_OK) return;
     op->kernel = c->lookup ? c->lookup(kname) : NULL;
+    if (op->kernel && (op->kernel->flags & GR_KF_USER)) op->kernel = NULL; /* not by "kernel" */
     if (!op->kernel) {
         char hint[128];
         if (strcmp(kname, c->unknown_kernel) != 0) { /* the same typo a million times: one search */
@@ -1133,6 +1138,343 @@ static void add_kernel_op(rctx *c, json_t *obj, const char *basepath) {
     c->plan->nops++;
 }
 
+/* ---------- user ops: {"module", "function", "grid", "block", "args", ...} ---------- */
+
+static const char *const arg_type_names[] = {"buffer", "i32", "u32", "i64", "u64", "f32", "f64"};
+
+const char *gr_arg_type_name(gr_arg_type t) {
+    return (unsigned)t < sizeof(arg_type_names) / sizeof(arg_type_names[0]) ? arg_type_names[t] : "?";
+}
+
+size_t gr_arg_size(gr_arg_type t) {
+    switch (t) {
+    case GR_ARG_I32:
+    case GR_ARG_U32:
+    case GR_ARG_F32: return 4;
+    default: return 8;
+    }
+}
+
+int gr_op_pdl_capable(const gr_op *op) {
+    if (op->kind != GR_OP_KERNEL || !op->kernel) return 0;
+    if (op->user) return op->user->pdl;
+    return (op->kernel->flags & GR_KF_PDL) != 0;
+}
+
+/* Dynamic shared memory a block may opt in to, by compute capability (the CUDA programming
+ * guide's table); the device's own attribute is checked again at load on a GPU. */
+static size_t smem_optin_max(const gr_target *t) {
+    int cc = t->cc_major * 10 + t->cc_minor;
+    if (cc >= 120) return 101376;
+    if (cc >= 100 || cc == 90) return 232448;
+    if (cc == 80 || cc == 87) return 166912;
+    if (cc == 86 || cc == 89) return 101376;
+    if (cc == 75) return 65536;
+    if (cc >= 70) return 98304;
+    return 49152;
+}
+
+/* "grid", "block", "cluster": 1 to 3 expressions, each in [1, max[d]]. Returns 0 when valid. */
+static int launch_dims(rctx *c, json_t *arr, const char *opath, const char *key,
+                       const long long max[3], unsigned out[3]) {
+    char path[GR_PATH_MAX + 16];
+    snprintf(path, sizeof(path), "%s.%s", opath, key);
+    out[0] = out[1] = out[2] = 1;
+    if (!json_is_array(arr) || json_array_size(arr) < 1 || json_array_size(arr) > 3) {
+        gr_error_set(c->err, GR_ERR_INPUT, path,
+                     "expected 1 to 3 dimensions [x, y, z], each a number or an expression");
+        return -1;
+    }
+    int bad = 0;
+    for (size_t d = 0; d < json_array_size(arr); d++) {
+        char dpath[GR_PATH_MAX + 24];
+        snprintf(dpath, sizeof(dpath), "%s[%zu]", path, d);
+        long long v;
+        if (eval_int(c, json_array_get(arr, d), dpath, 1, max[d], &v) != GR_OK) bad = 1;
+        else out[d] = (unsigned)v;
+    }
+    return bad ? -1 : 0;
+}
+
+/* One scalar argument {"i32": EXPR}: a whole number in the type's range, or a finite float. */
+static int scalar_arg(rctx *c, json_t *obj, const char *apath, gr_user_arg *a) {
+    const char *key = NULL;
+    json_t *val = NULL;
+    if (json_object_size(obj) == 1) {
+        void *it = json_object_iter(obj);
+        key = json_object_iter_key(it);
+        val = json_object_iter_value(it);
+    }
+    int t = -1;
+    for (int i = GR_ARG_I32; key && i <= GR_ARG_F64; i++)
+        if (!strcmp(key, arg_type_names[i])) t = i;
+    if (t < 0) {
+        gr_error_set(c->err, GR_ERR_INPUT, apath,
+                     "expected a buffer name or one scalar {\"TYPE\": VALUE} with TYPE one of i32, "
+                     "u32, i64, u64, f32, f64%s%s%s",
+                     key ? " (got \"" : "", key ? key : "", key ? "\")" : "");
+        return -1;
+    }
+    a->type = (gr_arg_type)t;
+    char vpath[GR_PATH_MAX + 48];
+    snprintf(vpath, sizeof(vpath), "%s.%s", apath, key);
+    double d;
+    if (json_is_integer(val) && t != GR_ARG_F32 && t != GR_ARG_F64) {
+        json_int_t iv = json_integer_value(val); /* exact: 64-bit values past 2^53 stay whole */
+        int ok = t == GR_ARG_I64 || (t == GR_ARG_U64 && iv >= 0) ||
+                 (t == GR_ARG_I32 && iv >= INT32_MIN && iv <= INT32_MAX) ||
+                 (t == GR_ARG_U32 && iv >= 0 && iv <= (json_int_t)UINT32_MAX);
+        if (!ok) goto range;
+        if (t == GR_ARG_I32) a->v.i32 = (int32_t)iv;
+        else if (t == GR_ARG_U32) a->v.u32 = (uint32_t)iv;
+        else if (t == GR_ARG_I64) a->v.i64 = (int64_t)iv;
+        else a->v.u64 = (uint64_t)iv;
+        return 0;
+    }
+    if (eval_number(c, val, vpath, &d) != GR_OK) return -1;
+    switch (t) {
+    case GR_ARG_F32:
+        if (!isfinite(d) || fabs(d) > FLT_MAX) goto range;
+        a->v.f32 = (float)d;
+        return 0;
+    case GR_ARG_F64:
+        if (!isfinite(d)) goto range;
+        a->v.f64 = d;
+        return 0;
+    default: break;
+    }
+    if (d != floor(d)) {
+        gr_error_set(c->err, GR_ERR_INPUT, vpath, "%s takes a whole number, got %.17g", key, d);
+        return -1;
+    }
+    if (t == GR_ARG_I32 && d >= -2147483648.0 && d <= 2147483647.0) a->v.i32 = (int32_t)d;
+    else if (t == GR_ARG_U32 && d >= 0 && d <= 4294967295.0) a->v.u32 = (uint32_t)d;
+    else if (t == GR_ARG_I64 && d >= -9223372036854775808.0 && d < 9223372036854775808.0)
+        a->v.i64 = (int64_t)d;
+    else if (t == GR_ARG_U64 && d >= 0 && d < 18446744073709551616.0) a->v.u64 = (uint64_t)d;
+    else goto range;
+    return 0;
+range: {
+    static const char *const ranges[] = {"", "[-2147483648, 2147483647]", "[0, 4294967295]",
+                                         "[-2^63, 2^63 - 1]", "[0, 2^64 - 1]",
+                                         "finite, |x| <= 3.4028235e38", "finite"};
+    char shown[64];
+    if (json_is_integer(val)) snprintf(shown, sizeof(shown), "%lld", (long long)json_integer_value(val));
+    else if (json_is_number(val)) snprintf(shown, sizeof(shown), "%.17g", json_number_value(val));
+    else snprintf(shown, sizeof(shown), "%.17g (\"%.30s\")", d, json_string_value(val));
+    gr_error_set(c->err, GR_ERR_INPUT, vpath, "%s is out of %s's range %s", shown, key, ranges[t]);
+    return -1;
+}
+}
+
+static void add_user_op(rctx *c, json_t *obj, const char *basepath) {
+    char path[GR_PATH_MAX];
+    path_with_vars(c, path, sizeof(path), basepath);
+    static const gr_json_key keys[] = {
+        {"module", GR_JT_STRING, 1, "a module name (a key of \"modules\")"},
+        {"function", GR_JT_STRING, 1, "the kernel's name in the module (extern \"C\", or mangled)"},
+        {"grid", GR_JT_ARRAY, 1, "1 to 3 dimensions, e.g. [\"rows\"]"},
+        {"block", GR_JT_ARRAY, 1, "1 to 3 dimensions, e.g. [256]"},
+        {"smem", GR_JT_NUMBER | GR_JT_STRING, 0, "dynamic shared memory bytes (a number or an expression)"},
+        {"args", GR_JT_ARRAY, 0, "an array of buffer names and {\"i32\": EXPR} scalars"},
+        {"inputs", GR_JT_ARRAY, 1, "an array of buffer names"},
+        {"outputs", GR_JT_ARRAY, 1, "an array of buffer names"},
+        {"pdl", GR_JT_BOOL, 0, NULL},
+        {"cluster", GR_JT_ARRAY, 0, "1 to 3 cluster dimensions, e.g. [2, 1, 1]"},
+        {"bytes", GR_JT_OBJECT, 0, "{\"read\": EXPR, \"written\": EXPR}"},
+        {"name", GR_JT_STRING, 0, NULL},
+        {"stream", GR_JT_STRING, 0, NULL},
+        {"doc", GR_JT_STRING, 0, NULL},
+        {NULL, 0, 0, NULL}};
+    if (gr_json_check_keys(obj, path, keys, "a user op (or {\"kernel\"}, {\"fork\"}, {\"join\"}, {\"repeat\"})",
+                           c->err))
+        return;
+    const gr_kernel_def *k = c->lookup ? c->lookup(GR_USER_KERNEL_NAME) : NULL;
+    if (!k || !(k->flags & GR_KF_USER)) {
+        gr_error_set(c->err, GR_ERR_INPUT, path, "user kernels (\"module\") are not available here");
+        return;
+    }
+    gr_op *op = new_op(c, path);
+    if (!op) return;
+    path_with_vars(c, op->path, sizeof(op->path), basepath);
+    gr_user_op *u = calloc(1, sizeof(*u));
+    if (!u) {
+        gr_error_set(c->err, GR_ERR_NOMEM, path, "out of memory");
+        c->fatal = 1;
+        return;
+    }
+    op->user = u;
+    op->kind = GR_OP_KERNEL;
+    op->kernel = k;
+    int errors = c->err->count;
+    char kpath[GR_PATH_MAX + 16];
+    /* module and function */
+    char mname[64];
+    snprintf(kpath, sizeof(kpath), "%s.module", path);
+    if (eval_string(c, json_object_get(obj, "module"), kpath, mname, sizeof(mname)) == GR_OK) {
+        gr_module *m = gr_workload_module(c->wl, mname);
+        if (m) {
+            u->module = gr_module_ref(m);
+        } else {
+            char list[600];
+            size_t o = 0;
+            list[0] = '\0';
+            for (int i = 0; i < c->wl->nmodules && o < sizeof(list); i++)
+                o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "",
+                                      c->wl->modules[i]->name);
+            gr_error_set(c->err, GR_ERR_INPUT, kpath, "unknown module \"%s\" (modules: %s)", mname,
+                         c->wl->nmodules ? list : "none; declare it under \"modules\"");
+        }
+    }
+    snprintf(kpath, sizeof(kpath), "%s.function", path);
+    if (eval_string(c, json_object_get(obj, "function"), kpath, u->function, sizeof(u->function)) ==
+            GR_OK &&
+        !u->function[0])
+        gr_error_set(c->err, GR_ERR_INPUT, kpath, "is empty; name the kernel");
+    json_t *jname = json_object_get(obj, "name");
+    if (jname) expand_name(c, json_string_value(jname), path, op->name, sizeof(op->name));
+    else snprintf(op->name, sizeof(op->name), "%.80s#%d", u->function, op->index);
+    snprintf(op->form, sizeof(op->form), "%.20s.%.18s", mname, u->function);
+    int s = resolve_stream(c, json_object_get(obj, "stream"), path);
+    op->stream = s < 0 ? 0 : s;
+    /* launch configuration */
+    static const long long grid_max[3] = {2147483647LL, 65535, 65535};
+    static const long long block_max[3] = {1024, 1024, 64};
+    static const long long cluster_max[3] = {16, 16, 16};
+    int dims_ok = launch_dims(c, json_object_get(obj, "grid"), path, "grid", grid_max, op->grid) == 0;
+    if (launch_dims(c, json_object_get(obj, "block"), path, "block", block_max, op->block) == 0) {
+        unsigned long threads = (unsigned long)op->block[0] * op->block[1] * op->block[2];
+        if (threads > 1024)
+            gr_error_set(c->err, GR_ERR_INPUT, path,
+                         "block: %u x %u x %u = %lu threads; a block has at most 1024", op->block[0],
+                         op->block[1], op->block[2], threads);
+    }
+    json_t *smem = json_object_get(obj, "smem");
+    if (smem) {
+        snprintf(kpath, sizeof(kpath), "%s.smem", path);
+        long long v;
+        if (eval_int(c, smem, kpath, 0, (long long)1 << 32, &v) == GR_OK) {
+            op->smem = (size_t)v;
+            size_t max = smem_optin_max(&c->plan->target);
+            if (op->smem > max)
+                gr_error_set(c->err, GR_ERR_INPUT, kpath,
+                             "%zu bytes of dynamic shared memory; %s (sm_%d%d) allows at most %zu "
+                             "per block (above 48 KB graphrun opts in)",
+                             op->smem, c->plan->target.name, c->plan->target.cc_major,
+                             c->plan->target.cc_minor, max);
+        }
+    }
+    json_t *pdl = json_object_get(obj, "pdl");
+    u->pdl = pdl && json_is_true(pdl);
+    json_t *cluster = json_object_get(obj, "cluster");
+    if (cluster && launch_dims(c, cluster, path, "cluster", cluster_max, u->cluster) == 0) {
+        snprintf(kpath, sizeof(kpath), "%s.cluster", path);
+        unsigned n = u->cluster[0] * u->cluster[1] * u->cluster[2];
+        if (c->plan->target.cc_major < 9)
+            gr_error_set(c->err, GR_ERR_INPUT, kpath,
+                         "thread-block clusters need compute capability 9.0 or newer; the target "
+                         "is %d.%d",
+                         c->plan->target.cc_major, c->plan->target.cc_minor);
+        else if (n > 16)
+            gr_error_set(c->err, GR_ERR_INPUT, kpath, "%u blocks per cluster; at most 16 (8 portable)", n);
+        else if (dims_ok)
+            for (int d = 0; d < 3; d++)
+                if (op->grid[d] % u->cluster[d]) {
+                    gr_error_set(c->err, GR_ERR_INPUT, kpath,
+                                 "grid dimension %d (%u) is not a multiple of the cluster's (%u)",
+                                 d, op->grid[d], u->cluster[d]);
+                    break;
+                }
+    }
+    /* buffers */
+    int ni = resolve_io(c, op, json_object_get(obj, "inputs"), "inputs", op->inputs, GR_MAX_INPUTS);
+    int no = resolve_io(c, op, json_object_get(obj, "outputs"), "outputs", op->outputs, GR_MAX_OUTPUTS);
+    op->ninputs = ni < 0 ? 0 : ni;
+    op->noutputs = no < 0 ? 0 : no;
+    json_t *args = json_object_get(obj, "args");
+    size_t nargs = args ? json_array_size(args) : 0;
+    if (nargs > 256) {
+        snprintf(kpath, sizeof(kpath), "%s.args", path);
+        gr_error_set(c->err, GR_ERR_INPUT, kpath, "%zu arguments; at most 256", nargs);
+        nargs = 0;
+    }
+    u->args = calloc(nargs + 1, sizeof(gr_user_arg));
+    if (!u->args) {
+        gr_error_set(c->err, GR_ERR_NOMEM, path, "out of memory");
+        c->fatal = 1;
+    }
+    for (size_t i = 0; i < nargs && u->args; i++) {
+        char apath[GR_PATH_MAX + 32];
+        snprintf(apath, sizeof(apath), "%s.args[%zu]", path, i);
+        json_t *a = json_array_get(args, i);
+        gr_user_arg *ua = &u->args[u->nargs++];
+        ua->buffer = -1;
+        if (json_is_string(a)) {
+            char bname[GR_NAME_MAX];
+            ua->type = GR_ARG_BUFFER;
+            if (expand_name(c, json_string_value(a), apath, bname, sizeof(bname)) != GR_OK) continue;
+            int b = find_buffer(c, bname);
+            if (b < 0) {
+                unknown_buffer(c, apath, bname);
+                continue;
+            }
+            ua->buffer = b;
+            int listed = 0;
+            for (int j = 0; j < op->ninputs; j++) listed |= op->inputs[j] == b;
+            for (int j = 0; j < op->noutputs; j++) listed |= op->outputs[j] == b;
+            if (!listed && ni >= 0 && no >= 0)
+                gr_error_set(c->err, GR_ERR_INPUT, apath,
+                             "buffer \"%s\" is passed to the kernel but is not in the op's "
+                             "\"inputs\" or \"outputs\"; list it in \"inputs\" if the kernel reads "
+                             "it, in \"outputs\" if it writes it (graphrun orders ops, checks "
+                             "and counts bytes by them)",
+                             bname);
+        } else if (json_is_object(a)) {
+            scalar_arg(c, a, apath, ua);
+        } else {
+            gr_error_set(c->err, GR_ERR_INPUT, apath,
+                         "expected a buffer name or a scalar {\"i32\"|\"u32\"|\"i64\"|\"u64\"|"
+                         "\"f32\"|\"f64\": VALUE}, got %s",
+                         gr_json_type_word(a));
+        }
+    }
+    /* bytes: each input read once and each output written once, unless given */
+    for (int j = 0; j < op->ninputs; j++) op->bytes_read += (double)c->plan->bufs[op->inputs[j]].bytes;
+    for (int j = 0; j < op->noutputs; j++)
+        op->bytes_written += (double)c->plan->bufs[op->outputs[j]].bytes;
+    json_t *bytes = json_object_get(obj, "bytes");
+    if (bytes) {
+        char bpath[GR_PATH_MAX + 16];
+        snprintf(bpath, sizeof(bpath), "%s.bytes", path);
+        static const gr_json_key bkeys[] = {{"read", GR_JT_NUMBER | GR_JT_STRING, 0, NULL},
+                                            {"written", GR_JT_NUMBER | GR_JT_STRING, 0, NULL},
+                                            {"doc", GR_JT_STRING, 0, NULL},
+                                            {NULL, 0, 0, NULL}};
+        if (!gr_json_check_keys(bytes, bpath, bkeys, "an op's bytes", c->err)) {
+            static const char *const which[2] = {"read", "written"};
+            for (int w = 0; w < 2; w++) {
+                json_t *v = json_object_get(bytes, which[w]);
+                if (!v) continue;
+                char vpath[GR_PATH_MAX + 32];
+                snprintf(vpath, sizeof(vpath), "%s.%s", bpath, which[w]);
+                double d;
+                if (eval_number(c, v, vpath, &d) != GR_OK) continue;
+                if (!isfinite(d) || d < 0) {
+                    gr_error_set(c->err, GR_ERR_INPUT, vpath, "%g bytes: expected a count >= 0", d);
+                    continue;
+                }
+                if (w == 0) op->bytes_read = d;
+                else op->bytes_written = d;
+                u->bytes_given |= 1 << w;
+            }
+        }
+    }
+    note_op_name(c, op, jname != NULL);
+    if (c->err->count != errors || ni < 0 || no < 0 || !u->module) op->kernel = NULL; /* no check */
+    c->plan->user_ops++;
+    c->plan->nops++;
+}
+
 static void walk_ops(rctx *c, json_t *list, const char *path) {
     size_t i;
     json_t *el;
@@ -1148,6 +1490,8 @@ static void walk_ops(rctx *c, json_t *list, const char *path) {
             add_fork_join(c, el, epath, 1);
         } else if (json_object_get(el, "join")) {
             add_fork_join(c, el, epath, 0);
+        } else if (json_object_get(el, "module") || json_object_get(el, "function")) {
+            add_user_op(c, el, epath);
         } else {
             add_kernel_op(c, el, epath);
         }
@@ -1172,6 +1516,35 @@ static int output_tol_num(rctx *c, json_t *v, const char *epath, const char *key
     return 1;
 }
 
+/* "expect": {"file": PATH}: the output's expected contents, checked against the buffer now. */
+static int resolve_expect(rctx *c, json_t *v, const char *epath, gr_buffer *buf) {
+    char xpath[GR_PATH_MAX + 16];
+    snprintf(xpath, sizeof(xpath), "%s.expect", epath);
+    static const gr_json_key keys[] = {
+        {"file", GR_JT_STRING, 1, "a file of the expected values (raw little-endian or .npy)"},
+        {"doc", GR_JT_STRING, 0, NULL},
+        {NULL, 0, 0, NULL}};
+    if (!json_is_object(v)) {
+        gr_error_set(c->err, GR_ERR_INPUT, xpath,
+                     "expected {\"file\": \"y.npy\"} (raw little-endian or .npy), got %s",
+                     gr_json_type_word(v));
+        return -1;
+    }
+    if (gr_json_check_keys(v, xpath, keys, "an expect object", c->err)) return -1;
+    char fpath[GR_PATH_MAX + 24], rel[512];
+    snprintf(fpath, sizeof(fpath), "%s.file", xpath);
+    if (eval_string(c, json_object_get(v, "file"), fpath, rel, sizeof(rel)) != GR_OK) return -1;
+    if (rel[0] == '/' || !strcmp(c->wl->dir, "."))
+        snprintf(buf->expect_path, sizeof(buf->expect_path), "%s", rel);
+    else snprintf(buf->expect_path, sizeof(buf->expect_path), "%s/%s", c->wl->dir, rel);
+    if (gr_expect_check(buf->expect_path, buf, fpath, &buf->expect_offset, c->err) != GR_OK) {
+        buf->expect_path[0] = '\0';
+        return -1;
+    }
+    c->plan->expect_outputs++;
+    return 0;
+}
+
 /* Outputs and their tolerances (docs/verification.md): a name (the dtype's default), or
  * {"buffer", "depth", "roundings"} (derived from the dtype and the accumulation depth), or
  * {"buffer", "rtol", "doc"} (explicit), each with an optional element-wise "atol". */
@@ -1182,18 +1555,18 @@ static void resolve_outputs(rctx *c, json_t *outputs, const char *path) {
         char epath[GR_PATH_MAX];
         snprintf(epath, sizeof(epath), "%s[%zu]", path, i);
         const char *name = NULL;
-        json_t *jrtol = NULL, *jatol = NULL, *jdepth = NULL, *jround = NULL;
+        json_t *jrtol = NULL, *jatol = NULL, *jdepth = NULL, *jround = NULL, *jexpect = NULL;
         if (json_is_string(el)) {
             name = json_string_value(el);
         } else {
             json_error_t jerr;
             const char *doc = NULL;
-            if (json_unpack_ex(el, &jerr, JSON_STRICT, "{s:s, s?:o, s?:o, s?:o, s?:o, s?:s}",
+            if (json_unpack_ex(el, &jerr, JSON_STRICT, "{s:s, s?:o, s?:o, s?:o, s?:o, s?:s, s?:o}",
                                "buffer", &name, "rtol", &jrtol, "atol", &jatol, "depth", &jdepth,
-                               "roundings", &jround, "doc", &doc) != 0) {
+                               "roundings", &jround, "doc", &doc, "expect", &jexpect) != 0) {
                 gr_error_set(c->err, GR_ERR_INPUT, epath,
                              "%s (an output is a buffer name or {\"buffer\", \"rtol\" or "
-                             "\"depth\"/\"roundings\", \"atol\", \"doc\"})",
+                             "\"depth\"/\"roundings\", \"atol\", \"expect\", \"doc\"})",
                              jerr.text);
                 continue;
             }
@@ -1222,6 +1595,7 @@ static void resolve_outputs(rctx *c, json_t *outputs, const char *path) {
             continue;
         }
         gr_buffer *buf = &c->plan->bufs[b];
+        if (jexpect && resolve_expect(c, jexpect, epath, buf) != 0) continue;
         buf->is_output = 1;
         buf->atol = ha > 0 ? atol : 0;
         buf->rtol_elem = 0;
@@ -1388,18 +1762,21 @@ gr_status gr_plan_resolve(const gr_workload *wl, const char *variant, const gr_t
         json_error_t jerr;
         const char *desc = NULL;
         json_t *vout = NULL;
+        int isref = 0;
         static const gr_json_key vkeys[] = {{"ops", GR_JT_ARRAY, 1, "an array of ops"},
                                             {"description", GR_JT_STRING, 0, NULL},
                                             {"outputs", GR_JT_ARRAY, 0, "an array of outputs"},
+                                            {"reference", GR_JT_BOOL, 0, NULL},
                                             {NULL, 0, 0, NULL}};
         if (!v) {
             gr_error_set(err, GR_ERR_USAGE, "--variant", "no variant \"%s\"", variant);
         } else if (gr_json_check_keys(v, vpath, vkeys, "a variant", err)) {
             ops = NULL;
-        } else if (json_unpack_ex(v, &jerr, JSON_STRICT, "{s:o, s?:s, s?:o}", "ops", &ops,
-                                  "description", &desc, "outputs", &vout) != 0) {
+        } else if (json_unpack_ex(v, &jerr, JSON_STRICT, "{s:o, s?:s, s?:o, s?:b}", "ops", &ops,
+                                  "description", &desc, "outputs", &vout, "reference", &isref) != 0) {
             gr_error_set(err, GR_ERR_INPUT, vpath,
-                         "%s (a variant is {\"ops\": [...], \"description\"?, \"outputs\"?})",
+                         "%s (a variant is {\"ops\": [...], \"description\"?, \"outputs\"?, "
+                         "\"reference\"?})",
                          jerr.text);
             ops = NULL;
         } else if (!json_is_array(ops)) {
@@ -1430,6 +1807,14 @@ gr_status gr_plan_resolve(const gr_workload *wl, const char *variant, const gr_t
                      "missing: list the buffers to verify, e.g. \"outputs\": [\"y\"]");
     }
     if (!c.fatal) dataflow(&c, err->count == errors_before);
+    plan->has_cpu_reference = 1;
+    for (int i = 0; i < plan->nops; i++)
+        if (plan->ops[i].kind == GR_OP_KERNEL && (plan->ops[i].user || (plan->ops[i].kernel && !plan->ops[i].kernel->reference)))
+            plan->has_cpu_reference = 0;
+    if (wl->reference_variant[0]) {
+        if (!strcmp(wl->reference_variant, variant)) plan->is_reference_variant = 1;
+        else snprintf(plan->reference_variant, sizeof(plan->reference_variant), "%s", wl->reference_variant);
+    }
 
     /* kernel checks: shapes and dtypes against the schema, launch dims, accounting */
     char last_problem[512] = "";
@@ -1487,6 +1872,12 @@ gr_status gr_plan_resolve(const gr_workload *wl, const char *variant, const gr_t
 
 void gr_plan_destroy(gr_plan *plan) {
     if (!plan) return;
+    for (int i = 0; i < plan->nops; i++)
+        if (plan->ops[i].user) {
+            gr_module_unref(plan->ops[i].user->module);
+            free(plan->ops[i].user->args);
+            free(plan->ops[i].user);
+        }
     free(plan->bufs);
     free(plan->ops);
     free(plan);

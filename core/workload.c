@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,6 +127,234 @@ static int valid_ident(const char *s) {
               *c == '_'))
             return 0;
     return 1;
+}
+
+
+/* ---------- modules ---------- */
+
+const char *gr_module_kind_name(gr_module_kind k) {
+    switch (k) {
+    case GR_MOD_SOURCE: return "source";
+    case GR_MOD_PTX: return "ptx";
+    case GR_MOD_CUBIN: return "cubin";
+    case GR_MOD_FATBIN: return "fatbin";
+    }
+    return "?";
+}
+
+gr_module *gr_module_ref(gr_module *m) {
+    if (m) __atomic_add_fetch(&m->refs, 1, __ATOMIC_ACQ_REL);
+    return m;
+}
+
+void gr_module_unref(gr_module *m) {
+    if (!m || __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+    if (m->impl && m->impl_free) m->impl_free(m->impl);
+    for (int i = 0; i < m->noptions; i++) free(m->options[i]);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+gr_module *gr_workload_module(const gr_workload *wl, const char *name) {
+    for (int i = 0; i < wl->nmodules; i++)
+        if (!strcmp(wl->modules[i]->name, name)) return wl->modules[i];
+    return NULL;
+}
+
+/* `rel` against the workload's directory (an absolute path stays). */
+static void rel_path(const gr_workload *wl, const char *rel, char *out, size_t size) {
+    if (rel[0] == '/' || !strcmp(wl->dir, ".")) snprintf(out, size, "%s", rel);
+    else snprintf(out, size, "%s/%s", wl->dir, rel);
+}
+
+static int add_option(gr_module *m, const char *opt) {
+    if (m->noptions >= GR_MODULE_MAX_OPTIONS) return -1;
+    m->options[m->noptions] = strdup(opt);
+    if (!m->options[m->noptions]) return -1;
+    m->noptions++;
+    return 0;
+}
+
+/* One entry of "modules": exactly one of source/ptx/cubin/fatbin (a file relative to the workload),
+ * NVRTC "options" and "include" directories for a source. Files are checked here, before anything
+ * else happens, so that a missing kernel file is reported with the workload's other problems. */
+static void load_module(gr_workload *wl, const char *name, json_t *val, gr_error *err) {
+    char path[160];
+    snprintf(path, sizeof(path), "modules.%.100s", name);
+    static const gr_json_key mkeys[] = {
+        {"source", GR_JT_STRING, 0, "a CUDA source file (.cu), relative to the workload file"},
+        {"ptx", GR_JT_STRING, 0, "a PTX file, relative to the workload file"},
+        {"cubin", GR_JT_STRING, 0, "a cubin file, relative to the workload file"},
+        {"fatbin", GR_JT_STRING, 0, "a fatbin file, relative to the workload file"},
+        {"options", GR_JT_ARRAY, 0, "an array of NVRTC options, e.g. [\"--use_fast_math\"]"},
+        {"include", GR_JT_ARRAY, 0, "an array of include directories, relative to the workload file"},
+        {"doc", GR_JT_STRING, 0, NULL},
+        {NULL, 0, 0, NULL}};
+    if (!valid_ident(name)) {
+        gr_error_set(err, GR_ERR_INPUT, path,
+                     "a module name must be an identifier (letters, digits, _; at most 63)");
+        return;
+    }
+    if (!json_is_object(val)) {
+        gr_error_set(err, GR_ERR_INPUT, path,
+                     "expected an object such as {\"source\": \"my_kernels.cu\"} (or \"ptx\", "
+                     "\"cubin\", \"fatbin\"), got %s",
+                     json_type_word(val));
+        return;
+    }
+    if (gr_json_check_keys(val, path, mkeys, "a module", err)) return;
+    static const char *kinds[] = {"source", "ptx", "cubin", "fatbin"};
+    int kind = -1, nkinds = 0;
+    for (int k = 0; k < 4; k++)
+        if (json_object_get(val, kinds[k])) {
+            kind = k;
+            nkinds++;
+        }
+    if (nkinds != 1) {
+        gr_error_set(err, GR_ERR_INPUT, path,
+                     "%s; a module is exactly one of \"source\" (CUDA C++, compiled with NVRTC), "
+                     "\"ptx\", \"cubin\" or \"fatbin\"",
+                     nkinds ? "names more than one file" : "names no file");
+        return;
+    }
+    json_t *options = json_object_get(val, "options"), *include = json_object_get(val, "include");
+    if (kind != GR_MOD_SOURCE && (options || include)) {
+        gr_error_set(err, GR_ERR_INPUT, path,
+                     "\"%s\" applies to \"source\" modules only (a %s is already compiled)",
+                     options ? "options" : "include", kinds[kind]);
+        return;
+    }
+    if (wl->nmodules >= GR_MAX_MODULES) {
+        gr_error_set(err, GR_ERR_INPUT, "modules", "more than %d modules", GR_MAX_MODULES);
+        return;
+    }
+    gr_module *m = calloc(1, sizeof(*m));
+    if (!m) {
+        gr_error_set(err, GR_ERR_NOMEM, path, "out of memory");
+        return;
+    }
+    pthread_mutex_init(&m->lock, NULL);
+    m->refs = 1;
+    m->kind = (gr_module_kind)kind;
+    snprintf(m->name, sizeof(m->name), "%s", name);
+    snprintf(m->path, sizeof(m->path), "%s", path);
+    const char *given = json_string_value(json_object_get(val, kinds[kind]));
+    char fpath[200];
+    snprintf(fpath, sizeof(fpath), "%s.%s", path, kinds[kind]);
+    int bad = 0;
+    if (!given[0] || strlen(given) >= sizeof(m->given)) {
+        gr_error_set(err, GR_ERR_INPUT, fpath, "expected a file name of 1 to %zu characters",
+                     sizeof(m->given) - 1);
+        bad = 1;
+    } else {
+        snprintf(m->given, sizeof(m->given), "%s", given);
+        rel_path(wl, given, m->file, sizeof(m->file));
+        struct stat st;
+        if (stat(m->file, &st) != 0) {
+            gr_error_set(err, GR_ERR_INPUT, fpath,
+                         "file \"%s\" not found (paths are relative to the workload file)",
+                         m->file);
+            bad = 1;
+        } else if (!S_ISREG(st.st_mode)) {
+            gr_error_set(err, GR_ERR_INPUT, fpath, "\"%s\" is not a regular file", m->file);
+            bad = 1;
+        }
+    }
+    size_t i;
+    json_t *el;
+    json_array_foreach(options, i, el) {
+        if (!json_is_string(el) || json_string_length(el) == 0) {
+            gr_error_set(err, GR_ERR_INPUT, path, "options[%zu]: expected a non-empty string, got %s",
+                         i, json_type_word(el));
+            bad = 1;
+            continue;
+        }
+        const char *o = json_string_value(el);
+        /* the target is graphrun's choice (the GPU's, or --arch): one image per device */
+        if (!strncmp(o, "-arch", 5) || !strncmp(o, "--gpu-architecture", 18)) {
+            gr_error_set(err, GR_ERR_INPUT, path,
+                         "options[%zu]: \"%s\": the architecture is the GPU's own (graphrun "
+                         "validate --arch sm_XY picks it without a GPU); drop this option",
+                         i, o);
+            bad = 1;
+            continue;
+        }
+        if (add_option(m, o) != 0) {
+            gr_error_set(err, GR_ERR_INPUT, path, "options: more than %d", GR_MODULE_MAX_OPTIONS - 8);
+            bad = 1;
+            break;
+        }
+    }
+    json_array_foreach(include, i, el) {
+        char ipath[200];
+        snprintf(ipath, sizeof(ipath), "%s.include[%zu]", path, i);
+        if (!json_is_string(el) || json_string_length(el) == 0 || json_string_length(el) > 900) {
+            gr_error_set(err, GR_ERR_INPUT, ipath, "expected a directory name, got %s",
+                         json_type_word(el));
+            bad = 1;
+            continue;
+        }
+        char dir[1024], opt[1100];
+        rel_path(wl, json_string_value(el), dir, sizeof(dir));
+        struct stat st;
+        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            gr_error_set(err, GR_ERR_INPUT, ipath,
+                         "directory \"%s\" not found (paths are relative to the workload file)",
+                         dir);
+            bad = 1;
+            continue;
+        }
+        snprintf(opt, sizeof(opt), "-I%s", dir);
+        if (add_option(m, opt) != 0) bad = 1;
+    }
+    if (kind == GR_MOD_SOURCE && !bad) {
+        /* #include "x.cuh" next to the source, as nvcc finds it */
+        char dir[1024], opt[1100];
+        snprintf(dir, sizeof(dir), "%s", m->file);
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = '\0';
+        else snprintf(dir, sizeof(dir), ".");
+        snprintf(opt, sizeof(opt), "-I%s", dir);
+        if (add_option(m, opt) != 0) bad = 1;
+    }
+    if (bad) {
+        gr_module_unref(m);
+        return;
+    }
+    wl->modules[wl->nmodules++] = m;
+}
+
+static void load_modules(gr_workload *wl, json_t *modules, gr_error *err) {
+    if (!modules) return;
+    const char *key;
+    json_t *val;
+    json_object_foreach(modules, key, val) load_module(wl, key, val, err);
+}
+
+/* The variant marked "reference": true (at most one); its keys are checked with the variant's. */
+static void find_reference_variant(gr_workload *wl, json_t *variants, gr_error *err) {
+    const char *key;
+    json_t *val;
+    if (!json_is_object(variants)) return;
+    json_object_foreach(variants, key, val) {
+        json_t *r = json_is_object(val) ? json_object_get(val, "reference") : NULL;
+        if (!r) continue;
+        char path[128];
+        snprintf(path, sizeof(path), "variants.%.60s.reference", key);
+        if (!json_is_boolean(r)) {
+            gr_error_set(err, GR_ERR_INPUT, path, "expected true or false, got %s",
+                         json_type_word(r));
+            continue;
+        }
+        if (!json_is_true(r)) continue;
+        if (wl->reference_variant[0]) {
+            gr_error_set(err, GR_ERR_INPUT, path,
+                         "variant \"%s\" is already the reference; mark one variant only",
+                         wl->reference_variant);
+            continue;
+        }
+        snprintf(wl->reference_variant, sizeof(wl->reference_variant), "%s", key);
+    }
 }
 
 static gr_status parse_param_value(gr_param *p, const json_t *v, const char *path, gr_error *err) {
@@ -260,6 +489,7 @@ static gr_status load_root(gr_workload *wl, json_t *root, gr_error *err) {
     int schema = 1;
     const char *name = NULL, *desc = NULL, *dvar = NULL;
     json_t *params = NULL, *buffers = NULL, *outputs = NULL, *ops = NULL, *variants = NULL;
+    json_t *modules = NULL;
     json_int_t seed = 0;
     if (!json_is_object(root))
         return gr_error_set(err, GR_ERR_INPUT, "(top level)",
@@ -276,16 +506,19 @@ static gr_status load_root(gr_workload *wl, json_t *root, gr_error *err) {
                                       {"variants", GR_JT_OBJECT, 0, NULL},
                                       {"default_variant", GR_JT_STRING, 0, NULL},
                                       {"seed", GR_JT_INT, 0, NULL},
+                                      {"modules", GR_JT_OBJECT, 0,
+                                       "an object of name: {\"source\"|\"ptx\"|\"cubin\"|\"fatbin\": FILE}"},
                                       {NULL, 0, 0, NULL}};
     if (gr_json_check_keys(root, "", top, "a workload", err)) return err->code;
     if (json_unpack_ex(root, &jerr, JSON_STRICT,
-                       "{s?:i, s:s, s?:s, s?:o, s:o, s?:o, s?:o, s?:o, s?:s, s?:I}",
+                       "{s?:i, s:s, s?:s, s?:o, s:o, s?:o, s?:o, s?:o, s?:s, s?:I, s?:o}",
                        "schema_version", &schema, "name", &name, "description", &desc, "params",
                        &params, "buffers", &buffers, "outputs", &outputs, "ops", &ops, "variants",
-                       &variants, "default_variant", &dvar, "seed", &seed) != 0) {
+                       &variants, "default_variant", &dvar, "seed", &seed, "modules",
+                       &modules) != 0) {
         return gr_error_set(err, GR_ERR_INPUT, "(top level)",
                             "%s (allowed keys: schema_version, name, description, params, "
-                            "buffers, outputs, ops, variants, default_variant, seed)",
+                            "buffers, outputs, ops, variants, default_variant, seed, modules)",
                             jerr.text);
     }
     if (schema != 1)
@@ -309,6 +542,8 @@ static gr_status load_root(gr_workload *wl, json_t *root, gr_error *err) {
         gr_error_set(err, GR_ERR_INPUT, "outputs", "expected an array of buffer names, got %s",
                      json_type_word(outputs));
     load_params(wl, params, err);
+    load_modules(wl, modules, err);
+    find_reference_variant(wl, variants, err);
     if (ops && variants)
         gr_error_set(err, GR_ERR_INPUT, "(top level)",
                      "has both \"ops\" and \"variants\"; use \"ops\" for a single variant or "
@@ -405,6 +640,7 @@ gr_status gr_workload_load_string(const char *text, size_t len, const char *labe
 void gr_workload_destroy(gr_workload *wl) {
     if (!wl) return;
     json_decref((json_t *)wl->root);
+    for (int i = 0; i < wl->nmodules; i++) gr_module_unref(wl->modules[i]);
     free(wl);
 }
 

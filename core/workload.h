@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/kernel.h"
+#include "core/module.h"
 #include "core/plan.h"
 
 #ifdef __cplusplus
@@ -41,6 +42,9 @@ typedef struct gr_workload {
     int nvariants;   /* 0: the workload has top-level "ops" and one implicit variant */
     char default_variant[64];
     uint64_t seed;   /* global seed, mixed into every buffer's seed; --seed overrides */
+    gr_module *modules[GR_MAX_MODULES]; /* "modules": the user's kernels (core/module.h) */
+    int nmodules;
+    char reference_variant[64]; /* the variant marked "reference": true, "" when none */
 } gr_workload;
 
 /* The keys an object of a workload may have, with the JSON types each takes (GR_JT_*): checked by
@@ -75,6 +79,9 @@ gr_status gr_workload_load_file(const char *path, gr_workload **out, gr_error *e
 gr_status gr_workload_load_string(const char *text, size_t len, const char *label,
                                   gr_workload **out, gr_error *err);
 void gr_workload_destroy(gr_workload *wl);
+
+/* The module named `name`, NULL when the workload has none of that name. */
+gr_module *gr_workload_module(const gr_workload *wl, const char *name);
 
 /* Apply "name=value" (the --set option). */
 gr_status gr_workload_set(gr_workload *wl, const char *assignment, gr_error *err);
