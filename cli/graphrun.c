@@ -45,6 +45,7 @@ typedef struct cli {
     int trace_iters;
     const char *timeline_path; /* --timeline FILE: Chrome Trace Event JSON of the traced run */
     const char *html_path;     /* --html FILE: self-contained HTML report */
+    const char *arch;          /* validate --arch sm_XY: user modules' target without a GPU */
     int argc;
     char **argv;
 } cli;
@@ -155,6 +156,8 @@ static const char *usage_validate =
     "  --full           list every op and buffer (default: the first 60)\n"
     "  --input FILE.tsv check a Criteo Kaggle file and its binding to the workload's buffers\n"
     "                   (as graphrun run --input does), with --skip-bad-lines to skip bad lines\n"
+    "  --arch sm_XY     compile and check the workload's own kernels (\"modules\") for this\n"
+    "                   architecture, e.g. sm_80 or sm_90a (default sm_90, an H200)\n"
     "\n"
     "example:\n"
     "  graphrun validate workloads/pointwise_fusion.json --set n=4096\n";
@@ -214,7 +217,7 @@ static int bad_int(const char *cmd_usage, const char *opt, int lo, int hi, const
 static int run_only(const char *name) {
     static const char *validate_opts[] = {"--help",           "--variant", "--set",
                                           "--json",           "--full",    "--input",
-                                          "--skip-bad-lines", "--seed",    NULL};
+                                          "--skip-bad-lines", "--seed",    "--arch",  NULL};
     for (const char **v = validate_opts; *v; v++)
         if (!strcmp(*v, name)) return 0;
     return 1;
@@ -254,7 +257,7 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         static const char *with_value[] = {"--variant", "--set", "--json", "--seed", "--iters",
                                            "--warmup", "--batches", "--capture-mode", "--dot",
                                            "--device", "--unroll", "--input", "--trace",
-                                           "--trace-iters", "--timeline", "--html", "--capture-check-record", NULL};
+                                           "--trace-iters", "--timeline", "--html", "--capture-check-record", "--arch", NULL};
         int needs = 0;
         for (const char **w = with_value; *w; w++)
             if (!strcmp(*w, name)) needs = 1;
@@ -302,6 +305,12 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         } else if (!strcmp(name, "--json")) c->json_path = val;
         else if (!strcmp(name, "--seed")) c->seed = val;
         else if (!strcmp(name, "--full")) c->full = 1;
+        else if (!strcmp(name, "--arch")) {
+            if (!is_validate)
+                return usage_error(cmd_usage, "--arch is for graphrun validate; a run compiles "
+                                              "user kernels for the GPU it runs on%s", "");
+            c->arch = val;
+        }
         else if (!strcmp(name, "--plan")) c->show_plan = 1;
         else if (!strcmp(name, "--iters")) {
             if (!parse_int(val, 1, 100000000, &c->run.iters))
@@ -483,6 +492,7 @@ static int cmd_validate(cli *c) {
     gr_error e;
     gr_error_clear(&e);
     gr_target t = gr_target_default();
+    if (c->arch && gr_target_set_arch(&t, c->arch, &e) != GR_OK) return fail(&e);
     loaded l;
     if (load_and_resolve(c, &t, &l, &e) != GR_OK) {
         loaded_free(&l);

@@ -223,6 +223,10 @@ double gr_op_attr_num(const gr_op *op, const char *name, double dflt);
 const char *gr_op_attr_str(const gr_op *op, const char *name, const char *dflt);
 
 gr_target gr_target_default(void);
+/* Make the target the architecture `arch` names ("sm_80", "sm_90a", "sm_100f", or a compute
+ * capability "8.6"): what `graphrun validate --arch` compiles user modules for and checks limits
+ * against without a GPU. Errors are GR_ERR_USAGE at "--arch". */
+gr_status gr_target_set_arch(gr_target *t, const char *arch, gr_error *err);
 /* Bytes of the buffers the variant only reads (weights, embedding tables, inputs). */
 double gr_plan_input_bytes(const gr_plan *plan);
 

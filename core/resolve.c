@@ -1910,6 +1910,40 @@ gr_target gr_target_default(void) {
     return t;
 }
 
+gr_status gr_target_set_arch(gr_target *t, const char *arch, gr_error *err) {
+    int major = 0, minor = 0;
+    char suffix[4] = "";
+    const char *p = arch;
+    if (!strncmp(p, "sm_", 3) || !strncmp(p, "compute_", 8)) {
+        p += p[0] == 's' ? 3 : 8;
+        size_t nd = strspn(p, "0123456789");
+        if (nd >= 2 && nd <= 3 && (!p[nd] || ((p[nd] == 'a' || p[nd] == 'f') && !p[nd + 1]))) {
+            int v = atoi(p);
+            major = v / 10;
+            minor = v % 10;
+            if (p[nd]) snprintf(suffix, sizeof(suffix), "%c", p[nd]);
+        }
+    } else if (strspn(p, "0123456789") >= 1 && strchr(p, '.')) {
+        char *end;
+        major = (int)strtol(p, &end, 10);
+        if (*end == '.' && end[1] >= '0' && end[1] <= '9' && !end[2]) minor = end[1] - '0';
+        else major = 0;
+    }
+    if (major < 7 || major > 20)
+        return gr_error_set(err, GR_ERR_USAGE, "--arch",
+                            "\"%.40s\": expected an architecture such as sm_80, sm_90, sm_90a or "
+                            "sm_100 (compute capability 7.5 or newer), or a compute capability "
+                            "such as 8.6",
+                            arch);
+    t->cc_major = major;
+    t->cc_minor = minor;
+    t->from_device = 0;
+    snprintf(t->arch, sizeof(t->arch), "sm_%d%d%s", major, minor, suffix);
+    snprintf(t->name, sizeof(t->name), "%s (--arch; no device read, %d SMs assumed)", t->arch,
+             t->sm_count);
+    return GR_OK;
+}
+
 double gr_plan_input_bytes(const gr_plan *plan) {
     double s = 0;
     for (int b = 0; b < plan->nbufs; b++)
