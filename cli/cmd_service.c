@@ -42,6 +42,13 @@ static const char *usage_capture =
     "  --force                capture again even when the same content is held (replaces it),\n"
     "                         or replace a different graph held under --name\n"
     "  --no-cpu-ref           skip the CPU reference (graph is still checked against eager)\n"
+    "  --pdl                  launch the kernels that support it with programmatic dependent\n"
+    "                         launch (as `graphrun run --pdl`)\n"
+    "  --unroll N             hold N steps in one graph (1..1024); replay reports time per step\n"
+    "  --input FILE.tsv       Criteo Kaggle rows for a DLRM workload (as `graphrun run --input`)\n"
+    "  --skip-bad-lines       with --input: skip malformed rows (named) instead of failing\n"
+    "  --no-capture-check     capture without the capture checker (by default it runs first, and\n"
+    "                         a capture that breaks or lets work escape is not held)\n"
     "  --json FILE|-          the capture report as JSON (the `graphrun run --json` schema)\n"
     "  --socket PATH          the service's socket (default $GRAPHRUN_SOCKET, else\n"
     "                         $XDG_RUNTIME_DIR/graphrun/graphrun.sock or /tmp/graphrun-UID/)\n"
@@ -153,6 +160,8 @@ typedef struct sopts {
     const char *sets[MAX_SETS];
     int nsets;
     int force, no_cpu_ref, quiet, foreground, compare_eager;
+    int pdl, unroll, no_capture_check, skip_bad_lines;
+    const char *input;
     int iters, warmup, batches;
     gr_service_opts serve;
     char *pass[32]; /* serve options passed on to the background service */
@@ -201,7 +210,8 @@ static int parse_size(const char *s, double *out) {
 
 static const char *const capture_opts[] = {"--name=", "--set=", "--variant=", "--capture-mode=",
                                            "--force", "--no-cpu-ref", "--json=", "--socket=",
-                                           "--quiet", NULL};
+                                           "--quiet", "--pdl", "--unroll=", "--input=",
+                                           "--skip-bad-lines", "--no-capture-check", NULL};
 static const char *const replay_opts[] = {"--iters=", "--warmup=", "--batches=", "--compare-eager",
                                           "--json=", "--socket=", "--quiet", NULL};
 static const char *const serve_opts[] = {"--socket=", "--foreground", "--max-graphs=",
@@ -274,7 +284,16 @@ static int parse(int argc, char **argv, sopts *o) {
             gr_error_clear(&e);
             if (gr_capture_mode_parse(val, &m, &e) != GR_OK) return usage_error(o, "%s", e.msg);
             o->mode = val;
-        } else if (!strcmp(name, "--force")) o->force = 1;
+        } else if (!strcmp(name, "--unroll")) {
+            if (!parse_int(val, 1, 1024, &o->unroll))
+                return usage_error(o, "--unroll takes a whole number of steps in [1, 1024], got \"%s\"", val);
+        } else if (!strcmp(name, "--input")) {
+            if (!val[0]) return usage_error(o, "--input takes a Criteo TSV file%s", "");
+            o->input = val;
+        } else if (!strcmp(name, "--pdl")) o->pdl = 1;
+        else if (!strcmp(name, "--skip-bad-lines")) o->skip_bad_lines = 1;
+        else if (!strcmp(name, "--no-capture-check")) o->no_capture_check = 1;
+        else if (!strcmp(name, "--force")) o->force = 1;
         else if (!strcmp(name, "--no-cpu-ref")) o->no_cpu_ref = 1;
         else if (!strcmp(name, "--json")) o->json_path = val;
         else if (!strcmp(name, "--quiet")) o->quiet = 1;
@@ -451,10 +470,21 @@ static int cmd_capture(sopts *o, const gr_service_paths *paths) {
     }
     /* validate here first (load, --set, --variant, resolve: no GPU needed), so that bad input
      * never starts a service; the service resolves again against its device */
+    char input_abs[PATH_MAX] = "";
+    if (o->input && !realpath(o->input, input_abs)) {
+        fprintf(stderr, "graphrun: --input %s: cannot open the file (%s; check the path)\n",
+                o->input, strerror(errno));
+        return 2;
+    }
+    if (o->skip_bad_lines && !o->input) {
+        fprintf(stderr, "graphrun capture: --skip-bad-lines needs --input FILE.tsv\n");
+        return 2;
+    }
     gr_error e;
     gr_error_clear(&e);
     gr_loaded ld;
-    gr_load_req lr = {abs, o->variant, o->sets, o->nsets, NULL, 1, NULL, NULL};
+    gr_load_req lr = {abs,  o->variant, o->sets, o->nsets, NULL, 1, input_abs[0] ? input_abs : NULL,
+                      o->skip_bad_lines};
     gr_target t = gr_target_default();
     gr_status vs = gr_load_resolve(&lr, &t, &ld, &e);
     gr_loaded_free(&ld);
@@ -471,6 +501,12 @@ static int cmd_capture(sopts *o, const gr_service_paths *paths) {
     }
     json_object_set_new(req, "force", json_boolean(o->force));
     json_object_set_new(req, "cpu_reference", json_boolean(!o->no_cpu_ref));
+    if (!o->no_capture_check) json_object_set_new(req, "capture_check", json_true());
+    else json_object_set_new(req, "capture_check", json_false());
+    if (o->pdl) json_object_set_new(req, "pdl", json_true());
+    if (o->unroll > 1) json_object_set_new(req, "unroll", json_integer(o->unroll));
+    if (input_abs[0]) json_object_set_new(req, "input", json_string(input_abs));
+    if (o->skip_bad_lines) json_object_set_new(req, "skip_bad_lines", json_true());
     json_object_set_new(req, "progress", json_boolean(!o->quiet && isatty(2)));
     gr_reply r;
     int rc = call(o, paths, 1, req, -1, &r, NULL);

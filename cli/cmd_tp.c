@@ -64,6 +64,8 @@ static const char *usage =
     "  --no-single-timing   do not time the unsharded single-GPU step (it is still run and "
     "checked)\n"
     "  --no-bandwidth       skip the copy-bandwidth probes (no HBM floor)\n"
+    "  --pdl                launch the kernels that support it with programmatic dependent\n"
+    "                       launch, on every rank and the single GPU (as `graphrun run --pdl`)\n"
     "  --json FILE|-        machine-readable results (schema_version 1)\n"
     "  --plan               print every P's sharding, and the plans of ranks 0 and 1 (the others\n"
     "                       differ from rank 1 only in their slices), before running\n"
@@ -171,18 +173,18 @@ static int parse_args(int argc, char **argv, tp_cli *c) {
         } else if (!strcmp(name, "--seed"))
             c->seed = val;
         else if (!strcmp(name, "--iters")) {
-            if (!parse_int(val, 1, 100000000, &c->o.iters))
+            if (!parse_int(val, 1, 100000000, &c->o.run.iters))
                 return usage_error("--iters takes a whole number >= 1, got \"%s\"", val);
         } else if (!strcmp(name, "--warmup")) {
-            if (!parse_int(val, 0, 100000000, &c->o.warmup))
+            if (!parse_int(val, 0, 100000000, &c->o.run.warmup))
                 return usage_error("--warmup takes a whole number >= 0, got \"%s\"", val);
         } else if (!strcmp(name, "--batches")) {
-            if (!parse_int(val, 1, 100000, &c->o.batches))
+            if (!parse_int(val, 1, 100000, &c->o.run.batches))
                 return usage_error("--batches takes a whole number >= 1, got \"%s\"", val);
         } else if (!strcmp(name, "--capture-mode")) {
             gr_error e;
             gr_error_clear(&e);
-            if (gr_capture_mode_parse(val, &c->o.mode, &e) != GR_OK)
+            if (gr_capture_mode_parse(val, &c->o.run.mode, &e) != GR_OK)
                 return usage_error("%s", e.msg);
         } else if (!strcmp(name, "--devices")) {
             c->o.ndevices = parse_list(val, 0, 1023, c->o.devices, GR_TP_MAX_RANKS);
@@ -191,30 +193,32 @@ static int parse_args(int argc, char **argv, tp_cli *c) {
                                    "e.g. --devices 4,5,6,7; got \"%s\"",
                                    val);
         } else if (!strcmp(name, "--steps")) {
-            if (!parse_int(val, 1, 1000, &c->o.steps))
+            if (!parse_int(val, 1, 1000, &c->o.run.steps))
                 return usage_error("--steps takes a whole number in [1, 1000], got \"%s\"", val);
         } else if (!strcmp(name, "--rtol")) {
             double v;
             if (!gr_parse_number(val, &v) || !(v > 0) || v >= 1)
                 return usage_error("--rtol takes a relative L2 tolerance in (0, 1), got \"%s\"",
                                    val);
-            c->o.rtol = v;
+            c->o.run.rtol = v;
         } else if (!strcmp(name, "--json"))
             c->json_path = val;
         else if (!strcmp(name, "--no-cpu-ref"))
-            c->o.cpu_reference = 0;
+            c->o.run.cpu_reference = 0;
         else if (!strcmp(name, "--no-comm-share"))
             c->o.comm_share = 0;
         else if (!strcmp(name, "--no-single-timing"))
             c->o.single_timing = 0;
         else if (!strcmp(name, "--no-bandwidth"))
-            c->o.bandwidth = 0;
+            c->o.run.bandwidth = 0;
+        else if (!strcmp(name, "--pdl"))
+            c->o.run.pdl = 1;
         else if (!strcmp(name, "--plan"))
             c->show_plan = 1;
         else if (!strcmp(name, "--count-devices"))
             c->count_devices = 1;
         else if (!strcmp(name, "--quiet"))
-            c->o.progress = 0;
+            c->o.run.progress = 0;
         else
             return usage_error("unknown option %s (see --help)", name);
     }
@@ -283,7 +287,7 @@ int gr_tp_cmd_main(int argc, char **argv) {
         return 2;
     }
     if (!c.workload) c.workload = "workloads/decode_tp.json";
-    if (!isatty(2)) c.o.progress = 0;
+    if (!isatty(2)) c.o.run.progress = 0;
     FILE *out = c.json_path && !strcmp(c.json_path, "-") ? stderr : stdout;
     gr_tp_req req = {c.workload, c.base, c.sets, c.nsets, c.seed};
     gr_error e;
@@ -330,7 +334,7 @@ int gr_tp_cmd_main(int argc, char **argv) {
             print_sharding(out, tp, c.show_plan);
             fprintf(out, "\n");
         }
-        if (c.o.mode == GR_CAPTURE_GLOBAL && c.Ps[i] > 1) {
+        if (c.o.run.mode == GR_CAPTURE_GLOBAL && c.Ps[i] > 1) {
             gr_tp_plans_free(tp);
             free(tp);
             gr_error_set(&e, GR_ERR_USAGE, "--capture-mode global",
@@ -358,7 +362,7 @@ int gr_tp_cmd_main(int argc, char **argv) {
         return 1;
     }
     gr_status st = gr_tp_run(&req, c.Ps, c.nP, &c.o, r, &e);
-    if (r->single.device || r->single.nchecks || r->nruns) {
+    if (r->single.device || r->single.checks.n || r->nruns) {
         gr_tp_report_text(out, r);
         fflush(out);
     }
@@ -371,6 +375,7 @@ int gr_tp_cmd_main(int argc, char **argv) {
         json_decref(j);
     }
     if (st != GR_OK) rc = fail(&e);
+    gr_tp_report_clear(r);
     free(r);
     return rc;
 }

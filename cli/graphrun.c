@@ -377,51 +377,7 @@ static int write_json(const char *path, json_t *j, gr_error *e) {
     return gr_json_write(path, j, "JSON", e) == GR_OK ? 0 : -1;
 }
 
-typedef struct loaded {
-    gr_workload *wl;
-    gr_plan *plans[GR_MAX_VARIANTS];
-    int nplans;
-    gr_criteo_data *input;                     /* --input rows */
-    gr_criteo_binding *bind[GR_MAX_VARIANTS]; /* their binding to each plan */
-} loaded;
-
-static void loaded_free(loaded *l) {
-    for (int i = 0; i < l->nplans; i++) gr_plan_destroy(l->plans[i]);
-    for (int i = 0; i < GR_MAX_VARIANTS; i++) gr_criteo_binding_destroy(l->bind[i]);
-    gr_criteo_destroy(l->input);
-    gr_workload_destroy(l->wl);
-}
-
-/* --input, before resolution: without --set B the batch is the file's row count, so the file
- * is read first and B set from it. */
-static gr_status input_prepare(const cli *c, loaded *l, gr_error *e) {
-    const gr_param *b = gr_workload_param(l->wl, "B");
-    if (!b)
-        return gr_error_set(e, GR_ERR_INPUT, "--input",
-                            "workload %s has no param \"B\" (the batch); --input fills the buffers "
-                            "dense and idx.{t} of a DLRM workload (docs/dlrm_small.md)",
-                            l->wl->name);
-    if (b->overridden) return GR_OK;
-    if (gr_criteo_read(c->input, 0, GR_CRITEO_MAX_ROWS, c->skip_bad_lines, &l->input, e) != GR_OK)
-        return e->code;
-    char set[48];
-    snprintf(set, sizeof(set), "B=%lld", (long long)l->input->rows);
-    return gr_workload_set(l->wl, set, e);
-}
-
-/* --input, after resolution: with B given, read its first B rows; then bind every plan. */
-static gr_status input_bind(const cli *c, loaded *l, gr_error *e) {
-    if (!l->input) {
-        int64_t B = 0;
-        if (gr_criteo_plan_batch(l->plans[0], &B, e) != GR_OK) return e->code;
-        if (gr_criteo_read(c->input, B, 0, c->skip_bad_lines, &l->input, e) != GR_OK) return e->code;
-    }
-    for (int i = 0; i < l->nplans; i++)
-        if (gr_criteo_bind(l->plans[i], l->input, &l->bind[i], e) != GR_OK) return e->code;
-    return GR_OK;
-}
-
-static void print_input(FILE *f, const loaded *l) {
+static void print_input(FILE *f, const gr_loaded *l) {
     const gr_criteo_data *d = l->input;
     if (!d) return;
     fprintf(f, "input    %s: %lld rows (B) from %lld lines, %lld malformed line%s skipped; "
@@ -437,34 +393,15 @@ static void print_input(FILE *f, const loaded *l) {
                 (long long)(d->skipped - d->nbad));
 }
 
-typedef struct input_ctx {
-    const cli *c;
-    loaded *l;
-} input_ctx;
-
-static gr_status input_hook(void *user, gr_workload *wl, gr_error *e) {
-    input_ctx *x = user;
-    x->l->wl = wl;
-    return input_prepare(x->c, x->l, e);
+/* Through replay/load.c, the loader the replay service uses too: one way to read a workload,
+ * its input stage included. */
+static gr_status load_and_resolve(const cli *c, const gr_target *target, gr_loaded *l, gr_error *e) {
+    gr_load_req req = {c->workload, c->variant,  c->sets, c->nsets,
+                       c->seed,     0,           c->input, c->skip_bad_lines};
+    return gr_load_resolve(&req, target, l, e);
 }
 
-/* Through replay/load.c, the loader the replay service uses too: one way to read a workload. */
-static gr_status load_and_resolve(const cli *c, const gr_target *target, loaded *l, gr_error *e) {
-    memset(l, 0, sizeof(*l));
-    input_ctx ic = {c, l};
-    gr_load_req req = {c->workload, c->variant, c->sets, c->nsets, c->seed, 0,
-                       c->input ? input_hook : NULL, &ic};
-    gr_loaded ld;
-    gr_status st = gr_load_resolve(&req, target, &ld, e);
-    l->wl = ld.wl; /* l owns them now: loaded_free frees them */
-    memcpy(l->plans, ld.plans, sizeof(l->plans));
-    l->nplans = ld.nplans;
-    if (st != GR_OK) return st;
-    if (c->input) return input_bind(c, l, e);
-    return GR_OK;
-}
-
-static void print_plans(const loaded *l, int max_ops) {
+static void print_plans(const gr_loaded *l, int max_ops) {
     for (int i = 0; i < l->nplans; i++) {
         if (i) printf("\n");
         gr_plan_print(stdout, l->plans[i], max_ops);
@@ -473,7 +410,7 @@ static void print_plans(const loaded *l, int max_ops) {
     gr_accounting_print(stdout, (const gr_plan *const *)l->plans, l->nplans);
 }
 
-static json_t *plans_json(const loaded *l, int single) {
+static json_t *plans_json(const gr_loaded *l, int single) {
     if (single) return (json_t *)gr_plan_to_json(l->plans[0]);
     json_t *root = json_object();
     json_object_set_new(root, "schema_version", json_integer(1));
@@ -493,9 +430,9 @@ static int cmd_validate(cli *c) {
     gr_error_clear(&e);
     gr_target t = gr_target_default();
     if (c->arch && gr_target_set_arch(&t, c->arch, &e) != GR_OK) return fail(&e);
-    loaded l;
+    gr_loaded l;
     if (load_and_resolve(c, &t, &l, &e) != GR_OK) {
-        loaded_free(&l);
+        gr_loaded_free(&l);
         return fail(&e);
     }
     int to_stdout_json = c->json_path && !strcmp(c->json_path, "-");
@@ -510,7 +447,7 @@ static int cmd_validate(cli *c) {
         if (write_json(c->json_path, j, &e) != 0) rc = fail(&e);
         json_decref(j);
     }
-    loaded_free(&l);
+    gr_loaded_free(&l);
     return rc;
 }
 
@@ -539,11 +476,11 @@ static int cmd_run(cli *c) {
     gr_error_clear(&deverr);
     gr_status dst = gr_device_probe(c->device, &info, &deverr);
     gr_target t = dst == GR_OK ? gr_target_from_info(&info) : gr_target_default();
-    loaded l;
+    gr_loaded l;
     if (load_and_resolve(c, &t, &l, &e) != GR_OK || (c->trace_path && gr_trace_check_path(c->trace_path, &e) != GR_OK) ||
         (c->timeline_path && gr_export_check_path("--timeline", c->timeline_path, &e) != GR_OK) ||
         (c->html_path && gr_export_check_path("--html", c->html_path, &e) != GR_OK)) {
-        loaded_free(&l);
+        gr_loaded_free(&l);
         return fail(&e);
     }
     print_input(stdout, &l);
@@ -552,7 +489,7 @@ static int cmd_run(cli *c) {
         fprintf(stderr, "\ngraphrun: %s\ngraphrun: the workload is valid and its plan is above; "
                         "nothing was run (exit 3)\n",
                 deverr.msg);
-        loaded_free(&l);
+        gr_loaded_free(&l);
         return gr_exit_code(deverr.code);
     }
     if (c->show_plan) {
@@ -562,13 +499,13 @@ static int cmd_run(cli *c) {
         printf("workload %s (%s)\nparams   %s\n", l.wl->name, c->workload, l.plans[0]->params);
     }
     if (!isatty(2)) c->run.progress = 0;
-    gr_run_report *r = calloc(1, sizeof(*r));
+    gr_run_report *r = gr_run_report_create(l.wl, &info, &c->run);
     if (!r) {
-        loaded_free(&l);
+        gr_loaded_free(&l);
         fprintf(stderr, "graphrun: out of memory\n");
         return 1;
     }
-    gr_status st = gr_run_plans(l.wl, (const gr_plan *const *)l.plans, l.nplans, &info, &c->run, r, &e);
+    gr_status st = gr_run_plans((const gr_plan *const *)l.plans, l.nplans, r, &e);
     gr_report_text(stdout, r);
     for (int i = 0; i < r->nv; i++) { /* the capture check's verdicts, in short (the report has the findings) */
         const gr_capcheck_variant *cv = &r->v[i].cc;
@@ -636,8 +573,8 @@ static int cmd_run(cli *c) {
     free(tr);
     if (tmp_trace[0]) unlink(tmp_trace);
     if (st != GR_OK) rc = fail(&e);
-    free(r);
-    loaded_free(&l);
+    gr_run_report_destroy(r);
+    gr_loaded_free(&l);
     return rc;
 }
 

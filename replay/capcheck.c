@@ -49,10 +49,7 @@ void gr_capcheck_record_path(const char *base, const char *variant, int nplans, 
 }
 
 static void add_check(gr_session *s, gr_check c) {
-    if (s->nchecks < GR_MAX_CHECKS) s->checks[s->nchecks++] = c;
-    s->verified = 1;
-    for (int i = 0; i < s->nchecks; i++)
-        if (!s->checks[i].passed) s->verified = 0;
+    gr_checks_add(&s->checks, &c);
 }
 
 /* Outputs after a piecewise step against the reference and the eager step. */
@@ -157,16 +154,16 @@ static gr_status run_fixed(gr_session *s, const gr_run_opts *o, const gr_piecewi
         } else {
             fs->captured = 1;
             st = gr_session_verify_graph(fs, err);
-            for (int i = 0; i < fs->nchecks && st == GR_OK; i++) {
-                gr_check c = fs->checks[i];
+            for (int i = 0; i < fs->checks.n && st == GR_OK; i++) {
+                gr_check c = fs->checks.v[i];
                 if (strncmp(c.what, "graph", 5) != 0) continue;
                 char what[sizeof(c.what)];
                 snprintf(what, sizeof(what), "fixed %.24s", c.what);
                 snprintf(c.what, sizeof(c.what), "%s", what);
                 add_check(s, c);
             }
-            cv->fixed_verified = st == GR_OK && fs->verified;
-            if (st == GR_OK && fs->verified) {
+            cv->fixed_verified = st == GR_OK && fs->checks.verified;
+            if (st == GR_OK && fs->checks.verified) {
                 gr_time_opts t = time_opts(o);
                 t.label = "fixed plan graph";
                 st = gr_session_time_graph(fs, &t, &cv->fixed_t, err);
@@ -288,8 +285,8 @@ gr_status gr_capcheck_run_variant(gr_session *s, const gr_run_opts *o, int nplan
             st = gr_cuda_fail(rc, "cudaDeviceSynchronize", __FILE__, __LINE__, err);
     }
     if (st == GR_OK) st = compare_piecewise(s, err);
-    cv->pw_verified = st == GR_OK && s->verified;
-    if (st == GR_OK && s->verified) {
+    cv->pw_verified = st == GR_OK && s->checks.verified;
+    if (st == GR_OK && s->checks.verified) {
         gr_time_opts t = time_opts(o);
         char label[96];
         snprintf(label, sizeof(label), "%s eager", p->variant);
@@ -301,7 +298,7 @@ gr_status gr_capcheck_run_variant(gr_session *s, const gr_run_opts *o, int nplan
         }
         cv->pw_timed = st == GR_OK;
     }
-    if (st == GR_OK && s->verified) st = run_fixed(s, o, &pw, cv, err);
+    if (st == GR_OK && s->checks.verified) st = run_fixed(s, o, &pw, cv, err);
     gr_piecewise_destroy(&pw);
     return st;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/cuda_check.h"
 #include "core/expr.h"
 #include "core/fileio.h"
 #include "kernels/registry.h"
@@ -68,6 +69,33 @@ static const char *workload_path(const char *path, char *alt, size_t size, char 
     return path;
 }
 
+/* The input stage, before resolution: without --set B the batch is the file's row count, so the
+ * file is read first and B set from it. */
+static gr_status input_prepare(const gr_load_req *req, gr_loaded *l, gr_error *e) {
+    const gr_param *b = gr_workload_param(l->wl, "B");
+    if (!b)
+        return gr_error_set(e, GR_ERR_INPUT, "--input",
+                            "workload %s has no param \"B\" (the batch); --input fills the buffers "
+                            "dense and idx.{t} of a DLRM workload (docs/dlrm_small.md)",
+                            l->wl->name);
+    if (b->overridden) return GR_OK;
+    GR_TRY(gr_criteo_read(req->input, 0, GR_CRITEO_MAX_ROWS, req->skip_bad_lines, &l->input, e));
+    char set[48];
+    snprintf(set, sizeof(set), "B=%lld", (long long)l->input->rows);
+    return gr_workload_set(l->wl, set, e);
+}
+
+/* After resolution: with B given, read its first B rows; then bind every plan. */
+static gr_status input_bind(const gr_load_req *req, gr_loaded *l, gr_error *e) {
+    if (!l->input) {
+        int64_t B = 0;
+        GR_TRY(gr_criteo_plan_batch(l->plans[0], &B, e));
+        GR_TRY(gr_criteo_read(req->input, B, 0, req->skip_bad_lines, &l->input, e));
+    }
+    for (int i = 0; i < l->nplans; i++) GR_TRY(gr_criteo_bind(l->plans[i], l->input, &l->bind[i], e));
+    return GR_OK;
+}
+
 gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_loaded *l,
                           gr_error *e) {
     memset(l, 0, sizeof(*l));
@@ -109,7 +137,7 @@ gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_lo
                 (long long)INT64_MAX, req->seed, strlen(req->seed) > 64 ? "..." : "");
         l->wl->seed = (uint64_t)s;
     }
-    if (req->before_resolve && req->before_resolve(req->user, l->wl, e) != GR_OK) return e->code;
+    if (req->input) GR_TRY(input_prepare(req, l, e));
     if (gr_workload_check_params(l->wl, e) != GR_OK) { /* once, not once per variant */
         gr_error_prefix(e, "%s: ", from_stdin ? "<stdin>" : path);
         return e->code;
@@ -132,12 +160,15 @@ gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_lo
         gr_error_prefix(e, "%s: ", from_stdin ? "<stdin>" : path);
         return e->code;
     }
+    if (req->input) return input_bind(req, l, e);
     return GR_OK;
 }
 
 void gr_loaded_free(gr_loaded *l) {
     if (!l) return;
     for (int i = 0; i < l->nplans; i++) gr_plan_destroy(l->plans[i]);
+    for (int i = 0; i < GR_MAX_VARIANTS; i++) gr_criteo_binding_destroy(l->bind[i]);
+    gr_criteo_destroy(l->input);
     gr_workload_destroy(l->wl);
     memset(l, 0, sizeof(*l));
 }

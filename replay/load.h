@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/criteo.h"
 #include "core/error.h"
 #include "core/plan.h"
 #include "core/workload.h"
@@ -22,9 +23,10 @@ typedef struct gr_load_req {
     int nsets;
     const char *seed;            /* --seed text, NULL for the workload's */
     int one_variant;             /* with variant NULL: the default variant only (capture), not all */
-    /* Optional: called after --set and --seed, before resolution (e.g. --input sets B). */
-    gr_status (*before_resolve)(void *user, gr_workload *wl, gr_error *err);
-    void *user;
+    /* The input stage: Criteo Kaggle rows (--input FILE.tsv) bound to the plans' buffers (dense,
+     * idx.{t}, label; core/criteo.h). Without --set B the batch is the file's row count. */
+    const char *input;
+    int skip_bad_lines;          /* --skip-bad-lines: skip malformed rows (named) instead of failing */
 } gr_load_req;
 
 /* As gr_load_req.path (this pointer, not any string "-"): the workload is read from stdin, within
@@ -35,11 +37,14 @@ typedef struct gr_loaded {
     gr_workload *wl;
     gr_plan *plans[GR_MAX_VARIANTS];
     int nplans;
+    gr_criteo_data *input;                    /* the input stage's rows, NULL without one */
+    gr_criteo_binding *bind[GR_MAX_VARIANTS]; /* and their binding to each plan */
     uint64_t source_hash; /* FNV-1a 64 of the file's bytes */
     size_t source_bytes;
 } gr_loaded;
 
-/* Fills `l` (always; free it with gr_loaded_free even on failure). Errors name the file. */
+/* Fills `l` (always; free it with gr_loaded_free even on failure). Errors name the file (or
+ * the input file and its line). */
 gr_status gr_load_resolve(const gr_load_req *req, const gr_target *target, gr_loaded *l,
                           gr_error *err);
 void gr_loaded_free(gr_loaded *l);

@@ -25,6 +25,11 @@ static const field_spec capture_fields[] = {
     {"capture_mode", F_STR, 0, 0, 32},
     {"force", F_BOOL, 0, 0, 0},
     {"cpu_reference", F_BOOL, 0, 0, 0},
+    {"capture_check", F_BOOL, 0, 0, 0},
+    {"pdl", F_BOOL, 0, 0, 0},
+    {"unroll", F_INT, 0, 1, 1024},
+    {"input", F_STR, 0, 0, GR_PROTO_PATH_MAX - 1},
+    {"skip_bad_lines", F_BOOL, 0, 0, 0},
     {"progress", F_BOOL, 0, 0, 0},
     {NULL, F_STR, 0, 0, 0}};
 static const field_spec replay_fields[] = {
@@ -130,6 +135,13 @@ static void store(gr_request *req, const char *name, const json_t *v, gr_error *
                          s, GR_PROTO_NAME_MAX);
         else
             snprintf(req->name, sizeof(req->name), "%s", s);
+    } else if (!strcmp(name, "input")) {
+        const char *s = json_string_value(v);
+        if (s[0] != '/')
+            gr_error_set(err, GR_ERR_PROTOCOL, name,
+                         "must be an absolute path (the service runs in /), got \"%.200s\"", s);
+        else
+            snprintf(req->input, sizeof(req->input), "%s", s);
     } else if (!strcmp(name, "variant")) {
         snprintf(req->variant, sizeof(req->variant), "%s", json_string_value(v));
     } else if (!strcmp(name, "capture_mode")) {
@@ -163,6 +175,10 @@ static void store(gr_request *req, const char *name, const json_t *v, gr_error *
     } else if (!strcmp(name, "force")) req->force = json_is_true(v);
     else if (!strcmp(name, "cpu_reference")) req->cpu_reference = json_is_true(v);
     else if (!strcmp(name, "progress")) req->progress = json_is_true(v);
+    else if (!strcmp(name, "capture_check")) req->capture_check = json_is_true(v);
+    else if (!strcmp(name, "pdl")) req->pdl = json_is_true(v);
+    else if (!strcmp(name, "skip_bad_lines")) req->skip_bad_lines = json_is_true(v);
+    else if (!strcmp(name, "unroll")) req->unroll = (int)json_integer_value(v);
     else if (!strcmp(name, "compare_eager")) req->compare_eager = json_is_true(v);
     else if (!strcmp(name, "output_digest")) req->output_digest = json_is_true(v);
     else if (!strcmp(name, "hang")) req->hang = json_is_true(v);
@@ -230,6 +246,8 @@ static void defaults(gr_request *req) {
     memset(req, 0, sizeof(*req));
     req->mode = GR_CAPTURE_GLOBAL;
     req->cpu_reference = 1;
+    req->capture_check = 1;
+    req->unroll = 1;
     req->iters = 1000;
     req->warmup = -1;
     req->batches = 20;

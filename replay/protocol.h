@@ -45,6 +45,12 @@ typedef struct gr_request {
     gr_capture_mode mode;
     int force;
     int cpu_reference;
+    int capture_check;  /* run the capture checker first (default on): work that escapes the
+                           capture fails the capture instead of being held in a wrong graph */
+    int pdl;            /* programmatic dependent launch for the kernels that support it */
+    int unroll;         /* steps per held graph (1..1024); replay times per step */
+    char input[GR_PROTO_PATH_MAX]; /* Criteo rows bound to a DLRM workload, "" for none */
+    int skip_bad_lines;
     /* replay */
     int iters, warmup, batches; /* warmup -1: iters / 10, at least 3 (as `graphrun run`) */
     int compare_eager;

@@ -1,35 +1,10 @@
-/* The run driver and its report. Sessions are made and destroyed one variant at a time so that
- * only one variant's buffers occupy the device. */
+/* The run driver: one pipe per variant, made and freed in turn so that only one variant's
+ * buffers occupy the device. */
 #include "replay/run.h"
 
-#include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#include "core/cuda_check.h"
-#include "core/plan_print.h"
-#include "replay/knobs.h"
-#include "replay/nvtx.h"
-#include "gr_version.h"
-
-void gr_run_opts_default(gr_run_opts *o) {
-    memset(o, 0, sizeof(*o));
-    o->iters = 1000;
-    o->warmup = -1; /* derived from iters */
-    o->batches = 20;
-    o->mode = GR_CAPTURE_GLOBAL;
-    o->cpu_reference = 1;
-    o->bandwidth = 1;
-    o->progress = 1;
-    o->unroll = 1;
-    o->hooks = gr_nvtx_op_hooks(); /* NVTX range per op (eager runs, captures) when a tool is attached */
-}
-
-int gr_variant_kernels(const gr_variant_run *v) {
-    if (v->captured) return (int)v->graph.kernel_nodes;
-    return v->plan->kernels;
-}
 
 /* Outputs of the first variant, to check every later variant against it. */
 typedef struct cross_ref {
@@ -37,7 +12,7 @@ typedef struct cross_ref {
     void **out;
 } cross_ref;
 
-static void cross_check(gr_session *s, cross_ref *x, gr_variant_run *v) {
+static void cross_check(gr_session *s, cross_ref *x) {
     const gr_plan *p = s->plan;
     if (!x->plan) {
         x->plan = p;
@@ -60,97 +35,25 @@ static void cross_check(gr_session *s, cross_ref *x, gr_variant_run *v) {
             char what[32];
             snprintf(what, sizeof(what), "eager vs %.20s", x->plan->variant);
             gr_check c = gr_session_compare(p, b, what, s->eager_out[b], x->out[k]);
-            if (v->nchecks < GR_MAX_CHECKS) v->checks[v->nchecks++] = c;
-            if (!c.passed) v->verified = 0;
+            gr_checks_add(&s->checks, &c);
         }
     }
 }
 
-static gr_status run_one(const gr_plan *p, const gr_device_info *dev, const gr_run_opts *o,
-                         int nplans, cross_ref *x, gr_variant_run *v, gr_error *err) {
-    gr_session *s = NULL;
-    GR_TRY(gr_session_create(p, dev->sm_count, &s, err));
-    s->dev->pdl = o->pdl;
-    gr_status st = GR_OK;
-    if (o->cpu_reference) st = gr_session_reference(s, err);
-    v->reference_ms = s->reference_ms;
-    if (st == GR_OK) st = gr_session_verify_eager(s, err);
-    int pw = 0; /* the full graph cannot be used: piecewise run, verified and timed (replay/capcheck.c) */
-    if (st == GR_OK) { /* the checker's capture is a capture phase too (NVTX: "... capture checked") */
-        gr_nvtx_phase_begin(p, GR_NVTX_CAPTURE, "checked");
-        st = gr_capcheck_run_variant(s, o, nplans, &v->cc, &pw, err);
-        gr_nvtx_phase_end();
-    }
-    if (st == GR_OK && !pw) st = gr_session_capture(s, o->mode, o->hooks, err);
-    if (st == GR_OK && !pw) {
-        v->captured = 1;
-        v->graph = s->graph;
-        v->graph.graph = v->graph.exec = NULL;
-        if (o->dot_path) {
-            if (nplans > 1) snprintf(v->dot_written, sizeof(v->dot_written), "%s.%s.dot", o->dot_path, p->variant);
-            else snprintf(v->dot_written, sizeof(v->dot_written), "%s", o->dot_path);
-            st = gr_graph_dot(&s->graph, v->dot_written, err);
-            if (st != GR_OK) v->dot_written[0] = '\0';
-        }
-    }
-    if (st == GR_OK && !pw) st = gr_session_verify_graph(s, err);
-    if (st == GR_OK && !pw && o->unroll > 1) {
-        st = gr_session_capture_unrolled(s, o->mode, o->unroll, o->hooks, err);
-        if (st == GR_OK) {
-            v->graph_n = s->graph_n;
-            v->graph_n.graph = v->graph_n.exec = NULL;
-        }
-    }
-    memcpy(v->checks, s->checks, sizeof(s->checks));
-    v->nchecks = s->nchecks;
-    v->verified = s->verified;
-    if (st == GR_OK) cross_check(s, x, v);
-    if (st == GR_OK) {
-        st = gr_session_require_verified(s, err);
-        if (st == GR_OK && !v->verified) {
-            for (int i = 0; i < v->nchecks; i++)
-                if (!v->checks[i].passed)
-                if (!v->checks[i].passed) {
-                    char line[256];
-                    gr_check_str(&v->checks[i], line, sizeof(line));
-                    st = gr_error_set(err, GR_ERR_VERIFY, NULL, "variant %s: output \"%s\" %s "
-                                      "disagrees: %s", p->variant, v->checks[i].buffer,
-                                      v->checks[i].what, line);
-                }
-        }
-    }
-    if (st == GR_OK && !pw) {
-        gr_time_opts t = {o->warmup, o->iters, o->batches, o->progress, NULL, NULL, NULL, NULL};
-        if (t.warmup < 0) t.warmup = o->iters / 10 < 3 ? 3 : o->iters / 10;
-        char label[96];
-        snprintf(label, sizeof(label), "%s eager", p->variant);
-        t.label = label;
-        st = gr_session_time_eager(s, &t, o->hooks, &v->eager, err);
-        if (st == GR_OK) {
-            snprintf(label, sizeof(label), "%s graph", p->variant);
-            st = gr_session_time_graph(s, &t, &v->graph_t, err);
-        }
-        if (st == GR_OK) v->timed = 1;
-    }
-    gr_session_destroy(s);
-    return st;
+/* Before the verdict: the later variants' eager outputs against the first's. */
+static gr_status before_stage(void *user, gr_pipe *p, const gr_stage *s, int *skip, gr_error *err) {
+    (void)skip;
+    (void)err;
+    if (s == &gr_stage_verdict && p->s) cross_check(p->s, user);
+    return GR_OK;
 }
 
-gr_status gr_run_plans(const gr_workload *wl, const gr_plan *const *plans, int nplans,
-                       const gr_device_info *dev, const gr_run_opts *o, gr_run_report *r,
-                       gr_error *err) {
-    memset(r, 0, sizeof(*r));
-    r->wl = wl;
-    r->dev = *dev;
-    r->opts = *o;
-    time_t now = time(NULL);
-    struct tm tmv;
-    gmtime_r(&now, &tmv);
-    strftime(r->date, sizeof(r->date), "%Y-%m-%d %H:%M UTC", &tmv);
+gr_status gr_run_plans(const gr_plan *const *plans, int nplans, gr_run_report *r, gr_error *err) {
+    const gr_run_opts *o = &r->opts;
     gr_status worst = GR_OK;
     if (o->bandwidth) {
         size_t bytes = (size_t)1 << 30;
-        if (dev->mem_free / 8 < bytes) bytes = dev->mem_free / 8;
+        if (r->dev.mem_free / 8 < bytes) bytes = r->dev.mem_free / 8;
         gr_error e;
         gr_error_clear(&e);
         if (gr_copy_bandwidth(bytes, 20, &r->bw, &e) == GR_OK) r->have_bw = 1;
@@ -160,15 +63,22 @@ gr_status gr_run_plans(const gr_workload *wl, const gr_plan *const *plans, int n
         }
     }
     cross_ref x = {NULL, NULL};
-    for (int i = 0; i < nplans && i < 32; i++) {
-        gr_variant_run *v = &r->v[r->nv++];
-        v->plan = plans[i];
+    gr_pipe_hooks hooks = {before_stage, NULL, NULL, NULL, &x};
+    for (int i = 0; i < nplans; i++) {
+        gr_variant_run *v = gr_run_report_add(r, plans[i]);
+        if (!v) {
+            worst = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+            break;
+        }
+        gr_pipe p;
+        gr_pipe_init(&p, plans[i], r->dev.sm_count, o, v);
+        p.nplans = nplans;
+        p.hooks = &hooks;
         gr_error e;
         gr_error_clear(&e);
-        gr_status st = run_one(plans[i], dev, o, nplans, &x, v, &e);
-        v->status = st;
+        gr_status st = gr_pipe_run(&p, gr_pipe_run_stages, gr_pipe_run_nstages, &e);
+        gr_pipe_free(&p);
         if (st != GR_OK) {
-            snprintf(v->error, sizeof(v->error), "%s", e.msg);
             gr_error_set(err, st, NULL, "variant %s: %s", plans[i]->variant, e.msg);
             if (worst == GR_OK || worst == GR_ERR_VERIFY) worst = st;
             /* a CUDA error may leave the context unusable: stop rather than report numbers
@@ -181,343 +91,4 @@ gr_status gr_run_plans(const gr_workload *wl, const gr_plan *const *plans, int n
         free(x.out);
     }
     return worst;
-}
-
-static double floor_us(const gr_run_report *r, const gr_plan *p) {
-    if (!r->have_bw || r->bw.gbps.median <= 0) return 0;
-    return (p->bytes_read + p->bytes_written) / (r->bw.gbps.median * 1e9) * 1e6;
-}
-
-/* Without --pdl on a GPU that has it (cc 9.0 and later): which timed variant has the most own
- * kernels per step that may launch with programmatic dependent launch, as a hint, since for
- * chains of short kernels it is often the biggest lever left after the graph
- * (docs/decode_step.md, "Kernel boundaries with PDL"). */
-static void pdl_hint(FILE *f, const gr_run_report *r) {
-    if (r->opts.pdl || r->dev.cc_major < 9) return;
-    const gr_variant_run *best = NULL;
-    int most = 0;
-    for (int i = 0; i < r->nv; i++) {
-        const gr_variant_run *v = &r->v[i];
-        if (!v->timed) continue;
-        int n = 0;
-        for (int k = 0; k < v->plan->nops; k++) {
-            const gr_op *op = &v->plan->ops[k];
-            n += op->kind == GR_OP_KERNEL && op->kernel && (op->kernel->flags & GR_KF_PDL) &&
-                 op->launches > 0;
-        }
-        if (n > most) {
-            most = n;
-            best = v;
-        }
-    }
-    if (best && most >= 2)
-        fprintf(f,
-                "  hint: %d kernels per step of %s may use programmatic dependent launch: --pdl "
-                "lets each start while the one before it drains\n",
-                most, best->plan->variant);
-}
-
-/* What the outputs were checked against, in words. */
-static void checked_against(const gr_run_report *r, char *out, size_t size) {
-    if (r->opts.cpu_reference)
-        snprintf(out, size, "each variant's outputs against its CPU reference (from the device's "
-                            "initial data), graph against eager%s",
-                 r->nv > 1 ? ", and eager against the first variant's eager outputs" : "");
-    else
-        snprintf(out, size, "graph against eager%s only; nothing checks that eager is right",
-                 r->nv > 1 ? " and eager against the first variant's eager outputs" : "");
-}
-
-/* The outputs poisoned with NaN before each run (no init) and those re-initialised instead. */
-static void init_lists(const gr_plan *p, char *pois, size_t psize, char *seed, size_t ssize) {
-    size_t pl = 0, sl = 0;
-    pois[0] = seed[0] = '\0';
-    for (int b = 0; b < p->nbufs; b++) {
-        const gr_buffer *buf = &p->bufs[b];
-        if (!buf->is_output) continue;
-        if (buf->init.kind == GR_INIT_NONE) {
-            if (pl < psize) pl += (size_t)snprintf(pois + pl, psize - pl, "%s%s", pl ? ", " : "", buf->name);
-        } else if (sl < ssize) {
-            sl += (size_t)snprintf(seed + sl, ssize - sl, "%s%s", sl ? ", " : "", buf->name);
-        }
-    }
-}
-
-static void knobs_text(FILE *f) {
-    int n = 0;
-    for (const gr_knob *k = gr_knobs(); k->name; k++) {
-        const char *v = gr_knob_value(k);
-        if (!v) continue;
-        fprintf(f, "%s %s=%s (%s)", n++ ? "," : "knobs    environment overrides of kernel choices:",
-                k->name, v, k->what);
-    }
-    if (n) fprintf(f, "\n");
-    else fprintf(f, "knobs    no environment override of a kernel choice is set\n");
-}
-
-void gr_report_text(FILE *f, const gr_run_report *r) {
-    const gr_device_info *d = &r->dev;
-    fprintf(f, "device   %s, %d SMs, cc %d.%d, driver %d.%d, runtime %d.%d; %s\n", d->name,
-            d->sm_count, d->cc_major, d->cc_minor, d->driver_version / 1000,
-            (d->driver_version % 1000) / 10, d->runtime_version / 1000,
-            (d->runtime_version % 1000) / 10, r->date);
-    if (r->have_bw)
-        fprintf(f, "copy bw  %.0f GB/s [p10 %.0f, p90 %.0f] (cudaMemcpy device-to-device of %.2f GB "
-                   "read+written, CUDA events, %zu copies): the HBM roofline below\n",
-                r->bw.gbps.median, r->bw.gbps.p10, r->bw.gbps.p90, r->bw.bytes / 1e9, r->bw.gbps.n);
-
-    knobs_text(f);
-    char against[200];
-    checked_against(r, against, sizeof(against));
-    fprintf(f, "\nverification: %s%s\n", r->opts.cpu_reference ? "" : "NO CPU REFERENCE (--no-cpu-ref): ",
-            against);
-    fprintf(f, "  (rel = relative L2 error; every element must also hold |out - ref| <= atol rms(ref) "
-               "+ rtol_elem |ref|; NaN/Inf never pass; docs/verification.md)\n");
-    for (int i = 0; i < r->nv; i++) {
-        const gr_variant_run *v = &r->v[i];
-        char pois[300], seed[300];
-        init_lists(v->plan, pois, sizeof(pois), seed, sizeof(seed));
-        fprintf(f, "  %-16s before each run: %s%s\n", v->plan->variant,
-                pois[0] ? "outputs poisoned with NaN: " : "no output is poisoned", pois);
-        if (seed[0])
-            fprintf(f, "  %-16s re-seeded from their init, not poisoned (in-place): %s\n", "", seed);
-        for (int b = 0; b < v->plan->nbufs; b++) {
-            const gr_buffer *buf = &v->plan->bufs[b];
-            if (!buf->is_output) continue;
-            gr_tol t = gr_buffer_tol(buf);
-            fprintf(f, "  %-16s %-14.14s tolerance rtol %.1e atol %.1e rtol_elem %.1e (%s)\n", "",
-                    buf->name, t.rtol, t.atol, t.rtol_elem, gr_tol_source_name(buf->tol_source));
-        }
-        if (v->nchecks == 0 && v->status != GR_OK) {
-            fprintf(f, "  %-16s not verified: %s\n", "", v->error);
-            continue;
-        }
-        for (int c = 0; c < v->nchecks; c++) {
-            char line[256];
-            gr_check_str(&v->checks[c], line, sizeof(line));
-            fprintf(f, "  %-16s %-14.14s %-20s %s\n", "", v->checks[c].buffer, v->checks[c].what,
-                    line);
-            if (v->checks[c].note[0])
-                fprintf(f, "  %-16s %-14s %-20s %s, max diff %.1e\n", "", "", "", v->checks[c].note,
-                        v->checks[c].max_abs);
-        }
-        if (v->reference_ms > 0)
-            fprintf(f, "  %-16s (CPU reference took %.0f ms)\n", "", v->reference_ms);
-    }
-
-    fprintf(f, "\ngraphs (capture mode %s; host clock)\n", gr_capture_mode_name(r->opts.mode));
-    fprintf(f, "  %-16s %8s %8s %8s %8s %12s %14s %11s\n", "variant", "nodes", "kernels", "other",
-            "edges", "capture us", "instantiate us", "upload us");
-    for (int i = 0; i < r->nv; i++) {
-        const gr_variant_run *v = &r->v[i];
-        if (!v->captured) {
-            fprintf(f, "  %-16s not captured%s%s%s\n", v->plan->variant, v->status ? ": " : "",
-                    v->status ? gr_status_name((gr_status)v->status) : "",
-                    !v->status && v->cc.piecewise ? " as one graph: captured piecewise (below)" : "");
-            continue;
-        }
-        const gr_graph *g = &v->graph;
-        fprintf(f, "  %-16s %8zu %8zu %8zu %8zu %12.1f %14.1f %11.1f\n", v->plan->variant, g->nodes,
-                g->kernel_nodes, g->nodes - g->kernel_nodes, g->edges, g->capture_us,
-                g->instantiate_us, g->upload_us);
-        if (v->dot_written[0]) fprintf(f, "  %-16s graph written to %s\n", "", v->dot_written);
-        if (v->graph_n.steps > 1)
-            fprintf(f, "  %-16s --unroll %d graph: %zu nodes, %zu edges, capture %.1f us, instantiate %.1f us\n",
-                    "", v->graph_n.steps, v->graph_n.nodes, v->graph_n.edges, v->graph_n.capture_us,
-                    v->graph_n.instantiate_us);
-    }
-
-    gr_capcheck_report_text(f, r);
-    int any_timed = 0;
-    for (int i = 0; i < r->nv; i++) any_timed |= r->v[i].timed;
-    if (!any_timed) return;
-    const gr_variant_run *tv = NULL;
-    for (int i = 0; i < r->nv && !tv; i++)
-        if (r->v[i].timed) tv = &r->v[i];
-    fprintf(f, "\ntiming per step, untraced: CUDA events around batches on the main stream; median "
-               "[p10, p90] over %d batches of %d steps after %d warm-up steps\n",
-            tv->eager.batches ? tv->eager.batches : tv->graph_t.batches,
-            tv->eager.batches ? tv->eager.steps_per_batch : tv->graph_t.steps_per_batch,
-            tv->eager.batches ? tv->eager.warmup : tv->graph_t.warmup);
-    if (r->opts.pdl)
-        fprintf(f, "  launches use programmatic dependent launch (--pdl) for kernels that support it\n");
-    if (tv->graph_t.steps_per_launch > 1)
-        fprintf(f, "  graph: %d steps captured per graph (--unroll %d); graph us/step = launch time / %d\n",
-                tv->graph_t.steps_per_launch, tv->graph_t.steps_per_launch, tv->graph_t.steps_per_launch);
-    fprintf(f, "  %-16s %7s %26s %26s %8s %12s %18s\n", "variant", "kernels", "eager us/step",
-            "graph us/step", "speedup", "saved us/krn", "submit us e | g");
-    for (int i = 0; i < r->nv; i++) {
-        const gr_variant_run *v = &r->v[i];
-        if (!v->timed) continue;
-        int k = gr_variant_kernels(v);
-        double e = v->eager.step_us.median, g = v->graph_t.step_us.median;
-        char es[40], gs[40];
-        snprintf(es, sizeof(es), "%.2f [%.2f, %.2f]", e, v->eager.step_us.p10, v->eager.step_us.p90);
-        snprintf(gs, sizeof(gs), "%.2f [%.2f, %.2f]", g, v->graph_t.step_us.p10, v->graph_t.step_us.p90);
-        if (v->eager.batches == 0) { /* graph replay only: `graphrun replay` without --compare-eager */
-            fprintf(f, "  %-16s %7d %26s %26s %8s %12s %8s | %7.2f\n", v->plan->variant, k, "-", gs,
-                    "-", "-", "-", v->graph_t.submit_us.median);
-            continue;
-        }
-        fprintf(f, "  %-16s %7d %26s %26s %7.2fx %12.3f %8.2f | %7.2f\n", v->plan->variant, k, es,
-                gs, g > 0 ? e / g : 0.0, k > 0 ? (e - g) / k : 0.0, v->eager.submit_us.median,
-                v->graph_t.submit_us.median);
-    }
-    fprintf(f, "  (saved us/krn = (eager - graph) / kernels per step; submit = host clock for "
-               "enqueueing one step)\n");
-    pdl_hint(f, r);
-    if (r->have_bw) {
-        fprintf(f, "\nHBM roofline (bytes per step from the plan over the copy bandwidth above; "
-                   "weights = read-only inputs)\n");
-        fprintf(f, "  %-16s %12s %12s %10s %11s %11s %10s %11s %11s\n", "variant", "bytes/step",
-                "weights", "floor us", "eager GB/s", "graph GB/s", "% of copy", "eager/floor",
-                "graph/floor");
-        for (int i = 0; i < r->nv; i++) {
-            const gr_variant_run *v = &r->v[i];
-            if (!v->timed) continue;
-            double bytes = v->plan->bytes_read + v->plan->bytes_written;
-            double fl = floor_us(r, v->plan);
-            double eg = bytes / (v->eager.step_us.median * 1e-6) / 1e9;
-            double gg = bytes / (v->graph_t.step_us.median * 1e-6) / 1e9;
-            char bs[24], ws[24];
-            gr_fmt_bytes(bytes, bs, sizeof(bs));
-            gr_fmt_bytes(gr_plan_input_bytes(v->plan), ws, sizeof(ws));
-            if (v->eager.batches == 0) {
-                fprintf(f, "  %-16s %12s %12s %10.2f %11s %11.1f %9.1f%% %11s %10.2fx\n",
-                        v->plan->variant, bs, ws, fl, "-", gg, 100.0 * gg / r->bw.gbps.median, "-",
-                        fl > 0 ? v->graph_t.step_us.median / fl : 0.0);
-                continue;
-            }
-            fprintf(f, "  %-16s %12s %12s %10.2f %11.1f %11.1f %9.1f%% %10.2fx %10.2fx\n",
-                    v->plan->variant, bs, ws, fl, eg, gg, 100.0 * gg / r->bw.gbps.median,
-                    fl > 0 ? v->eager.step_us.median / fl : 0.0,
-                    fl > 0 ? v->graph_t.step_us.median / fl : 0.0);
-        }
-    }
-}
-
-static json_t *summary_json(const gr_summary *s) {
-    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "median", s->median, "p10", s->p10,
-                     "p90", s->p90, "min", s->min, "max", s->max, "mean", s->mean, "stddev",
-                     s->stddev, "n", (json_int_t)s->n);
-}
-
-static json_t *timing_json(const gr_timing *t) {
-    return json_pack("{s:o, s:o, s:i, s:i, s:i, s:s}", "step_us", summary_json(&t->step_us),
-                     "submit_us", summary_json(&t->submit_us), "batches", t->batches,
-                     "steps_per_batch", t->steps_per_batch, "warmup", t->warmup, "method",
-                     "CUDA events per batch on the main stream, untraced; submit: host clock");
-}
-
-void *gr_report_json(const gr_run_report *r) {
-    json_t *root = json_object();
-    json_object_set_new(root, "schema_version", json_integer(1));
-    json_object_set_new(root, "tool", json_string("graphrun"));
-    json_object_set_new(root, "graphrun_version", json_string(GR_VERSION));
-    json_object_set_new(root, "date", json_string(r->date));
-    json_object_set_new(root, "workload", json_string(r->wl ? r->wl->name : ""));
-    json_object_set_new(root, "source", json_string(r->wl ? r->wl->path : ""));
-    const gr_device_info *d = &r->dev;
-    json_object_set_new(root, "device",
-                        json_pack("{s:s, s:i, s:i, s:i, s:I, s:i, s:i, s:i}", "name", d->name,
-                                  "sm_count", d->sm_count, "cc_major", d->cc_major, "cc_minor",
-                                  d->cc_minor, "memory_bytes", (json_int_t)d->mem_total,
-                                  "driver_version", d->driver_version, "runtime_version",
-                                  d->runtime_version, "clock_khz", d->clock_khz));
-    json_object_set_new(root, "capture_mode", json_string(gr_capture_mode_name(r->opts.mode)));
-    json_object_set_new(root, "pdl", json_boolean(r->opts.pdl));
-    json_object_set_new(root, "unroll", json_integer(r->opts.unroll));
-    json_object_set_new(root, "cpu_reference", json_boolean(r->opts.cpu_reference));
-    char against[200];
-    checked_against(r, against, sizeof(against));
-    json_object_set_new(root, "checked_against", json_string(against));
-    json_t *knobs = json_object();
-    for (const gr_knob *k = gr_knobs(); k->name; k++)
-        if (gr_knob_value(k)) json_object_set_new(knobs, k->name, json_string(gr_knob_value(k)));
-    json_object_set_new(root, "knobs", knobs);
-    if (r->have_bw)
-        json_object_set_new(root, "copy_bandwidth",
-                            json_pack("{s:f, s:o, s:s}", "bytes_per_copy", r->bw.bytes, "gbps",
-                                      summary_json(&r->bw.gbps), "method",
-                                      "cudaMemcpyAsync D2D, read+written bytes, CUDA events"));
-    json_t *vars = json_array();
-    for (int i = 0; i < r->nv; i++) {
-        const gr_variant_run *v = &r->v[i];
-        const gr_plan *p = v->plan;
-        json_t *jv = json_object();
-        json_object_set_new(jv, "variant", json_string(p->variant));
-        json_object_set_new(jv, "params", json_string(p->params));
-        json_object_set_new(jv, "status", json_string(gr_status_name((gr_status)v->status)));
-        if (v->error[0]) json_object_set_new(jv, "error", json_string(v->error));
-        json_object_set_new(jv, "kernels_planned", json_integer(p->kernels));
-        json_object_set_new(jv, "kernels_per_step", json_integer(gr_variant_kernels(v)));
-        json_object_set_new(jv, "bytes_per_step", json_real(p->bytes_read + p->bytes_written));
-        json_object_set_new(jv, "flops_per_step", json_real(p->flops));
-        json_object_set_new(jv, "round_trips", json_integer(p->intermediates));
-        json_object_set_new(jv, "verified", json_boolean(v->verified));
-        json_t *pois = json_array(), *seeded = json_array(), *tols = json_object();
-        for (int b = 0; b < p->nbufs; b++) {
-            const gr_buffer *buf = &p->bufs[b];
-            if (!buf->is_output) continue;
-            json_array_append_new(buf->init.kind == GR_INIT_NONE ? pois : seeded, json_string(buf->name));
-            gr_tol t = gr_buffer_tol(buf);
-            json_object_set_new(tols, buf->name,
-                                json_pack("{s:f, s:f, s:f, s:s}", "rtol", t.rtol, "atol", t.atol,
-                                          "rtol_elem", t.rtol_elem, "source",
-                                          gr_tol_source_name(buf->tol_source)));
-        }
-        json_object_set_new(jv, "outputs_poisoned_nan", pois);
-        json_object_set_new(jv, "outputs_reseeded_not_poisoned", seeded);
-        json_object_set_new(jv, "tolerances", tols);
-        json_t *checks = json_array();
-        for (int c = 0; c < v->nchecks; c++) {
-            const gr_check *k = &v->checks[c];
-            json_array_append_new(checks, (json_t *)gr_check_json(k));
-        }
-        json_object_set_new(jv, "checks", checks);
-        if (v->cc.attempted) json_object_set_new(jv, "capture_check", (json_t *)gr_capcheck_variant_json(&v->cc));
-        if (v->captured) {
-            const gr_graph *g = &v->graph;
-            json_object_set_new(jv, "graph",
-                                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f}", "nodes",
-                                          (json_int_t)g->nodes, "edges", (json_int_t)g->edges,
-                                          "kernel_nodes", (json_int_t)g->kernel_nodes,
-                                          "memcpy_nodes", (json_int_t)g->memcpy_nodes,
-                                          "memset_nodes", (json_int_t)g->memset_nodes,
-                                          "event_nodes", (json_int_t)g->event_nodes, "capture_us",
-                                          g->capture_us, "instantiate_us", g->instantiate_us,
-                                          "upload_us", g->upload_us));
-        }
-        if (v->timed) {
-            double e = v->eager.step_us.median, g = v->graph_t.step_us.median;
-            int k = gr_variant_kernels(v);
-            json_object_set_new(jv, "eager", timing_json(&v->eager));
-            json_object_set_new(jv, "graph_replay", timing_json(&v->graph_t));
-            json_object_set_new(jv, "speedup", json_real(g > 0 ? e / g : 0));
-            json_object_set_new(jv, "overhead_removed_us_per_kernel", json_real(k > 0 ? (e - g) / k : 0));
-            double bytes = p->bytes_read + p->bytes_written;
-            json_object_set_new(jv, "eager_gbps", json_real(bytes / (e * 1e-6) / 1e9));
-            json_object_set_new(jv, "graph_gbps", json_real(bytes / (g * 1e-6) / 1e9));
-            double fl = floor_us(r, p);
-            json_object_set_new(jv, "weight_bytes", json_real(gr_plan_input_bytes(p)));
-            if (fl > 0) {
-                json_object_set_new(jv, "hbm_floor_us", json_real(fl));
-                json_object_set_new(jv, "eager_over_floor", json_real(e / fl));
-                json_object_set_new(jv, "graph_over_floor", json_real(g / fl));
-                json_object_set_new(jv, "graph_pct_of_copy_bw",
-                                    json_real(100.0 * bytes / (g * 1e-6) / 1e9 / r->bw.gbps.median));
-            }
-            if (v->eager.batches == 0) /* graph replay only (`graphrun replay`): no eager numbers */
-                for (const char **key = (const char *[]){"eager", "speedup", "overhead_removed_us_per_kernel",
-                                                         "eager_gbps", "eager_over_floor", NULL};
-                     *key; key++)
-                    json_object_del(jv, *key);
-        }
-        json_array_append_new(vars, jv);
-    }
-    json_object_set_new(root, "variants", vars);
-    const gr_plan *plans[32];
-    for (int i = 0; i < r->nv; i++) plans[i] = r->v[i].plan;
-    json_object_set_new(root, "accounting", (json_t *)gr_accounting_to_json(plans, r->nv));
-    return root;
 }

@@ -117,6 +117,7 @@ typedef struct held {
     long replays;
     uint64_t seq;
     gr_loaded ld;
+    gr_run_opts opts;      /* what the capture request asked for (pdl, unroll, checker...) */
     gr_session *s;
     gr_variant_run *vr;    /* capture results: checks, graph counts and times */
     char *report_text;     /* the capture's report */
@@ -275,19 +276,28 @@ static void iso_time(time_t t, char *buf, size_t size) {
 static json_t *held_json(const svc *v, const held *h) {
     char created[32];
     iso_time(h->created, created, sizeof(created));
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:s, s:I, s:b}",
-                     "name", h->name, "hash", h->hash, "workload", h->workload, "source", h->source,
-                     "variant", h->variant, "params", h->params, "capture_mode",
-                     gr_capture_mode_name(h->mode), "nodes", (json_int_t)h->nodes, "kernel_nodes",
-                     (json_int_t)h->kernel_nodes, "edges", (json_int_t)h->edges, "device_bytes",
-                     h->device_bytes, "created", created, "replays", (json_int_t)h->replays,
-                     "latest", !strcmp(v->latest, h->name));
+    json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:s, s:I, s:b}",
+                          "name", h->name, "hash", h->hash, "workload", h->workload, "source",
+                          h->source, "variant", h->variant, "params", h->params, "capture_mode",
+                          gr_capture_mode_name(h->mode), "nodes", (json_int_t)h->nodes,
+                          "kernel_nodes", (json_int_t)h->kernel_nodes, "edges",
+                          (json_int_t)h->edges, "device_bytes", h->device_bytes, "created",
+                          created, "replays", (json_int_t)h->replays, "latest",
+                          !strcmp(v->latest, h->name));
+    if (j) {
+        json_object_set_new(j, "pdl", json_boolean(h->opts.pdl));
+        json_object_set_new(j, "unroll", json_integer(h->opts.unroll));
+        json_object_set_new(j, "capture_checked", json_boolean(h->vr && h->vr->cc.checked));
+        if (h->ld.input) json_object_set_new(j, "input", json_string(h->ld.input->path));
+    }
+    return j;
 }
 
 static void held_free(held *h) {
     if (!h) return;
     gr_session_destroy(h->s);
     gr_loaded_free(&h->ld);
+    gr_variant_run_clear(h->vr);
     free(h->vr);
     free(h->report_text);
     json_decref(h->report_json);
@@ -365,24 +375,17 @@ static char *report_text(const gr_run_report *r) {
 }
 
 static gr_run_report *report_for(svc *v, const held *h, const gr_variant_run *vr, int with_bw) {
-    gr_run_report *r = calloc(1, sizeof(*r));
-    if (!r) return NULL;
-    r->wl = h->ld.wl;
     pthread_mutex_lock(&v->mu);
-    r->dev = v->dev;
+    gr_device_info dev = v->dev;
     pthread_mutex_unlock(&v->mu);
-    gr_run_opts_default(&r->opts);
-    r->opts.mode = h->mode;
+    gr_run_report *r = gr_run_report_create(h->ld.wl, &dev, &h->opts);
+    if (!r) return NULL;
     if (with_bw && v->have_bw) {
         r->bw = v->bw;
         r->have_bw = 1;
     }
-    time_t now = time(NULL);
-    struct tm tmv;
-    gmtime_r(&now, &tmv);
-    strftime(r->date, sizeof(r->date), "%Y-%m-%d %H:%M UTC", &tmv);
+    r->v = (gr_variant_run *)vr; /* borrowed (cap 0): the report does not free it */
     r->nv = 1;
-    r->v[0] = *vr;
     return r;
 }
 
@@ -400,7 +403,7 @@ static void add_report(json_t *body, svc *v, const held *h, const gr_variant_run
                                                     h->hash, "reused", reused, "pid", (int)getpid()));
         json_object_set_new(body, "report", j);
     }
-    free(r);
+    gr_run_report_destroy(r);
 }
 
 static void default_name(svc *v, const held *h, char *out, size_t size) {
@@ -505,6 +508,36 @@ static gr_status check_host_memory(const held *h, const gr_plan *p, int cpu_refe
                         a, cpu_reference ? ", or skip the CPU reference (--no-cpu-ref)" : "");
 }
 
+/* The run options a capture request gives (the CLI's `graphrun run` flags, as request fields).
+ * A held graph must be the whole step: a capture that breaks or lets work escape fails (no
+ * piecewise run in the service). */
+static void capture_opts(const gr_request *r, gr_run_opts *o) {
+    gr_run_opts_default(o);
+    o->mode = r->mode;
+    o->cpu_reference = r->cpu_reference;
+    o->bandwidth = 0;
+    o->progress = 0;
+    o->hooks = NULL;
+    o->pdl = r->pdl;
+    o->unroll = r->unroll;
+    o->no_capture_check = !r->capture_check;
+    o->piecewise = GR_PW_OFF;
+}
+
+typedef struct stage_ctx {
+    svc *v;
+    job *j;
+} stage_ctx;
+
+/* Before each capture stage: cancelled? else a progress line naming the stage. */
+static gr_status before_stage(void *user, gr_pipe *p, const gr_stage *s, int *skip, gr_error *err) {
+    (void)p, (void)skip;
+    stage_ctx *c = user;
+    if (cancelled(c->j)) return cancel_error(c->j, err);
+    progress(c->v, c->j, s->name, 0, 0);
+    return GR_OK;
+}
+
 static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
     gr_request *r = &j->req;
     pthread_mutex_lock(&v->mu);
@@ -524,7 +557,10 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
     progress(v, j, "load", 0, 0);
     const char *sets[GR_PROTO_MAX_SETS];
     for (int i = 0; i < r->nsets; i++) sets[i] = r->sets[i];
-    gr_load_req lr = {r->workload, r->variant[0] ? r->variant : NULL, sets, r->nsets, NULL, 1, NULL, NULL};
+    gr_load_req lr = {r->workload, r->variant[0] ? r->variant : NULL,
+                      sets,        r->nsets,
+                      NULL,        1,
+                      r->input[0] ? r->input : NULL, r->skip_bad_lines};
     gr_target t = ready ? gr_target_from_info(&dev) : gr_target_default();
     gr_status st = gr_load_resolve(&lr, &t, &h->ld, err);
     if (st != GR_OK) {
@@ -543,6 +579,10 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
     hv = gr_fnv1a(hv, p->variant, strlen(p->variant) + 1);
     const char *mode = gr_capture_mode_name(r->mode);
     hv = gr_fnv1a(hv, mode, strlen(mode) + 1);
+    /* what else makes a different graph: PDL launches, steps per graph, the input rows */
+    int shape[2] = {r->pdl, r->unroll};
+    hv = gr_fnv1a(hv, shape, sizeof(shape));
+    if (h->ld.input) hv = gr_fnv1a(hv, r->input, strlen(r->input) + 1);
     snprintf(h->hash, sizeof(h->hash), "%016llx", (unsigned long long)hv);
     snprintf(h->workload, sizeof(h->workload), "%s", h->ld.wl->name);
     snprintf(h->source, sizeof(h->source), "%s", r->workload);
@@ -647,42 +687,20 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
     size_t free0 = 0, total = 0, free1 = 0;
     GR_CUDA(cudaMemGetInfo(&free0, &total), err);
     gr_variant_run *vr = h->vr;
-    vr->plan = p;
-    st = gr_session_create(p, dev.sm_count, &h->s, err);
-    if (st == GR_OK && cancelled(j)) st = cancel_error(j, err);
-    if (st == GR_OK && r->cpu_reference) {
-        progress(v, j, "reference", 0, 0);
-        st = gr_session_reference(h->s, err);
-        vr->reference_ms = h->s->reference_ms;
-    }
-    if (st == GR_OK && cancelled(j)) st = cancel_error(j, err);
-    if (st == GR_OK) {
-        progress(v, j, "eager", 0, 0);
-        st = gr_session_verify_eager(h->s, err);
-    }
-    if (st == GR_OK) {
-        progress(v, j, "capture", 0, 0);
-        st = gr_session_capture(h->s, r->mode, NULL, err);
-    }
-    if (st == GR_OK) {
-        vr->captured = 1;
-        vr->graph = h->s->graph;
-        vr->graph.graph = vr->graph.exec = NULL;
-        progress(v, j, "verify", 0, 0);
-        st = gr_session_verify_graph(h->s, err);
-    }
-    if (h->s) {
-        memcpy(vr->checks, h->s->checks, sizeof(vr->checks));
-        vr->nchecks = h->s->nchecks;
-        vr->verified = h->s->verified;
-    }
-    if (st == GR_OK) st = gr_session_require_verified(h->s, err);
+    capture_opts(r, &h->opts);
+    gr_pipe pipe;
+    gr_pipe_init(&pipe, p, dev.sm_count, &h->opts, vr);
+    stage_ctx sc = {v, j};
+    gr_pipe_hooks hooks = {before_stage, NULL, NULL, NULL, &sc};
+    pipe.hooks = &hooks;
+    st = gr_pipe_run(&pipe, gr_pipe_capture_stages, gr_pipe_capture_nstages, err);
+    h->s = gr_pipe_detach(&pipe);
     if (st == GR_OK && cudaMemGetInfo(&free1, &total) != cudaSuccess)
         st = gr_cuda_fail(cudaGetLastError(), "cudaMemGetInfo", __FILE__, __LINE__, err);
     vr->status = st;
     if (st != GR_OK) {
         snprintf(vr->error, sizeof(vr->error), "%s", err->msg);
-        if (vr->nchecks > 0 || vr->captured) {
+        if (vr->checks.n > 0 || vr->captured) {
             *body = json_object();
             if (*body) add_report(*body, v, h, vr, 0, 0);
         }
@@ -769,6 +787,16 @@ static gr_status output_digests(const held *h, json_t **out, gr_error *err) {
     return GR_OK;
 }
 
+/* Replay timing stages name their progress phase: "eager" or "graph". */
+static gr_status replay_before(void *user, gr_pipe *p, const gr_stage *s, int *skip, gr_error *err) {
+    (void)p, (void)skip;
+    batch_ctx *b = user;
+    if (cancelled(b->j)) return cancel_error(b->j, err);
+    b->phase = s == &gr_stage_time_eager ? "eager" : "graph";
+    b->last_us = 0;
+    return GR_OK;
+}
+
 static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
     gr_request *r = &j->req;
     pthread_mutex_lock(&v->mu);
@@ -809,29 +837,29 @@ static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
     }
     gr_variant_run *vr = malloc(sizeof(*vr));
     if (!vr) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
-    *vr = *h->vr;
+    *vr = *h->vr; /* a copy for this replay's timings; checks and stages stay the capture's */
+    vr->nstages = vr->cap_stages = 0;
+    vr->stages = NULL;
+    gr_run_opts o = h->opts;
+    o.iters = r->iters;
+    o.batches = r->batches;
+    o.warmup = r->warmup; /* < 0: derived */
     batch_ctx bc = {v, j, "graph", 0};
-    gr_time_opts t;
-    memset(&t, 0, sizeof(t));
-    t.iters = r->iters;
-    t.batches = r->batches;
-    t.warmup = r->warmup >= 0 ? r->warmup : (r->iters / 10 < 3 ? 3 : r->iters / 10);
-    t.progress = 0;
-    t.on_batch = on_batch;
-    t.check = in_batch;
-    t.on_batch_user = &bc;
-    gr_status st = GR_OK;
-    if (r->compare_eager) {
-        bc.phase = "eager";
-        t.label = "eager";
-        st = gr_session_time_eager(h->s, &t, NULL, &vr->eager, err);
-    }
-    if (st == GR_OK) {
-        bc.phase = "graph";
-        t.label = "graph";
-        bc.last_us = 0;
-        st = gr_session_time_graph(h->s, &t, &vr->graph_t, err);
-    }
+    gr_pipe_hooks hooks = {replay_before, NULL, on_batch, in_batch, &bc};
+    gr_pipe pipe;
+    gr_pipe_init(&pipe, h->ld.plans[0], 0, &o, vr);
+    pipe.s = h->s; /* the held session: the pipe borrows it */
+    pipe.hooks = &hooks;
+    const gr_stage *stages[2];
+    int n = 0;
+    if (r->compare_eager) stages[n++] = &gr_stage_time_eager;
+    stages[n++] = &gr_stage_time_graph;
+    gr_status st = gr_pipe_run(&pipe, stages, n, err);
+    gr_pipe_detach(&pipe);
+    free(vr->stages);
+    vr->stages = NULL;
+    vr->nstages = 0;
+    vr->checks = h->vr->checks; /* gr_pipe_run took nothing from the held session */
     json_t *digests = NULL;
     if (st == GR_OK && r->output_digest) st = output_digests(h, &digests, err);
     if (st == GR_OK) {

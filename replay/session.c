@@ -16,6 +16,7 @@ gr_status gr_session_create(const gr_plan *plan, int sm_count, gr_session **out,
     gr_session *s = calloc(1, sizeof(*s));
     if (!s) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
     s->plan = plan;
+    s->steps = 1;
     s->eager_out = calloc((size_t)plan->nbufs + 1, sizeof(void *));
     if (!s->eager_out) {
         free(s);
@@ -36,6 +37,7 @@ void gr_session_destroy(gr_session *s) {
     gr_graph_destroy(&s->graph_n);
     gr_devstate_destroy(s->dev);
     gr_hoststate_destroy(s->ref);
+    gr_checks_free(&s->checks);
     if (s->eager_out)
         for (int b = 0; b < s->plan->nbufs; b++) free(s->eager_out[b]);
     free(s->eager_out);
@@ -50,16 +52,14 @@ gr_status gr_session_reference(gr_session *s, gr_error *err) {
     for (int b = 0; b < p->nbufs; b++)
         if (p->bufs[b].used) GR_TRY(gr_devstate_download(s->dev, b, s->ref->hptr[b], err));
     double t0 = gr_now_us();
-    gr_status st = gr_reference_step(p, s->ref, err);
+    gr_status st = GR_OK;
+    for (int k = 0; k < s->steps && st == GR_OK; k++) st = gr_reference_step(p, s->ref, err);
     s->reference_ms = (gr_now_us() - t0) / 1e3;
     return st;
 }
 
 static void add_check(gr_session *s, gr_check c) {
-    if (s->nchecks < GR_MAX_CHECKS) s->checks[s->nchecks++] = c;
-    s->verified = 1;
-    for (int i = 0; i < s->nchecks; i++)
-        if (!s->checks[i].passed) s->verified = 0;
+    gr_checks_add(&s->checks, &c);
 }
 
 /* Graph vs eager differs only where an op's result depends on the order of its work (atomics,
@@ -88,8 +88,13 @@ static void writers_note(const gr_plan *p, int b, char *out, size_t size) {
 
 gr_check gr_session_compare(const gr_plan *p, int b, const char *what, const void *out,
                             const void *ref) {
+    return gr_session_compare_rtol(p, b, what, out, ref, 0);
+}
+
+gr_check gr_session_compare_rtol(const gr_plan *p, int b, const char *what, const void *out,
+                                 const void *ref, double rtol) {
     const gr_buffer *buf = &p->bufs[b];
-    gr_tol tol = gr_buffer_tol(buf);
+    gr_tol tol = rtol > 0 ? gr_tol_from_rtol(buf->dtype, rtol) : gr_buffer_tol(buf);
     gr_check c = gr_compare_tol(buf->name, what, out, ref, buf->dtype, buf->numel, &tol);
     if (!c.identical && strstr(what, "vs eager")) writers_note(p, b, c.note, sizeof(c.note));
     return c;
@@ -110,11 +115,11 @@ static gr_status compare_outputs(gr_session *s, const char *mode, void **keep, g
         char what[32];
         if (s->ref) {
             snprintf(what, sizeof(what), "%s vs ref", mode);
-            add_check(s, gr_session_compare(p, b, what, host, s->ref->hptr[b]));
+            add_check(s, gr_session_compare_rtol(p, b, what, host, s->ref->hptr[b], s->rtol));
         }
         if (!keep && s->eager_out[b]) {
             snprintf(what, sizeof(what), "%s vs eager", mode);
-            add_check(s, gr_session_compare(p, b, what, host, s->eager_out[b]));
+            add_check(s, gr_session_compare_rtol(p, b, what, host, s->eager_out[b], s->rtol));
         }
         if (keep) {
             free(keep[b]);
@@ -128,7 +133,7 @@ static gr_status compare_outputs(gr_session *s, const char *mode, void **keep, g
 
 gr_status gr_session_verify_eager(gr_session *s, gr_error *err) {
     GR_TRY(gr_devstate_init_buffers(s->dev, err));
-    GR_TRY(gr_exec_step(s->plan, s->dev, NULL, err));
+    for (int k = 0; k < s->steps; k++) GR_TRY(gr_exec_step(s->plan, s->dev, NULL, err));
     GR_CUDA(cudaDeviceSynchronize(), err);
     return compare_outputs(s, "eager", s->eager_out, err);
 }
@@ -148,15 +153,18 @@ gr_status gr_session_capture(gr_session *s, gr_capture_mode mode, const gr_exec_
 gr_status gr_session_verify_graph(gr_session *s, gr_error *err) {
     if (!s->captured) return gr_error_set(err, GR_ERR_INTERNAL, NULL, "no graph captured");
     GR_TRY(gr_devstate_init_buffers(s->dev, err));
-    GR_TRY(gr_graph_launch(&s->graph, s->dev->streams[0], err));
+    for (int k = 0; k < s->steps; k++) GR_TRY(gr_graph_launch(&s->graph, s->dev->streams[0], err));
     GR_CUDA(cudaDeviceSynchronize(), err);
     return compare_outputs(s, "graph", NULL, err);
 }
 
 gr_status gr_session_require_verified(const gr_session *s, gr_error *err) {
     gr_status st = GR_OK;
-    for (int i = 0; i < s->nchecks; i++) {
-        const gr_check *c = &s->checks[i];
+    if (s->checks.oom)
+        return gr_error_set(err, GR_ERR_NOMEM, NULL, "variant %s: out of host memory for the checks",
+                            s->plan->variant);
+    for (int i = 0; i < s->checks.n; i++) {
+        const gr_check *c = &s->checks.v[i];
         if (c->passed) continue;
         char line[256];
         gr_check_str(c, line, sizeof(line));
@@ -228,7 +236,7 @@ gr_status gr_session_capture_unrolled(gr_session *s, gr_capture_mode mode, int s
         if (st == GR_OK) {
             char what[32];
             snprintf(what, sizeof(what), "graph x%d vs eager x%d", steps, steps);
-            add_check(s, gr_session_compare(p, b, what, host, want[b]));
+            add_check(s, gr_session_compare_rtol(p, b, what, host, want[b], s->rtol));
         }
         free(host);
     }

@@ -14,8 +14,6 @@
 extern "C" {
 #endif
 
-#define GR_MAX_CHECKS 48
-
 typedef struct gr_session {
     const gr_plan *plan;
     gr_devstate *dev;
@@ -25,28 +23,33 @@ typedef struct gr_session {
     int captured;
     gr_graph graph_n;   /* --unroll N: N steps in one graph, used for timing when present */
     int captured_n;
-    gr_check checks[GR_MAX_CHECKS];
-    int nchecks;
-    int verified;       /* every check passed */
+    gr_checks checks;   /* checks.verified: at least one check, and every check passed */
     double reference_ms; /* host time of the CPU reference */
+    int steps;          /* steps the reference and the checks run without re-initialising (1) */
+    double rtol;        /* > 0: every output checked at this rtol instead of its own (tp --rtol) */
 } gr_session;
 
 gr_status gr_session_create(const gr_plan *plan, int sm_count, gr_session **out, gr_error *err);
 void gr_session_destroy(gr_session *s);
 
-/* Initialise device buffers, copy the inputs to the host and run the CPU reference there. */
+/* Initialise device buffers, copy the inputs to the host and run the CPU reference there
+ * (s->steps steps). */
 gr_status gr_session_reference(gr_session *s, gr_error *err);
 /* Re-initialise (outputs without an init poisoned with NaN, in-place outputs re-seeded from
- * their init), run one eager step, compare outputs to the reference. */
+ * their init), run s->steps eager steps, compare outputs to the reference; the outputs are kept
+ * (s->eager_out) for the graph check. */
 gr_status gr_session_verify_eager(gr_session *s, gr_error *err);
 gr_status gr_session_capture(gr_session *s, gr_capture_mode mode, const gr_exec_hooks *hooks,
                              gr_error *err);
-/* Re-initialise, replay the graph once, compare to the reference and to the eager outputs. */
+/* Re-initialise, replay the graph s->steps times, compare to the reference and to the eager
+ * outputs. */
 gr_status gr_session_verify_graph(gr_session *s, gr_error *err);
-/* Output buffer b of plan p against ref with b's tolerances (gr_buffer_tol); a "... vs eager"
- * check that is not bitwise identical notes the ops that write b. */
+/* Output buffer b of plan p against ref with b's tolerances (gr_buffer_tol), or at rtol when
+ * rtol > 0; a "... vs eager" check that is not bitwise identical notes the ops that write b. */
 gr_check gr_session_compare(const gr_plan *p, int b, const char *what, const void *out,
                             const void *ref);
+gr_check gr_session_compare_rtol(const gr_plan *p, int b, const char *what, const void *out,
+                                 const void *ref, double rtol);
 /* Fails with GR_ERR_VERIFY naming the buffers when a check failed. */
 gr_status gr_session_require_verified(const gr_session *s, gr_error *err);
 

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -19,22 +20,18 @@
 #include "core/plan_print.h"
 #include "core/timer.h"
 #include "kernels/tp.h"
+#include "replay/report.h"
 #include "replay/session.h"
 
 #define ABORT_GRACE_US 15e6 /* a rank failed: how long the others get to reach a barrier */
 
 void gr_tp_opts_default(gr_tp_opts *o) {
     memset(o, 0, sizeof(*o));
-    o->iters = 1000;
-    o->warmup = -1;
-    o->batches = 20;
-    o->mode = GR_CAPTURE_THREAD_LOCAL;
-    o->cpu_reference = 1;
-    o->bandwidth = 1;
+    gr_run_opts_default(&o->run);
+    o->run.mode = GR_CAPTURE_THREAD_LOCAL;
+    o->run.hooks = NULL;
     o->comm_share = 1;
     o->single_timing = 1;
-    o->steps = 1;
-    o->progress = 1;
 }
 
 const char *gr_tp_mode_name(gr_tp_mode m) {
@@ -60,10 +57,6 @@ static int device_of(const gr_tp_opts *o, int p) {
     return o->ndevices > 0 ? o->devices[p] : p;
 }
 
-static int warmup_of(const gr_tp_opts *o) {
-    if (o->warmup >= 0) return o->warmup;
-    return o->iters / 10 < 3 ? 3 : o->iters / 10;
-}
 
 static gr_status download_copy(const gr_devstate *dev, int b, void **out, gr_error *err) {
     const gr_buffer *buf = &dev->plan->bufs[b];
@@ -86,12 +79,8 @@ static gr_graph stats_only(const gr_graph *g) {
 
 /* ---------- checks ---------- */
 
-static void add_check(gr_check *arr, int *n, int cap, gr_check c) {
-    if (*n < cap) arr[(*n)++] = c;
-}
-
 static void add(gr_tp_result *x, gr_check c) {
-    add_check(x->checks, &x->nchecks, GR_TP_MAX_CHECKS, c);
+    gr_checks_add(&x->checks, &c);
 }
 
 /* Rank 0's x, act gathered over ranks, tdown summed: the unsharded layout of each. */
@@ -201,9 +190,7 @@ gr_status gr_tp_check_outputs(const gr_tp_plans *tp, const gr_tp_outputs *out,
         free(ox), free(oact), free(otd);
         GR_TRY(st);
     }
-    x->verified = x->nchecks > 0;
-    for (int i = 0; i < x->nchecks; i++)
-        if (!x->checks[i].passed) x->verified = 0;
+    x->verified = x->checks.verified;
     return GR_OK;
 }
 
@@ -236,15 +223,23 @@ struct tp_rank {
     tp_shared *sh;
     int rank, device;
     gr_plan *plan;
-    gr_devstate *dev;
+    gr_pipe pipe;       /* the rank's stage list over its session (replay/pipeline.h) */
+    gr_variant_run v;   /* what the pipe's built-in stages record */
+    gr_devstate *dev;   /* the session's, once made */
     gr_nccl_comm *comm; /* freed by the rank (destroy) or, once aborted, by the main thread */
-    gr_graph g[3];      /* the step, the step without all-reduces, the all-reduces alone */
+    gr_graph g[2];      /* the step without all-reduces, the all-reduces alone (the step's own
+                           graph is the session's) */
     int xb, actb, tdb;
     void *x_eager, *x_graph, *act_eager, *tdown_eager;
+    int barriers;       /* barriers passed in the stage list */
     gr_status status;
     gr_error err;
     gr_tp_rank_result *out;
 };
+
+static tp_rank *rank_of(gr_pipe *p) {
+    return (tp_rank *)(void *)((char *)p - offsetof(tp_rank, pipe));
+}
 
 /* Returns 1 when the ranks may go on: nobody failed and the checks passed. */
 static int barrier(tp_shared *sh) {
@@ -308,23 +303,20 @@ typedef struct tp_step {
     gr_tp_mode m;
 } tp_step;
 
+/* The split timings (the step and its graph are the pipe's built-in timing stages). */
 static gr_status timed_step(void *user, gr_error *err) {
     tp_step *s = user;
     tp_rank *R = s->R;
     gr_stream_t st = R->dev->streams[0];
     switch (s->m) {
-    case GR_TP_EAGER:
-        return gr_exec_step(R->plan, R->dev, NULL, err);
-    case GR_TP_GRAPH:
-        return gr_graph_launch(&R->g[0], st, err);
     case GR_TP_EAGER_COMPUTE:
         return enqueue_filtered(R, 0, err);
     case GR_TP_GRAPH_COMPUTE:
-        return gr_graph_launch(&R->g[1], st, err);
+        return gr_graph_launch(&R->g[0], st, err);
     case GR_TP_EAGER_COMM:
         return enqueue_filtered(R, 1, err);
     case GR_TP_GRAPH_COMM:
-        return gr_graph_launch(&R->g[2], st, err);
+        return gr_graph_launch(&R->g[1], st, err);
     default:
         return gr_error_set(err, GR_ERR_INTERNAL, NULL, "timing mode %d", (int)s->m);
     }
@@ -335,15 +327,21 @@ static gr_status sync_and_check(tp_rank *R, const char *where, gr_error *err) {
     return gr_nccl_comm_check(R->comm, where, err);
 }
 
-static gr_status ph_setup(tp_rank *R) {
-    gr_error *e = &R->err;
+/* ---- the rank's stages ---- */
+
+/* The device, the session (the pipeline's session stage: buffers, op setup, --pdl), the
+ * communicator handed to the collectives, the device's copy bandwidth. */
+static gr_status st_setup(gr_pipe *p, gr_error *e) {
+    tp_rank *R = rank_of(p);
     const gr_tp_opts *o = R->sh->o;
     gr_tp_rank_result *out = R->out;
     GR_TRY(gr_device_probe(R->device, &out->info, e));
-    GR_TRY(gr_devstate_create(R->plan, out->info.sm_count, &R->dev, e));
+    p->sm_count = out->info.sm_count;
+    GR_TRY(gr_stage_session.run(p, e));
+    R->dev = p->s->dev;
     R->dev->comm = R->comm;
     out->bytes_per_step = R->plan->bytes_read + R->plan->bytes_written;
-    if (o->bandwidth) {
+    if (o->run.bandwidth) {
         size_t bytes = (size_t)1 << 30;
         if (out->info.mem_free / 8 < bytes) bytes = out->info.mem_free / 8;
         GR_TRY(gr_copy_bandwidth(bytes, 20, &out->bw, e));
@@ -353,10 +351,11 @@ static gr_status ph_setup(tp_rank *R) {
     return GR_OK;
 }
 
-static gr_status ph_eager(tp_rank *R) {
-    gr_error *e = &R->err;
+/* `steps` eager steps from the initial state; x, act and tdown kept for rank 0's checks. */
+static gr_status st_eager(gr_pipe *p, gr_error *e) {
+    tp_rank *R = rank_of(p);
     GR_TRY(gr_devstate_init_buffers(R->dev, e));
-    for (int k = 0; k < R->sh->o->steps; k++)
+    for (int k = 0; k < p->o.steps; k++)
         GR_TRY(gr_exec_step(R->plan, R->dev, NULL, e));
     GR_TRY(sync_and_check(R, "after the eager step", e));
     GR_TRY(download_copy(R->dev, R->xb, &R->x_eager, e));
@@ -364,30 +363,31 @@ static gr_status ph_eager(tp_rank *R) {
     return download_copy(R->dev, R->tdb, &R->tdown_eager, e);
 }
 
-static gr_status ph_graph(tp_rank *R) {
-    gr_error *e = &R->err;
-    GR_TRY(gr_graph_capture(R->plan, R->dev, R->sh->o->mode, NULL, &R->g[0], e));
-    R->out->graph = stats_only(&R->g[0]);
+/* The captured step (the pipeline's capture stage) replayed `steps` times from the start. */
+static gr_status st_replay(gr_pipe *p, gr_error *e) {
+    tp_rank *R = rank_of(p);
+    R->out->graph = p->v->graph;
     GR_TRY(gr_devstate_init_buffers(R->dev, e));
-    for (int k = 0; k < R->sh->o->steps; k++)
-        GR_TRY(gr_graph_launch(&R->g[0], R->dev->streams[0], e));
+    for (int k = 0; k < p->o.steps; k++)
+        GR_TRY(gr_graph_launch(&p->s->graph, R->dev->streams[0], e));
     GR_TRY(sync_and_check(R, "after the graph replay", e));
     return download_copy(R->dev, R->xb, &R->x_graph, e);
 }
 
 /* Rank 0, between barriers (every rank's copies are there): all the checks of this P. */
-static gr_status ph_verify(tp_rank *R) {
+static gr_status st_verify(gr_pipe *p, gr_error *e) {
+    tp_rank *R = rank_of(p);
     tp_shared *sh = R->sh;
     if (R->rank != 0) return GR_OK;
     gr_tp_outputs out;
     memset(&out, 0, sizeof(out));
-    for (int p = 0; p < sh->n; p++) {
-        out.x_eager[p] = sh->ranks[p].x_eager;
-        out.x_graph[p] = sh->ranks[p].x_graph;
-        out.act[p] = sh->ranks[p].act_eager;
-        out.tdown[p] = sh->ranks[p].tdown_eager;
+    for (int q = 0; q < sh->n; q++) {
+        out.x_eager[q] = sh->ranks[q].x_eager;
+        out.x_graph[q] = sh->ranks[q].x_graph;
+        out.act[q] = sh->ranks[q].act_eager;
+        out.tdown[q] = sh->ranks[q].tdown_eager;
     }
-    GR_TRY(gr_tp_check_outputs(sh->tp, &out, sh->refs, sh->res, &R->err));
+    GR_TRY(gr_tp_check_outputs(sh->tp, &out, sh->refs, sh->res, e));
     if (!sh->res->verified) {
         pthread_mutex_lock(&sh->mu);
         sh->verify_failed = 1;
@@ -396,19 +396,19 @@ static gr_status ph_verify(tp_rank *R) {
     return GR_OK;
 }
 
-static gr_status ph_split(tp_rank *R) {
+static gr_status st_split(gr_pipe *p, gr_error *e) {
+    tp_rank *R = rank_of(p);
     if (!R->sh->o->comm_share) return GR_OK;
-    gr_error *e = &R->err;
-    GR_TRY(gr_graph_capture_fn(R->dev, R->sh->o->mode, 1, enqueue_compute, R, &R->g[1], e));
-    R->out->graph_compute = stats_only(&R->g[1]);
-    GR_TRY(gr_graph_capture_fn(R->dev, R->sh->o->mode, 1, enqueue_comm, R, &R->g[2], e));
-    R->out->graph_comm = stats_only(&R->g[2]);
+    GR_TRY(gr_graph_capture_fn(R->dev, p->o.mode, 1, enqueue_compute, R, &R->g[0], e));
+    R->out->graph_compute = stats_only(&R->g[0]);
+    GR_TRY(gr_graph_capture_fn(R->dev, p->o.mode, 1, enqueue_comm, R, &R->g[1], e));
+    R->out->graph_comm = stats_only(&R->g[1]);
     return GR_OK;
 }
 
 /* After each timed batch: a rank failed, so this one stops instead of timing against it. */
 static gr_status stop_if_failed(void *user, int done, int total, gr_error *err) {
-    tp_shared *sh = user;
+    tp_shared *sh = ((tp_rank *)user)->sh;
     pthread_mutex_lock(&sh->mu);
     int failed = sh->failed, first = sh->first_failed;
     pthread_mutex_unlock(&sh->mu);
@@ -417,59 +417,90 @@ static gr_status stop_if_failed(void *user, int done, int total, gr_error *err) 
                         "timing stopped after %d of %d steps: rank %d failed", done, total, first);
 }
 
-static gr_status ph_time(tp_rank *R, gr_tp_mode m) {
-    const gr_tp_opts *o = R->sh->o;
-    if (m >= GR_TP_EAGER_COMPUTE && !o->comm_share) return GR_OK;
+static gr_status time_split(gr_pipe *p, gr_tp_mode m, gr_error *e) {
+    tp_rank *R = rank_of(p);
+    if (!R->sh->o->comm_share) return GR_OK;
     gr_time_opts t;
     memset(&t, 0, sizeof(t));
-    t.warmup = warmup_of(o);
-    t.iters = o->iters;
-    t.batches = o->batches;
-    t.progress = o->progress && R->rank == 0;
+    t.warmup = gr_run_opts_warmup(&p->o);
+    t.iters = p->o.iters;
+    t.batches = p->o.batches;
+    t.progress = p->o.progress;
     char label[64];
     snprintf(label, sizeof(label), "P=%d %s", R->sh->n, gr_tp_mode_name(m));
     t.label = label;
     t.on_batch = stop_if_failed;
-    t.on_batch_user = R->sh;
+    t.on_batch_user = R;
     tp_step s = {R, m};
-    GR_TRY(gr_time_steps(timed_step, &s, R->dev->streams[0], &t, &R->out->t[m], &R->err));
+    GR_TRY(gr_time_steps(timed_step, &s, R->dev->streams[0], &t, &R->out->t[m], e));
     R->out->timed[m] = 1;
-    return gr_nccl_comm_check(R->comm, "after timing", &R->err);
+    return gr_nccl_comm_check(R->comm, "after timing", e);
 }
 
-enum {
-    PH_SETUP,
-    PH_EAGER,
-    PH_GRAPH,
-    PH_VERIFY,
-    PH_SPLIT,
-    PH_TIME_FIRST,
-    PH_N = PH_TIME_FIRST + GR_TP_NMODES
-};
+static gr_status st_time_eager_compute(gr_pipe *p, gr_error *e) {
+    return time_split(p, GR_TP_EAGER_COMPUTE, e);
+}
+static gr_status st_time_graph_compute(gr_pipe *p, gr_error *e) {
+    return time_split(p, GR_TP_GRAPH_COMPUTE, e);
+}
+static gr_status st_time_eager_comm(gr_pipe *p, gr_error *e) {
+    return time_split(p, GR_TP_EAGER_COMM, e);
+}
+static gr_status st_time_graph_comm(gr_pipe *p, gr_error *e) {
+    return time_split(p, GR_TP_GRAPH_COMM, e);
+}
 
-static gr_status run_phase(tp_rank *R, int ph) {
-    switch (ph) {
-    case PH_SETUP:
-        return ph_setup(R);
-    case PH_EAGER:
-        return ph_eager(R);
-    case PH_GRAPH:
-        return ph_graph(R);
-    case PH_VERIFY:
-        return ph_verify(R);
-    case PH_SPLIT:
-        return ph_split(R);
-    default:
-        return ph_time(R, (gr_tp_mode)(ph - PH_TIME_FIRST));
+static const gr_stage tp_setup = {"tp_setup", st_setup};
+static const gr_stage tp_eager = {"tp_eager", st_eager};
+static const gr_stage tp_replay = {"tp_replay", st_replay};
+static const gr_stage tp_verify = {"tp_verify", st_verify};
+static const gr_stage tp_split = {"tp_split", st_split};
+static const gr_stage tp_time_ec = {"time_eager_compute", st_time_eager_compute};
+static const gr_stage tp_time_gc = {"time_graph_compute", st_time_graph_compute};
+static const gr_stage tp_time_em = {"time_eager_comm", st_time_eager_comm};
+static const gr_stage tp_time_gm = {"time_graph_comm", st_time_graph_comm};
+
+/* A rank: the pipeline's capture and timing stages between its own, a barrier before each. */
+static const gr_stage *const rank_stages[] = {
+    &tp_setup,  &tp_eager,  &gr_stage_capture, &tp_replay,  &tp_verify,  &tp_split,
+    &gr_stage_time_eager, &gr_stage_time_graph, &tp_time_ec, &tp_time_gc, &tp_time_em, &tp_time_gm,
+};
+#define RANK_NSTAGES ((int)(sizeof(rank_stages) / sizeof(rank_stages[0])))
+
+/* Every rank passes the barrier before every stage; a failed rank, or every rank once one failed
+ * or the checks failed, skips the stages' work. */
+static gr_status rank_before(void *user, gr_pipe *p, const gr_stage *s, int *skip, gr_error *e) {
+    (void)p, (void)s, (void)e;
+    tp_rank *R = user;
+    R->barriers++;
+    int go = barrier(R->sh);
+    if (!go || R->status != GR_OK) *skip = 1;
+    return GR_OK;
+}
+
+static gr_status rank_after(void *user, gr_pipe *p, const gr_stage *s, gr_status st, gr_error *e) {
+    tp_rank *R = user;
+    if (st != GR_OK) {
+        rank_fail(R, st);
+        return GR_OK;
     }
+    gr_tp_mode m = s == &gr_stage_time_eager ? GR_TP_EAGER : GR_TP_GRAPH;
+    if (s != &gr_stage_time_eager && s != &gr_stage_time_graph) return GR_OK;
+    R->out->t[m] = m == GR_TP_EAGER ? p->v->eager : p->v->graph_t;
+    R->out->timed[m] = 1;
+    return gr_nccl_comm_check(R->comm, "after timing", e);
 }
 
 /* Graphs first (NCCL releases what it kept for captured collectives with them), then the
  * communicator, then the buffers it may have registered, so nothing is freed under NCCL. */
 static void teardown(tp_rank *R) {
     tp_shared *sh = R->sh;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 2; i++)
         gr_graph_destroy(&R->g[i]);
+    if (R->pipe.s) {
+        gr_graph_destroy(&R->pipe.s->graph);
+        gr_graph_destroy(&R->pipe.s->graph_n);
+    }
     cudaError_t rc = cudaDeviceSynchronize();
     if (rc != cudaSuccess && R->status == GR_OK)
         R->status =
@@ -487,7 +518,8 @@ static void teardown(tp_rank *R) {
         }
         R->comm = NULL;
     }
-    gr_devstate_destroy(R->dev);
+    gr_pipe_free(&R->pipe);
+    gr_variant_run_clear(&R->v);
     R->dev = NULL;
     free(R->x_eager);
     free(R->x_graph);
@@ -517,11 +549,18 @@ static void *rank_main(void *arg) {
             pthread_mutex_unlock(&sh->mu);
         }
     }
-    for (int ph = 0; ph < PH_N; ph++) {
-        int go = barrier(sh);
-        if (!go || R->status != GR_OK) continue;
-        gr_status st = run_phase(R, ph);
-        if (st != GR_OK) rank_fail(R, st);
+    gr_run_opts o = sh->o->run;
+    o.progress = o.progress && R->rank == 0;
+    o.cpu_reference = 0; /* the references are the main thread's (sharded and unsharded) */
+    o.unroll = 1;
+    gr_pipe_init(&R->pipe, R->plan, 0, &o, &R->v);
+    gr_pipe_hooks hooks = {rank_before, rank_after, stop_if_failed, NULL, R};
+    R->pipe.hooks = &hooks;
+    gr_status st = gr_pipe_run(&R->pipe, rank_stages, RANK_NSTAGES, &R->err);
+    if (st != GR_OK && R->status == GR_OK) rank_fail(R, st);
+    while (R->barriers < RANK_NSTAGES) { /* the stages a failure left: their barriers still */
+        R->barriers++;
+        barrier(sh);
     }
     barrier(sh);
     teardown(R);
@@ -636,8 +675,8 @@ static gr_status run_ranks(const gr_tp_plans *tp, const gr_tp_opts *o, const gr_
         st = gr_error_set(err, GR_ERR_CUDA, NULL,
                           "a rank stopped answering; the NCCL communicators were aborted");
     if (st == GR_OK && !x->verified) {
-        for (int i = 0; i < x->nchecks; i++) {
-            const gr_check *c = &x->checks[i];
+        for (int i = 0; i < x->checks.n; i++) {
+            const gr_check *c = &x->checks.v[i];
             if (c->passed) continue;
             char line[256];
             gr_check_str(c, line, sizeof(line));
@@ -674,104 +713,119 @@ static void single_host_free(single_host *h) {
     memset(h, 0, sizeof(*h));
 }
 
+/* The unsharded step's stages around the pipeline's: its initial contents downloaded (what the
+ * ranks' shards are cut from), and the device's copy bandwidth. */
+typedef struct single_ctx {
+    const gr_tp_opts *o;
+    gr_tp_single *out;
+    single_host *h;
+    int xb, ab, tb;
+} single_ctx;
+
+static single_ctx *single_of(gr_pipe *p) {
+    return (single_ctx *)p->hooks->user;
+}
+
+static gr_status st_single_init(gr_pipe *p, gr_error *err) {
+    single_ctx *c = single_of(p);
+    const gr_plan *base = p->plan;
+    GR_TRY(gr_devstate_init_buffers(p->s->dev, err));
+    GR_TRY(gr_hoststate_create(base, &c->h->init, err));
+    for (int b = 0; b < base->nbufs; b++)
+        if (base->bufs[b].used) GR_TRY(gr_devstate_download(p->s->dev, b, c->h->init->hptr[b], err));
+    return GR_OK;
+}
+
+static gr_status st_single_bw(gr_pipe *p, gr_error *err) {
+    single_ctx *c = single_of(p);
+    gr_tp_single *out = c->out;
+    if (!c->o->run.bandwidth) return GR_OK;
+    size_t bytes = (size_t)1 << 30;
+    if (out->info.mem_free / 8 < bytes) bytes = out->info.mem_free / 8;
+    GR_TRY(gr_copy_bandwidth(bytes, 20, &out->bw, err));
+    out->have_bw = out->bw.gbps.median > 0;
+    if (out->have_bw) out->floor_us = out->bytes_per_step / (out->bw.gbps.median * 1e9) * 1e6;
+    return GR_OK;
+}
+
+static const gr_stage single_init = {"tp_single_init", st_single_init};
+static const gr_stage single_bw = {"tp_single_bandwidth", st_single_bw};
+
+static const gr_stage *const single_stages[] = {
+    &gr_stage_session,     &single_init,         &gr_stage_reference, &gr_stage_eager_check,
+    &gr_stage_capture,     &gr_stage_graph_check, &single_bw,         &gr_stage_time_eager,
+    &gr_stage_time_graph,
+};
+
+/* Timing only when the checks passed and --no-single-timing is not given. */
+static gr_status single_before(void *user, gr_pipe *p, const gr_stage *s, int *skip, gr_error *err) {
+    (void)err;
+    single_ctx *c = user;
+    if ((s == &gr_stage_time_eager || s == &gr_stage_time_graph) &&
+        (!c->o->single_timing || !p->s || !p->s->checks.verified))
+        *skip = 1;
+    return GR_OK;
+}
+
+/* The host copies the ranks are checked against: the reference's x, act and tdown, the eager x. */
+static gr_status single_after(void *user, gr_pipe *p, const gr_stage *s, gr_status st, gr_error *err) {
+    single_ctx *c = user;
+    single_host *h = c->h;
+    if (st != GR_OK) return GR_OK;
+    const gr_plan *base = p->plan;
+    if (s == &gr_stage_reference) {
+        h->ref_x = dup_bytes(p->s->ref->hptr[c->xb], base->bufs[c->xb].bytes);
+        h->ref_act = dup_bytes(p->s->ref->hptr[c->ab], base->bufs[c->ab].bytes);
+        h->ref_tdown = dup_bytes(p->s->ref->hptr[c->tb], base->bufs[c->tb].bytes);
+        if (!h->ref_x || !h->ref_act || !h->ref_tdown)
+            return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+    } else if (s == &gr_stage_eager_check) {
+        if (!p->s->eager_out[c->xb])
+            return gr_error_set(err, GR_ERR_INPUT, base->source,
+                                "the unsharded step must have x among its outputs");
+        h->single_x = dup_bytes(p->s->eager_out[c->xb], base->bufs[c->xb].bytes);
+        if (!h->single_x) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+    } else if (s == &gr_stage_capture) {
+        c->out->graph = p->v->graph;
+    }
+    return GR_OK;
+}
+
 static gr_status single_gpu(const gr_tp_plans *tp, const gr_tp_opts *o, double rtol,
                             gr_tp_single *out, single_host *h, gr_error *err) {
     const gr_plan *base = tp->base;
     out->device = device_of(o, 0);
     GR_TRY(gr_device_probe(out->device, &out->info, err));
-    gr_session *s = NULL;
-    GR_TRY(gr_session_create(base, out->info.sm_count, &s, err));
-    int xb = gr_tp_buffer(base, "x"), ab = gr_tp_buffer(base, "act");
+    single_ctx c = {o, out, h, gr_tp_buffer(base, "x"), gr_tp_buffer(base, "act"), -1};
     char tdname[48];
     snprintf(tdname, sizeof(tdname), "tdown.%lld", (long long)(tp->shape.L - 1));
-    int tb = gr_tp_buffer(base, tdname);
-    gr_status st = xb >= 0 && ab >= 0 && tb >= 0
-                       ? GR_OK
-                       : gr_error_set(err, GR_ERR_INPUT, base->source,
-                                      "the unsharded step needs buffers x, act and %s", tdname);
-    /* the initial contents, downloaded: what every rank's shards are cut from */
-    if (st == GR_OK) st = gr_devstate_init_buffers(s->dev, err);
-    if (st == GR_OK) st = gr_hoststate_create(base, &h->init, err);
-    for (int b = 0; b < base->nbufs && st == GR_OK; b++)
-        if (base->bufs[b].used) st = gr_devstate_download(s->dev, b, h->init->hptr[b], err);
-    if (st == GR_OK && o->cpu_reference) {
-        const gr_buffer *xbuf = &base->bufs[xb];
-        void *x0 = dup_bytes(h->init->hptr[xb], xbuf->bytes);
-        if (!x0) st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
-        double t0 = gr_now_us();
-        for (int k = 0; k < o->steps && st == GR_OK; k++)
-            st = gr_reference_step(base, h->init, err);
-        out->reference_ms = (gr_now_us() - t0) / 1e3;
-        if (st == GR_OK) {
-            h->ref_x = dup_bytes(h->init->hptr[xb], xbuf->bytes);
-            h->ref_act = dup_bytes(h->init->hptr[ab], base->bufs[ab].bytes);
-            h->ref_tdown = dup_bytes(h->init->hptr[tb], base->bufs[tb].bytes);
-            if (!h->ref_x || !h->ref_act || !h->ref_tdown)
-                st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
-        }
-        /* the weights are read-only; x is the only input the step changes */
-        if (x0) memcpy(h->init->hptr[xb], x0, xbuf->bytes);
-        free(x0);
-    }
-    /* eager, then the graph, `steps` steps each from the initial state */
-    if (st == GR_OK) st = gr_devstate_init_buffers(s->dev, err);
-    for (int k = 0; k < o->steps && st == GR_OK; k++)
-        st = gr_exec_step(base, s->dev, NULL, err);
-    if (st == GR_OK && cudaDeviceSynchronize() != cudaSuccess)
-        st = gr_cuda_fail(cudaGetLastError(), "cudaDeviceSynchronize", __FILE__, __LINE__, err);
-    if (st == GR_OK) st = download_copy(s->dev, xb, &h->single_x, err);
-    const gr_buffer *xbuf = &base->bufs[xb];
-    if (st == GR_OK && h->ref_x)
-        add_check(
-            out->checks, &out->nchecks, 8,
-            gr_compare("x", "eager vs ref", h->single_x, h->ref_x, xbuf->dtype, xbuf->numel, rtol));
-    if (st == GR_OK) st = gr_session_capture(s, o->mode, NULL, err);
-    if (st == GR_OK) {
-        out->graph = stats_only(&s->graph);
-        st = gr_devstate_init_buffers(s->dev, err);
-    }
-    for (int k = 0; k < o->steps && st == GR_OK; k++)
-        st = gr_graph_launch(&s->graph, s->dev->streams[0], err);
-    void *gx = NULL;
-    if (st == GR_OK && cudaDeviceSynchronize() != cudaSuccess)
-        st = gr_cuda_fail(cudaGetLastError(), "cudaDeviceSynchronize", __FILE__, __LINE__, err);
-    if (st == GR_OK) st = download_copy(s->dev, xb, &gx, err);
-    if (st == GR_OK) {
-        add_check(
-            out->checks, &out->nchecks, 8,
-            gr_compare("x", "graph vs eager", gx, h->single_x, xbuf->dtype, xbuf->numel, rtol));
-        if (h->ref_x)
-            add_check(
-                out->checks, &out->nchecks, 8,
-                gr_compare("x", "graph vs ref", gx, h->ref_x, xbuf->dtype, xbuf->numel, rtol));
-    }
-    free(gx);
-    out->verified = 1;
-    for (int i = 0; i < out->nchecks; i++)
-        if (!out->checks[i].passed) out->verified = 0;
-    out->kernels_per_step = (int)out->graph.kernel_nodes;
+    c.tb = gr_tp_buffer(base, tdname);
+    if (c.xb < 0 || c.ab < 0 || c.tb < 0)
+        return gr_error_set(err, GR_ERR_INPUT, base->source,
+                            "the unsharded step needs buffers x, act and %s", tdname);
     out->bytes_per_step = base->bytes_read + base->bytes_written;
-    if (st == GR_OK && o->bandwidth) {
-        size_t bytes = (size_t)1 << 30;
-        if (out->info.mem_free / 8 < bytes) bytes = out->info.mem_free / 8;
-        st = gr_copy_bandwidth(bytes, 20, &out->bw, err);
-        out->have_bw = st == GR_OK && out->bw.gbps.median > 0;
-        if (out->have_bw) out->floor_us = out->bytes_per_step / (out->bw.gbps.median * 1e9) * 1e6;
+    gr_run_opts ro = o->run;
+    ro.rtol = rtol;
+    ro.unroll = 1;
+    gr_variant_run v;
+    memset(&v, 0, sizeof(v));
+    gr_pipe p;
+    gr_pipe_init(&p, base, out->info.sm_count, &ro, &v);
+    p.label = "1 GPU";
+    gr_pipe_hooks hooks = {single_before, single_after, NULL, NULL, &c};
+    p.hooks = &hooks;
+    gr_status st = gr_pipe_run(&p, single_stages, (int)(sizeof(single_stages) / sizeof(single_stages[0])), err);
+    gr_pipe_free(&p);
+    gr_checks_take(&out->checks, &v.checks);
+    out->verified = out->checks.verified;
+    out->reference_ms = v.reference_ms;
+    out->kernels_per_step = (int)out->graph.kernel_nodes;
+    if (v.timed) {
+        out->eager = v.eager;
+        out->graph_t = v.graph_t;
+        out->timed = 1;
     }
-    if (st == GR_OK && out->verified && o->single_timing) {
-        gr_time_opts t;
-        memset(&t, 0, sizeof(t));
-        t.warmup = warmup_of(o);
-        t.iters = o->iters;
-        t.batches = o->batches;
-        t.progress = o->progress;
-        t.label = "1 GPU eager";
-        st = gr_session_time_eager(s, &t, NULL, &out->eager, err);
-        t.label = "1 GPU graph";
-        if (st == GR_OK) st = gr_session_time_graph(s, &t, &out->graph_t, err);
-        if (st == GR_OK) out->timed = 1;
-    }
-    gr_session_destroy(s);
+    gr_variant_run_clear(&v);
     out->status = st;
     if (st != GR_OK) snprintf(out->error, sizeof(out->error), "%s", err->msg);
     return st;
@@ -798,7 +852,7 @@ static gr_status run_degree(const gr_tp_req *req, int P, const gr_target *t, gr_
     refs.ref_tdown = h->ref_tdown;
     refs.rtol = rtol;
     gr_status st = GR_OK;
-    if (o->cpu_reference) st = gr_tp_sharded_reference(tp, o->steps, &refs, x, err);
+    if (o->run.cpu_reference) st = gr_tp_sharded_reference(tp, o->run.steps, &refs, x, err);
     if (st == GR_OK) st = run_ranks(tp, o, &refs, x, err);
     gr_tp_refs_free_sharded(&refs);
     gr_tp_host_free(&host);
@@ -873,18 +927,18 @@ gr_status gr_tp_run(const gr_tp_req *req, const int *Ps, int nP, const gr_tp_opt
     }
     single_host h;
     memset(&h, 0, sizeof(h));
-    double rtol = o->rtol;
+    double rtol = o->run.rtol;
     if (st == GR_OK && rtol <= 0) rtol = tp->base->bufs[gr_tp_buffer(tp->base, "x")].rtol;
     if (st == GR_OK) {
         st = single_gpu(tp, o, rtol, &r->single, &h, err);
         if (st == GR_OK && !r->single.verified) {
-            for (int i = 0; i < r->single.nchecks; i++)
-                if (!r->single.checks[i].passed) {
+            for (int i = 0; i < r->single.checks.n; i++)
+                if (!r->single.checks.v[i].passed) {
                     char line[256];
-                    gr_check_str(&r->single.checks[i], line, sizeof(line));
+                    gr_check_str(&r->single.checks.v[i], line, sizeof(line));
                     st = gr_error_set(err, GR_ERR_VERIFY, NULL,
                                       "the unsharded step on one GPU: \"%s\" %s: %s",
-                                      r->single.checks[i].buffer, r->single.checks[i].what, line);
+                                      r->single.checks.v[i].buffer, r->single.checks.v[i].what, line);
                 }
             r->single.status = st;
         }
@@ -971,19 +1025,22 @@ void gr_tp_report_text(FILE *f, const gr_tp_report *r) {
             "ncclGetUniqueId + ncclCommInitRank; each rank captures its own stream (%s mode), "
             "its all-reduces inside its graph; NVLink SHARP off (NCCL_NVLS_ENABLE=0)\n",
             r->nccl_version[0] ? r->nccl_version : "?",
-            r->nccl_path[0] ? r->nccl_path : "not loaded", gr_capture_mode_name(o->mode));
+            r->nccl_path[0] ? r->nccl_path : "not loaded", gr_capture_mode_name(o->run.mode));
+    if (o->run.pdl)
+        fprintf(f, "launches programmatic dependent launch (--pdl) for the kernels that support it, "
+                   "on every rank and the single GPU\n");
     const gr_tp_single *s = &r->single;
     fprintf(f, "devices  %d visible; rank 0 / the single-GPU run on device %d: %s, %d SMs\n",
             r->visible_devices, s->device, s->info.name, s->info.sm_count);
 
     fprintf(f, "checks   %s\n",
-            o->cpu_reference ? "against the unsharded and sharded CPU references, graph against "
+            o->run.cpu_reference ? "against the unsharded and sharded CPU references, graph against "
                                "eager, ranks against rank 0 and against the single-GPU step"
                              : "NO CPU REFERENCE (--no-cpu-ref): graph against eager, ranks against "
                                "rank 0 and against the single-GPU step only");
     fprintf(f, "\nsingle GPU: %s, variant fused, unsharded, on device %d%s\n", r->base, s->device,
-            s->status && !s->nchecks ? " (failed)" : "");
-    check_lines(f, s->checks, s->nchecks);
+            s->status && !s->checks.n ? " (failed)" : "");
+    check_lines(f, s->checks.v, s->checks.n);
     if (s->reference_ms > 0) fprintf(f, "  (CPU reference took %.0f ms)\n", s->reference_ms);
     if (s->status && s->error[0]) fprintf(f, "  failed: %s\n", s->error);
 
@@ -1001,9 +1058,9 @@ void gr_tp_report_text(FILE *f, const gr_tp_report *r) {
                     p, x->rank[p].device, (long long)lo, (long long)hi - 1, (long long)lo,
                     (long long)hi - 1, (long long)r->shape.f, x->rank[p].bytes_per_step / 1e6);
         }
-        fprintf(f, "  verification (x after %d step%s; rel = relative L2)\n", o->steps,
-                o->steps == 1 ? "" : "s");
-        check_lines(f, x->checks, x->nchecks);
+        fprintf(f, "  verification (x after %d step%s; rel = relative L2)\n", o->run.steps,
+                o->run.steps == 1 ? "" : "s");
+        check_lines(f, x->checks.v, x->checks.n);
         if (x->sharded_reference_ms > 0)
             fprintf(f, "  (sharded CPU reference took %.0f ms)\n", x->sharded_reference_ms);
         if (x->status && x->error[0]) fprintf(f, "  failed: %s\n", x->error);
@@ -1110,34 +1167,9 @@ void gr_tp_report_text(FILE *f, const gr_tp_report *r) {
                "floor as the overhead-free step; vs 1 GPU: unsharded graph / this graph)\n");
 }
 
-static json_t *summary_json(const gr_summary *s) {
-    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "median", s->median, "p10", s->p10,
-                     "p90", s->p90, "min", s->min, "max", s->max, "mean", s->mean, "stddev",
-                     s->stddev, "n", (json_int_t)s->n);
-}
 
-static json_t *timing_json(const gr_timing *t) {
-    return json_pack("{s:o, s:o, s:i, s:i, s:i, s:s}", "step_us", summary_json(&t->step_us),
-                     "submit_us", summary_json(&t->submit_us), "batches", t->batches,
-                     "steps_per_batch", t->steps_per_batch, "warmup", t->warmup, "method",
-                     "CUDA events per batch on the rank's stream, untraced; submit: host clock");
-}
 
-static json_t *graph_json(const gr_graph *g) {
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f}", "nodes", (json_int_t)g->nodes,
-                     "edges", (json_int_t)g->edges, "kernel_nodes", (json_int_t)g->kernel_nodes,
-                     "memcpy_nodes", (json_int_t)g->memcpy_nodes, "memset_nodes",
-                     (json_int_t)g->memset_nodes, "event_nodes", (json_int_t)g->event_nodes,
-                     "capture_us", g->capture_us, "instantiate_us", g->instantiate_us, "upload_us",
-                     g->upload_us);
-}
 
-static json_t *checks_json(const gr_check *c, int n) {
-    json_t *a = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(a, (json_t *)gr_check_json(&c[i]));
-    return a;
-}
 
 static const char *mode_key(gr_tp_mode m) {
     switch (m) {
@@ -1171,8 +1203,8 @@ static json_t *run_like(const char *name, int kernels, double bytes, const gr_ti
     json_object_set_new(v, "verified", json_boolean(verified));
     if (e && g) {
         double em = e->step_us.median, gm = g->step_us.median;
-        json_object_set_new(v, "eager", timing_json(e));
-        json_object_set_new(v, "graph_replay", timing_json(g));
+        json_object_set_new(v, "eager", (json_t *)gr_report_timing_json(e, "rank's stream"));
+        json_object_set_new(v, "graph_replay", (json_t *)gr_report_timing_json(g, "rank's stream"));
         json_object_set_new(v, "speedup", json_real(gm > 0 ? em / gm : 0));
         json_object_set_new(v, "overhead_removed_us_per_kernel",
                             json_real(kernels > 0 ? (em - gm) / kernels : 0));
@@ -1202,7 +1234,8 @@ void *gr_tp_report_json(const gr_tp_report *r) {
                         json_pack("{s:s, s:s, s:s}", "workload", r->base, "source", r->base_path,
                                   "variant", "fused"));
     json_object_set_new(root, "params", json_string(r->params));
-    json_object_set_new(root, "cpu_reference", json_boolean(r->opts.cpu_reference));
+    json_object_set_new(root, "cpu_reference", json_boolean(r->opts.run.cpu_reference));
+    json_object_set_new(root, "pdl", json_boolean(r->opts.run.pdl));
     json_object_set_new(root, "shape",
                         json_pack("{s:I, s:I, s:I, s:I, s:I, s:s}", "B", (json_int_t)r->shape.B,
                                   "L", (json_int_t)r->shape.L, "d", (json_int_t)r->shape.d, "f",
@@ -1214,7 +1247,7 @@ void *gr_tp_report_json(const gr_tp_report *r) {
                   "one process, one host thread per GPU", "communicators",
                   "ncclGetUniqueId + ncclCommInitRank (one per rank thread)", "capture",
                   "each rank captures its own stream, all-reduces included", "capture_mode",
-                  gr_capture_mode_name(r->opts.mode), "nccl_version", r->nccl_version,
+                  gr_capture_mode_name(r->opts.run.mode), "nccl_version", r->nccl_version,
                   "nccl_library", r->nccl_path, "nvls", "off (NCCL_NVLS_ENABLE=0)"));
     json_object_set_new(root, "visible_devices", json_integer(r->visible_devices));
     /* as graphrun run --json: the device of rank 0 (and of the single-GPU run), its copy bw */
@@ -1229,9 +1262,9 @@ void *gr_tp_report_json(const gr_tp_report *r) {
         json_object_set_new(
             root, "copy_bandwidth",
             json_pack("{s:f, s:o, s:s}", "bytes_per_copy", r->single.bw.bytes, "gbps",
-                      summary_json(&r->single.bw.gbps), "method",
+                      (json_t *)gr_report_summary_json(&r->single.bw.gbps), "method",
                       "cudaMemcpyAsync D2D on device 0, read+written bytes, CUDA events"));
-    json_object_set_new(root, "steps_checked", json_integer(r->opts.steps));
+    json_object_set_new(root, "steps_checked", json_integer(r->opts.run.steps));
     json_object_set_new(
         root, "comm_share_method",
         json_string(
@@ -1255,15 +1288,15 @@ void *gr_tp_report_json(const gr_tp_report *r) {
     json_object_set_new(js, "kernels_per_step", json_integer(s->kernels_per_step));
     json_object_set_new(js, "bytes_per_step", json_real(s->bytes_per_step));
     json_object_set_new(js, "verified", json_boolean(s->verified));
-    json_object_set_new(js, "checks", checks_json(s->checks, s->nchecks));
+    json_object_set_new(js, "checks", (json_t *)gr_report_checks_json(s->checks.v, s->checks.n));
     if (s->reference_ms > 0)
         json_object_set_new(js, "cpu_reference_ms", json_real(s->reference_ms));
-    if (s->graph.nodes) json_object_set_new(js, "graph", graph_json(&s->graph));
-    if (s->have_bw) json_object_set_new(js, "copy_gbps", summary_json(&s->bw.gbps));
+    if (s->graph.nodes) json_object_set_new(js, "graph", (json_t *)gr_report_graph_json(&s->graph));
+    if (s->have_bw) json_object_set_new(js, "copy_gbps", (json_t *)gr_report_summary_json(&s->bw.gbps));
     if (s->floor_us > 0) json_object_set_new(js, "hbm_floor_us", json_real(s->floor_us));
     if (s->timed) {
-        json_object_set_new(js, "eager", timing_json(&s->eager));
-        json_object_set_new(js, "graph_replay", timing_json(&s->graph_t));
+        json_object_set_new(js, "eager", (json_t *)gr_report_timing_json(&s->eager, "rank's stream"));
+        json_object_set_new(js, "graph_replay", (json_t *)gr_report_timing_json(&s->graph_t, "rank's stream"));
     }
     json_object_set_new(root, "single_gpu", js);
 
@@ -1285,7 +1318,7 @@ void *gr_tp_report_json(const gr_tp_report *r) {
         json_object_set_new(jr, "ops_per_step", json_integer(x->kernels_per_step));
         json_object_set_new(jr, "allreduces_per_step", json_integer(x->collectives_per_step));
         json_object_set_new(jr, "verified", json_boolean(x->verified));
-        json_object_set_new(jr, "checks", checks_json(x->checks, x->nchecks));
+        json_object_set_new(jr, "checks", (json_t *)gr_report_checks_json(x->checks.v, x->checks.n));
         if (x->sharded_reference_ms > 0)
             json_object_set_new(jr, "sharded_cpu_reference_ms", json_real(x->sharded_reference_ms));
         json_t *ranks = json_array();
@@ -1299,16 +1332,16 @@ void *gr_tp_report_json(const gr_tp_report *r) {
             json_object_set_new(jk, "device_name", json_string(rk->info.name));
             json_object_set_new(jk, "f_range", json_pack("[I, I]", (json_int_t)lo, (json_int_t)hi));
             json_object_set_new(jk, "bytes_per_step", json_real(rk->bytes_per_step));
-            if (rk->have_bw) json_object_set_new(jk, "copy_gbps", summary_json(&rk->bw.gbps));
+            if (rk->have_bw) json_object_set_new(jk, "copy_gbps", (json_t *)gr_report_summary_json(&rk->bw.gbps));
             if (rk->floor_us > 0) json_object_set_new(jk, "hbm_floor_us", json_real(rk->floor_us));
-            if (rk->graph.nodes) json_object_set_new(jk, "graph", graph_json(&rk->graph));
+            if (rk->graph.nodes) json_object_set_new(jk, "graph", (json_t *)gr_report_graph_json(&rk->graph));
             if (rk->graph_compute.nodes)
-                json_object_set_new(jk, "graph_no_allreduce", graph_json(&rk->graph_compute));
+                json_object_set_new(jk, "graph_no_allreduce", (json_t *)gr_report_graph_json(&rk->graph_compute));
             if (rk->graph_comm.nodes)
-                json_object_set_new(jk, "graph_allreduce_only", graph_json(&rk->graph_comm));
+                json_object_set_new(jk, "graph_allreduce_only", (json_t *)gr_report_graph_json(&rk->graph_comm));
             for (int m = 0; m < GR_TP_NMODES; m++)
                 if (rk->timed[m])
-                    json_object_set_new(jk, mode_key((gr_tp_mode)m), timing_json(&rk->t[m]));
+                    json_object_set_new(jk, mode_key((gr_tp_mode)m), (json_t *)gr_report_timing_json(&rk->t[m], "rank's stream"));
             json_array_append_new(ranks, jk);
         }
         json_object_set_new(jr, "ranks", ranks);
@@ -1352,4 +1385,10 @@ void *gr_tp_report_json(const gr_tp_report *r) {
     json_object_set_new(root, "runs", runs);
     json_object_set_new(root, "variants", variants);
     return root;
+}
+
+void gr_tp_report_clear(gr_tp_report *r) {
+    if (!r) return;
+    gr_checks_free(&r->single.checks);
+    for (int i = 0; i < r->nruns; i++) gr_checks_free(&r->runs[i].checks);
 }

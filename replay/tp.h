@@ -13,6 +13,7 @@
 
 #include "capture/capture.h"
 #include "core/device.h"
+#include "replay/pipeline.h"
 #include "replay/timing.h"
 #include "replay/tp_shard.h"
 #include "replay/verify.h"
@@ -22,19 +23,17 @@ extern "C" {
 #endif
 
 #define GR_TP_MAX_RUNS 8
-#define GR_TP_MAX_CHECKS 160
 
 typedef struct gr_tp_opts {
-    int iters, warmup, batches;   /* as graphrun run; warmup < 0: iters / 10, at least 3 */
-    gr_capture_mode mode;         /* default thread-local (one capturing thread per GPU) */
-    int cpu_reference;            /* unsharded and sharded CPU references (default on) */
-    int bandwidth;                /* copy bandwidth of every device: the HBM floor (default on) */
+    /* as graphrun run (replay/pipeline.h): iters, warmup, batches, capture mode (default
+     * thread-local: one capturing thread per GPU), cpu_reference (unsharded and sharded CPU
+     * references), bandwidth (every device's copy bandwidth: the HBM floor), steps (consecutive
+     * steps checked without re-initialisation), rtol (every check's tolerance; 0: the base
+     * workload's for x), progress (rank 0's bar), pdl (--pdl) */
+    gr_run_opts run;
     int comm_share;               /* also time the step without its all-reduces, and the
                                      all-reduces alone (default on) */
     int single_timing;            /* time the unsharded step on one GPU too (default on) */
-    int steps;                    /* consecutive steps checked without re-initialisation (1) */
-    double rtol;                  /* tolerance of every check; 0: the base workload's for x (derived) */
-    int progress;                 /* progress bar of rank 0 on stderr (a terminal only) */
     int devices[GR_TP_MAX_RANKS]; /* device of rank p when ndevices > 0, else device p */
     int ndevices;
 } gr_tp_opts;
@@ -75,8 +74,7 @@ typedef struct gr_tp_result {
     int kernels_per_step;     /* launches per step of a rank plan, all-reduces counted as one */
     int collectives_per_step; /* all-reduces per step */
     gr_tp_rank_result rank[GR_TP_MAX_RANKS];
-    gr_check checks[GR_TP_MAX_CHECKS];
-    int nchecks;
+    gr_checks checks;
     int verified;
     double sharded_reference_ms;
     double shard_host_bytes; /* host bytes copied to build the shards (columns, x) */
@@ -96,8 +94,7 @@ typedef struct gr_tp_single {
     gr_graph graph;
     gr_timing eager, graph_t;
     int timed;
-    gr_check checks[8];
-    int nchecks;
+    gr_checks checks;
     int verified;
     double reference_ms;
 } gr_tp_single;
@@ -113,6 +110,9 @@ typedef struct gr_tp_report {
     gr_tp_result runs[GR_TP_MAX_RUNS];
     int nruns;
 } gr_tp_report;
+
+/* Frees what a report holds (its checks); the report itself stays. */
+void gr_tp_report_clear(gr_tp_report *r);
 
 /* ---- the checks of one P (host only: the CPU tests drive them with simulated outputs) ---- */
 

@@ -205,7 +205,7 @@ gr_status gr_tp_load_base(const gr_tp_req *req, const gr_target *t, gr_tp_plans 
         snprintf(tp->base_path, sizeof(tp->base_path), "%.*sdecode_step.json", dirlen,
                  req->workload);
     }
-    gr_load_req lr = {tp->base_path, "fused", req->sets, req->nsets, req->seed, 0, NULL, NULL};
+    gr_load_req lr = {tp->base_path, "fused", req->sets, req->nsets, req->seed, 0, NULL, 0};
     gr_status st = gr_load_resolve(&lr, t, &tp->base_ld, err);
     if (st != GR_OK) {
         gr_error_prefix(err, "the unsharded step (--base %s): ", tp->base_path);
@@ -352,7 +352,7 @@ gr_status gr_tp_load_ranks(const gr_tp_req *req, int P, const gr_target *t, gr_t
         snprintf(rset, sizeof(rset), "rank=%d", p);
         sets[req->nsets] = pset;
         sets[req->nsets + 1] = rset;
-        gr_load_req lr = {req->workload, NULL, sets, req->nsets + 2, req->seed, 0, NULL, NULL};
+        gr_load_req lr = {req->workload, NULL, sets, req->nsets + 2, req->seed, 0, NULL, 0};
         st = gr_load_resolve(&lr, t, &tp->rank_ld[p], err);
         if (st == GR_OK && tp->rank_ld[p].nplans != 1)
             st = gr_error_set(err, GR_ERR_INPUT, req->workload,

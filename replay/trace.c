@@ -12,6 +12,8 @@
 #include "core/cuda_check.h"
 #include "cupti_tools/jsonl.h"
 #include "cupti_tools/report.h"
+#include "replay/pipeline.h"
+#include "replay/report.h"
 
 gr_status gr_trace_check_path(const char *path, gr_error *err) {
     if (!path || !path[0]) return gr_error_set(err, GR_ERR_USAGE, "--trace", "needs a file name");
@@ -100,49 +102,75 @@ static int64_t plan_steps(const gr_timing *t) {
     return ((int64_t)t->warmup + (int64_t)t->batches * t->steps_per_batch) * per_launch;
 }
 
-static gr_status trace_variant(const gr_variant_run *u, int vi, const gr_device_info *dev, const gr_run_opts *o,
-                               const gr_trace_result *r, gr_traced_variant *tv, gr_error *err) {
+/* Trace regions around the timing stages: one per (variant, mode). */
+typedef struct trace_hooks {
+    gr_traced_variant *tv;
+    uint64_t t0;
+} trace_hooks;
+
+static gr_status before_stage(void *user, gr_pipe *p, const gr_stage *s, int *skip, gr_error *err) {
+    (void)p, (void)skip, (void)err;
+    trace_hooks *h = user;
+    if (s == &gr_stage_time_eager || s == &gr_stage_time_graph) h->t0 = gr_cupti_now();
+    return GR_OK;
+}
+
+static gr_status after_stage(void *user, gr_pipe *p, const gr_stage *s, gr_status st, gr_error *err) {
+    trace_hooks *h = user;
+    gr_traced_variant *tv = h->tv;
+    if (st != GR_OK) return GR_OK;
+    uint64_t t1 = gr_cupti_now();
+    if (s == &gr_stage_time_eager) {
+        tv->eager = p->v->eager;
+        emit_region(p->plan, "eager", h->t0, t1, plan_steps(&tv->eager), tv->eager.step_us.median,
+                    tv->untraced_eager_us);
+    } else if (s == &gr_stage_time_graph) {
+        tv->graph = p->v->graph_t;
+        emit_region(p->plan, "graph", h->t0, t1, plan_steps(&tv->graph), tv->graph.step_us.median,
+                    tv->untraced_graph_us);
+        GR_CUDA(cudaDeviceSynchronize(), err);
+    }
+    return GR_OK;
+}
+
+/* The traced stage list over a fresh session: capture (tagged), unrolled graph, both timings. */
+static gr_status trace_variant(const gr_variant_run *u, int vi, const gr_device_info *dev,
+                               const gr_run_opts *o, const gr_trace_result *r,
+                               gr_traced_variant *tv, gr_error *err) {
     const gr_plan *p = u->plan;
-    gr_session *s = NULL;
-    GR_TRY(gr_session_create(p, dev->sm_count, &s, err));
-    s->dev->pdl = o->pdl;
     uint64_t base = (uint64_t)(vi + 1) << 32;
     tag_hooks th = {base, o->hooks};
     gr_exec_hooks hooks = {before_op, after_op, &th};
     emit_ops(p, base);
-    gr_status st = gr_devstate_init_buffers(s->dev, err);
-    if (st == GR_OK) st = gr_session_capture(s, o->mode, &hooks, err);
-    if (st == GR_OK && o->unroll > 1) st = gr_session_capture_unrolled(s, o->mode, o->unroll, &hooks, err);
-    gr_time_opts t;
-    memset(&t, 0, sizeof(t));
-    t.warmup = r->warmup;
-    t.iters = r->iters;
-    t.batches = o->batches < r->iters ? o->batches : r->iters;
-    t.progress = o->progress;
-    char label[96];
-    snprintf(label, sizeof(label), "%s eager, traced", p->variant);
-    t.label = label;
-    if (st == GR_OK) {
-        uint64_t t0 = gr_cupti_now();
-        st = gr_session_time_eager(s, &t, &hooks, &tv->eager, err);
-        uint64_t t1 = gr_cupti_now();
-        if (st == GR_OK)
-            emit_region(p, "eager", t0, t1, plan_steps(&tv->eager), tv->eager.step_us.median, tv->untraced_eager_us);
-    }
-    if (st == GR_OK) {
-        snprintf(label, sizeof(label), "%s graph, traced", p->variant);
-        uint64_t t0 = gr_cupti_now();
-        st = gr_session_time_graph(s, &t, &tv->graph, err);
-        uint64_t t1 = gr_cupti_now();
-        if (st == GR_OK)
-            emit_region(p, "graph", t0, t1, plan_steps(&tv->graph), tv->graph.step_us.median, tv->untraced_graph_us);
-    }
-    if (st == GR_OK) {
-        cudaError_t rc = cudaDeviceSynchronize();
-        if (rc != cudaSuccess) st = gr_cuda_fail(rc, "cudaDeviceSynchronize", __FILE__, __LINE__, err);
-    }
-    gr_session_destroy(s);
+    gr_run_opts to = *o;
+    to.hooks = &hooks;
+    to.warmup = r->warmup;
+    to.iters = r->iters;
+    trace_hooks h = {tv, 0};
+    gr_pipe_hooks ph = {before_stage, after_stage, NULL, NULL, &h};
+    gr_variant_run v;
+    memset(&v, 0, sizeof(v));
+    gr_pipe pp;
+    gr_pipe_init(&pp, p, dev->sm_count, &to, &v);
+    pp.label = "traced";
+    pp.hooks = &ph;
+    gr_status st = gr_pipe_run(&pp, gr_pipe_traced_stages, gr_pipe_traced_nstages, err);
+    gr_pipe_free(&pp);
+    gr_variant_run_clear(&v);
     return st;
+}
+
+static gr_traced_variant *trace_add(gr_trace_result *r) {
+    if (r->nv == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 8;
+        gr_traced_variant *v = realloc(r->v, (size_t)cap * sizeof(*v));
+        if (!v) return NULL;
+        r->v = v;
+        r->cap = cap;
+    }
+    gr_traced_variant *v = &r->v[r->nv++];
+    memset(v, 0, sizeof(*v));
+    return v;
 }
 
 gr_status gr_trace_run(const gr_run_report *untraced, const gr_run_opts *o, const gr_trace_opts *topt,
@@ -175,10 +203,14 @@ gr_status gr_trace_run(const gr_run_report *untraced, const gr_run_opts *o, cons
         return cst;
     }
     gr_status st = GR_OK;
-    for (int i = 0; i < untraced->nv && i < 32; i++) {
+    for (int i = 0; i < untraced->nv; i++) {
         const gr_variant_run *u = &untraced->v[i];
         if (!u->timed) continue;
-        gr_traced_variant *tv = &out->v[out->nv++];
+        gr_traced_variant *tv = trace_add(out);
+        if (!tv) {
+            st = gr_error_set(err, GR_ERR_NOMEM, "--trace", "out of host memory");
+            break;
+        }
         tv->plan = u->plan;
         tv->untraced_eager_us = u->eager.step_us.median;
         tv->untraced_graph_us = u->graph_t.step_us.median;
@@ -219,6 +251,9 @@ void gr_trace_result_free(gr_trace_result *r) {
     if (!r) return;
     gr_ls_report_destroy(r->analysis);
     gr_trace_destroy(r->trace);
+    free(r->v);
+    r->v = NULL;
+    r->nv = r->cap = 0;
     r->analysis = NULL;
     r->trace = NULL;
 }

@@ -11,7 +11,7 @@
 #include "cupti_tools/analysis.h"
 #include "cupti_tools/collector.h"
 #include "cupti_tools/trace.h"
-#include "replay/run.h"
+#include "replay/report.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,8 +36,8 @@ typedef struct gr_traced_variant {
 typedef struct gr_trace_result {
     char path[1024];
     int iters, warmup;
-    gr_traced_variant v[32];
-    int nv;
+    gr_traced_variant *v; /* nv of them (heap) */
+    int nv, cap;
     gr_cupti_result cupti;
     gr_trace *trace;        /* the written trace, read back */
     gr_ls_report *analysis; /* and analysed */

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 gr_check gr_compare_tol(const char *buffer, const char *what, const void *out, const void *ref,
@@ -104,4 +105,44 @@ void *gr_check_json(const gr_check *c) {
                                                   num_json(c->worst_ref)));
     if (c->note[0]) json_object_set_new(j, "note", json_string(c->note));
     return j;
+}
+
+static void checks_verdict(gr_checks *l) {
+    l->verified = l->n > 0 && !l->oom;
+    for (int i = 0; i < l->n && l->verified; i++)
+        if (!l->v[i].passed) l->verified = 0;
+}
+
+void gr_checks_add(gr_checks *l, const gr_check *c) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        gr_check *v = realloc(l->v, (size_t)cap * sizeof(*v));
+        if (!v) {
+            l->oom = 1;
+            l->verified = 0;
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *c;
+    checks_verdict(l);
+}
+
+void gr_checks_take(gr_checks *to, gr_checks *from) {
+    for (int i = 0; i < from->n; i++) gr_checks_add(to, &from->v[i]);
+    to->oom |= from->oom;
+    checks_verdict(to);
+    gr_checks_free(from);
+}
+
+void gr_checks_free(gr_checks *l) {
+    free(l->v);
+    memset(l, 0, sizeof(*l));
+}
+
+const gr_check *gr_checks_first_failed(const gr_checks *l) {
+    for (int i = 0; i < l->n; i++)
+        if (!l->v[i].passed) return &l->v[i];
+    return NULL;
 }

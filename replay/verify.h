@@ -45,6 +45,22 @@ void *gr_check_json(const gr_check *c);
 /* One line: "rel 1.2e-08 max 3e-07 ok", "identical", or the failure with its worst element. */
 void gr_check_str(const gr_check *c, char *buf, size_t size);
 
+/* A growable list of checks (a variant's, a session's, a tensor-parallel degree's). The zero
+ * value is an empty list; verified is 1 when it holds at least one check and all passed. */
+typedef struct gr_checks {
+    gr_check *v;
+    int n, cap;
+    int verified;
+    int oom; /* a check could not be stored: the list is not trusted (verified stays 0) */
+} gr_checks;
+
+void gr_checks_add(gr_checks *l, const gr_check *c);
+/* Appends every check of `from` to `to` and empties `from`. */
+void gr_checks_take(gr_checks *to, gr_checks *from);
+void gr_checks_free(gr_checks *l);
+/* The first failed check, NULL when none failed. */
+const gr_check *gr_checks_first_failed(const gr_checks *l);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1551,13 +1551,12 @@ static void test_record_path(void) {
 
 /* the report sections from a hand-made run report (no GPU) */
 static void test_report_sections(void) {
-    gr_run_report *r = calloc(1, sizeof(*r));
+    gr_run_report *r = gr_run_report_create(NULL, NULL, NULL);
     gr_plan *p = breakers_plan("item", "K=2");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    r->nv = 2;
+    gr_run_report_add(r, p);
+    gr_run_report_add(r, p);
     r->opts.mode = GR_CAPTURE_GLOBAL;
-    r->v[0].plan = p;
-    r->v[1].plan = p;
     gr_capcheck_variant *cv = &r->v[0].cc;
     cv->attempted = cv->checked = 1;
     seqb b = {.n = 0};
@@ -1633,7 +1632,7 @@ static void test_report_sections(void) {
     CU_ASSERT_STRING_EQUAL(txt, "");
     free(txt);
     gr_plan_destroy(p);
-    free(r);
+    gr_run_report_destroy(r);
 }
 
 /* ---- command lines ---- */

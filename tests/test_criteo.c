@@ -15,6 +15,7 @@
 #include "core/hoststate.h"
 #include "core/workload.h"
 #include "kernels/registry.h"
+#include "replay/load.h"
 #include "tests.h"
 
 /* A deterministic good line r: label r % 2; integer i is (r * 7 + i) % 50 - 3 (some negative),
@@ -580,7 +581,48 @@ static void test_cli_input(void) {
     GR_ASSERT_CONTAINS(out, "--skip-bad-lines");
 }
 
-static CU_TestInfo criteo_tests[] = {{"parse good lines", test_parse_good_lines},
+/* The input stage belongs to the loader (replay/load.c), which run, validate and the service share:
+ * without --set B the batch is the file's rows; with it, its first B rows; every plan bound. */
+static void test_load_input_stage(void) {
+    const char *path = tsv_file(12, 0, NULL, "\n", 1);
+    gr_target t = gr_target_default();
+    gr_error e;
+    gr_error_clear(&e);
+    gr_load_req req = {gr_test_src("workloads/dlrm_small.json"), NULL, NULL, 0, NULL, 0, path, 0};
+    gr_loaded l;
+    CU_ASSERT_EQUAL_FATAL(gr_load_resolve(&req, &t, &l, &e), GR_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(l.input);
+    CU_ASSERT_EQUAL(l.input->rows, 12);
+    CU_ASSERT_TRUE(l.nplans >= 2);
+    for (int i = 0; i < l.nplans; i++) {
+        CU_ASSERT_PTR_NOT_NULL(l.bind[i]);
+        GR_ASSERT_CONTAINS(l.plans[i]->params, "B=12");
+    }
+    gr_loaded_free(&l);
+    const char *sets[] = {"B=5"};
+    gr_load_req req5 = {gr_test_src("workloads/dlrm_small.json"), "fused", sets, 1, NULL, 0, path, 0};
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL_FATAL(gr_load_resolve(&req5, &t, &l, &e), GR_OK);
+    CU_ASSERT_EQUAL(l.input->rows, 5);
+    CU_ASSERT_EQUAL(l.nplans, 1);
+    CU_ASSERT_PTR_NOT_NULL(l.bind[0]);
+    gr_loaded_free(&l);
+    /* a malformed row: the loader stops at it, naming the file and line, unless told to skip */
+    const char *bad = tsv_file(6, 3, "1\tnot-a-number", "\n", 1);
+    gr_load_req rb = {gr_test_src("workloads/dlrm_small.json"), NULL, NULL, 0, NULL, 0, bad, 0};
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_load_resolve(&rb, &t, &l, &e), GR_ERR_INPUT);
+    GR_ASSERT_CONTAINS(e.msg, ":3:");
+    gr_loaded_free(&l);
+    rb.skip_bad_lines = 1;
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_load_resolve(&rb, &t, &l, &e), GR_OK);
+    CU_ASSERT_EQUAL(l.input->rows, 5);
+    CU_ASSERT_EQUAL(l.input->skipped, 1);
+    gr_loaded_free(&l);
+}
+
+static CU_TestInfo criteo_tests[] = {{"input stage of the loader", test_load_input_stage},{"parse good lines", test_parse_good_lines},
                                      {"parse empty fields and CRLF", test_parse_empty_fields_and_crlf},
                                      {"parse bad fields name field and column", test_parse_bad_fields},
                                      {"parse wrong field count", test_parse_wrong_field_count},

@@ -41,13 +41,13 @@ static int verify_plan(gr_plan *p, gr_capture_mode mode, size_t *kernel_nodes) {
     if (gr_session_create(p, info.sm_count, &s, &e) == GR_OK && gr_session_reference(s, &e) == GR_OK &&
         gr_session_verify_eager(s, &e) == GR_OK && gr_session_capture(s, mode, NULL, &e) == GR_OK &&
         gr_session_verify_graph(s, &e) == GR_OK) {
-        ok = s->verified && s->nchecks >= 2;
+        ok = s->checks.verified && s->checks.n >= 2;
         if (kernel_nodes) *kernel_nodes = s->graph.kernel_nodes;
         if (!ok)
-            for (int i = 0; i < s->nchecks; i++)
-                if (!s->checks[i].passed)
-                    fprintf(stderr, "\n    %s %s: rel %.3e nonfinite %lld", s->checks[i].buffer,
-                            s->checks[i].what, s->checks[i].rel_l2, (long long)s->checks[i].nonfinite);
+            for (int i = 0; i < s->checks.n; i++)
+                if (!s->checks.v[i].passed)
+                    fprintf(stderr, "\n    %s %s: rel %.3e nonfinite %lld", s->checks.v[i].buffer,
+                            s->checks.v[i].what, s->checks.v[i].rel_l2, (long long)s->checks.v[i].nonfinite);
     } else {
         fprintf(stderr, "\n    %s", e.msg);
     }
@@ -204,7 +204,7 @@ static void test_fork_join_graph(void) {
     CU_ASSERT_EQUAL(gr_session_verify_eager(s, &e), GR_OK);
     CU_ASSERT_EQUAL(gr_session_capture(s, GR_CAPTURE_GLOBAL, NULL, &e), GR_OK);
     CU_ASSERT_EQUAL(gr_session_verify_graph(s, &e), GR_OK);
-    CU_ASSERT_TRUE(s->verified);
+    CU_ASSERT_TRUE(s->checks.verified);
     CU_ASSERT_EQUAL(s->graph.kernel_nodes, 3);
     /* gelu and silu are parallel branches joining into add: 2 edges */
     CU_ASSERT_EQUAL(s->graph.edges, 2);
@@ -229,12 +229,12 @@ static void test_run_driver(void) {
     o.iters = 200;
     o.batches = 10;
     o.progress = 0;
-    gr_run_report *r = calloc(1, sizeof(*r));
-    CU_ASSERT_EQUAL(gr_run_plans(wl, (const gr_plan *const *)plans, 3, &info, &o, r, &e), GR_OK);
+    gr_run_report *r = gr_run_report_create(wl, &info, &o);
+    CU_ASSERT_EQUAL(gr_run_plans((const gr_plan *const *)plans, 3, r, &e), GR_OK);
     CU_ASSERT_TRUE(r->have_bw);
     CU_ASSERT_TRUE(r->bw.gbps.median > 100);
     for (int i = 0; i < 3; i++) {
-        CU_ASSERT_TRUE(r->v[i].verified);
+        CU_ASSERT_TRUE(r->v[i].checks.verified);
         CU_ASSERT_TRUE(r->v[i].timed);
         CU_ASSERT_TRUE(r->v[i].eager.step_us.median > 0);
         CU_ASSERT_TRUE(r->v[i].graph_t.step_us.median > 0);
@@ -243,9 +243,9 @@ static void test_run_driver(void) {
     }
     /* later variants are also checked against the first one's outputs */
     int cross = 0;
-    for (int c = 0; c < r->v[1].nchecks; c++) cross += strstr(r->v[1].checks[c].what, "vs unfused") != NULL;
+    for (int c = 0; c < r->v[1].checks.n; c++) cross += strstr(r->v[1].checks.v[c].what, "vs unfused") != NULL;
     CU_ASSERT_EQUAL(cross, 1);
-    free(r);
+    gr_run_report_destroy(r);
     for (int i = 0; i < 3; i++) gr_plan_destroy(plans[i]);
     gr_workload_destroy(wl);
 }
@@ -329,7 +329,7 @@ static void test_pdl_and_unroll(void) {
         CU_ASSERT_EQUAL(gr_session_verify_graph(s, &e), GR_OK);
         CU_ASSERT_EQUAL(gr_session_capture_unrolled(s, GR_CAPTURE_GLOBAL, 7, NULL, &e), GR_OK);
         if (gr_error_failed(&e)) fprintf(stderr, "\n    %s", e.msg);
-        CU_ASSERT_TRUE(s->verified);
+        CU_ASSERT_TRUE(s->checks.verified);
         CU_ASSERT_EQUAL(s->graph_n.kernel_nodes, 7 * s->graph.kernel_nodes);
         gr_timing t;
         gr_time_opts o = {3, 70, 5, 0, NULL, NULL, NULL, NULL};

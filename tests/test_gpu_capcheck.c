@@ -99,7 +99,7 @@ static int check_plan_warm(const gr_plan *p, int mode, const char *label, gr_che
     }
     int ok = gr_session_reference(s, &e) == GR_OK;
     if (ok && warm) {
-        ok = gr_session_verify_eager(s, &e) == GR_OK && s->verified;
+        ok = gr_session_verify_eager(s, &e) == GR_OK && s->checks.verified;
         if (!ok) fprintf(stderr, "\n    %s: the warm-up eager step failed: %s", label, e.msg);
     }
     int avail = 0;
@@ -117,11 +117,11 @@ static int check_plan_warm(const gr_plan *p, int mode, const char *label, gr_che
     require_healthy(label);
     if (ok) {
         gr_status st = gr_session_verify_eager(s, &e);
-        if (st != GR_OK || !s->verified)
+        if (st != GR_OK || !s->checks.verified)
             fprintf(stderr, "\n    %s: the eager step after the capture failed: %s", label,
                     st != GR_OK ? e.msg : "outputs differ");
         CU_ASSERT_EQUAL(st, GR_OK);
-        CU_ASSERT_TRUE(s->verified);
+        CU_ASSERT_TRUE(s->checks.verified);
     }
     gr_session_destroy(s);
     require_healthy(label);
@@ -288,10 +288,10 @@ static gr_run_report *run_variants(gr_workload *wl, const char *const *variants,
         plans[i] = plan_of(wl, variants[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(plans[i]);
     }
-    gr_run_report *r = calloc(1, sizeof(*r));
+    gr_run_report *r = gr_run_report_create(wl, &info, &o);
     gr_error e;
     gr_error_clear(&e);
-    *st = gr_run_plans(wl, (const gr_plan *const *)plans, n, &info, &o, r, &e);
+    *st = gr_run_plans((const gr_plan *const *)plans, n, r, &e);
     printf("\n");
     gr_report_text(stdout, r);
     if (*st != GR_OK) printf("\n    run status %s: %s", gr_status_name(*st), e.msg);
@@ -323,7 +323,7 @@ static void test_run_piecewise(void) {
         if (v->status != GR_OK) fprintf(stderr, "\n    %s: %s", name, v->error);
         CU_ASSERT_EQUAL(v->status, GR_OK);
         CU_ASSERT_TRUE(cv->checked);
-        CU_ASSERT_TRUE(v->verified);
+        CU_ASSERT_TRUE(v->checks.verified);
         if (!strcmp(name, "clean")) {
             CU_ASSERT_EQUAL(cv->full.total, 0);
             CU_ASSERT_FALSE(cv->piecewise);
@@ -364,7 +364,7 @@ static void test_run_piecewise(void) {
             CU_ASSERT_EQUAL(cv->pw_graphs, 2);
         }
     }
-    free(r);
+    gr_run_report_destroy(r);
     for (int i = 0; i < n; i++)
         gr_plan_destroy(plans[i]);
     gr_workload_destroy(wl);
@@ -390,7 +390,7 @@ static void test_run_options(void) {
     CU_ASSERT_TRUE(cv->full.hazards >= 1);
     CU_ASSERT_FALSE(cv->full_blocked);
     CU_ASSERT_FALSE(cv->piecewise);
-    CU_ASSERT_TRUE(r->v[0].captured && r->v[0].timed && r->v[0].verified);
+    CU_ASSERT_TRUE(r->v[0].captured && r->v[0].timed && r->v[0].checks.verified);
     CU_ASSERT_STRING_EQUAL(cv->recorded, "/tmp/gr_gpu_capcheck_rec.jsonl");
     gr_capev_list l;
     gr_error e;
@@ -403,7 +403,7 @@ static void test_run_options(void) {
     gr_capcheck_result_free(&res);
     gr_capev_list_free(&l);
     unlink("/tmp/gr_gpu_capcheck_rec.jsonl");
-    free(r);
+    gr_run_report_destroy(r);
     gr_plan_destroy(plans[0]);
 
     r = run_variants(wl, alloc, 1, GR_CAPTURE_RELAXED, GR_PW_ON, NULL, &st, plans);
@@ -411,7 +411,7 @@ static void test_run_options(void) {
     cv = &r->v[0].cc;
     CU_ASSERT_TRUE(cv->piecewise && cv->pw_verified && cv->pw_timed);
     CU_ASSERT_EQUAL(cv->pw_eager_ops, 1);
-    free(r);
+    gr_run_report_destroy(r);
     gr_plan_destroy(plans[0]);
 
     const char *sync[] = {"stream_sync"};
@@ -421,7 +421,7 @@ static void test_run_options(void) {
     GR_ASSERT_CONTAINS(r->v[0].error,
                        "(--no-piecewise; without it graphrun captures the other ops piecewise");
     CU_ASSERT_TRUE(r->v[0].cc.full_failed);
-    free(r);
+    gr_run_report_destroy(r);
     gr_plan_destroy(plans[0]);
     gr_workload_destroy(wl);
 }
@@ -442,15 +442,15 @@ static void test_timing_untouched(void) {
         o.bandwidth = 0;
         o.progress = 0;
         o.no_capture_check = k == 0;
-        gr_run_report *r = calloc(1, sizeof(*r));
+        gr_run_report *r = gr_run_report_create(wl, &info, &o);
         gr_error e;
         gr_error_clear(&e);
         const gr_plan *ps[1] = {p};
-        CU_ASSERT_EQUAL_FATAL(gr_run_plans(wl, ps, 1, &info, &o, r, &e), GR_OK);
+        CU_ASSERT_EQUAL_FATAL(gr_run_plans(ps, 1, r, &e), GR_OK);
         CU_ASSERT_EQUAL(r->v[0].cc.checked, k == 1);
         eager[k] = r->v[0].eager.step_us.median;
         graph[k] = r->v[0].graph_t.step_us.median;
-        free(r);
+        gr_run_report_destroy(r);
         gr_plan_destroy(p);
     }
     printf("\n    launch_bound K=200 us/step: eager %.2f unchecked vs %.2f checked; graph %.2f vs "

@@ -161,9 +161,9 @@ static void test_in_process_trace(void) {
     o.batches = 4;
     o.bandwidth = 0;
     o.progress = 0;
-    gr_run_report *r = calloc(1, sizeof(*r));
+    gr_run_report *r = gr_run_report_create(wl, &info, &o);
     const gr_plan *plans[1] = {p};
-    CU_ASSERT_EQUAL_FATAL(gr_run_plans(wl, plans, 1, &info, &o, r, &e), GR_OK);
+    CU_ASSERT_EQUAL_FATAL(gr_run_plans(plans, 1, r, &e), GR_OK);
     launch_count lc = {0, 0, 0};
     CU_ASSERT_EQUAL(gr_cupti_add_listener(count_launches, &lc, &e), GR_OK);
     const char *path = "/tmp/gr_gpu_cupti_inproc.jsonl";
@@ -262,7 +262,7 @@ static void test_in_process_trace(void) {
     if (tr->analysis) CU_ASSERT_EQUAL(gr_ls_warnings(tr->analysis, NULL, 0), 0);
     gr_trace_result_free(tr);
     free(tr);
-    free(r);
+    gr_run_report_destroy(r);
     gr_plan_destroy(p);
     gr_workload_destroy(wl);
     unlink(path);

@@ -54,11 +54,11 @@ static int out_index(const gr_plan *p) {
 }
 
 static void print_failed(const gr_session *s, const char *label) {
-    for (int i = 0; i < s->nchecks; i++)
-        if (!s->checks[i].passed)
+    for (int i = 0; i < s->checks.n; i++)
+        if (!s->checks.v[i].passed)
             fprintf(stderr, "\n    %s: %s %s: rel %.3e max %.3e nonfinite %lld (rtol %.1e)", label,
-                    s->checks[i].buffer, s->checks[i].what, s->checks[i].rel_l2,
-                    s->checks[i].max_abs, (long long)s->checks[i].nonfinite, s->checks[i].rtol);
+                    s->checks.v[i].buffer, s->checks.v[i].what, s->checks.v[i].rel_l2,
+                    s->checks.v[i].max_abs, (long long)s->checks.v[i].nonfinite, s->checks.v[i].rtol);
 }
 
 /* Reference, eager, capture in `mode`, graph replay; checks at `rtol` (0: the plan's derived
@@ -84,9 +84,9 @@ static gr_session *run_checked(gr_plan *p, double rtol, int pdl, gr_capture_mode
         gr_session_destroy(s);
         return NULL;
     }
-    if (!s->verified || s->nchecks < (cpu_ref ? 3 : 1)) {
+    if (!s->checks.verified || s->checks.n < (cpu_ref ? 3 : 1)) {
         print_failed(s, label);
-        fprintf(stderr, "\n    %s: not verified (%d checks)", label, s->nchecks);
+        fprintf(stderr, "\n    %s: not verified (%d checks)", label, s->checks.n);
         gr_session_destroy(s);
         return NULL;
     }
@@ -382,7 +382,7 @@ static void test_steps_carry_state(void) {
         CU_ASSERT_TRUE(c.passed);
         /* the runtime's own multi-step check (--unroll) */
         CU_ASSERT_EQUAL(gr_session_capture_unrolled(s, GR_CAPTURE_GLOBAL, 3, NULL, &e), GR_OK);
-        CU_ASSERT_TRUE(s->verified);
+        CU_ASSERT_TRUE(s->checks.verified);
         free(got);
         gr_session_destroy(s);
         gr_plan_destroy(p);

@@ -69,11 +69,11 @@ static gr_plan *dlrm_for_device(const char *variant, const char *const *sets, in
 }
 
 static void print_failed_checks(const gr_session *s) {
-    for (int i = 0; i < s->nchecks; i++)
-        if (!s->checks[i].passed)
-            fprintf(stderr, "\n    %s %s: rel %.3e nonfinite %lld first_bad %lld", s->checks[i].buffer,
-                    s->checks[i].what, s->checks[i].rel_l2, (long long)s->checks[i].nonfinite,
-                    (long long)s->checks[i].first_bad);
+    for (int i = 0; i < s->checks.n; i++)
+        if (!s->checks.v[i].passed)
+            fprintf(stderr, "\n    %s %s: rel %.3e nonfinite %lld first_bad %lld", s->checks.v[i].buffer,
+                    s->checks.v[i].what, s->checks.v[i].rel_l2, (long long)s->checks.v[i].nonfinite,
+                    (long long)s->checks.v[i].first_bad);
 }
 
 /* reference, eager, capture, graph; 1 when every check passed. With keep, the session stays. */
@@ -87,7 +87,7 @@ static int verify(gr_plan *p, int pdl, gr_session **keep) {
         if (gr_session_reference(s, &e) == GR_OK && gr_session_verify_eager(s, &e) == GR_OK &&
             gr_session_capture(s, GR_CAPTURE_GLOBAL, NULL, &e) == GR_OK &&
             gr_session_verify_graph(s, &e) == GR_OK) {
-            ok = s->verified && s->nchecks >= 2;
+            ok = s->checks.verified && s->checks.n >= 2;
             if (!ok) print_failed_checks(s);
         }
     }
@@ -868,39 +868,39 @@ static void run_variants(const char *const *sets, int nsets, int pdl, const char
     o.progress = 0;
     o.bandwidth = 0;
     o.pdl = pdl;
-    gr_run_report *r = calloc(1, sizeof(*r));
+    gr_run_report *r = gr_run_report_create(wl, &info, &o);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    gr_status st = gr_run_plans(wl, (const gr_plan *const *)plans, NVAR, &info, &o, r, &e);
+    gr_status st = gr_run_plans((const gr_plan *const *)plans, NVAR, r, &e);
     if (st != GR_OK) fprintf(stderr, "\n    %s: %s", label, e.msg);
     CU_ASSERT_EQUAL(st, GR_OK);
     CU_ASSERT_EQUAL(r->nv, NVAR);
     for (int v = 0; v < r->nv; v++) {
         const gr_variant_run *vr = &r->v[v];
-        if (!vr->verified) {
+        if (!vr->checks.verified) {
             fprintf(stderr, "\n    %s %s not verified:", label, variants[v]);
-            for (int c = 0; c < vr->nchecks; c++)
-                if (!vr->checks[c].passed)
-                    fprintf(stderr, " %s %s rel %.2e;", vr->checks[c].buffer, vr->checks[c].what, vr->checks[c].rel_l2);
+            for (int c = 0; c < vr->checks.n; c++)
+                if (!vr->checks.v[c].passed)
+                    fprintf(stderr, " %s %s rel %.2e;", vr->checks.v[c].buffer, vr->checks.v[c].what, vr->checks.v[c].rel_l2);
         }
-        CU_ASSERT_TRUE(vr->verified);
+        CU_ASSERT_TRUE(vr->checks.verified);
         CU_ASSERT_TRUE(vr->captured && vr->timed);
         int vs_ref = 0, vs_eager = 0, vs_first = 0;
-        for (int c = 0; c < vr->nchecks; c++) {
-            vs_ref += strstr(vr->checks[c].what, "vs ref") != NULL;
-            vs_eager += strstr(vr->checks[c].what, "graph vs eager") != NULL;
-            vs_first += strstr(vr->checks[c].what, "vs unfused") != NULL;
+        for (int c = 0; c < vr->checks.n; c++) {
+            vs_ref += strstr(vr->checks.v[c].what, "vs ref") != NULL;
+            vs_eager += strstr(vr->checks.v[c].what, "graph vs eager") != NULL;
+            vs_first += strstr(vr->checks.v[c].what, "vs unfused") != NULL;
         }
         CU_ASSERT_EQUAL(vs_ref, 6);   /* bot, R, y: eager and graph */
         CU_ASSERT_EQUAL(vs_eager, 3);
         CU_ASSERT_EQUAL(vs_first, v == 0 ? 0 : 3);
         if (!strncmp(variants[v], "fused_tf32", 10)) { /* the error TF32 brings, for the log */
             printf("\n    %s %s rel L2 vs ref:", label, variants[v]);
-            for (int c = 0; c < vr->nchecks; c++)
-                if (strstr(vr->checks[c].what, "graph vs ref"))
-                    printf(" %s %.1e (rtol %.0e);", vr->checks[c].buffer, vr->checks[c].rel_l2, vr->checks[c].rtol);
+            for (int c = 0; c < vr->checks.n; c++)
+                if (strstr(vr->checks.v[c].what, "graph vs ref"))
+                    printf(" %s %.1e (rtol %.0e);", vr->checks.v[c].buffer, vr->checks.v[c].rel_l2, vr->checks.v[c].rtol);
         }
     }
-    free(r);
+    gr_run_report_destroy(r);
     for (int v = 0; v < NVAR; v++)
         gr_plan_destroy(plans[v]);
     gr_workload_destroy(wl);

@@ -28,14 +28,14 @@ static int skip_unless_devices(int n, const char *test) {
 
 static void print_failures(const gr_tp_report *r, const gr_error *e, const char *label) {
     if (gr_error_failed(e)) fprintf(stderr, "\n    %s: %s", label, e->msg);
-    for (int i = 0; i < r->single.nchecks; i++)
-        if (!r->single.checks[i].passed)
+    for (int i = 0; i < r->single.checks.n; i++)
+        if (!r->single.checks.v[i].passed)
             fprintf(stderr, "\n    %s: 1 GPU %s %s rel %.3e (rtol %.1e)", label,
-                    r->single.checks[i].buffer, r->single.checks[i].what,
-                    r->single.checks[i].rel_l2, r->single.checks[i].rtol);
+                    r->single.checks.v[i].buffer, r->single.checks.v[i].what,
+                    r->single.checks.v[i].rel_l2, r->single.checks.v[i].rtol);
     for (int k = 0; k < r->nruns; k++)
-        for (int i = 0; i < r->runs[k].nchecks; i++) {
-            const gr_check *c = &r->runs[k].checks[i];
+        for (int i = 0; i < r->runs[k].checks.n; i++) {
+            const gr_check *c = &r->runs[k].checks.v[i];
             if (!c->passed)
                 fprintf(stderr, "\n    %s: P=%d %s %s rel %.3e max %.3e nonfinite %lld (rtol %.1e)",
                         label, r->runs[k].P, c->buffer, c->what, c->rel_l2, c->max_abs,
@@ -45,10 +45,10 @@ static void print_failures(const gr_tp_report *r, const gr_error *e, const char 
 
 static void quick_opts(gr_tp_opts *o) {
     gr_tp_opts_default(o);
-    o->iters = 40;
-    o->warmup = 4;
-    o->batches = 4;
-    o->progress = 0;
+    o->run.iters = 40;
+    o->run.warmup = 4;
+    o->run.batches = 4;
+    o->run.progress = 0;
 }
 
 /* Runs Ps at the given sets and checks everything a run reports. Returns the report (free it)
@@ -72,17 +72,17 @@ static gr_tp_report *run_tp(const char **sets, int nsets, const int *Ps, int nP,
          * references: the sharded one reassembled against the unsharded one (x, act, tdown),
          * eager against the unsharded one, eager and graph x and the gathered act and summed
          * tdown against the sharded one */
-        int want = x->P + (x->P - 1) + 1 + (o->cpu_reference ? 3 + 5 : 0);
-        if (x->nchecks != want)
-            fprintf(stderr, "\n    %s: %d checks, want %d", label, x->nchecks, want);
-        CU_ASSERT_EQUAL(x->nchecks, want);
-        for (int i = 0; i < x->nchecks; i++) {
-            CU_ASSERT_TRUE(x->checks[i].passed);
-            CU_ASSERT_EQUAL(x->checks[i].nonfinite, 0);
+        int want = x->P + (x->P - 1) + 1 + (o->run.cpu_reference ? 3 + 5 : 0);
+        if (x->checks.n != want)
+            fprintf(stderr, "\n    %s: %d checks, want %d", label, x->checks.n, want);
+        CU_ASSERT_EQUAL(x->checks.n, want);
+        for (int i = 0; i < x->checks.n; i++) {
+            CU_ASSERT_TRUE(x->checks.v[i].passed);
+            CU_ASSERT_EQUAL(x->checks.v[i].nonfinite, 0);
             /* NCCL sends every rank the same reduced values in practice (not an API promise) */
-            if (!strcmp(x->checks[i].what, "eager vs rank 0") && !x->checks[i].identical)
+            if (!strcmp(x->checks.v[i].what, "eager vs rank 0") && !x->checks.v[i].identical)
                 fprintf(stderr, "\n    %s: %s is not bitwise identical to rank 0's (rel %.1e)",
-                        label, x->checks[i].buffer, x->checks[i].rel_l2);
+                        label, x->checks.v[i].buffer, x->checks.v[i].rel_l2);
         }
         for (int p = 0; p < x->P; p++) {
             const gr_graph *g = &x->rank[p].graph;
@@ -131,7 +131,7 @@ static void test_p1_fp32(void) {
     GR_REQUIRE_GPU();
     gr_tp_opts o;
     quick_opts(&o);
-    o.rtol = 1e-4; /* fp32: the sharded and the unsharded steps agree to ~1e-6 */
+    o.run.rtol = 1e-4; /* fp32: the sharded and the unsharded steps agree to ~1e-6 */
     int P1[] = {1};
     free(run_tp(small_fp32, 6, P1, 1, &o, "fp32 B=1"));
     const char *b3[] = {"L=3", "d=256", "f=512", "r=16", "B=3", "dtype=fp32"};
@@ -150,6 +150,7 @@ static void test_p1_bf16_default_width(void) {
         CU_ASSERT_EQUAL(r->shape.d, 2048);
         CU_ASSERT_EQUAL(r->shape.f, 8192);
     }
+    gr_tp_report_clear(r);
     free(r);
 }
 
@@ -159,8 +160,8 @@ static void test_three_steps(void) {
     GR_REQUIRE_GPU();
     gr_tp_opts o;
     quick_opts(&o);
-    o.rtol = 1e-4;
-    o.steps = 3;
+    o.run.rtol = 1e-4;
+    o.run.steps = 3;
     o.comm_share = 0;
     o.single_timing = 0;
     int P1[] = {1};
@@ -173,10 +174,10 @@ static void test_capture_modes(void) {
     for (int m = 0; m < 3; m++) {
         gr_tp_opts o;
         quick_opts(&o);
-        o.rtol = 1e-4;
-        o.mode = modes[m];
+        o.run.rtol = 1e-4;
+        o.run.mode = modes[m];
         o.single_timing = 0;
-        o.cpu_reference = m != 1; /* and once without the CPU references */
+        o.run.cpu_reference = m != 1; /* and once without the CPU references */
         char label[64];
         snprintf(label, sizeof(label), "capture %s", gr_capture_mode_name(modes[m]));
         int P1[] = {1};
@@ -190,7 +191,7 @@ static void multi(int P) {
     if (skip_unless_devices(P, name)) return;
     gr_tp_opts o;
     quick_opts(&o);
-    o.rtol = 1e-4;
+    o.run.rtol = 1e-4;
     int Ps[] = {P};
     free(run_tp(multi_fp32, 6, Ps, 1, &o, name));
     /* bf16 at the default width, two layers */
@@ -224,7 +225,7 @@ static void test_sweep(void) {
         Ps[nP++] = P;
     gr_tp_opts o;
     quick_opts(&o);
-    o.rtol = 1e-4;
+    o.run.rtol = 1e-4;
     free(run_tp(multi_fp32, 6, Ps, nP, &o, "sweep"));
 }
 

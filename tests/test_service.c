@@ -1321,17 +1321,14 @@ static void test_replay_report_without_eager(void) {
     gr_plan *p = gr_test_plan(text, NULL, &e);
     free(text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    gr_run_report *r = calloc(1, sizeof(*r));
-    gr_run_opts_default(&r->opts);
+    gr_run_report *r = gr_run_report_create(NULL, NULL, NULL);
     snprintf(r->date, sizeof(r->date), "today");
     snprintf(r->dev.name, sizeof(r->dev.name), "Test GPU");
     r->have_bw = 1;
     double gb[3] = {4000, 4100, 3900};
     r->bw.gbps = gr_summarize(gb, 3);
     r->bw.bytes = 2e9;
-    r->nv = 1;
-    gr_variant_run *v = &r->v[0];
-    v->plan = p;
+    gr_variant_run *v = gr_run_report_add(r, p);
     v->captured = v->timed = 1;
     v->graph.nodes = v->graph.kernel_nodes = 1000;
     double g[4] = {480, 500, 510, 520};
@@ -1393,7 +1390,7 @@ static void test_replay_report_without_eager(void) {
     CU_ASSERT_PTR_NOT_NULL(json_object_get(jv, "eager"));
     CU_ASSERT_PTR_NOT_NULL(json_object_get(jv, "speedup"));
     json_decref(j);
-    free(r);
+    gr_run_report_destroy(r);
     gr_plan_destroy(p);
 }
 

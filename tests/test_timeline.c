@@ -856,7 +856,7 @@ static int load_plans(const char *workload, const char *set, gr_loaded *l) {
     const char *sets[1] = {set};
     char path[1024];
     snprintf(path, sizeof(path), "%s/%s", srcdir(), workload);
-    gr_load_req req = {path, NULL, sets, set ? 1 : 0, NULL, 0, NULL, NULL};
+    gr_load_req req = {path, NULL, sets, set ? 1 : 0, NULL, 0, NULL, 0};
     gr_target tg = gr_target_default();
     if (gr_load_resolve(&req, &tg, l, &e) != GR_OK) {
         fprintf(stderr, "\n    %s\n", e.msg);
@@ -1395,7 +1395,7 @@ static void test_nvtx_trace_records(void) {
 static void test_export_timelines(void) {
     gr_loaded l;
     CU_ASSERT_FATAL(load_plans("workloads/pointwise_fusion.json", "n=4096", &l));
-    gr_run_report *r = calloc(1, sizeof(*r));
+    gr_run_report *r = gr_run_report_create(NULL, NULL, NULL);
     gr_trace_result *tr = calloc(1, sizeof(*tr));
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_PTR_NOT_NULL_FATAL(tr);
@@ -1410,8 +1410,7 @@ static void test_export_timelines(void) {
     double bw[2] = {4000, 4000};
     r->bw.gbps = gr_summarize(bw, 2);
     for (int i = 0; i < l.nplans; i++) {
-        gr_variant_run *v = &r->v[r->nv++];
-        v->plan = l.plans[i];
+        gr_variant_run *v = gr_run_report_add(r, l.plans[i]);
         v->timed = v->captured = 1;
         v->graph.kernel_nodes = (size_t)l.plans[i]->kernels;
         double eu[4] = {10 + i, 11 + i, 12 + i, 13 + i}, gv[4] = {3 + i, 3.5 + i, 4 + i, 4.5 + i};
@@ -1481,7 +1480,7 @@ static void test_export_timelines(void) {
     unlink(h);
     gr_trace_destroy(tr->trace);
     free(tr);
-    free(r);
+    gr_run_report_destroy(r);
     gr_loaded_free(&l);
 }
 

@@ -605,8 +605,8 @@ static void test_checks_with_simulated_outputs(void) {
         refs.rtol = 1e-5;
         gr_tp_result *x = calloc(1, sizeof(*x));
         CU_ASSERT_EQUAL_FATAL(gr_tp_sharded_reference(tp, 1, &refs, x, &e), GR_OK);
-        CU_ASSERT_EQUAL(x->nchecks, 3);
-        CU_ASSERT_TRUE(x->checks[0].passed && x->checks[1].passed && x->checks[2].passed);
+        CU_ASSERT_EQUAL(x->checks.n, 3);
+        CU_ASSERT_TRUE(x->checks.v[0].passed && x->checks.v[1].passed && x->checks.v[2].passed);
         /* a perfect device: every rank's outputs are the sharded reference's */
         gr_tp_ref *dev = NULL;
         CU_ASSERT_EQUAL_FATAL(gr_tp_ref_create(tp, &dev, &e), GR_OK);
@@ -621,10 +621,10 @@ static void test_checks_with_simulated_outputs(void) {
         }
         CU_ASSERT_EQUAL(gr_tp_check_outputs(tp, &out, &refs, x, &e), GR_OK);
         /* the count gpu_tp expects: 3 + P graph-vs-eager + P-1 ranks + 1 GPU + 1 ref + 4 shard */
-        CU_ASSERT_EQUAL(x->nchecks, 2 * P + 8);
+        CU_ASSERT_EQUAL(x->checks.n, 2 * P + 8);
         CU_ASSERT_TRUE(x->verified);
-        for (int i = 0; i < x->nchecks; i++)
-            CU_ASSERT_TRUE(x->checks[i].passed);
+        for (int i = 0; i < x->checks.n; i++)
+            CU_ASSERT_TRUE(x->checks.v[i].passed);
         /* two ranks' act shards swapped: the gathered act is wrong, and says so */
         gr_tp_result *y = calloc(1, sizeof(*y));
         gr_tp_outputs bad = out;
@@ -633,10 +633,10 @@ static void test_checks_with_simulated_outputs(void) {
         CU_ASSERT_EQUAL(gr_tp_check_outputs(tp, &bad, &refs, y, &e), GR_OK);
         CU_ASSERT_FALSE(y->verified);
         int failed = 0;
-        for (int i = 0; i < y->nchecks; i++)
-            if (!y->checks[i].passed) {
+        for (int i = 0; i < y->checks.n; i++)
+            if (!y->checks.v[i].passed) {
                 failed++;
-                CU_ASSERT_STRING_EQUAL(y->checks[i].buffer, "act (gathered)");
+                CU_ASSERT_STRING_EQUAL(y->checks.v[i].buffer, "act (gathered)");
             }
         CU_ASSERT_EQUAL(failed, 1);
         /* a replay that left a NaN in rank 1's x */
@@ -646,18 +646,21 @@ static void test_checks_with_simulated_outputs(void) {
         xg[5] = NAN;
         bad = out;
         bad.x_graph[1] = xg;
+        gr_checks_free(&y->checks);
         memset(y, 0, sizeof(*y));
         CU_ASSERT_EQUAL(gr_tp_check_outputs(tp, &bad, &refs, y, &e), GR_OK);
         CU_ASSERT_FALSE(y->verified);
         /* rank 0 graph vs eager, then rank 1 graph vs eager, then rank 1 vs rank 0 */
-        CU_ASSERT_STRING_EQUAL(y->checks[1].buffer, "x (rank 1)");
-        CU_ASSERT_STRING_EQUAL(y->checks[1].what, "graph vs eager");
-        CU_ASSERT_FALSE(y->checks[1].passed);
-        CU_ASSERT_EQUAL(y->checks[1].nonfinite, 1);
+        CU_ASSERT_STRING_EQUAL(y->checks.v[1].buffer, "x (rank 1)");
+        CU_ASSERT_STRING_EQUAL(y->checks.v[1].what, "graph vs eager");
+        CU_ASSERT_FALSE(y->checks.v[1].passed);
+        CU_ASSERT_EQUAL(y->checks.v[1].nonfinite, 1);
         free(xg);
+        gr_checks_free(&y->checks);
         free(y);
         gr_tp_ref_destroy(dev);
         gr_tp_refs_free_sharded(&refs);
+        gr_checks_free(&x->checks);
         free(x);
         gr_tp_host_free(&h);
         gr_hoststate_destroy(hs);
@@ -860,6 +863,7 @@ static void test_report_numbers_and_json(void) {
         300, 1e-9);
     CU_ASSERT_EQUAL(json_array_size(json_object_get(run, "ranks")), 2);
     json_decref(j);
+    gr_tp_report_clear(r);
     free(r);
 }
 

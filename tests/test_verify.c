@@ -396,19 +396,16 @@ static void test_report_says_what_was_checked(void) {
     fill_normal(x, (int)p->bufs[b].numel, 5);
     memcpy(y, x, p->bufs[b].bytes);
     y[7] += 1e-6f; /* an atomic's order: not bitwise identical, within tolerance */
-    gr_run_report *r = calloc(1, sizeof(*r));
+    gr_run_report *r = gr_run_report_create(NULL, NULL, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    gr_run_opts_default(&r->opts);
     r->opts.cpu_reference = 0;
     snprintf(r->dev.name, sizeof(r->dev.name), "test");
-    r->nv = 1;
-    gr_variant_run *v = &r->v[0];
-    v->plan = p;
-    v->checks[v->nchecks++] = gr_session_compare(p, b, "graph vs eager", y, x);
-    v->verified = v->checks[0].passed;
-    CU_ASSERT_TRUE(v->checks[0].passed);
-    GR_ASSERT_CONTAINS(v->checks[0].note, "not bitwise identical; written by");
-    GR_ASSERT_CONTAINS(v->checks[0].note, "(decode_down)");
+    gr_variant_run *v = gr_run_report_add(r, p);
+    gr_check gc = gr_session_compare(p, b, "graph vs eager", y, x);
+    gr_checks_add(&v->checks, &gc);
+    CU_ASSERT_TRUE(v->checks.v[0].passed);
+    GR_ASSERT_CONTAINS(v->checks.v[0].note, "not bitwise identical; written by");
+    GR_ASSERT_CONTAINS(v->checks.v[0].note, "(decode_down)");
     setenv("GR_IX_RB", "2", 1);
     unsetenv("GR_DEC_CARVEOUT");
     char *text = NULL;
@@ -449,7 +446,7 @@ static void test_report_says_what_was_checked(void) {
     GR_ASSERT_CONTAINS(text, "verification: each variant's outputs against its CPU reference");
     free(text);
     unsetenv("GR_IX_RB");
-    free(r);
+    gr_run_report_destroy(r);
     free(x);
     free(y);
     gr_plan_destroy(p);

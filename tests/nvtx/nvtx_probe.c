@@ -20,8 +20,7 @@ int main(int argc, char **argv) {
     int steps = atoi(argv[2]);
     gr_error err;
     gr_error_clear(&err);
-    gr_load_req req = {argv[1], NULL, (const char *const *)(argv + 3), argc - 3, NULL, 0,
-                       NULL,    NULL};
+    gr_load_req req = {argv[1], NULL, (const char *const *)(argv + 3), argc - 3, NULL, 0, NULL, 0};
     gr_target target = gr_target_default();
     gr_loaded l;
     if (gr_load_resolve(&req, &target, &l, &err) != GR_OK) {

@@ -1,0 +1,262 @@
+/* The stages and the runner: each stage is a thin step over the session (replay/session.c), the
+ * capture checker (replay/capcheck.c) and the timing loops (replay/timing.c). */
+#include "replay/pipeline.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cuda_check.h"
+#include "core/timer.h"
+#include "replay/nvtx.h"
+
+void gr_run_opts_default(gr_run_opts *o) {
+    memset(o, 0, sizeof(*o));
+    o->iters = 1000;
+    o->warmup = -1; /* derived from iters */
+    o->batches = 20;
+    o->mode = GR_CAPTURE_GLOBAL;
+    o->cpu_reference = 1;
+    o->bandwidth = 1;
+    o->progress = 1;
+    o->unroll = 1;
+    o->steps = 1;
+    o->hooks = gr_nvtx_op_hooks(); /* NVTX range per op when a tool is attached */
+}
+
+int gr_run_opts_warmup(const gr_run_opts *o) {
+    if (o->warmup >= 0) return o->warmup;
+    return o->iters / 10 < 3 ? 3 : o->iters / 10;
+}
+
+void gr_variant_run_clear(gr_variant_run *v) {
+    if (!v) return;
+    gr_checks_free(&v->checks);
+    free(v->stages);
+    v->stages = NULL;
+    v->nstages = v->cap_stages = 0;
+}
+
+void gr_pipe_init(gr_pipe *p, const gr_plan *plan, int sm_count, const gr_run_opts *o,
+                  gr_variant_run *v) {
+    memset(p, 0, sizeof(*p));
+    p->plan = plan;
+    p->sm_count = sm_count;
+    p->o = *o;
+    if (p->o.steps < 1) p->o.steps = 1;
+    if (p->o.unroll < 1) p->o.unroll = 1;
+    p->nplans = 1;
+    p->v = v;
+    v->plan = plan;
+}
+
+gr_session *gr_pipe_detach(gr_pipe *p) {
+    gr_session *s = p->s;
+    p->s = NULL;
+    return s;
+}
+
+void gr_pipe_free(gr_pipe *p) {
+    if (!p) return;
+    gr_session_destroy(p->s);
+    p->s = NULL;
+}
+
+/* ---- the stages ---- */
+
+static gr_status need_session(gr_pipe *p, gr_error *err) {
+    if (!p->s)
+        return gr_error_set(err, GR_ERR_INTERNAL, NULL, "stage list without a session stage");
+    return GR_OK;
+}
+
+static gr_status st_session(gr_pipe *p, gr_error *err) {
+    if (p->s) return GR_OK; /* handed in (the service's held graphs) */
+    GR_TRY(gr_session_create(p->plan, p->sm_count, &p->s, err));
+    p->s->dev->pdl = p->o.pdl;
+    p->s->steps = p->o.steps;
+    p->s->rtol = p->o.rtol;
+    return GR_OK;
+}
+
+static gr_status st_init(gr_pipe *p, gr_error *err) {
+    GR_TRY(need_session(p, err));
+    return gr_devstate_init_buffers(p->s->dev, err);
+}
+
+static gr_status st_reference(gr_pipe *p, gr_error *err) {
+    GR_TRY(need_session(p, err));
+    gr_status st = gr_session_reference(p->s, err);
+    p->v->reference_ms = p->s->reference_ms;
+    return st;
+}
+
+static gr_status st_eager_check(gr_pipe *p, gr_error *err) {
+    GR_TRY(need_session(p, err));
+    return gr_session_verify_eager(p->s, err);
+}
+
+static gr_status st_capture_check(gr_pipe *p, gr_error *err) {
+    GR_TRY(need_session(p, err));
+    /* the checker's capture is a capture phase too (NVTX: "... capture checked") */
+    gr_nvtx_phase_begin(p->plan, GR_NVTX_CAPTURE, "checked");
+    gr_status st = gr_capcheck_run_variant(p->s, &p->o, p->nplans, &p->v->cc, &p->piecewise, err);
+    gr_nvtx_phase_end();
+    return st;
+}
+
+static gr_status st_capture(gr_pipe *p, gr_error *err) {
+    GR_TRY(need_session(p, err));
+    GR_TRY(gr_session_capture(p->s, p->o.mode, p->o.hooks, err));
+    gr_variant_run *v = p->v;
+    v->captured = 1;
+    v->graph = p->s->graph;
+    v->graph.graph = v->graph.exec = NULL;
+    if (p->o.dot_path) {
+        if (p->nplans > 1)
+            snprintf(v->dot_written, sizeof(v->dot_written), "%s.%s.dot", p->o.dot_path,
+                     p->plan->variant);
+        else
+            snprintf(v->dot_written, sizeof(v->dot_written), "%s", p->o.dot_path);
+        gr_status st = gr_graph_dot(&p->s->graph, v->dot_written, err);
+        if (st != GR_OK) v->dot_written[0] = '\0';
+        return st;
+    }
+    return GR_OK;
+}
+
+static gr_status st_graph_check(gr_pipe *p, gr_error *err) {
+    GR_TRY(need_session(p, err));
+    return gr_session_verify_graph(p->s, err);
+}
+
+static gr_status st_unroll(gr_pipe *p, gr_error *err) {
+    GR_TRY(need_session(p, err));
+    GR_TRY(gr_session_capture_unrolled(p->s, p->o.mode, p->o.unroll, p->o.hooks, err));
+    p->v->graph_n = p->s->graph_n;
+    p->v->graph_n.graph = p->v->graph_n.exec = NULL;
+    return GR_OK;
+}
+
+static gr_status st_verdict(gr_pipe *p, gr_error *err) {
+    GR_TRY(need_session(p, err));
+    return gr_session_require_verified(p->s, err);
+}
+
+static gr_time_opts time_opts(gr_pipe *p, char *label, size_t size, const char *what) {
+    gr_time_opts t;
+    memset(&t, 0, sizeof(t));
+    t.warmup = gr_run_opts_warmup(&p->o);
+    t.iters = p->o.iters;
+    t.batches = p->o.batches < p->o.iters ? p->o.batches : p->o.iters;
+    if (t.batches < 1) t.batches = 1;
+    t.progress = p->o.progress;
+    snprintf(label, size, "%s %s%s%s", p->plan->variant, what, p->label ? ", " : "",
+             p->label ? p->label : "");
+    t.label = label;
+    if (p->hooks) {
+        t.on_batch = p->hooks->on_batch;
+        t.check = p->hooks->check;
+        t.on_batch_user = p->hooks->user;
+    }
+    return t;
+}
+
+static gr_status st_time_eager(gr_pipe *p, gr_error *err) {
+    GR_TRY(need_session(p, err));
+    char label[160];
+    gr_time_opts t = time_opts(p, label, sizeof(label), "eager");
+    return gr_session_time_eager(p->s, &t, p->o.hooks, &p->v->eager, err);
+}
+
+static gr_status st_time_graph(gr_pipe *p, gr_error *err) {
+    GR_TRY(need_session(p, err));
+    char label[160];
+    gr_time_opts t = time_opts(p, label, sizeof(label), "graph");
+    GR_TRY(gr_session_time_graph(p->s, &t, &p->v->graph_t, err));
+    p->v->timed = 1;
+    return GR_OK;
+}
+
+const gr_stage gr_stage_session = {"session", st_session};
+const gr_stage gr_stage_init = {"init", st_init};
+const gr_stage gr_stage_reference = {"reference", st_reference};
+const gr_stage gr_stage_eager_check = {"eager_check", st_eager_check};
+const gr_stage gr_stage_capture_check = {"capture_check", st_capture_check};
+const gr_stage gr_stage_capture = {"capture", st_capture};
+const gr_stage gr_stage_graph_check = {"graph_check", st_graph_check};
+const gr_stage gr_stage_unroll = {"unroll", st_unroll};
+const gr_stage gr_stage_verdict = {"verdict", st_verdict};
+const gr_stage gr_stage_time_eager = {"time_eager", st_time_eager};
+const gr_stage gr_stage_time_graph = {"time_graph", st_time_graph};
+
+/* Whether a built-in stage applies to this pipe (a skipped stage is recorded as not run). */
+static int applies(const gr_pipe *p, const gr_stage *s) {
+    if (s == &gr_stage_reference) return p->o.cpu_reference;
+    if (s == &gr_stage_capture_check) return 1; /* records "not checked" itself when off */
+    if (s == &gr_stage_capture || s == &gr_stage_graph_check || s == &gr_stage_time_graph)
+        return !p->piecewise;
+    if (s == &gr_stage_unroll) return !p->piecewise && p->o.unroll > 1;
+    if (s == &gr_stage_time_eager) return !p->piecewise;
+    return 1;
+}
+
+static void record(gr_variant_run *v, const gr_stage *s, int ran, gr_status st, double ms) {
+    if (v->nstages == v->cap_stages) {
+        int cap = v->cap_stages ? 2 * v->cap_stages : 16;
+        gr_stage_record *r = realloc(v->stages, (size_t)cap * sizeof(*r));
+        if (!r) return; /* the record is lost, the run is not */
+        v->stages = r;
+        v->cap_stages = cap;
+    }
+    v->stages[v->nstages++] = (gr_stage_record){s->name, ran, (int)st, ms};
+}
+
+gr_status gr_pipe_run(gr_pipe *p, const gr_stage *const *stages, int n, gr_error *err) {
+    gr_status st = GR_OK;
+    for (int i = 0; i < n && st == GR_OK; i++) {
+        const gr_stage *s = stages[i];
+        int skip = !applies(p, s);
+        if (!skip && p->hooks && p->hooks->before)
+            st = p->hooks->before(p->hooks->user, p, s, &skip, err);
+        if (st != GR_OK) break;
+        if (skip) {
+            record(p->v, s, 0, GR_OK, 0);
+            continue;
+        }
+        double t0 = gr_now_us();
+        st = s->run(p, err);
+        if (p->hooks && p->hooks->after) {
+            gr_status ast = p->hooks->after(p->hooks->user, p, s, st, err);
+            if (st == GR_OK) st = ast;
+        }
+        record(p->v, s, 1, st, (gr_now_us() - t0) / 1e3);
+    }
+    if (p->s) gr_checks_take(&p->v->checks, &p->s->checks);
+    p->v->status = st;
+    if (st != GR_OK) snprintf(p->v->error, sizeof(p->v->error), "%s", err->msg);
+    return st;
+}
+
+/* ---- the commands' lists ---- */
+
+const gr_stage *const gr_pipe_run_stages[] = {
+    &gr_stage_session,     &gr_stage_reference, &gr_stage_eager_check, &gr_stage_capture_check,
+    &gr_stage_capture,     &gr_stage_graph_check, &gr_stage_unroll,    &gr_stage_verdict,
+    &gr_stage_time_eager,  &gr_stage_time_graph,
+};
+const int gr_pipe_run_nstages = (int)(sizeof(gr_pipe_run_stages) / sizeof(gr_pipe_run_stages[0]));
+
+const gr_stage *const gr_pipe_traced_stages[] = {
+    &gr_stage_session, &gr_stage_init, &gr_stage_capture, &gr_stage_unroll,
+    &gr_stage_time_eager, &gr_stage_time_graph,
+};
+const int gr_pipe_traced_nstages =
+    (int)(sizeof(gr_pipe_traced_stages) / sizeof(gr_pipe_traced_stages[0]));
+
+const gr_stage *const gr_pipe_capture_stages[] = {
+    &gr_stage_session,  &gr_stage_reference,   &gr_stage_eager_check, &gr_stage_capture_check,
+    &gr_stage_capture,  &gr_stage_graph_check, &gr_stage_unroll,      &gr_stage_verdict,
+};
+const int gr_pipe_capture_nstages =
+    (int)(sizeof(gr_pipe_capture_stages) / sizeof(gr_pipe_capture_stages[0]));

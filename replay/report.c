@@ -1,0 +1,411 @@
+/* The report of a run: what `graphrun run` prints and writes as JSON, and what the replay
+ * service sends back, from one gr_run_report; the JSON pieces tp and the traced run share. */
+#include "replay/report.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/plan_print.h"
+#include "gr_version.h"
+#include "replay/knobs.h"
+
+gr_run_report *gr_run_report_create(const gr_workload *wl, const gr_device_info *dev,
+                                    const gr_run_opts *o) {
+    gr_run_report *r = calloc(1, sizeof(*r));
+    if (!r) return NULL;
+    r->wl = wl;
+    if (dev) r->dev = *dev;
+    if (o) r->opts = *o;
+    else gr_run_opts_default(&r->opts);
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    strftime(r->date, sizeof(r->date), "%Y-%m-%d %H:%M UTC", &tmv);
+    return r;
+}
+
+gr_variant_run *gr_run_report_add(gr_run_report *r, const gr_plan *p) {
+    if (r->nv == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 8;
+        gr_variant_run *v = realloc(r->v, (size_t)cap * sizeof(*v));
+        if (!v) return NULL;
+        r->v = v;
+        r->cap = cap;
+    }
+    gr_variant_run *v = &r->v[r->nv++];
+    memset(v, 0, sizeof(*v));
+    v->plan = p;
+    return v;
+}
+
+void gr_run_report_destroy(gr_run_report *r) {
+    if (!r) return;
+    if (r->cap) { /* owned variants (a borrowed one, cap 0, belongs to its holder) */
+        for (int i = 0; i < r->nv; i++) gr_variant_run_clear(&r->v[i]);
+        free(r->v);
+    }
+    free(r);
+}
+
+int gr_variant_kernels(const gr_variant_run *v) {
+    if (v->captured) return (int)v->graph.kernel_nodes;
+    return v->plan->kernels;
+}
+
+static double floor_us(const gr_run_report *r, const gr_plan *p) {
+    if (!r->have_bw || r->bw.gbps.median <= 0) return 0;
+    return (p->bytes_read + p->bytes_written) / (r->bw.gbps.median * 1e9) * 1e6;
+}
+
+/* Without --pdl on a GPU that has it (cc 9.0 and later): which timed variant has the most own
+ * kernels per step that may launch with programmatic dependent launch, as a hint, since for
+ * chains of short kernels it is often the biggest lever left after the graph
+ * (docs/decode_step.md, "Kernel boundaries with PDL"). */
+static void pdl_hint(FILE *f, const gr_run_report *r) {
+    if (r->opts.pdl || r->dev.cc_major < 9) return;
+    const gr_variant_run *best = NULL;
+    int most = 0;
+    for (int i = 0; i < r->nv; i++) {
+        const gr_variant_run *v = &r->v[i];
+        if (!v->timed) continue;
+        int n = 0;
+        for (int k = 0; k < v->plan->nops; k++) {
+            const gr_op *op = &v->plan->ops[k];
+            n += op->kind == GR_OP_KERNEL && op->kernel && (op->kernel->flags & GR_KF_PDL) &&
+                 op->launches > 0;
+        }
+        if (n > most) {
+            most = n;
+            best = v;
+        }
+    }
+    if (best && most >= 2)
+        fprintf(f,
+                "  hint: %d kernels per step of %s may use programmatic dependent launch: --pdl "
+                "lets each start while the one before it drains\n",
+                most, best->plan->variant);
+}
+
+/* What the outputs were checked against, in words. */
+static void checked_against(const gr_run_report *r, char *out, size_t size) {
+    if (r->opts.cpu_reference)
+        snprintf(out, size, "each variant's outputs against its CPU reference (from the device's "
+                            "initial data), graph against eager%s",
+                 r->nv > 1 ? ", and eager against the first variant's eager outputs" : "");
+    else
+        snprintf(out, size, "graph against eager%s only; nothing checks that eager is right",
+                 r->nv > 1 ? " and eager against the first variant's eager outputs" : "");
+}
+
+/* The outputs poisoned with NaN before each run (no init) and those re-initialised instead. */
+static void init_lists(const gr_plan *p, char *pois, size_t psize, char *seed, size_t ssize) {
+    size_t pl = 0, sl = 0;
+    pois[0] = seed[0] = '\0';
+    for (int b = 0; b < p->nbufs; b++) {
+        const gr_buffer *buf = &p->bufs[b];
+        if (!buf->is_output) continue;
+        if (buf->init.kind == GR_INIT_NONE) {
+            if (pl < psize) pl += (size_t)snprintf(pois + pl, psize - pl, "%s%s", pl ? ", " : "", buf->name);
+        } else if (sl < ssize) {
+            sl += (size_t)snprintf(seed + sl, ssize - sl, "%s%s", sl ? ", " : "", buf->name);
+        }
+    }
+}
+
+static void knobs_text(FILE *f) {
+    int n = 0;
+    for (const gr_knob *k = gr_knobs(); k->name; k++) {
+        const char *v = gr_knob_value(k);
+        if (!v) continue;
+        fprintf(f, "%s %s=%s (%s)", n++ ? "," : "knobs    environment overrides of kernel choices:",
+                k->name, v, k->what);
+    }
+    if (n) fprintf(f, "\n");
+    else fprintf(f, "knobs    no environment override of a kernel choice is set\n");
+}
+
+void gr_report_text(FILE *f, const gr_run_report *r) {
+    const gr_device_info *d = &r->dev;
+    fprintf(f, "device   %s, %d SMs, cc %d.%d, driver %d.%d, runtime %d.%d; %s\n", d->name,
+            d->sm_count, d->cc_major, d->cc_minor, d->driver_version / 1000,
+            (d->driver_version % 1000) / 10, d->runtime_version / 1000,
+            (d->runtime_version % 1000) / 10, r->date);
+    if (r->have_bw)
+        fprintf(f, "copy bw  %.0f GB/s [p10 %.0f, p90 %.0f] (cudaMemcpy device-to-device of %.2f GB "
+                   "read+written, CUDA events, %zu copies): the HBM roofline below\n",
+                r->bw.gbps.median, r->bw.gbps.p10, r->bw.gbps.p90, r->bw.bytes / 1e9, r->bw.gbps.n);
+
+    knobs_text(f);
+    char against[200];
+    checked_against(r, against, sizeof(against));
+    fprintf(f, "\nverification: %s%s\n", r->opts.cpu_reference ? "" : "NO CPU REFERENCE (--no-cpu-ref): ",
+            against);
+    fprintf(f, "  (rel = relative L2 error; every element must also hold |out - ref| <= atol rms(ref) "
+               "+ rtol_elem |ref|; NaN/Inf never pass; docs/verification.md)\n");
+    for (int i = 0; i < r->nv; i++) {
+        const gr_variant_run *v = &r->v[i];
+        char pois[300], seed[300];
+        init_lists(v->plan, pois, sizeof(pois), seed, sizeof(seed));
+        fprintf(f, "  %-16s before each run: %s%s\n", v->plan->variant,
+                pois[0] ? "outputs poisoned with NaN: " : "no output is poisoned", pois);
+        if (seed[0])
+            fprintf(f, "  %-16s re-seeded from their init, not poisoned (in-place): %s\n", "", seed);
+        for (int b = 0; b < v->plan->nbufs; b++) {
+            const gr_buffer *buf = &v->plan->bufs[b];
+            if (!buf->is_output) continue;
+            gr_tol t = gr_buffer_tol(buf);
+            fprintf(f, "  %-16s %-14.14s tolerance rtol %.1e atol %.1e rtol_elem %.1e (%s)\n", "",
+                    buf->name, t.rtol, t.atol, t.rtol_elem, gr_tol_source_name(buf->tol_source));
+        }
+        if (v->checks.n == 0 && v->status != GR_OK) {
+            fprintf(f, "  %-16s not verified: %s\n", "", v->error);
+            continue;
+        }
+        for (int c = 0; c < v->checks.n; c++) {
+            char line[256];
+            gr_check_str(&v->checks.v[c], line, sizeof(line));
+            fprintf(f, "  %-16s %-14.14s %-20s %s\n", "", v->checks.v[c].buffer, v->checks.v[c].what,
+                    line);
+            if (v->checks.v[c].note[0])
+                fprintf(f, "  %-16s %-14s %-20s %s, max diff %.1e\n", "", "", "", v->checks.v[c].note,
+                        v->checks.v[c].max_abs);
+        }
+        if (v->reference_ms > 0)
+            fprintf(f, "  %-16s (CPU reference took %.0f ms)\n", "", v->reference_ms);
+    }
+
+    fprintf(f, "\ngraphs (capture mode %s; host clock)\n", gr_capture_mode_name(r->opts.mode));
+    fprintf(f, "  %-16s %8s %8s %8s %8s %12s %14s %11s\n", "variant", "nodes", "kernels", "other",
+            "edges", "capture us", "instantiate us", "upload us");
+    for (int i = 0; i < r->nv; i++) {
+        const gr_variant_run *v = &r->v[i];
+        if (!v->captured) {
+            fprintf(f, "  %-16s not captured%s%s%s\n", v->plan->variant, v->status ? ": " : "",
+                    v->status ? gr_status_name((gr_status)v->status) : "",
+                    !v->status && v->cc.piecewise ? " as one graph: captured piecewise (below)" : "");
+            continue;
+        }
+        const gr_graph *g = &v->graph;
+        fprintf(f, "  %-16s %8zu %8zu %8zu %8zu %12.1f %14.1f %11.1f\n", v->plan->variant, g->nodes,
+                g->kernel_nodes, g->nodes - g->kernel_nodes, g->edges, g->capture_us,
+                g->instantiate_us, g->upload_us);
+        if (v->dot_written[0]) fprintf(f, "  %-16s graph written to %s\n", "", v->dot_written);
+        if (v->graph_n.steps > 1)
+            fprintf(f, "  %-16s --unroll %d graph: %zu nodes, %zu edges, capture %.1f us, instantiate %.1f us\n",
+                    "", v->graph_n.steps, v->graph_n.nodes, v->graph_n.edges, v->graph_n.capture_us,
+                    v->graph_n.instantiate_us);
+    }
+
+    gr_capcheck_report_text(f, r);
+    int any_timed = 0;
+    for (int i = 0; i < r->nv; i++) any_timed |= r->v[i].timed;
+    if (!any_timed) return;
+    const gr_variant_run *tv = NULL;
+    for (int i = 0; i < r->nv && !tv; i++)
+        if (r->v[i].timed) tv = &r->v[i];
+    fprintf(f, "\ntiming per step, untraced: CUDA events around batches on the main stream; median "
+               "[p10, p90] over %d batches of %d steps after %d warm-up steps\n",
+            tv->eager.batches ? tv->eager.batches : tv->graph_t.batches,
+            tv->eager.batches ? tv->eager.steps_per_batch : tv->graph_t.steps_per_batch,
+            tv->eager.batches ? tv->eager.warmup : tv->graph_t.warmup);
+    if (r->opts.pdl)
+        fprintf(f, "  launches use programmatic dependent launch (--pdl) for kernels that support it\n");
+    if (tv->graph_t.steps_per_launch > 1)
+        fprintf(f, "  graph: %d steps captured per graph (--unroll %d); graph us/step = launch time / %d\n",
+                tv->graph_t.steps_per_launch, tv->graph_t.steps_per_launch, tv->graph_t.steps_per_launch);
+    fprintf(f, "  %-16s %7s %26s %26s %8s %12s %18s\n", "variant", "kernels", "eager us/step",
+            "graph us/step", "speedup", "saved us/krn", "submit us e | g");
+    for (int i = 0; i < r->nv; i++) {
+        const gr_variant_run *v = &r->v[i];
+        if (!v->timed) continue;
+        int k = gr_variant_kernels(v);
+        double e = v->eager.step_us.median, g = v->graph_t.step_us.median;
+        char es[40], gs[40];
+        snprintf(es, sizeof(es), "%.2f [%.2f, %.2f]", e, v->eager.step_us.p10, v->eager.step_us.p90);
+        snprintf(gs, sizeof(gs), "%.2f [%.2f, %.2f]", g, v->graph_t.step_us.p10, v->graph_t.step_us.p90);
+        if (v->eager.batches == 0) { /* graph replay only: `graphrun replay` without --compare-eager */
+            fprintf(f, "  %-16s %7d %26s %26s %8s %12s %8s | %7.2f\n", v->plan->variant, k, "-", gs,
+                    "-", "-", "-", v->graph_t.submit_us.median);
+            continue;
+        }
+        fprintf(f, "  %-16s %7d %26s %26s %7.2fx %12.3f %8.2f | %7.2f\n", v->plan->variant, k, es,
+                gs, g > 0 ? e / g : 0.0, k > 0 ? (e - g) / k : 0.0, v->eager.submit_us.median,
+                v->graph_t.submit_us.median);
+    }
+    fprintf(f, "  (saved us/krn = (eager - graph) / kernels per step; submit = host clock for "
+               "enqueueing one step)\n");
+    pdl_hint(f, r);
+    if (r->have_bw) {
+        fprintf(f, "\nHBM roofline (bytes per step from the plan over the copy bandwidth above; "
+                   "weights = read-only inputs)\n");
+        fprintf(f, "  %-16s %12s %12s %10s %11s %11s %10s %11s %11s\n", "variant", "bytes/step",
+                "weights", "floor us", "eager GB/s", "graph GB/s", "% of copy", "eager/floor",
+                "graph/floor");
+        for (int i = 0; i < r->nv; i++) {
+            const gr_variant_run *v = &r->v[i];
+            if (!v->timed) continue;
+            double bytes = v->plan->bytes_read + v->plan->bytes_written;
+            double fl = floor_us(r, v->plan);
+            double eg = bytes / (v->eager.step_us.median * 1e-6) / 1e9;
+            double gg = bytes / (v->graph_t.step_us.median * 1e-6) / 1e9;
+            char bs[24], ws[24];
+            gr_fmt_bytes(bytes, bs, sizeof(bs));
+            gr_fmt_bytes(gr_plan_input_bytes(v->plan), ws, sizeof(ws));
+            if (v->eager.batches == 0) {
+                fprintf(f, "  %-16s %12s %12s %10.2f %11s %11.1f %9.1f%% %11s %10.2fx\n",
+                        v->plan->variant, bs, ws, fl, "-", gg, 100.0 * gg / r->bw.gbps.median, "-",
+                        fl > 0 ? v->graph_t.step_us.median / fl : 0.0);
+                continue;
+            }
+            fprintf(f, "  %-16s %12s %12s %10.2f %11.1f %11.1f %9.1f%% %10.2fx %10.2fx\n",
+                    v->plan->variant, bs, ws, fl, eg, gg, 100.0 * gg / r->bw.gbps.median,
+                    fl > 0 ? v->eager.step_us.median / fl : 0.0,
+                    fl > 0 ? v->graph_t.step_us.median / fl : 0.0);
+        }
+    }
+}
+
+void *gr_report_summary_json(const gr_summary *s) {
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "median", s->median, "p10", s->p10,
+                     "p90", s->p90, "min", s->min, "max", s->max, "mean", s->mean, "stddev",
+                     s->stddev, "n", (json_int_t)s->n);
+}
+
+void *gr_report_timing_json(const gr_timing *t, const char *stream) {
+    char method[160];
+    snprintf(method, sizeof(method), "CUDA events per batch on the %s, untraced; submit: host clock",
+             stream ? stream : "main stream");
+    return json_pack("{s:o, s:o, s:i, s:i, s:i, s:s}", "step_us",
+                     (json_t *)gr_report_summary_json(&t->step_us), "submit_us",
+                     (json_t *)gr_report_summary_json(&t->submit_us), "batches", t->batches,
+                     "steps_per_batch", t->steps_per_batch, "warmup", t->warmup, "method", method);
+}
+
+void *gr_report_graph_json(const gr_graph *g) {
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f}", "nodes", (json_int_t)g->nodes,
+                     "edges", (json_int_t)g->edges, "kernel_nodes", (json_int_t)g->kernel_nodes,
+                     "memcpy_nodes", (json_int_t)g->memcpy_nodes, "memset_nodes",
+                     (json_int_t)g->memset_nodes, "event_nodes", (json_int_t)g->event_nodes,
+                     "capture_us", g->capture_us, "instantiate_us", g->instantiate_us, "upload_us",
+                     g->upload_us);
+}
+
+void *gr_report_checks_json(const gr_check *c, int n) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(a, (json_t *)gr_check_json(&c[i]));
+    return a;
+}
+
+static json_t *stages_json(const gr_variant_run *v) {
+    json_t *a = json_array();
+    for (int i = 0; i < v->nstages; i++) {
+        const gr_stage_record *s = &v->stages[i];
+        json_array_append_new(a, json_pack("{s:s, s:b, s:s, s:f}", "stage", s->stage, "ran", s->ran,
+                                           "status", gr_status_name((gr_status)s->status),
+                                           "host_ms", s->host_ms));
+    }
+    return a;
+}
+
+void *gr_report_json(const gr_run_report *r) {
+    json_t *root = json_object();
+    json_object_set_new(root, "schema_version", json_integer(1));
+    json_object_set_new(root, "tool", json_string("graphrun"));
+    json_object_set_new(root, "graphrun_version", json_string(GR_VERSION));
+    json_object_set_new(root, "date", json_string(r->date));
+    json_object_set_new(root, "workload", json_string(r->wl ? r->wl->name : ""));
+    json_object_set_new(root, "source", json_string(r->wl ? r->wl->path : ""));
+    const gr_device_info *d = &r->dev;
+    json_object_set_new(root, "device",
+                        json_pack("{s:s, s:i, s:i, s:i, s:I, s:i, s:i, s:i}", "name", d->name,
+                                  "sm_count", d->sm_count, "cc_major", d->cc_major, "cc_minor",
+                                  d->cc_minor, "memory_bytes", (json_int_t)d->mem_total,
+                                  "driver_version", d->driver_version, "runtime_version",
+                                  d->runtime_version, "clock_khz", d->clock_khz));
+    json_object_set_new(root, "capture_mode", json_string(gr_capture_mode_name(r->opts.mode)));
+    json_object_set_new(root, "pdl", json_boolean(r->opts.pdl));
+    json_object_set_new(root, "unroll", json_integer(r->opts.unroll));
+    json_object_set_new(root, "cpu_reference", json_boolean(r->opts.cpu_reference));
+    char against[200];
+    checked_against(r, against, sizeof(against));
+    json_object_set_new(root, "checked_against", json_string(against));
+    json_t *knobs = json_object();
+    for (const gr_knob *k = gr_knobs(); k->name; k++)
+        if (gr_knob_value(k)) json_object_set_new(knobs, k->name, json_string(gr_knob_value(k)));
+    json_object_set_new(root, "knobs", knobs);
+    if (r->have_bw)
+        json_object_set_new(root, "copy_bandwidth",
+                            json_pack("{s:f, s:o, s:s}", "bytes_per_copy", r->bw.bytes, "gbps",
+                                      (json_t *)gr_report_summary_json(&r->bw.gbps), "method",
+                                      "cudaMemcpyAsync D2D, read+written bytes, CUDA events"));
+    json_t *vars = json_array();
+    for (int i = 0; i < r->nv; i++) {
+        const gr_variant_run *v = &r->v[i];
+        const gr_plan *p = v->plan;
+        json_t *jv = json_object();
+        json_object_set_new(jv, "variant", json_string(p->variant));
+        json_object_set_new(jv, "params", json_string(p->params));
+        json_object_set_new(jv, "status", json_string(gr_status_name((gr_status)v->status)));
+        if (v->error[0]) json_object_set_new(jv, "error", json_string(v->error));
+        json_object_set_new(jv, "kernels_planned", json_integer(p->kernels));
+        json_object_set_new(jv, "kernels_per_step", json_integer(gr_variant_kernels(v)));
+        json_object_set_new(jv, "bytes_per_step", json_real(p->bytes_read + p->bytes_written));
+        json_object_set_new(jv, "flops_per_step", json_real(p->flops));
+        json_object_set_new(jv, "round_trips", json_integer(p->intermediates));
+        json_object_set_new(jv, "verified", json_boolean(v->checks.verified));
+        json_t *pois = json_array(), *seeded = json_array(), *tols = json_object();
+        for (int b = 0; b < p->nbufs; b++) {
+            const gr_buffer *buf = &p->bufs[b];
+            if (!buf->is_output) continue;
+            json_array_append_new(buf->init.kind == GR_INIT_NONE ? pois : seeded, json_string(buf->name));
+            gr_tol t = gr_buffer_tol(buf);
+            json_object_set_new(tols, buf->name,
+                                json_pack("{s:f, s:f, s:f, s:s}", "rtol", t.rtol, "atol", t.atol,
+                                          "rtol_elem", t.rtol_elem, "source",
+                                          gr_tol_source_name(buf->tol_source)));
+        }
+        json_object_set_new(jv, "outputs_poisoned_nan", pois);
+        json_object_set_new(jv, "outputs_reseeded_not_poisoned", seeded);
+        json_object_set_new(jv, "tolerances", tols);
+        json_object_set_new(jv, "checks", (json_t *)gr_report_checks_json(v->checks.v, v->checks.n));
+        json_object_set_new(jv, "stages", stages_json(v));
+        if (v->cc.attempted) json_object_set_new(jv, "capture_check", (json_t *)gr_capcheck_variant_json(&v->cc));
+        if (v->captured) json_object_set_new(jv, "graph", (json_t *)gr_report_graph_json(&v->graph));
+        if (v->timed) {
+            double e = v->eager.step_us.median, g = v->graph_t.step_us.median;
+            int k = gr_variant_kernels(v);
+            json_object_set_new(jv, "eager", (json_t *)gr_report_timing_json(&v->eager, NULL));
+            json_object_set_new(jv, "graph_replay", (json_t *)gr_report_timing_json(&v->graph_t, NULL));
+            json_object_set_new(jv, "speedup", json_real(g > 0 ? e / g : 0));
+            json_object_set_new(jv, "overhead_removed_us_per_kernel", json_real(k > 0 ? (e - g) / k : 0));
+            double bytes = p->bytes_read + p->bytes_written;
+            json_object_set_new(jv, "eager_gbps", json_real(bytes / (e * 1e-6) / 1e9));
+            json_object_set_new(jv, "graph_gbps", json_real(bytes / (g * 1e-6) / 1e9));
+            double fl = floor_us(r, p);
+            json_object_set_new(jv, "weight_bytes", json_real(gr_plan_input_bytes(p)));
+            if (fl > 0) {
+                json_object_set_new(jv, "hbm_floor_us", json_real(fl));
+                json_object_set_new(jv, "eager_over_floor", json_real(e / fl));
+                json_object_set_new(jv, "graph_over_floor", json_real(g / fl));
+                json_object_set_new(jv, "graph_pct_of_copy_bw",
+                                    json_real(100.0 * bytes / (g * 1e-6) / 1e9 / r->bw.gbps.median));
+            }
+            if (v->eager.batches == 0) /* graph replay only (`graphrun replay`): no eager numbers */
+                for (const char **key = (const char *[]){"eager", "speedup", "overhead_removed_us_per_kernel",
+                                                         "eager_gbps", "eager_over_floor", NULL};
+                     *key; key++)
+                    json_object_del(jv, *key);
+        }
+        json_array_append_new(vars, jv);
+    }
+    json_object_set_new(root, "variants", vars);
+    const gr_plan **plans = calloc((size_t)r->nv + 1, sizeof(*plans));
+    if (plans) {
+        for (int i = 0; i < r->nv; i++) plans[i] = r->v[i].plan;
+        json_object_set_new(root, "accounting", (json_t *)gr_accounting_to_json(plans, r->nv));
+        free(plans);
+    }
+    return root;
+}

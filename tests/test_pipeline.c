@@ -1,0 +1,295 @@
+/* The run pipeline (CPU): the stage runner's order, records, skips, hooks and error path with
+ * stages that need no GPU; the built-in stages' conditions; the report's stage list in JSON; the
+ * options the pipeline gave the service (request fields, `graphrun capture` flags) and `tp`
+ * (--pdl), checked up to the point where a GPU is needed. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay/pipeline.h"
+#include "replay/protocol.h"
+#include "replay/report.h"
+#include "tests.h"
+
+typedef struct trail {
+    char log[256];
+    int fail_at; /* stage index that fails, -1 none */
+    int skip_at; /* stage index the before hook skips, -1 none */
+    int after_fail_at;
+    int n;
+} trail;
+
+static trail T;
+
+static gr_status step(gr_pipe *p, int i, gr_error *err) {
+    (void)p;
+    size_t len = strlen(T.log);
+    snprintf(T.log + len, sizeof(T.log) - len, "%d", i);
+    if (i == T.fail_at) return gr_error_set(err, GR_ERR_INPUT, NULL, "stage %d failed on purpose", i);
+    return GR_OK;
+}
+static gr_status s0(gr_pipe *p, gr_error *e) { return step(p, 0, e); }
+static gr_status s1(gr_pipe *p, gr_error *e) { return step(p, 1, e); }
+static gr_status s2(gr_pipe *p, gr_error *e) { return step(p, 2, e); }
+static const gr_stage st0 = {"zero", s0}, st1 = {"one", s1}, st2 = {"two", s2};
+static const gr_stage *const list3[] = {&st0, &st1, &st2};
+
+static int index_of(const gr_stage *s) {
+    return s == &st0 ? 0 : s == &st1 ? 1 : s == &st2 ? 2 : -1;
+}
+
+static gr_status before(void *user, gr_pipe *p, const gr_stage *s, int *skip, gr_error *err) {
+    (void)user, (void)p, (void)err;
+    size_t len = strlen(T.log);
+    snprintf(T.log + len, sizeof(T.log) - len, "<");
+    if (index_of(s) == T.skip_at) *skip = 1;
+    return GR_OK;
+}
+
+static gr_status after(void *user, gr_pipe *p, const gr_stage *s, gr_status st, gr_error *err) {
+    (void)user, (void)p;
+    size_t len = strlen(T.log);
+    snprintf(T.log + len, sizeof(T.log) - len, ">%s", st == GR_OK ? "" : "!");
+    if (st == GR_OK && index_of(s) == T.after_fail_at)
+        return gr_error_set(err, GR_ERR_CUDA, NULL, "after hook of stage %d failed", index_of(s));
+    return GR_OK;
+}
+
+static gr_plan *tiny_plan(void) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_plan *p = gr_test_plan(
+        "{\"name\": \"t\", \"params\": {\"n\": 64}, \"buffers\": ["
+        "{\"name\": \"a\", \"dtype\": \"fp32\", \"shape\": [\"n\"], \"init\": \"normal\"},"
+        "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [\"n\"]}], \"outputs\": [\"y\"],"
+        "\"variants\": {\"v\": {\"ops\": [{\"kernel\": \"relu\", \"inputs\": [\"a\"], "
+        "\"outputs\": [\"y\"]}]}}}",
+        NULL, &e);
+    if (!p) fprintf(stderr, "\n    %s", e.msg);
+    return p;
+}
+
+static void run3(gr_variant_run *v, gr_status *st, gr_error *e, const gr_pipe_hooks *h) {
+    gr_plan *p = tiny_plan();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gr_run_opts o;
+    gr_run_opts_default(&o);
+    gr_pipe pipe;
+    memset(v, 0, sizeof(*v));
+    gr_pipe_init(&pipe, p, 0, &o, v);
+    pipe.hooks = h;
+    gr_error_clear(e);
+    *st = gr_pipe_run(&pipe, list3, 3, e);
+    gr_pipe_free(&pipe);
+    v->plan = NULL;
+    gr_plan_destroy(p);
+}
+
+static void reset(int fail_at, int skip_at, int after_fail_at) {
+    memset(&T, 0, sizeof(T));
+    T.fail_at = fail_at;
+    T.skip_at = skip_at;
+    T.after_fail_at = after_fail_at;
+}
+
+/* stages run in order, each recorded with its status; the first error stops the list and is the
+ * variant's status and error */
+static void test_order_and_error(void) {
+    gr_variant_run v;
+    gr_status st;
+    gr_error e;
+    gr_pipe_hooks h = {before, after, NULL, NULL, NULL};
+    reset(-1, -1, -1);
+    run3(&v, &st, &e, &h);
+    CU_ASSERT_EQUAL(st, GR_OK);
+    CU_ASSERT_STRING_EQUAL(T.log, "<0><1><2>");
+    CU_ASSERT_EQUAL(v.nstages, 3);
+    CU_ASSERT_STRING_EQUAL(v.stages[1].stage, "one");
+    CU_ASSERT_TRUE(v.stages[2].ran);
+    CU_ASSERT_EQUAL(v.status, GR_OK);
+    gr_variant_run_clear(&v);
+
+    reset(1, -1, -1);
+    run3(&v, &st, &e, &h);
+    CU_ASSERT_EQUAL(st, GR_ERR_INPUT);
+    CU_ASSERT_STRING_EQUAL(T.log, "<0><1>!"); /* two never runs; the after hook saw the error */
+    CU_ASSERT_EQUAL(v.nstages, 2);
+    CU_ASSERT_EQUAL(v.stages[1].status, GR_ERR_INPUT);
+    CU_ASSERT_EQUAL(v.status, GR_ERR_INPUT);
+    GR_ASSERT_CONTAINS(v.error, "stage 1 failed on purpose");
+    gr_variant_run_clear(&v);
+}
+
+/* a before hook skips a stage (recorded as not run); an after hook's error fails an OK stage */
+static void test_hooks(void) {
+    gr_variant_run v;
+    gr_status st;
+    gr_error e;
+    gr_pipe_hooks h = {before, after, NULL, NULL, NULL};
+    reset(-1, 1, -1);
+    run3(&v, &st, &e, &h);
+    CU_ASSERT_EQUAL(st, GR_OK);
+    CU_ASSERT_STRING_EQUAL(T.log, "<0><<2>");
+    CU_ASSERT_EQUAL(v.nstages, 3);
+    CU_ASSERT_FALSE(v.stages[1].ran);
+    CU_ASSERT_TRUE(v.stages[0].ran && v.stages[2].ran);
+    gr_variant_run_clear(&v);
+
+    reset(-1, -1, 0);
+    run3(&v, &st, &e, &h);
+    CU_ASSERT_EQUAL(st, GR_ERR_CUDA);
+    CU_ASSERT_STRING_EQUAL(T.log, "<0>");
+    CU_ASSERT_EQUAL(v.nstages, 1);
+    CU_ASSERT_EQUAL(v.stages[0].status, GR_ERR_CUDA);
+    GR_ASSERT_CONTAINS(v.error, "after hook of stage 0 failed");
+    gr_variant_run_clear(&v);
+}
+
+/* built-in stages: the reference is skipped without cpu_reference; a stage that needs the
+ * session fails clearly when the list has none; no GPU is touched */
+static void test_builtin_conditions(void) {
+    gr_plan *p = tiny_plan();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gr_run_opts o;
+    gr_run_opts_default(&o);
+    o.cpu_reference = 0;
+    gr_variant_run v;
+    memset(&v, 0, sizeof(v));
+    gr_pipe pipe;
+    gr_pipe_init(&pipe, p, 0, &o, &v);
+    const gr_stage *const l1[] = {&gr_stage_reference, &gr_stage_eager_check};
+    gr_error e;
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_pipe_run(&pipe, l1, 2, &e), GR_ERR_INTERNAL);
+    CU_ASSERT_EQUAL(v.nstages, 2);
+    CU_ASSERT_STRING_EQUAL(v.stages[0].stage, "reference");
+    CU_ASSERT_FALSE(v.stages[0].ran);
+    CU_ASSERT_STRING_EQUAL(v.stages[1].stage, "eager_check");
+    GR_ASSERT_CONTAINS(e.msg, "without a session stage");
+    gr_pipe_free(&pipe);
+    gr_variant_run_clear(&v);
+    /* the defaults every caller starts from */
+    gr_run_opts_default(&o);
+    CU_ASSERT_EQUAL(o.steps, 1);
+    CU_ASSERT_EQUAL(o.unroll, 1);
+    CU_ASSERT_EQUAL(gr_run_opts_warmup(&o), 100); /* iters 1000 / 10 */
+    o.iters = 5;
+    CU_ASSERT_EQUAL(gr_run_opts_warmup(&o), 3);
+    o.warmup = 0;
+    CU_ASSERT_EQUAL(gr_run_opts_warmup(&o), 0);
+    /* the lists of the commands start with the session and end as documented */
+    CU_ASSERT_PTR_EQUAL(gr_pipe_run_stages[0], &gr_stage_session);
+    CU_ASSERT_PTR_EQUAL(gr_pipe_run_stages[gr_pipe_run_nstages - 1], &gr_stage_time_graph);
+    CU_ASSERT_PTR_EQUAL(gr_pipe_capture_stages[gr_pipe_capture_nstages - 1], &gr_stage_verdict);
+    gr_plan_destroy(p);
+}
+
+/* the report's JSON lists each variant's stages; a report grows past any fixed count */
+static void test_report_stages(void) {
+    gr_plan *p = tiny_plan();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gr_run_report *r = gr_run_report_create(NULL, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    for (int i = 0; i < 40; i++) CU_ASSERT_PTR_NOT_NULL_FATAL(gr_run_report_add(r, p));
+    CU_ASSERT_EQUAL(r->nv, 40);
+    gr_run_opts o;
+    gr_run_opts_default(&o);
+    gr_pipe pipe;
+    gr_pipe_init(&pipe, p, 0, &o, &r->v[39]);
+    reset(-1, -1, -1);
+    gr_error e;
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_pipe_run(&pipe, list3, 3, &e), GR_OK);
+    json_t *j = gr_report_json(r);
+    json_t *vs = json_object_get(j, "variants");
+    CU_ASSERT_EQUAL(json_array_size(vs), 40);
+    json_t *stages = json_object_get(json_array_get(vs, 39), "stages");
+    CU_ASSERT_EQUAL(json_array_size(stages), 3);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(stages, 2), "stage")), "two");
+    CU_ASSERT_TRUE(json_is_true(json_object_get(json_array_get(stages, 2), "ran")));
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(stages, 2), "status")), "ok");
+    json_decref(j);
+    gr_run_report_destroy(r);
+    gr_plan_destroy(p);
+}
+
+static gr_status parse(const char *line, gr_request *r, gr_error *e) {
+    gr_error_clear(e);
+    return gr_request_parse(line, strlen(line), r, e);
+}
+
+/* the capture request takes the options the pipeline gives every command */
+static void test_request_fields(void) {
+    gr_request r;
+    gr_error e;
+    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w.json\"}", &r, &e), GR_OK);
+    CU_ASSERT_EQUAL(r.pdl, 0);
+    CU_ASSERT_EQUAL(r.unroll, 1);
+    CU_ASSERT_EQUAL(r.capture_check, 1);
+    CU_ASSERT_STRING_EQUAL(r.input, "");
+    gr_request_clear(&r);
+    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w.json\","
+                          "\"pdl\":true,\"unroll\":8,\"capture_check\":false,\"input\":\"/d.tsv\","
+                          "\"skip_bad_lines\":true}",
+                          &r, &e),
+                    GR_OK);
+    CU_ASSERT_EQUAL(r.pdl, 1);
+    CU_ASSERT_EQUAL(r.unroll, 8);
+    CU_ASSERT_EQUAL(r.capture_check, 0);
+    CU_ASSERT_EQUAL(r.skip_bad_lines, 1);
+    CU_ASSERT_STRING_EQUAL(r.input, "/d.tsv");
+    gr_request_clear(&r);
+    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w.json\","
+                          "\"unroll\":0,\"input\":\"d.tsv\",\"pdl\":1}",
+                          &r, &e),
+                    GR_ERR_PROTOCOL);
+    GR_ASSERT_CONTAINS(e.msg, "unroll: 0 is outside [1, 1024]");
+    GR_ASSERT_CONTAINS(e.msg, "input: must be an absolute path");
+    GR_ASSERT_CONTAINS(e.msg, "pdl: expected true or false");
+    gr_request_clear(&r);
+    /* replay does not take capture options */
+    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"replay\",\"pdl\":true}", &r, &e), GR_ERR_PROTOCOL);
+    GR_ASSERT_CONTAINS(e.msg, "pdl");
+    gr_request_clear(&r);
+}
+
+/* `graphrun capture` checks its new options before starting any service */
+static void test_capture_flags(void) {
+    char out[8192];
+    CU_ASSERT_EQUAL(gr_test_graphrun("capture workloads/launch_bound.json --unroll 0", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "--unroll takes a whole number of steps in [1, 1024]");
+    CU_ASSERT_EQUAL(gr_test_graphrun("capture workloads/launch_bound.json --input /nonexistent/x.tsv", out,
+                                     sizeof(out)),
+                    2);
+    GR_ASSERT_CONTAINS(out, "--input /nonexistent/x.tsv: cannot open the file");
+    CU_ASSERT_EQUAL(gr_test_graphrun("capture workloads/launch_bound.json --skip-bad-lines", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "--skip-bad-lines needs --input");
+    CU_ASSERT_EQUAL(gr_test_graphrun("capture workloads/launch_bound.json --pdl=1", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "option --pdl takes no value");
+    /* an input bound to a workload that has no batch param: the local validation says so */
+    const char *tsv = gr_test_tmpfile(".tsv", "0\t1\n", 4);
+    char args[512];
+    snprintf(args, sizeof(args), "capture workloads/launch_bound.json --input %s", tsv);
+    CU_ASSERT_EQUAL(gr_test_graphrun(args, out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "has no param \"B\"");
+    CU_ASSERT_EQUAL(gr_test_graphrun("capture --help", out, sizeof(out)), 0);
+    GR_ASSERT_CONTAINS(out, "--pdl");
+    GR_ASSERT_CONTAINS(out, "--no-capture-check");
+    CU_ASSERT_EQUAL(gr_test_graphrun("tp --help", out, sizeof(out)), 0);
+    GR_ASSERT_CONTAINS(out, "--pdl");
+    CU_ASSERT_EQUAL(gr_test_graphrun("tp --pdl=yes", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "option --pdl takes no value");
+}
+
+static CU_TestInfo pipeline_tests[] = {
+    {"stages in order; the first error stops the list", test_order_and_error},
+    {"before hook skips, after hook fails a stage", test_hooks},
+    {"built-in stages' conditions and the commands' lists", test_builtin_conditions},
+    {"report: stages in JSON, variants on the heap", test_report_stages},
+    {"service capture request: pdl, unroll, input, capture_check", test_request_fields},
+    {"graphrun capture / tp: the new options checked locally", test_capture_flags},
+    CU_TEST_INFO_NULL};
+
+static gr_suite_def gr_pipeline_suites[] = {{"pipeline", pipeline_tests, 0}, {NULL, NULL, 0}};
+GR_REGISTER_SUITES(gr_pipeline_suites)
