@@ -574,26 +574,39 @@ static int cmd_replay(sopts *o, const gr_service_paths *paths) {
     return rc;
 }
 
-static int cmd_list(sopts *o, const gr_service_paths *paths) {
-    json_t *req = request("list");
-    gr_reply r;
-    int rc = call(o, paths, 0, req, 30000, &r, NULL);
+/* `list` and `status`: ask, and either write the reply's body as JSON (*done = 1, the exit code
+ * returned) or hand the reply back for the text (r to be cleared by the caller). */
+static int ask_or_json(sopts *o, const gr_service_paths *paths, const char *cmd, gr_reply *r,
+                       int *done) {
+    *done = 1;
+    json_t *req = request(cmd);
+    int rc = call(o, paths, 0, req, 30000, r, NULL);
     json_decref(req);
     if (rc) return rc;
-    if (!r.ok) {
-        rc = reply_failed(&r);
-        gr_reply_clear(&r);
+    if (!r->ok) {
+        rc = reply_failed(r);
+        gr_reply_clear(r);
         return rc;
     }
-    json_t *b = r.body;
     if (o->json_path) {
+        json_t *b = r->body;
         json_object_del(b, "schema_version");
         json_object_del(b, "ok");
         json_object_del(b, "cmd");
         rc = write_json(o->json_path, b);
-        gr_reply_clear(&r);
+        gr_reply_clear(r);
         return rc;
     }
+    *done = 0;
+    return 0;
+}
+
+static int cmd_list(sopts *o, const gr_service_paths *paths) {
+    gr_reply r;
+    int done;
+    int rc = ask_or_json(o, paths, "list", &r, &done);
+    if (done) return rc;
+    json_t *b = r.body;
     json_t *graphs = json_object_get(b, "graphs");
     if (json_array_size(graphs) == 0) {
         printf("no graphs held (capture one with `graphrun capture WORKLOAD`)\n");
@@ -619,25 +632,11 @@ static int cmd_list(sopts *o, const gr_service_paths *paths) {
 }
 
 static int cmd_status(sopts *o, const gr_service_paths *paths) {
-    json_t *req = request("status");
     gr_reply r;
-    int rc = call(o, paths, 0, req, 30000, &r, NULL);
-    json_decref(req);
-    if (rc) return rc;
-    if (!r.ok) {
-        rc = reply_failed(&r);
-        gr_reply_clear(&r);
-        return rc;
-    }
+    int done;
+    int rc = ask_or_json(o, paths, "status", &r, &done);
+    if (done) return rc;
     json_t *b = r.body;
-    if (o->json_path) {
-        json_object_del(b, "schema_version");
-        json_object_del(b, "ok");
-        json_object_del(b, "cmd");
-        rc = write_json(o->json_path, b);
-        gr_reply_clear(&r);
-        return rc;
-    }
     char up[32], mem[32], lim[32];
     fmt_duration(jnum(b, "uptime_s"), up, sizeof(up));
     printf("service   pid %.0f, up %s, protocol %.0f; socket %s; log %s\n", jnum(b, "pid"), up,

@@ -52,25 +52,6 @@ static void add_check(gr_session *s, gr_check c) {
     gr_checks_add(&s->checks, &c);
 }
 
-/* Outputs after a piecewise step against the reference and the eager step. */
-static gr_status compare_piecewise(gr_session *s, gr_error *err) {
-    const gr_plan *p = s->plan;
-    for (int b = 0; b < p->nbufs; b++) {
-        const gr_buffer *buf = &p->bufs[b];
-        if (!buf->is_output) continue;
-        void *host = malloc(buf->bytes ? buf->bytes : 1);
-        if (!host) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
-        gr_status st = gr_devstate_download(s->dev, b, host, err);
-        if (st == GR_OK && s->ref)
-            add_check(s, gr_session_compare(p, b, "piecewise vs ref", host, s->ref->hptr[b]));
-        if (st == GR_OK && s->eager_out[b])
-            add_check(s, gr_session_compare(p, b, "piecewise vs eager", host, s->eager_out[b]));
-        free(host);
-        if (st != GR_OK) return st;
-    }
-    return GR_OK;
-}
-
 typedef struct pw_ctx {
     const gr_piecewise *pw;
     gr_session *s;
@@ -82,16 +63,6 @@ static gr_status pw_step(void *user, gr_error *err) {
     return gr_piecewise_step(c->pw, c->s->plan, c->s->dev, c->hooks, err);
 }
 
-static gr_time_opts time_opts(const gr_run_opts *o) {
-    gr_time_opts t;
-    memset(&t, 0, sizeof(t));
-    t.warmup = o->warmup;
-    t.iters = o->iters;
-    t.batches = o->batches;
-    t.progress = o->progress;
-    if (t.warmup < 0) t.warmup = o->iters / 10 < 3 ? 3 : o->iters / 10;
-    return t;
-}
 
 /* The first blocking finding, on one line, for error messages. */
 static void first_blocking(const gr_cc_findings *cf, char *out, size_t size) {
@@ -164,7 +135,7 @@ static gr_status run_fixed(gr_session *s, const gr_run_opts *o, const gr_piecewi
             }
             cv->fixed_verified = st == GR_OK && fs->checks.verified;
             if (st == GR_OK && fs->checks.verified) {
-                gr_time_opts t = time_opts(o);
+                gr_time_opts t = gr_run_opts_time(o);
                 t.label = "fixed plan graph";
                 st = gr_session_time_graph(fs, &t, &cv->fixed_t, err);
                 cv->fixed_timed = st == GR_OK;
@@ -284,10 +255,10 @@ gr_status gr_capcheck_run_variant(gr_session *s, const gr_run_opts *o, int nplan
         if (rc != cudaSuccess)
             st = gr_cuda_fail(rc, "cudaDeviceSynchronize", __FILE__, __LINE__, err);
     }
-    if (st == GR_OK) st = compare_piecewise(s, err);
+    if (st == GR_OK) st = gr_session_check_outputs(s, "piecewise", NULL, err);
     cv->pw_verified = st == GR_OK && s->checks.verified;
     if (st == GR_OK && s->checks.verified) {
-        gr_time_opts t = time_opts(o);
+        gr_time_opts t = gr_run_opts_time(o);
         char label[96];
         snprintf(label, sizeof(label), "%s eager", p->variant);
         t.label = label;

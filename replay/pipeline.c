@@ -29,6 +29,17 @@ int gr_run_opts_warmup(const gr_run_opts *o) {
     return o->iters / 10 < 3 ? 3 : o->iters / 10;
 }
 
+gr_time_opts gr_run_opts_time(const gr_run_opts *o) {
+    gr_time_opts t;
+    memset(&t, 0, sizeof(t));
+    t.warmup = gr_run_opts_warmup(o);
+    t.iters = o->iters;
+    t.batches = o->batches < o->iters ? o->batches : o->iters;
+    if (t.batches < 1) t.batches = 1;
+    t.progress = o->progress;
+    return t;
+}
+
 void gr_variant_run_clear(gr_variant_run *v) {
     if (!v) return;
     gr_checks_free(&v->checks);
@@ -144,13 +155,7 @@ static gr_status st_verdict(gr_pipe *p, gr_error *err) {
 }
 
 static gr_time_opts time_opts(gr_pipe *p, char *label, size_t size, const char *what) {
-    gr_time_opts t;
-    memset(&t, 0, sizeof(t));
-    t.warmup = gr_run_opts_warmup(&p->o);
-    t.iters = p->o.iters;
-    t.batches = p->o.batches < p->o.iters ? p->o.batches : p->o.iters;
-    if (t.batches < 1) t.batches = 1;
-    t.progress = p->o.progress;
+    gr_time_opts t = gr_run_opts_time(&p->o);
     snprintf(label, size, "%s %s%s%s", p->plan->variant, what, p->label ? ", " : "",
              p->label ? p->label : "");
     t.label = label;

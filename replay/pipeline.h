@@ -37,6 +37,8 @@ typedef struct gr_run_opts {
 void gr_run_opts_default(gr_run_opts *o);
 /* The warm-up steps the options give (derived when warmup < 0). */
 int gr_run_opts_warmup(const gr_run_opts *o);
+/* The timing loop's options from these (warm-up derived, batches at most iters, no label). */
+gr_time_opts gr_run_opts_time(const gr_run_opts *o);
 
 /* What one stage did. */
 typedef struct gr_stage_record {

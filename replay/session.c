@@ -100,7 +100,7 @@ gr_check gr_session_compare_rtol(const gr_plan *p, int b, const char *what, cons
     return c;
 }
 
-static gr_status compare_outputs(gr_session *s, const char *mode, void **keep, gr_error *err) {
+gr_status gr_session_check_outputs(gr_session *s, const char *mode, void **keep, gr_error *err) {
     const gr_plan *p = s->plan;
     for (int b = 0; b < p->nbufs; b++) {
         const gr_buffer *buf = &p->bufs[b];
@@ -135,7 +135,7 @@ gr_status gr_session_verify_eager(gr_session *s, gr_error *err) {
     GR_TRY(gr_devstate_init_buffers(s->dev, err));
     for (int k = 0; k < s->steps; k++) GR_TRY(gr_exec_step(s->plan, s->dev, NULL, err));
     GR_CUDA(cudaDeviceSynchronize(), err);
-    return compare_outputs(s, "eager", s->eager_out, err);
+    return gr_session_check_outputs(s, "eager", s->eager_out, err);
 }
 
 gr_status gr_session_capture(gr_session *s, gr_capture_mode mode, const gr_exec_hooks *hooks,
@@ -155,7 +155,7 @@ gr_status gr_session_verify_graph(gr_session *s, gr_error *err) {
     GR_TRY(gr_devstate_init_buffers(s->dev, err));
     for (int k = 0; k < s->steps; k++) GR_TRY(gr_graph_launch(&s->graph, s->dev->streams[0], err));
     GR_CUDA(cudaDeviceSynchronize(), err);
-    return compare_outputs(s, "graph", NULL, err);
+    return gr_session_check_outputs(s, "graph", NULL, err);
 }
 
 gr_status gr_session_require_verified(const gr_session *s, gr_error *err) {

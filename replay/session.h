@@ -50,6 +50,9 @@ gr_check gr_session_compare(const gr_plan *p, int b, const char *what, const voi
                             const void *ref);
 gr_check gr_session_compare_rtol(const gr_plan *p, int b, const char *what, const void *out,
                                  const void *ref, double rtol);
+/* The outputs on the device now, checked as "MODE vs ref" (when there is a reference) and, unless
+ * keep is given, "MODE vs eager"; with keep, the host copies are stored there (keep[b]). */
+gr_status gr_session_check_outputs(gr_session *s, const char *mode, void **keep, gr_error *err);
 /* Fails with GR_ERR_VERIFY naming the buffers when a check failed. */
 gr_status gr_session_require_verified(const gr_session *s, gr_error *err);
 

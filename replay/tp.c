@@ -420,12 +420,7 @@ static gr_status stop_if_failed(void *user, int done, int total, gr_error *err) 
 static gr_status time_split(gr_pipe *p, gr_tp_mode m, gr_error *e) {
     tp_rank *R = rank_of(p);
     if (!R->sh->o->comm_share) return GR_OK;
-    gr_time_opts t;
-    memset(&t, 0, sizeof(t));
-    t.warmup = gr_run_opts_warmup(&p->o);
-    t.iters = p->o.iters;
-    t.batches = p->o.batches;
-    t.progress = p->o.progress;
+    gr_time_opts t = gr_run_opts_time(&p->o);
     char label[64];
     snprintf(label, sizeof(label), "P=%d %s", R->sh->n, gr_tp_mode_name(m));
     t.label = label;
