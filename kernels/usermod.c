@@ -452,8 +452,11 @@ static void hfeed(hash128 *h, const void *data, size_t len) {
     h->b = (h->b ^ len) * 0x9E3779B97F4A7C15ull;
 }
 
-/* The headers an include directory holds: their names, sizes and modification times (a changed
- * header changes the key without reading every file). Sorted, so the listing order is stable. */
+/* The headers an include directory holds (.h, .cuh, .hpp, .inl, .inc, .cu ...): their names and
+ * contents, so that a changed header changes the key (NVRTC does not list what it included); the
+ * workload's JSON beside the source does not. Sorted, so the listing order is stable. */
+static int read_whole(const char *path, unsigned char **out, size_t *len);
+
 static int cmp_str(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
@@ -472,11 +475,16 @@ static void hfeed_dir(hash128 *h, const char *dir) {
         char path[2048];
         snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
         struct stat st;
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-            long long meta[3] = {(long long)st.st_size, (long long)st.st_mtim.tv_sec,
-                                 (long long)st.st_mtim.tv_nsec};
+        const char *ext = strrchr(names[i], '.');
+        static const char *const hdr[] = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".cu", NULL};
+        int is_hdr = 0;
+        for (int k = 0; ext && hdr[k]; k++) is_hdr |= !strcmp(ext, hdr[k]);
+        if (is_hdr && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (16 << 20)) {
+            unsigned char *data = NULL;
+            size_t len = 0;
             hfeed(h, names[i], strlen(names[i]));
-            hfeed(h, meta, sizeof(meta));
+            if (read_whole(path, &data, &len) == 0) hfeed(h, data, len);
+            free(data);
         }
         free(names[i]);
     }
@@ -838,10 +846,18 @@ gr_status gr_usermod_prepare(gr_module *m, const char *arch, gr_error *err) {
         st = m->kind == GR_MOD_SOURCE ? compile_source(m, u, arch) : read_image(m, u, arch);
     }
     if (u->failed) {
-        char fpath[128];
+        /* the whole message (a compiler log) once per error; every later op or variant of the
+         * module adds one short line, identical each time, so that it is counted, not repeated */
+        char fpath[128], first[160];
         snprintf(fpath, sizeof(fpath), "%s.%s", m->path, gr_module_kind_name(m->kind));
-        st = gr_error_set(err, st != GR_OK ? st : GR_ERR_INPUT, fpath, "%s", u->msg ? u->msg : "failed");
-        if (st == GR_OK) st = GR_ERR_INPUT;
+        const char *msg = u->msg ? u->msg : "failed";
+        snprintf(first, sizeof(first), "%.*s", (int)strcspn(msg, "\n"), msg);
+        gr_status code = st != GR_OK ? st : GR_ERR_INPUT;
+        if (strstr(err->msg, first))
+            gr_error_set(err, code, fpath, "(the module's problem above fails every op that uses it)");
+        else
+            gr_error_set(err, code, fpath, "%s", msg);
+        st = code;
     }
     pthread_mutex_unlock(&m->lock);
     return st;
