@@ -574,36 +574,55 @@ static void set_failed(uimpl *u, const char *fmt, ...) {
     u->failed = 1;
 }
 
-/* NVRTC's "file(12): error: ..." as "file:12: error: ...", each line indented under the
- * message; at most ~3 KB of it (the first errors are the ones to fix). */
+/* A compiler or JIT log as problem lines: NVRTC's "file(12): error: ..." becomes
+ * "file:12: error: ...", one line each (the error model is a line per problem); the source echo
+ * and caret lines and the "N errors detected" summary are dropped. At most 40 lines, each on a
+ * new line of out (which starts with a newline when anything was kept). */
 static void format_log(const char *log, char *out, size_t size) {
     size_t o = 0;
     const char *p = log;
     int lines = 0;
-    while (*p && o + 8 < size && lines < 40) {
+    out[0] = '\0';
+    while (*p && o + 8 < size) {
         const char *nl = strchr(p, '\n');
         size_t l = nl ? (size_t)(nl - p) : strlen(p);
-        if (l == 0) {
-            p += nl ? 1 : 0;
-            if (!nl) break;
-            continue;
-        }
         char line[1024];
         snprintf(line, sizeof(line), "%.*s", (int)(l < 1000 ? l : 1000), p);
+        p += l + (nl ? 1 : 0);
+        size_t lead = strspn(line, " \t\r");
+        if (!line[lead] || lead > 0 || strstr(line, " detected in the compilation of ") ||
+            !strncmp(line, "Remark", 6))
+            continue;
+        if (++lines > 40) {
+            o += (size_t)snprintf(out + o, size - o, "\n(more compiler messages not shown)");
+            break;
+        }
+        line[strcspn(line, "\r")] = '\0';
         char *paren = strstr(line, "): ");
-        char *open = paren ? paren : NULL;
+        char *open = paren;
         while (open && open > line && *open != '(') open--;
-        if (paren && open && open > line && *open == '(' && strspn(open + 1, "0123456789") == (size_t)(paren - open - 1)) {
+        if (paren && open && open > line && *open == '(' &&
+            strspn(open + 1, "0123456789") == (size_t)(paren - open - 1) && paren > open + 1) {
             *open = '\0';
             *paren = '\0';
-            o += (size_t)snprintf(out + o, size - o, "\n    %s:%s: %s", line, open + 1, paren + 3);
+            o += (size_t)snprintf(out + o, size - o, "\n%s:%s: %s", line, open + 1, paren + 3);
         } else {
-            o += (size_t)snprintf(out + o, size - o, "\n    %s", line);
+            o += (size_t)snprintf(out + o, size - o, "\n%s", line);
         }
-        lines++;
-        p += l + (nl ? 1 : 0);
     }
-    if (*p && o + 8 < size) snprintf(out + o, size - o, "\n    ...");
+}
+
+/* Records a message of several lines (a headline and compiler messages) as one problem per line,
+ * each at `path`: identical lines from another op or variant are counted, not repeated. */
+static gr_status set_lines(gr_error *err, gr_status code, const char *path, const char *msg) {
+    const char *p = msg;
+    while (*p) {
+        size_t l = strcspn(p, "\n");
+        gr_error_set(err, code, path, "%.*s", (int)l, p);
+        p += l;
+        if (*p) p++;
+    }
+    return code;
 }
 
 static int arch_sm(const char *arch) {
@@ -699,9 +718,15 @@ static gr_status compile_source(gr_module *m, uimpl *u, const char *arch) {
         char shown[4096];
         shown[0] = '\0';
         format_log(log ? log : "", shown, sizeof(shown));
-        set_failed(u, "\"%s\" does not compile (NVRTC %s, %s, options:%s%s): %s%s", m->given,
-                   nv_version, arch, m->noptions ? " " : " none", m->noptions ? m->options[0] : "",
-                   nv.GetErrorString(rc), shown);
+        char optlist[600];
+        size_t oo = 0;
+        optlist[0] = '\0';
+        for (int i = 0; i < m->noptions && oo < sizeof(optlist); i++)
+            if (strncmp(m->options[i], "-I", 2) != 0)
+                oo += (size_t)snprintf(optlist + oo, sizeof(optlist) - oo, " %s", m->options[i]);
+        set_failed(u, "\"%s\" does not compile (NVRTC %s for %s, options:%s)%s%s", m->given,
+                   nv_version, arch, oo ? optlist : " none", shown[0] ? "; the compiler says:" : ": ",
+                   shown[0] ? shown : nv.GetErrorString(rc));
         free(log);
         nv.DestroyProgram(&prog);
         return GR_ERR_INPUT;
@@ -846,18 +871,10 @@ gr_status gr_usermod_prepare(gr_module *m, const char *arch, gr_error *err) {
         st = m->kind == GR_MOD_SOURCE ? compile_source(m, u, arch) : read_image(m, u, arch);
     }
     if (u->failed) {
-        /* the whole message (a compiler log) once per error; every later op or variant of the
-         * module adds one short line, identical each time, so that it is counted, not repeated */
-        char fpath[128], first[160];
+        /* every op and variant of the module records the same lines: shown once, counted each */
+        char fpath[128];
         snprintf(fpath, sizeof(fpath), "%s.%s", m->path, gr_module_kind_name(m->kind));
-        const char *msg = u->msg ? u->msg : "failed";
-        snprintf(first, sizeof(first), "%.*s", (int)strcspn(msg, "\n"), msg);
-        gr_status code = st != GR_OK ? st : GR_ERR_INPUT;
-        if (strstr(err->msg, first))
-            gr_error_set(err, code, fpath, "(the module's problem above fails every op that uses it)");
-        else
-            gr_error_set(err, code, fpath, "%s", msg);
-        st = code;
+        st = set_lines(err, st != GR_OK ? st : GR_ERR_INPUT, fpath, u->msg ? u->msg : "failed");
     }
     pthread_mutex_unlock(&m->lock);
     return st;
@@ -1053,7 +1070,7 @@ static gr_status load_library(gr_module *m, uimpl *im, gr_error *err) {
     if (im->lib) return GR_OK;
     char fpath[128];
     snprintf(fpath, sizeof(fpath), "%s.%s", m->path, gr_module_kind_name(m->kind));
-    if (im->lib_tried) return gr_error_set(err, GR_ERR_INPUT, fpath, "%s", im->lib_err);
+    if (im->lib_tried) return set_lines(err, GR_ERR_INPUT, fpath, im->lib_err);
     im->lib_tried = 1;
     char log[8192];
     log[0] = '\0';
@@ -1072,9 +1089,9 @@ static gr_status load_library(gr_module *m, uimpl *im, gr_error *err) {
                           ? "its PTX ISA version is newer than this driver reads (update the driver "
                             "or make PTX with an older toolkit)"
                           : "the driver cannot load it";
-    snprintf(im->lib_err, sizeof(im->lib_err), "loading \"%s\": %s (cuLibraryLoadData: %s)%s",
-             m->given, why, cu_name(r), shown);
-    return gr_error_set(err, GR_ERR_INPUT, fpath, "%s", im->lib_err);
+    snprintf(im->lib_err, sizeof(im->lib_err), "loading \"%s\": %s (cuLibraryLoadData: %s)%s%s",
+             m->given, why, cu_name(r), shown[0] ? "; the JIT compiler says:" : "", shown);
+    return set_lines(err, GR_ERR_INPUT, fpath, im->lib_err);
 }
 
 static gr_status setup_user(const gr_op *op, const gr_launch_ctx *ctx, void **state, gr_error *err) {
