@@ -578,110 +578,6 @@ static gr_status check_step(gr_op *op, const gr_plan *plan, gr_error *err) {
     return GR_OK;
 }
 
-/* decode_step_stream: decode_step's op (same inputs, outputs, attrs, checks, accounting and CPU
- * reference), one block of GR_DEC_S_THREADS per SM, one batch tile of BT = B rounded up to a power
- * of two, and the shared memory for the activations, the per-task epilogue weights and as many
- * ring slots as fit (decode.h). Needs bulk copies (cc >= 9.0). */
-static gr_status check_step_stream(gr_op *op, const gr_plan *plan, gr_error *err) {
-    GR_TRY(check_step(op, plan, err));
-    const gr_target *t = &plan->target;
-    if (t->cc_major < 9)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\" streams weights with bulk copies (TMA), which need "
-                            "compute capability 9.0 or later; the target (%s) is cc %d.%d. Use the "
-                            "fused or fused_persistent variant",
-                            op->kernel->name, t->name, t->cc_major, t->cc_minor);
-    int64_t B = op->ip[GR_DEC_B], d = op->ip[GR_DEC_K], f = op->ip[GR_DEC_N];
-    int64_t r = op->ip[GR_DEC_RANK];
-    int esize = (int)gr_dtype_size(gr_in(op, plan, 0)->dtype);
-    int bt = 1;
-    while (bt < B)
-        bt *= 2;
-    size_t per_block, per_sm;
-    smem_caps(t, &per_block, &per_sm);
-    int64_t grid = t->sm_count > 0 ? t->sm_count : 1;
-    gr_dec_stream_layout sl = gr_dec_stream_smem_layout(bt, d, f, r, esize, grid, per_block);
-    if (sl.nslots < 2)
-        return gr_error_set(
-            err, GR_ERR_INPUT, op->path,
-            "kernel \"%s\": B = %lld, d = %lld, f = %lld, r = %lld leave no room "
-            "for 2 weight slots of %d KB in the %.1f KB of shared memory a block "
-            "may have on the target (%s): the activations take %.1f KB. Use smaller "
-            "B, d or f, or the fused variant (per-layer kernels)",
-            op->kernel->name, (long long)B, (long long)d, (long long)f, (long long)r,
-            GR_DEC_S_SLOT / 1024, (double)per_block / 1024.0, t->name, (double)sl.ring / 1024.0);
-    op->grid[0] = (unsigned)grid;
-    op->grid[1] = op->grid[2] = 1;
-    op->block[0] = GR_DEC_S_THREADS;
-    op->block[1] = op->block[2] = 1;
-    op->smem = sl.total;
-    op->ip[GR_DEC_BT] = bt;
-    op->ip[GR_DEC_TW] = 1;
-    op->ip[GR_DEC_TILES] = 1;
-    op->ip[GR_DEC_S_TW_DOWN] = 1;
-    return GR_OK;
-}
-
-/* decode_step_splitk: decode_step's op (inputs, outputs, attrs, checks and CPU reference), as
- * L + 2 kernels. Layer kernels: one block per SM (fewer when f has fewer 16-byte granules), each
- * owning a contiguous slice of the f / VEC granules; GR_DEC_K_THREADS(BT) threads with BT = B
- * rounded up to a power of two (one batch tile). The down pass gives each W_down row LPR lanes,
- * one per 16-byte chunk of the slice (and of the B_down row): a power of two <= 32. */
-static gr_status check_step_splitk(gr_op *op, const gr_plan *plan, gr_error *err) {
-    GR_TRY(check_step(op, plan, err));
-    const gr_target *t = &plan->target;
-    int64_t B = op->ip[GR_DEC_B], d = op->ip[GR_DEC_K], f = op->ip[GR_DEC_N];
-    int64_t r = op->ip[GR_DEC_RANK];
-    int L = (op->ninputs - 1) / GR_DEC_P_PER_LAYER;
-    int esize = (int)gr_dtype_size(gr_in(op, plan, 0)->dtype), vec = 16 / esize;
-    int bt = 1;
-    while (bt < B)
-        bt *= 2;
-    int64_t sms = t->sm_count > 0 ? t->sm_count : 1, ng = f / vec;
-    int64_t grid = sms < ng ? sms : ng;
-    int64_t nsv = (ng + grid - 1) / grid, rv = r / vec, need = nsv > rv ? nsv : rv;
-    int64_t lpr = 1;
-    while (lpr < need)
-        lpr *= 2;
-    if (lpr > 32)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\": f = %lld over %lld SMs gives each block %lld chunks "
-                            "of 16 bytes per W_down row, and r = %lld gives %lld per B_down row; "
-                            "the down pass has one lane per chunk, at most 32. Use a smaller f or "
-                            "r, or the fused variant",
-                            op->kernel->name, (long long)f, (long long)sms, (long long)nsv,
-                            (long long)r, (long long)rv);
-    int threads = GR_DEC_K_THREADS(bt);
-    gr_dec_splitk_layout l = gr_dec_splitk_smem_layout(bt, d, r, nsv * vec, threads / 32);
-    size_t per_block, per_sm;
-    smem_caps(t, &per_block, &per_sm);
-    if (l.total > per_block)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\": B = %lld, d = %lld need %.1f KB of shared memory per "
-                            "block; the target (%s, cc %d.%d) allows %.1f KB. Use a smaller d or "
-                            "B, or the fused variant",
-                            op->kernel->name, (long long)B, (long long)d, (double)l.total / 1024.0,
-                            t->name, t->cc_major, t->cc_minor, (double)per_block / 1024.0);
-    op->grid[0] = (unsigned)grid;
-    op->grid[1] = op->grid[2] = 1;
-    op->block[0] = (unsigned)threads;
-    op->block[1] = op->block[2] = 1;
-    op->smem = l.total;
-    op->ip[GR_DEC_BT] = bt;
-    op->ip[GR_DEC_K_LPR] = lpr;
-    op->ip[GR_DEC_K_NSMAX] = nsv * vec;
-    op->ip[GR_DEC_S_TW_DOWN] = 0;
-    /* accounting: every weight once; x read and written once in its dtype (prep, finish); per
-     * layer its fp32 input read, its fp32 output accumulated (counted once each, though every
-     * block reads x from L2 and adds its share with atomics) and act written; the prep's zeroing
-     * of the L accumulators */
-    double xb = (double)(B * d) * esize, xf = (double)(B * d) * 4.0, ab = (double)(B * f) * esize;
-    op->bytes_read = gr_bytes_in(op, plan) + (double)L * xf + xf;
-    op->bytes_written = xb + xf + (double)L * (2.0 * xf + ab);
-    op->launches = L + 2;
-    return GR_OK;
-}
-
 /* ---------- fused kernels: CPU references (double accumulation) ---------- */
 
 static float bf16_bits_to_f32(uint16_t h) {
@@ -1332,7 +1228,7 @@ static const gr_kernel_def k_down = {
     gr_setup_decode_gemv,
     gr_teardown_decode_gemv};
 
-/* decode_step and decode_step_stream take the same inputs (GR_DEC_P_*) */
+/* decode_step's inputs (GR_DEC_P_*) */
 #define STEP_INPUTS_DOC                                                                            \
     "x [B, d], then per layer w_norm [d], W_gate [f, d], W_up [f, d], W_down [d, f], A_gate [r, "  \
     "d], A_up [r, d], A_down [r, f], B_gate [f, r], B_up [f, r], B_down [d, r]"
@@ -1358,47 +1254,6 @@ static const gr_kernel_def k_step = {
     gr_setup_decode_step,
     gr_teardown_decode_step};
 
-static const gr_kernel_def k_step_stream = {
-    "decode_step_stream",
-    "decode_step with the weights streamed through a shared-memory ring by bulk copies (TMA, cc "
-    ">= 9.0): one block per SM, a producer warp that copies every phase's weights in order and "
-    "never waits at a grid barrier, and consumer warps that compute from the ring, so HBM keeps "
-    "streaming while the grid synchronises (B <= 8)",
-    STEP_INPUTS_DOC,
-    "x (in place), act [B, f]",
-    1 + GR_DEC_P_PER_LAYER,
-    1 + GR_DEC_P_PER_LAYER *GR_DEC_P_MAX_LAYERS,
-    2,
-    2,
-    gate_up_attrs,
-    2,
-    GR_KF_INPLACE,
-    check_step_stream,
-    gr_launch_decode_step_stream,
-    ref_step,
-    gr_setup_decode_step,
-    gr_teardown_decode_step};
-
-static const gr_kernel_def k_step_splitk = {
-    "decode_step_splitk",
-    "a fused LoRA MLP decode step as one kernel per layer (plus a prep and a finish kernel): each "
-    "block computes act for a slice of the f outputs and at once the slice's split-K share of the "
-    "down projection, added into the layer's fp32 output with vector atomics (B <= 8)",
-    STEP_INPUTS_DOC,
-    "x (in place), act [B, f]",
-    1 + GR_DEC_P_PER_LAYER,
-    1 + GR_DEC_P_PER_LAYER *GR_DEC_P_MAX_LAYERS,
-    2,
-    2,
-    gate_up_attrs,
-    2,
-    GR_KF_INPLACE | GR_KF_PDL,
-    check_step_splitk,
-    gr_launch_decode_step_splitk,
-    ref_step,
-    gr_setup_decode_step_splitk,
-    gr_teardown_decode_step_splitk};
-
 const gr_kernel_def *const gr_decode_kernels[] = {
     &k_square,  &k_rsqrt_eps, &k_scale_add, &k_mean_lastdim, &k_mul_bcast,   &k_norm_stats,
-    &k_gate_up, &k_down,      &k_step,      &k_step_stream,  &k_step_splitk, NULL};
+    &k_gate_up, &k_down,      &k_step,      NULL};

@@ -324,33 +324,5 @@ inline gr_dtype weight_dtype(const gr_op *op, const gr_launch_ctx *ctx) {
     return ctx->plan->bufs[op->inputs[0]].dtype; // x: the check made every weight match it
 }
 
-// GR_STEP_TIMES (host side): the n stamps at dev (global-timer ns, 0 where not stamped) written to
-// path as CSV: the header, then one row per `marks` stamps, its first fields from row(f, i) and the
-// stamps in ns from the earliest one (-1 where not stamped). A failure is reported, not fatal.
-template <typename Row>
-void write_stamps(const char *path, const void *dev, size_t n, int marks, const char *header,
-                  Row row) {
-    unsigned long long *h = (unsigned long long *)malloc(n * 8u);
-    FILE *f = fopen(path, "w");
-    if (!h || !f || cudaDeviceSynchronize() != cudaSuccess ||
-        cudaMemcpy(h, dev, n * 8u, cudaMemcpyDeviceToHost) != cudaSuccess) {
-        fprintf(stderr, "graphrun: GR_STEP_TIMES: cannot write %s\n", path);
-    } else {
-        unsigned long long t0 = ~0ull;
-        for (size_t i = 0; i < n; i++)
-            if (h[i] && h[i] < t0) t0 = h[i];
-        fprintf(f, "%s\n", header);
-        for (size_t i = 0; i < n / (size_t)marks; i++) {
-            row(f, i);
-            for (int k = 0; k < marks; k++) {
-                const unsigned long long v = h[i * (size_t)marks + (size_t)k];
-                fprintf(f, ",%lld", v ? (long long)(v - t0) : -1LL);
-            }
-            fprintf(f, "\n");
-        }
-    }
-    if (f) fclose(f);
-    free(h);
-}
 } // namespace
 #endif

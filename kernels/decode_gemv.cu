@@ -49,7 +49,6 @@
 #include "kernels/gemm.h"
 #include "kernels/decode_dev.cuh"
 #include "kernels/launch.cuh"
-#include "kernels/mbarrier.cuh"
 
 namespace {
 
@@ -58,7 +57,6 @@ template <typename T> struct GateUpArgs {
     const float *ssq, *tin;
     T *act;
     float *td, *zero_ssq, *zero_tin;
-    unsigned long long *ts; // GR_STEP_TIMES: this phase's per-block timestamps, else null
     int B, K, N, rank, tw, ntiles;
     float scale, eps;
 };
@@ -69,22 +67,9 @@ template <typename T> struct DownArgs {
     const T *w_next, *Ag_next, *Au_next;
     T *x_out; // may be x_in (in place): each element is read and written by one thread
     float *ssq_next, *tin_next, *zero_td;
-    unsigned long long *ts;
     int B, K, N, rank, tw, ntiles;
     float scale;
 };
-
-// GR_STEP_TIMES (a diagnostic of the step kernel, docs/decode_step.md): thread 0 of each block
-// stamps the global timer at points of a phase: 0 entry, 1 past the wait, 2 staged, 3 tasks done,
-// 4 phase done, 5 arrival fenced (its writes visible). One uniform branch when off.
-constexpr int kMarks = 6;
-__device__ __forceinline__ void mark(unsigned long long *ts, int point) {
-    if (ts && threadIdx.x == 0) {
-        unsigned long long t;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-        ts[(size_t)blockIdx.x * kMarks + point] = t;
-    }
-}
 
 // Block b of the grid works on batch tile b % tiles; the blocks of one tile split the tasks.
 // Teams are numbered across the tile's blocks first (team t of block i is t * bpt + i), so the
@@ -156,7 +141,6 @@ __device__ __forceinline__ void gate_up_body(const GateUpArgs<T> &p, unsigned ch
     constexpr int PL = VEC / 4; // fp32 planes per chunk
     constexpr int V = kRows * BT;
     constexpr int G = 32 / V; // lanes that hold one reduced value
-    mark(p.ts, 0);
     const gr_dec_layout L = gr_dec_smem_layout(0, BT, p.K, p.rank, (int)sizeof(T));
     unsigned char *sx = smem + L.act;
     float *lora = reinterpret_cast<float *>(smem + L.lora);
@@ -191,7 +175,6 @@ __device__ __forceinline__ void gate_up_body(const GateUpArgs<T> &p, unsigned ch
     for (int c = tid * 8; c < nch; c += kThreads * 8)
         prefetch_l2(p.w + (size_t)c * VEC);
     wait(); // everything below may depend on the previous kernel
-    mark(p.ts, 1);
     if (blockIdx.x == 0) { // the next layer's statistics, accumulated by the down kernel next
         if (p.zero_ssq)
             for (int i = tid; i < p.B; i += kThreads)
@@ -244,7 +227,6 @@ __device__ __forceinline__ void gate_up_body(const GateUpArgs<T> &p, unsigned ch
     for (int i = tid; i < rank * BT; i += kThreads)
         std_acc[i] = 0.f;
     __syncthreads();
-    mark(p.ts, 2);
 
     // A_down act for j = tt (the first of the j this thread owns), summed over the team's tasks
     // in registers; further j (rank > team threads) go to shared memory per task.
@@ -361,11 +343,9 @@ __device__ __forceinline__ void gate_up_body(const GateUpArgs<T> &p, unsigned ch
         for (int b = 0; b < BT; b++)
             if (b < bp.nb) atomicAdd(&std_acc[tt * BT + b], tda[b]);
     __syncthreads();
-    mark(p.ts, 3);
     const int vec = red_vec(p.B, bp.b0);
     for (int j = tid; j < rank; j += kThreads)
         red_add(p.td + (size_t)j * p.B + bp.b0, std_acc + j * BT, bp.nb, vec);
-    mark(p.ts, 4);
 }
 
 template <typename T, int BT, int P>
@@ -381,7 +361,6 @@ __device__ __forceinline__ void down_body(const DownArgs<T> &p, unsigned char *s
     constexpr int VEC = 16 / (int)sizeof(T);
     constexpr int V = kRows * BT;
     constexpr int G = 32 / V;
-    mark(p.ts, 0);
     const gr_dec_layout L = gr_dec_smem_layout(1, BT, p.K, p.rank, (int)sizeof(T));
     unsigned char *sx = smem + L.act;
     float *lora = reinterpret_cast<float *>(smem + L.lora); // [j][b] scale * tdown
@@ -411,7 +390,6 @@ __device__ __forceinline__ void down_body(const DownArgs<T> &p, unsigned char *s
         }
     }
     wait(); // everything below may depend on the previous kernel
-    mark(p.ts, 1);
     if (blockIdx.x == 0 && p.zero_td) // the next layer's gate_up accumulates into it
         for (int i = tid; i < rank * p.B; i += kThreads)
             p.zero_td[i] = 0.f;
@@ -441,7 +419,6 @@ __device__ __forceinline__ void down_body(const DownArgs<T> &p, unsigned char *s
     for (int i = tid; i < nstat * BT; i += kThreads)
         sst[i] = 0.f;
     __syncthreads();
-    mark(p.ts, 2);
 
     // Statistic j0 = tt (0: sum x^2; 1..r: A_gate (x w); r+1..2r: A_up (x w)) summed over the
     // team's tasks in registers; j0 + team threads (nstat > team threads: TW = 1, r >= 16) with
@@ -574,14 +551,12 @@ __device__ __forceinline__ void down_body(const DownArgs<T> &p, unsigned char *s
         for (int b = 0; b < BT; b++)
             if (b < bp.nb) atomicAdd(&sst[j0 * BT + b], sacc[b]);
     __syncthreads();
-    mark(p.ts, 3);
     if (nstat) {
         const int vec = red_vec(p.B, bp.b0);
         for (int j = tid; j < nstat; j += kThreads)
             red_add(j == 0 ? p.ssq_next + bp.b0 : p.tin_next + (size_t)(j - 1) * p.B + bp.b0,
                     sst + j * BT, bp.nb, vec);
     }
-    mark(p.ts, 4);
 }
 
 template <typename T, int BT, int P>
@@ -681,7 +656,6 @@ template <typename T> struct StepArgs {
     float *ssq0, *tin0, *td0;    // layer 0's statistics (plain stores) and tdown (zeroed)
     unsigned long long *bar;
     int L, B, d, rank;
-    unsigned long long *ts0; // GR_STEP_TIMES: the norm phase's stamps, else null
 };
 
 __device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long long *p) {
@@ -690,11 +664,10 @@ __device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long
     return v;
 }
 
-__device__ __forceinline__ void grid_arrive(unsigned long long *bar, unsigned long long *ts) {
+__device__ __forceinline__ void grid_arrive(unsigned long long *bar) {
     __syncthreads(); // the block's writes of this phase happen before thread 0's release
     if (threadIdx.x == 0) {
         __threadfence();
-        mark(ts, 5);
         atomicAdd(bar, 1ull);
     }
 }
@@ -770,565 +743,16 @@ __global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
         const unsigned long long v = ld_acquire_u64(a.bar);
         base = v - v % (2ull * (unsigned long long)a.L * nb);
     }
-    mark(a.ts0, 0);
     step_norm_phase<T, kWarps>(a.x, a.w0, a.Ag0, a.Au0, a.ssq0, a.tin0, a.td0, a.B, a.d, a.rank);
-    mark(a.ts0, 4);
-    grid_arrive(a.bar, a.ts0);
+    grid_arrive(a.bar);
     unsigned long long k = 0;
     for (int l = 0; l < a.L; l++) {
         gate_up_body<T, BT, depth_of<T, BT, false>()>(a.gu[l], smem,
                                                       grid_wait{a.bar, base + (++k) * nb});
-        grid_arrive(a.bar, a.gu[l].ts);
+        grid_arrive(a.bar);
         down_body<T, BT, depth_of<T, BT, true>()>(a.dn[l], smem,
                                                   grid_wait{a.bar, base + (++k) * nb});
-        if (l + 1 < a.L) grid_arrive(a.bar, a.dn[l].ts);
-    }
-}
-
-// ---------- decode_step_stream: the step in one persistent kernel, weights through a TMA ring
-// ----------
-//
-// Why another persistent kernel: decode_step's grid barriers cost 2-5 us each because a block
-// reaches its barrier with its next phase's weight loads in flight in its own registers; the
-// fence before the arrival waits for those loads and the pollers' loads queue behind them, and
-// HBM idles while the grid waits (docs/decode_step.md). Here the weights do not go through the
-// consumers at all. Each block (one per SM) has GR_DEC_S_CWARPS consumer warps and one producer
-// warp; the producer's lane 0 walks the block's stages of every phase of the step in order and
-// copies each into the next free ring slot with bulk copies (cp.async.bulk, completing on the
-// slot's "full" mbarrier, L2 evict-first: the weights are read once). It waits only for slots to
-// be released (and for its in-flight cap), never for a grid barrier, so while the consumers wait
-// at one HBM can keep filling the ring: nslots x 16 KB per SM, 9 slots (~4.6 us of the SM's share
-// of 4.2 TB/s) at fp32 B4, 12 at the default bf16 size. The fencing thread holds no weight loads,
-// so its fence only waits for the block's own act/x stores and atomics.
-//
-// Work split: tasks are 4 rows. gate_up task t (outputs 2t, 2t + 1: rows gate, up, gate, up, the
-// per-layer kernels' order) is computed whole by one warp and reduced with reduce_scatter; down
-// task t (outputs 4t .. 4t + 3) is split along K into chunks that go to different warps, whose
-// partial sums meet in shared memory (dpart) before a block-level epilogue. Task t goes to block
-// t % grid and, within it, work item (local task or (task, chunk)) i to consumer warp i % 8. The
-// arithmetic, the rounding points and the accumulators (act, x rounded to T; tdown and the next
-// layer's statistics summed in fp32 with atomics; rstd factored out of the LoRA-A products) are
-// those of decode_step, so its CPU reference checks this kernel too.
-//
-// Per phase (consumer threads only; named barrier 1, the producer never joins it):
-//   arrive (the block's writes fenced, counter += 1) -> stage the NEXT phase's epilogue weights
-//   (LoRA-B rows, A_down columns, A_next[j][m] w_next[m]) into shared memory -> wait for the
-//   counter -> stage the phase's activations (x * w_norm or act, old x, LoRA-A products, rstd)
-//   -> work items -> the block's partial sums to global with vector atomics.
-// Everything read across blocks goes through L2 (ld.global.cg); the counter is decode_step's
-// monotonic one (2 L arrivals per block and launch, so no reset between launches).
-// Measured (runs 31-35, docs/decode_step.md): correct in every dtype, but no faster than the
-// per-layer kernels with PDL (fp32 B4 186.3 us against 180.9): the stall at each grid barrier
-// (~5-6 us: fence, barrier, staging the activations from L2 under load) outlasts the ring.
-
-__device__ __forceinline__ void consumers_sync() {
-    asm volatile("bar.sync 1, %0;" ::"n"(GR_DEC_S_CWARPS * 32) : "memory");
-}
-
-template <typename T> struct StreamLayer {
-    const T *w, *Wg, *Wu, *Wd, *Ag, *Au, *Ad, *Bg, *Bu, *Bd;
-};
-template <typename T> struct StreamArgs {
-    StreamLayer<T> ly[GR_DEC_P_MAX_LAYERS];
-    T *x, *act;
-    unsigned char *stats; // per layer (st_per_layer bytes): ssq [B], tin [2r][B], td [r][B]
-    size_t st_per_layer, st_tin, st_td;
-    unsigned long long *bar;
-    unsigned long long *ts; // GR_STEP_TIMES: [2L + 1 phases][grid][kMarks], else null
-    int L, B, d, f, rank;
-    int inflight; // stages the producer keeps in flight (1 .. nslots)
-    float scale, eps;
-    gr_dec_stream_layout sl;
-};
-template <typename T> __device__ __forceinline__ float *st_ssq(const StreamArgs<T> &a, int l) {
-    return reinterpret_cast<float *>(a.stats + (size_t)l * a.st_per_layer);
-}
-template <typename T> __device__ __forceinline__ float *st_tin(const StreamArgs<T> &a, int l) {
-    return reinterpret_cast<float *>(a.stats + (size_t)l * a.st_per_layer + a.st_tin);
-}
-template <typename T> __device__ __forceinline__ float *st_td(const StreamArgs<T> &a, int l) {
-    return reinterpret_cast<float *>(a.stats + (size_t)l * a.st_per_layer + a.st_td);
-}
-__device__ __forceinline__ int local_tasks(int ntask) {
-    const int b = (int)blockIdx.x, g = (int)gridDim.x;
-    return ntask > b ? (ntask - 1 - b) / g + 1 : 0;
-}
-template <typename T>
-__device__ __forceinline__ unsigned long long *phase_ts(const StreamArgs<T> &a, int phase) {
-    return a.ts ? a.ts + (size_t)phase * gridDim.x * kMarks : nullptr;
-}
-
-// The block's stages in the order the consumers take them: phase p = 2 l (+1 for down), local
-// task i, K chunk c.
-template <typename T> struct stage_iter {
-    const StreamArgs<T> *a;
-    int p, i, c, nloc;
-    __device__ void settle() { // skip phases in which this block has no task
-        for (; p < 2 * a->L; p++, i = 0, c = 0) {
-            nloc = local_tasks((p & 1) ? a->d / kRows : a->f / 2);
-            if (i < nloc) return;
-        }
-    }
-    __device__ explicit stage_iter(const StreamArgs<T> &args)
-        : a(&args), p(0), i(0), c(0), nloc(0) {
-        settle();
-    }
-    __device__ bool done() const {
-        return p >= 2 * a->L;
-    }
-    __device__ int kc() const {
-        return (p & 1) ? a->sl.kc_dn : a->sl.kc_gu;
-    }
-    __device__ unsigned bytes() const {
-        const int K = (p & 1) ? a->f : a->d, k0 = c * kc();
-        return (unsigned)(min(kc(), K - k0) * (int)sizeof(T));
-    }
-    __device__ const T *row(int r) const {
-        const StreamLayer<T> &ly = a->ly[p >> 1];
-        const size_t t = (size_t)blockIdx.x + (size_t)i * gridDim.x, k0 = (size_t)c * kc();
-        return (p & 1) ? ly.Wd + (kRows * t + r) * (size_t)a->f + k0
-                       : ((r & 1) ? ly.Wu : ly.Wg) + (2 * t + (r >> 1)) * (size_t)a->d + k0;
-    }
-    __device__ void next() {
-        if (++c < ((p & 1) ? a->sl.nc_dn : a->sl.nc_gu)) return;
-        c = 0;
-        if (++i < nloc) return;
-        i = 0;
-        p++;
-        settle();
-    }
-};
-
-// The producer: lane 0 of the last warp. Stage s goes to slot s % nslots, whose previous round
-// (stage s - nslots) must be released first, and is issued only once stage s - inflight has
-// landed: the ring may hold up to nslots landed stages, but at most `inflight` copies are
-// outstanding at a time. Run 31 let all slots be outstanding (144 KB per SM at fp32 B4): after a
-// phase's last slot freed, ~19 MB of copies were queued GPU-wide and every other access of the
-// step queued behind them (the block's atomics 2.5-5.7 us, its fence 1.7, staging from L2 2.3);
-// with the cap those dropped (run 32), though the step time moved little (2 stages: 186.3 us,
-// 3-9: 189.1-189.7). Also measured and removed (run 35): prefetching the stages 4-32 ahead of the
-// ring into L2 (cp.async.bulk.prefetch.L2), to keep HBM streaming while the ring is full across a
-// grid barrier: slower at every distance (fp32 B4 189.3 -> 198.9-230.5 us, bf16 588 -> 706-843).
-template <typename T>
-__device__ __forceinline__ void stream_produce(const StreamArgs<T> &a, unsigned char *ring,
-                                               unsigned long long *full, unsigned long long *empty,
-                                               unsigned *seq) {
-    unsigned long long policy = 0;
-    GR_SM90(asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"
-                             : "=l"(policy)));
-    const unsigned NS = (unsigned)a.sl.nslots, IF = (unsigned)a.inflight;
-    stage_iter<T> fill(a);
-    for (unsigned s = 0; !fill.done(); s++, fill.next()) {
-        const unsigned slot = s % NS;
-        if (s >= NS) mbar_wait(&empty[slot], (s / NS - 1u) & 1u);
-        if (s >= IF) mbar_wait(&full[(s - IF) % NS], ((s - IF) / NS) & 1u);
-        const unsigned bytes = fill.bytes();
-        *reinterpret_cast<volatile unsigned *>(&seq[slot]) = s;
-        mbar_expect_tx(&full[slot], bytes * (unsigned)kRows);
-        unsigned char *dst = ring + (size_t)slot * GR_DEC_S_SLOT;
-        const size_t pitch = (size_t)fill.kc() * sizeof(T);
-        for (int r = 0; r < kRows; r++)
-            bulk_load(dst + (size_t)r * pitch, fill.row(r), bytes, &full[slot], policy);
-    }
-}
-
-// A consumer's wait for stage s: first until the slot holds stage s (seq), then for its bytes.
-// A parity wait alone is ambiguous when the slot is still a round behind (stage s - nslots not yet
-// issued, which happens when nslots is smaller than the stages the warps wait on at once): the
-// parity of round s / nslots is that of a round already completed, so it would pass at once.
-__device__ __forceinline__ void stage_wait(unsigned long long *full, const unsigned *seq,
-                                           unsigned s, unsigned NS) {
-    const unsigned slot = s % NS;
-    const volatile unsigned *q = seq + slot;
-    if (*q != s) {
-        const unsigned long long t0 = global_ns();
-        while (*q != s)
-            if (global_ns() - t0 > kSpinLimitNs) __trap();
-    }
-    mbar_wait(&full[slot], (s / NS) & 1u);
-}
-
-// The next phase's epilogue weights into epi (fp32), 8 loads in flight per thread.
-template <typename T>
-__device__ __forceinline__ void stage_epi(const StreamArgs<T> &a, int p, float *epi) {
-    const int l = p >> 1, r = a.rank, tid = (int)threadIdx.x;
-    constexpr int NT = GR_DEC_S_CWARPS * 32, U = 8;
-    const StreamLayer<T> &ly = a.ly[l];
-    if (!(p & 1)) { // gate_up task i: [4 rows][r] LoRA-B, then A_down [r][2]
-        const int n = local_tasks(a.f / 2) * 6 * r;
-        for (int e0 = tid; e0 < n; e0 += U * NT) {
-            float v[U];
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int e = e0 + u * NT;
-                v[u] = 0.f;
-                if (e >= n) continue;
-                const int i = e / (6 * r), q = e - i * 6 * r;
-                const size_t n0 = 2 * ((size_t)blockIdx.x + (size_t)i * gridDim.x);
-                if (q < 4 * r) {
-                    const int rr = q / r, j = q - rr * r;
-                    v[u] = to_f(((rr & 1) ? ly.Bu : ly.Bg)[(n0 + (rr >> 1)) * r + j]);
-                } else {
-                    const int j = (q - 4 * r) >> 1, pp = (q - 4 * r) & 1;
-                    v[u] = to_f(ly.Ad[(size_t)j * a.f + n0 + pp]);
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < U; u++)
-                if (e0 + u * NT < n) epi[e0 + u * NT] = v[u];
-        }
-    } else { // down task i, row q (m = 4 t + q): B_down row [r], then A_next[j][m] w_next[m]
-        const bool next = l + 1 < a.L;
-        const StreamLayer<T> &nx = a.ly[next ? l + 1 : l];
-        const int n = local_tasks(a.d / kRows) * kRows * 3 * r;
-        for (int e0 = tid; e0 < n; e0 += U * NT) {
-            float v[U];
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int e = e0 + u * NT;
-                v[u] = 0.f;
-                if (e >= n) continue;
-                const int iq = e / (3 * r), q = e - iq * 3 * r;
-                const size_t m = kRows * ((size_t)blockIdx.x + (size_t)(iq / kRows) * gridDim.x) +
-                                 (size_t)(iq % kRows);
-                if (q < r) {
-                    v[u] = to_f(ly.Bd[m * r + q]);
-                } else if (next) {
-                    const int j = q - r;
-                    const T *A = j < r ? nx.Ag : nx.Au;
-                    v[u] = to_f(A[(size_t)(j % r) * a.d + m]) * to_f(nx.w[m]);
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < U; u++)
-                if (e0 + u * NT < n) epi[e0 + u * NT] = v[u];
-        }
-    }
-}
-
-template <typename T, int BT>
-__global__ void __launch_bounds__(GR_DEC_S_THREADS, 1)
-    stream_kernel(const __grid_constant__ StreamArgs<T> a) {
-    extern __shared__ __align__(128) unsigned char smem[];
-    constexpr int VEC = 16 / (int)sizeof(T), ES = (int)sizeof(T);
-    constexpr int NT = GR_DEC_S_CWARPS * 32;
-    const gr_dec_stream_layout &SL = a.sl;
-    unsigned long long *full = reinterpret_cast<unsigned long long *>(smem + SL.full);
-    unsigned long long *empty = reinterpret_cast<unsigned long long *>(smem + SL.empty);
-    unsigned *seq = reinterpret_cast<unsigned *>(smem + SL.seq);
-    unsigned char *ring = smem + SL.ring;
-    const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int NS = SL.nslots;
-    if (tid == 0) {
-        for (int i = 0; i < NS; i++) {
-            mbar_init(&full[i], 1);  // the producer's expect_tx arrival (+ the bytes)
-            mbar_init(&empty[i], 1); // the consuming warp's lane 0
-            seq[i] = ~0u;
-        }
-        mbar_init_fence();
-    }
-    __syncthreads();
-    if (warp == GR_DEC_S_CWARPS) {
-        if (lane == 0) stream_produce(a, ring, full, empty, seq);
-        return;
-    }
-
-    // ---- consumers ----
-    unsigned char *sx = smem + SL.act;
-    float *lora = reinterpret_cast<float *>(smem + SL.lora);
-    float *srstd = reinterpret_cast<float *>(smem + SL.rstd);
-    float *sacc = reinterpret_cast<float *>(smem + SL.acc);
-    float *epi = reinterpret_cast<float *>(smem + SL.epi);
-    float *sxo = reinterpret_cast<float *>(smem + SL.xo);
-    float *dpart = reinterpret_cast<float *>(smem + SL.dpart);
-    float *sxn = reinterpret_cast<float *>(smem + SL.xn);
-    const int B = a.B, d = a.d, f = a.f, r = a.rank, L = a.L;
-    const unsigned long long nb = gridDim.x;
-    unsigned long long base = 0;
-    if (tid == 0) {
-        const unsigned long long v = ld_acquire_u64(a.bar);
-        base = v - v % (2ull * (unsigned long long)L * nb);
-    }
-    mark(phase_ts(a, 0), 0);
-    step_norm_phase<T, GR_DEC_S_CWARPS>(a.x, a.ly[0].w, a.ly[0].Ag, a.ly[0].Au, st_ssq(a, 0),
-                                        st_tin(a, 0), st_td(a, 0), B, d, r);
-    mark(phase_ts(a, 0), 3);
-    mark(phase_ts(a, 0), 4);
-    unsigned s0 = 0; // the block's first stage of the phase
-    for (int p = 0; p < 2 * L; p++) {
-        const int l = p >> 1;
-        const bool dn = p & 1, next = l + 1 < L;
-        unsigned long long *ts = phase_ts(a, p + 1);
-        // arrive: the previous phase's writes of this block, then the counter
-        consumers_sync();
-        if (tid == 0) {
-            __threadfence();
-            atomicAdd(a.bar, 1ull);
-        }
-        mark(phase_ts(a, p), 5); // the previous phase's arrival (phase p of the stamps)
-        mark(ts, 0);
-        stage_epi(a, p, epi); // weights: need no barrier
-        if (tid == 0) {
-            const unsigned long long target = base + (unsigned long long)(p + 1) * nb;
-            if (ld_acquire_u64(a.bar) < target) {
-                const unsigned long long t0 = global_ns();
-                while (ld_acquire_u64(a.bar) < target)
-                    if (global_ns() - t0 > kSpinLimitNs) __trap();
-            }
-        }
-        consumers_sync();
-        mark(ts, 1);
-        const int ntask = dn ? d / kRows : f / 2, nloc = local_tasks(ntask);
-        const int K = dn ? f : d, nch = K / VEC;
-        const int kc = dn ? SL.kc_dn : SL.kc_gu, nc = dn ? SL.nc_dn : SL.nc_gu;
-        if (!dn) {
-            const float *ssq = st_ssq(a, l), *tin = st_tin(a, l);
-            if (blockIdx.x == 0 && next) { // accumulated by the down phase next
-                float *zs = st_ssq(a, l + 1), *zt = st_tin(a, l + 1);
-                for (int i = tid; i < B; i += NT)
-                    zs[i] = 0.f;
-                for (int i = tid; i < 2 * r * B; i += NT)
-                    zt[i] = 0.f;
-            }
-            // x * w_norm (fp32 planes, load_act's layout); rows past B are zero
-            constexpr int U = 4, PL = VEC / 4;
-            float4 *s4 = reinterpret_cast<float4 *>(sx);
-            const T *w = a.ly[l].w;
-            for (int i0 = tid; i0 < BT * nch; i0 += U * NT) {
-                uint4 xv[U], wv[U];
-#pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int i = i0 + u * NT, b = i / nch, c = i - b * nch;
-                    const bool in = i < BT * nch;
-                    xv[u] = in && b < B ? __ldcg(reinterpret_cast<const uint4 *>(
-                                              a.x + (size_t)b * d + (size_t)c * VEC))
-                                        : make_uint4(0, 0, 0, 0);
-                    wv[u] = in ? *reinterpret_cast<const uint4 *>(w + (size_t)c * VEC)
-                               : make_uint4(0, 0, 0, 0);
-                }
-#pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int i = i0 + u * NT, b = i / nch, c = i - b * nch;
-                    if (i >= BT * nch) continue;
-                    float xf[VEC], wf[VEC];
-                    unpack16<T>(xv[u], xf);
-                    unpack16<T>(wv[u], wf);
-#pragma unroll
-                    for (int e = 0; e < VEC; e++)
-                        xf[e] *= wf[e];
-#pragma unroll
-                    for (int q = 0; q < PL; q++)
-                        s4[(size_t)(b * PL + q) * nch + c] =
-                            make_float4(xf[4 * q], xf[4 * q + 1], xf[4 * q + 2], xf[4 * q + 3]);
-                }
-            }
-            for (int i = tid; i < 2 * r * BT; i += NT) { // [kind * r + j][b]
-                const int b = i % BT, kj = i / BT;
-                lora[i] = b < B ? a.scale * __ldcg(tin + (size_t)kj * B + b) : 0.f;
-            }
-            if (tid < BT) srstd[tid] = tid < B ? rsqrtf(__ldcg(ssq + tid) / (float)d + a.eps) : 0.f;
-            for (int i = tid; i < r * BT; i += NT)
-                sacc[i] = 0.f;
-        } else {
-            const float *td = st_td(a, l);
-            if (blockIdx.x == 0 && next) { // accumulated by the next gate_up phase
-                float *z = st_td(a, l + 1);
-                for (int i = tid; i < r * B; i += NT)
-                    z[i] = 0.f;
-            }
-            // act [BT][f] in the weight dtype (rows past B zero), 16 loads in flight per thread:
-            // at fp32 B4, f = 4096, one round trip to L2
-            constexpr int U = 16;
-            uint4 *s4 = reinterpret_cast<uint4 *>(sx);
-            for (int i0 = tid; i0 < BT * nch; i0 += U * NT) {
-                uint4 v[U];
-#pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int i = i0 + u * NT, b = i / nch, c = i - b * nch;
-                    v[u] = i < BT * nch && b < B ? __ldcg(reinterpret_cast<const uint4 *>(
-                                                       a.act + (size_t)b * f + (size_t)c * VEC))
-                                                 : make_uint4(0, 0, 0, 0);
-                }
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (i0 + u * NT < BT * nch) s4[i0 + u * NT] = v[u];
-            }
-            for (int i = tid; i < nloc * kRows * BT; i += NT) { // [task][row][b]
-                const int iq = i / BT, b = i - iq * BT;
-                const size_t m = kRows * ((size_t)blockIdx.x + (size_t)(iq / kRows) * gridDim.x) +
-                                 (size_t)(iq % kRows);
-                sxo[i] = b < B ? to_f(ldcg_elem(a.x + (size_t)b * d + m)) : 0.f;
-            }
-            for (int i = tid; i < r * BT; i += NT) {
-                const int b = i % BT, j = i / BT;
-                lora[i] = b < B ? a.scale * __ldcg(td + (size_t)j * B + b) : 0.f;
-            }
-        }
-        consumers_sync();
-        mark(ts, 2);
-
-        // ---- this warp's work: gate_up tasks whole, down tasks chunk by chunk ----
-        constexpr int V = kRows * BT, G = 32 / V;
-        float racc[BT]; // gate_up: A_down act for j = lane, summed over the warp's tasks
-#pragma unroll
-        for (int b = 0; b < BT; b++)
-            racc[b] = 0.f;
-        const int nitems = dn ? nloc * nc : nloc;
-        for (int it = warp; it < nitems; it += GR_DEC_S_CWARPS) {
-            const int i = dn ? it / nc : it; // local task
-            const size_t t = (size_t)blockIdx.x + (size_t)i * gridDim.x;
-            float acc[kRows][BT];
-#pragma unroll
-            for (int q = 0; q < kRows; q++)
-#pragma unroll
-                for (int b = 0; b < BT; b++)
-                    acc[q][b] = 0.f;
-            const int c0 = dn ? it - i * nc : 0, c1 = dn ? c0 + 1 : nc;
-            for (int c = c0; c < c1; c++) {
-                const unsigned s = s0 + (unsigned)(i * nc + c);
-                stage_wait(full, seq, s, (unsigned)NS);
-                const int slot = (int)(s % (unsigned)NS);
-                const unsigned char *sl = ring + (size_t)slot * GR_DEC_S_SLOT;
-                const int k0 = c * kc, nv = min(kc, K - k0) / VEC;
-                if (!dn) {
-#pragma unroll 2
-                    for (int v = lane; v < nv; v += 32) {
-                        uint4 wv[kRows];
-#pragma unroll
-                        for (int q = 0; q < kRows; q++)
-                            wv[q] = *reinterpret_cast<const uint4 *>(sl + (size_t)q * kc * ES +
-                                                                     (size_t)v * 16);
-                        consume<T, BT, true>(wv, k0 / VEC + v, nch, sx, acc);
-                    }
-                } else {
-#pragma unroll 2
-                    for (int v = lane; v < nv; v += 32) {
-                        uint4 wv[kRows];
-#pragma unroll
-                        for (int q = 0; q < kRows; q++)
-                            wv[q] = *reinterpret_cast<const uint4 *>(sl + (size_t)q * kc * ES +
-                                                                     (size_t)v * 16);
-                        consume<T, BT, false>(wv, k0 / VEC + v, nch, sx, acc);
-                    }
-                }
-                __syncwarp();
-                if (lane == 0) mbar_arrive(&empty[slot]);
-            }
-            if (dn) { // the chunk's partial sums; the epilogue below adds the chunks
-                float v[V];
-#pragma unroll
-                for (int q = 0; q < kRows; q++)
-#pragma unroll
-                    for (int b = 0; b < BT; b++)
-                        v[q * BT + b] = acc[q][b];
-                const float tot = reduce_scatter<V>(v, lane); // value lane / G = row * BT + b
-                if (lane % G == 0) dpart[((size_t)i * nc + c0) * V + lane / G] = tot;
-                continue;
-            }
-            const float *e = epi + (size_t)i * 6 * r;
-            for (int j = lane; j < r; j += 32)
-#pragma unroll
-                for (int q = 0; q < kRows; q++) {
-                    const float bv = e[q * r + j];
-                    const float *lt = lora + ((size_t)(q & 1) * r + j) * BT;
-#pragma unroll
-                    for (int b = 0; b < BT; b++)
-                        acc[q][b] = fmaf(bv, lt[b], acc[q][b]);
-                }
-            float v[V];
-#pragma unroll
-            for (int q = 0; q < kRows; q++)
-#pragma unroll
-                for (int b = 0; b < BT; b++)
-                    v[q * BT + b] = acc[q][b];
-            const float tot = reduce_scatter<V>(v, lane);         // value lane / G = row * BT + b
-            const float u = __shfl_down_sync(kFull, tot, BT * G); // up row of the pair
-            const int idx = lane / G, q = idx / BT, b = idx - q * BT;
-            float at_f = 0.f;
-            if (lane % G == 0 && !(q & 1) && b < B) {
-                const float g = srstd[b] * tot, uu = srstd[b] * u;
-                const T at = from_f<T>(g / (1.f + __expf(-g)) * uu);
-                a.act[(size_t)b * f + 2 * t + (q >> 1)] = at;
-                at_f = to_f(at); // as the down phase reads it back
-            }
-#pragma unroll
-            for (int pp = 0; pp < 2; pp++)
-#pragma unroll
-                for (int bb = 0; bb < BT; bb++) {
-                    const float av = __shfl_sync(kFull, at_f, (2 * pp * BT + bb) * G);
-                    if (lane < r) racc[bb] = fmaf(e[4 * r + 2 * lane + pp], av, racc[bb]);
-                    for (int j = lane + 32; j < r; j += 32)
-                        atomicAdd(&sacc[j * BT + bb], e[4 * r + 2 * j + pp] * av);
-                }
-        }
-        s0 += (unsigned)(nloc * nc);
-        if (!dn) {
-            if (lane < r)
-#pragma unroll
-                for (int b = 0; b < BT; b++)
-                    if (b < B) atomicAdd(&sacc[lane * BT + b], racc[b]);
-            consumers_sync();
-        } else {
-            // down epilogue, one thread per (task, row, b): the chunks' sums + the LoRA term +
-            // the residual, rounded to T once; then the next layer's statistics per (j, b)
-            consumers_sync();
-            for (int e = tid; e < nloc * V; e += NT) {
-                const int i = e / V, qb = e - i * V, q = qb / BT, b = qb - q * BT;
-                float y = 0.f;
-                for (int c = 0; c < nc; c++)
-                    y += dpart[((size_t)i * nc + c) * V + qb];
-                const float *bd = epi + ((size_t)i * kRows + q) * 3 * r;
-                for (int j = 0; j < r; j++)
-                    y = fmaf(bd[j], lora[j * BT + b], y);
-                float xf = 0.f;
-                if (b < B) {
-                    const size_t m = kRows * ((size_t)blockIdx.x + (size_t)i * gridDim.x) + q;
-                    const T xn = from_f<T>(sxo[e] + y);
-                    a.x[(size_t)b * d + m] = xn;
-                    xf = to_f(xn);
-                }
-                sxn[e] = xf;
-            }
-            consumers_sync();
-            if (next)
-                for (int e = tid; e < (2 * r + 1) * BT; e += NT) {
-                    const int j = e / BT, b = e - j * BT;
-                    float sum = 0.f;
-                    for (int iq = 0; iq < nloc * kRows; iq++) {
-                        const float xv = sxn[iq * BT + b];
-                        sum = fmaf(j == 0 ? xv : epi[(size_t)iq * 3 * r + r + j - 1], xv, sum);
-                    }
-                    sacc[e] = sum;
-                }
-            consumers_sync();
-        }
-        mark(ts, 3);
-        const int vec = red_vec(B, 0);
-        if (!dn) {
-            float *td = st_td(a, l);
-            for (int j = tid; j < r; j += NT)
-                red_add(td + (size_t)j * B, sacc + j * BT, B, vec);
-        } else if (next) {
-            float *ssq = st_ssq(a, l + 1), *tin = st_tin(a, l + 1);
-            for (int j = tid; j < 2 * r + 1; j += NT)
-                red_add(j == 0 ? ssq : tin + (size_t)(j - 1) * B, sacc + j * BT, B, vec);
-        }
-        mark(ts, 4);
-    }
-}
-
-template <typename T> void (*stream_kernel_for(long long bt))(StreamArgs<T>) {
-    switch (bt) {
-    case 1:
-        return stream_kernel<T, 1>;
-    case 2:
-        return stream_kernel<T, 2>;
-    case 4:
-        return stream_kernel<T, 4>;
-    case 8:
-        return stream_kernel<T, 8>;
-    default:
-        return nullptr;
+        if (l + 1 < a.L) grid_arrive(a.bar);
     }
 }
 
@@ -1515,10 +939,8 @@ template <typename K> gr_status allow_smem(K kernel, int bytes, gr_error *err) {
 // left it. The driver's own choice follows each kernel's shared memory (gate_up's ~9 KB, down's
 // ~17 KB per block at the default size) and cost ~0.4 us per kernel boundary with --pdl (H200,
 // runs 16-17: 507.2-507.9 -> 490.9-496.3 us per step; without PDL 565.4 -> 559.4-559.9; fp32
-// B4 with PDL 192.4 -> 187.9-188.5). 100 (all shared memory) by default: the kernels
-// read weights past L1 and activations through L2, so L1 capacity buys them nothing.
-// GR_DEC_CARVEOUT=N (0-100, percent of the most shared memory) sets another value, -1 leaves the
-// driver's choice (a diagnostic, docs/decode_step.md).
+// B4 with PDL 192.4 -> 187.9-188.5). 100 (all shared memory): the kernels read weights past L1
+// and activations through L2, so L1 capacity buys them nothing.
 template <typename K> gr_status set_carveout(K kernel, int pct, gr_error *err) {
     GR_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, pct), err);
     return GR_OK;
@@ -1552,15 +974,9 @@ gr_status setup_gemv_t(const gr_op *op, const gr_launch_ctx *, gr_error *err) {
     if (bt != 1 && bt != 2 && bt != 4 && bt != 8)
         return gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: batch tile %d", op->kernel->name,
                             bt);
-    int pct = 100;
-    const char *env = getenv("GR_DEC_CARVEOUT");
-    if (env && *env) pct = atoi(env);
-    if (pct > 100) pct = 100;
-    if (pct >= 0) {
-        GR_TRY(set_carveout(norm_stats_kernel<T>, pct, err));
-        GR_TRY(with_gemv_kernel<T>(op, down, GR_OK,
-                                   [&](auto k) { return set_carveout(k, pct, err); }));
-    }
+    GR_TRY(set_carveout(norm_stats_kernel<T>, GR_DEC_CARVEOUT, err));
+    GR_TRY(with_gemv_kernel<T>(op, down, GR_OK,
+                               [&](auto k) { return set_carveout(k, GR_DEC_CARVEOUT, err); }));
     if (op->smem <= 48u * 1024u) return GR_OK;
     int dev = 0, optin = 0;
     GR_CUDA(cudaGetDevice(&dev), err);
@@ -1592,7 +1008,6 @@ template <typename T> GateUpArgs<T> gate_up_args(const gr_op *op, const gr_launc
     a.td = (float *)d[op->outputs[1]];
     a.zero_ssq = op->noutputs > 2 ? (float *)d[op->outputs[2]] : nullptr;
     a.zero_tin = op->noutputs > 3 ? (float *)d[op->outputs[3]] : nullptr;
-    a.ts = nullptr;
     a.B = (int)op->ip[GR_DEC_B];
     a.K = (int)op->ip[GR_DEC_K];
     a.N = (int)op->ip[GR_DEC_N];
@@ -1621,7 +1036,6 @@ template <typename T> DownArgs<T> down_args(const gr_op *op, const gr_launch_ctx
     a.tin_next = next ? (float *)d[op->outputs[2]] : nullptr;
     a.zero_td = (op->ip[GR_DEC_FLAGS] & GR_DEC_F_ZERO) ? (float *)d[op->outputs[op->noutputs - 1]]
                                                        : nullptr;
-    a.ts = nullptr;
     a.B = (int)op->ip[GR_DEC_B];
     a.K = (int)op->ip[GR_DEC_K];
     a.N = (int)op->ip[GR_DEC_N];
@@ -1746,27 +1160,20 @@ gr_status launch_norm_stats_t(const gr_op *op, const gr_launch_ctx *ctx, gr_erro
 
 // The step's device scratch: the barrier counter (its own 256-byte line), then per layer the
 // statistics ssq [B], tin [2r, B], tdown [r, B] (fp32).
-// With GR_STEP_TIMES=FILE, also the per-block stamps of every phase of the last launch
-// [2L + 1 phases][grid][kMarks], written to FILE as CSV when the op's state is freed.
 struct step_state {
     unsigned char *scratch;
-    char times_path[512];
-    size_t times_off, times_n;
-    unsigned grid;
-    int inflight; // decode_step_stream: GR_DEC_S_INFLIGHT, or the environment's override
 };
 struct step_scratch {
-    size_t bar, stats, tin, td, per_layer, times, total;
+    size_t bar, stats, tin, td, per_layer, total;
 };
-step_scratch step_scratch_layout(long long L, long long B, long long r, unsigned grid, bool times) {
+step_scratch step_scratch_layout(long long L, long long B, long long r) {
     step_scratch s;
     s.bar = 0;
     s.stats = 256;
     s.tin = gr_dec_align16((size_t)B * sizeof(float)); // offsets within a layer's statistics
     s.td = s.tin + gr_dec_align16((size_t)(2 * r * B) * sizeof(float));
     s.per_layer = s.td + gr_dec_align16((size_t)(r * B) * sizeof(float));
-    s.times = gr_dec_align16(s.stats + (size_t)L * s.per_layer);
-    s.total = s.times + (times ? (size_t)(2 * L + 1) * grid * kMarks * 8u : 0u);
+    s.total = gr_dec_align16(s.stats + (size_t)L * s.per_layer);
     return s;
 }
 
@@ -1815,12 +1222,7 @@ gr_status launch_step_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err
     const int L = (op->ninputs - 1) / GR_DEC_P_PER_LAYER;
     const int B = (int)op->ip[GR_DEC_B], dm = (int)op->ip[GR_DEC_K], f = (int)op->ip[GR_DEC_N];
     const int r = (int)op->ip[GR_DEC_RANK];
-    const step_scratch sl = step_scratch_layout(L, B, r, op->grid[0], st->times_n > 0);
-    unsigned long long *times =
-        st->times_n ? (unsigned long long *)(st->scratch + sl.times) : nullptr;
-    auto ts = [&](int phase) {
-        return times ? times + (size_t)phase * op->grid[0] * kMarks : nullptr;
-    };
+    const step_scratch sl = step_scratch_layout(L, B, r);
     auto ssq = [&](int l) { return (float *)(st->scratch + sl.stats + (size_t)l * sl.per_layer); };
     auto tin = [&](int l) { return (float *)((unsigned char *)ssq(l) + sl.tin); };
     auto td = [&](int l) { return (float *)((unsigned char *)ssq(l) + sl.td); };
@@ -1854,7 +1256,6 @@ gr_status launch_step_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err
         g.ntiles = (int)op->ip[GR_DEC_TILES];
         g.scale = (float)op->fp[0];
         g.eps = (float)op->fp[1];
-        g.ts = ts(1 + 2 * l);
         DownArgs<T> &n = a->dn[l];
         n.x_in = x;
         n.act = act;
@@ -1875,7 +1276,6 @@ gr_status launch_step_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err
         n.tw = (int)op->ip[GR_DEC_S_TW_DOWN];
         n.ntiles = (int)op->ip[GR_DEC_TILES];
         n.scale = (float)op->fp[0];
-        n.ts = ts(2 + 2 * l);
     }
     a->x = x;
     a->w0 = W(0, GR_DEC_P_WNORM);
@@ -1889,59 +1289,8 @@ gr_status launch_step_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err
     a->B = B;
     a->d = dm;
     a->rank = r;
-    a->ts0 = ts(0);
 
     cudaError_t rc = launch_cooperative(kernel, op, ctx, *a);
-    free(a);
-    GR_CUDA(rc, err);
-    return gr_launch_status(op->kernel->name, op->path, err);
-}
-
-template <typename T>
-gr_status launch_stream_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
-    const step_state *st = (const step_state *)ctx->op_state;
-    void (*kernel)(StreamArgs<T>) = stream_kernel_for<T>(op->ip[GR_DEC_BT]);
-    if (!st || !kernel)
-        return gr_error_set(err, GR_ERR_INTERNAL, op->path,
-                            "%s: no scratch from setup() or batch tile %lld", op->kernel->name,
-                            (long long)op->ip[GR_DEC_BT]);
-    void *const *d = ctx->dptr;
-    const int L = (op->ninputs - 1) / GR_DEC_P_PER_LAYER;
-    const int B = (int)op->ip[GR_DEC_B], dm = (int)op->ip[GR_DEC_K], f = (int)op->ip[GR_DEC_N];
-    const int r = (int)op->ip[GR_DEC_RANK];
-    const step_scratch sl = step_scratch_layout(L, B, r, op->grid[0], st->times_n > 0);
-    static_assert(sizeof(StreamArgs<T>) <= 32764, "kernel parameter limit");
-    StreamArgs<T> *a = (StreamArgs<T> *)calloc(1, sizeof(StreamArgs<T>));
-    if (!a) return gr_error_set(err, GR_ERR_NOMEM, op->path, "out of host memory");
-    for (int l = 0; l < L; l++) {
-        auto W = [&](int k) { return (const T *)d[op->inputs[1 + GR_DEC_P_PER_LAYER * l + k]]; };
-        a->ly[l] = StreamLayer<T>{W(GR_DEC_P_WNORM), W(GR_DEC_P_WGATE), W(GR_DEC_P_WUP),
-                                  W(GR_DEC_P_WDOWN), W(GR_DEC_P_AGATE), W(GR_DEC_P_AUP),
-                                  W(GR_DEC_P_ADOWN), W(GR_DEC_P_BGATE), W(GR_DEC_P_BUP),
-                                  W(GR_DEC_P_BDOWN)};
-    }
-    a->x = (T *)d[op->outputs[0]];
-    a->act = (T *)d[op->outputs[1]];
-    a->stats = st->scratch + sl.stats;
-    a->st_per_layer = sl.per_layer;
-    a->st_tin = sl.tin;
-    a->st_td = sl.td;
-    a->bar = (unsigned long long *)(st->scratch + sl.bar);
-    a->ts = st->times_n ? (unsigned long long *)(st->scratch + sl.times) : nullptr;
-    a->L = L;
-    a->B = B;
-    a->d = dm;
-    a->f = f;
-    a->rank = r;
-    a->scale = (float)op->fp[0];
-    a->eps = (float)op->fp[1];
-    a->inflight = st->inflight;
-    a->sl = gr_dec_stream_smem_layout((int)op->ip[GR_DEC_BT], dm, f, r, (int)sizeof(T), op->grid[0],
-                                      op->smem);
-    if (a->inflight > a->sl.nslots) a->inflight = a->sl.nslots;
-    cudaError_t rc = a->sl.nslots >= 2 && a->sl.total <= op->smem && a->inflight >= 1
-                         ? launch_cooperative(kernel, op, ctx, *a)
-                         : cudaErrorInvalidValue;
     free(a);
     GR_CUDA(rc, err);
     return gr_launch_status(op->kernel->name, op->path, err);
@@ -1952,13 +1301,8 @@ gr_status setup_resident(K kernel, const gr_op *op, const gr_launch_ctx *ctx, gr
 
 template <typename T>
 gr_status setup_step_t(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
-    if (op->kernel->launch == gr_launch_decode_step_stream) {
-        void (*k)(StreamArgs<T>) = stream_kernel_for<T>(op->ip[GR_DEC_BT]);
-        if (k) return setup_resident(k, op, ctx, err);
-    } else {
-        void (*k)(StepArgs<T>) = step_kernel_for<T>(op->ip[GR_DEC_BT]);
-        if (k) return setup_resident(k, op, ctx, err);
-    }
+    void (*k)(StepArgs<T>) = step_kernel_for<T>(op->ip[GR_DEC_BT]);
+    if (k) return setup_resident(k, op, ctx, err);
     return gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: batch tile %lld", op->kernel->name,
                         (long long)op->ip[GR_DEC_BT]);
 }
@@ -2078,46 +1422,11 @@ extern "C" gr_status gr_launch_decode_step(const gr_op *op, const gr_launch_ctx 
     GR_DEC_DISPATCH(weight_dtype(op, ctx), launch_step_t)
 }
 
-extern "C" gr_status gr_launch_decode_step_stream(const gr_op *op, const gr_launch_ctx *ctx,
-                                                  gr_error *err) {
-    GR_DEC_DISPATCH(weight_dtype(op, ctx), launch_stream_t)
-}
-
-// GR_STEP_TIMES: "phase,kind,layer,block,t0,...,t4" in ns from the launch's earliest stamp.
-static void write_step_times(const step_state *s) {
-    const unsigned grid = s->grid;
-    write_stamps(s->times_path, s->scratch + s->times_off, s->times_n, kMarks,
-                 "phase,kind,layer,block,t0,t1,t2,t3,t4,t5", [grid](FILE *f, size_t i) {
-                     const size_t ph = i / grid;
-                     fprintf(f, "%zu,%s,%ld,%u", ph,
-                             ph == 0 ? "norm" : (ph % 2 ? "gate_up" : "down"),
-                             ph == 0 ? 0L : (long)((ph - 1) / 2), (unsigned)(i % grid));
-                 });
-}
-
 extern "C" void gr_teardown_decode_step(void *state) {
     step_state *s = (step_state *)state;
     if (!s) return;
-    if (s->times_n) write_step_times(s);
     if (s->scratch) cudaFree(s->scratch);
     free(s);
-}
-
-// A stage count from the environment (a tuning override of decode_step_stream): *v unchanged when
-// the variable is unset or empty.
-static gr_status env_stages(const char *name, int lo, int hi, int *v, const gr_op *op,
-                            gr_error *err) {
-    const char *s = getenv(name);
-    if (!s || !*s) return GR_OK;
-    char *end = nullptr;
-    long n = strtol(s, &end, 10);
-    if (*end || n < lo || n > hi)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "%s=\"%s\": expected a whole number of ring stages from %d to %d "
-                            "(unset it for the default, %d)",
-                            name, s, lo, hi, *v);
-    *v = (int)n;
-    return GR_OK;
 }
 
 // Before any capture: the scratch (zeroed: the barrier counter starts at a launch boundary), the
@@ -2141,23 +1450,10 @@ extern "C" gr_status gr_setup_decode_step(const gr_op *op, const gr_launch_ctx *
             gr_error_set(err, GR_ERR_INTERNAL, op->path, "%s: unsupported dtype", op->kernel->name);
     }
     if (st != GR_OK) return st;
-    const char *times = getenv("GR_STEP_TIMES");
     const int L = (op->ninputs - 1) / GR_DEC_P_PER_LAYER;
-    const step_scratch sl =
-        step_scratch_layout(L, op->ip[GR_DEC_B], op->ip[GR_DEC_RANK], op->grid[0], times && *times);
+    const step_scratch sl = step_scratch_layout(L, op->ip[GR_DEC_B], op->ip[GR_DEC_RANK]);
     step_state *s = (step_state *)calloc(1, sizeof(step_state));
     if (!s) return gr_error_set(err, GR_ERR_NOMEM, op->path, "out of host memory");
-    s->inflight = GR_DEC_S_INFLIGHT;
-    if (env_stages("GR_DEC_S_INFLIGHT", 1, GR_DEC_S_MAX_SLOTS, &s->inflight, op, err) != GR_OK) {
-        free(s);
-        return err->code;
-    }
-    if (times && *times) {
-        snprintf(s->times_path, sizeof(s->times_path), "%s", times);
-        s->times_off = sl.times;
-        s->times_n = (size_t)(2 * L + 1) * op->grid[0] * kMarks;
-        s->grid = op->grid[0];
-    }
     cudaError_t rc = cudaMalloc(&s->scratch, sl.total);
     if (rc == cudaSuccess) rc = cudaMemset(s->scratch, 0, sl.total);
     if (rc != cudaSuccess) {

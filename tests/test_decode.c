@@ -362,12 +362,10 @@ static void test_variants_vs_naive(void) {
         snprintf(sl, sizeof(sl), "L=%d", cases[c].L);
         snprintf(st, sizeof(st), "dtype=%s", cases[c].dtype);
         const char *sets[] = {sb, sl, st, "d=64", "f=96", "r=8"};
-        /* fused_persistent and fused_stream are one-kernel steps at B <= 8 and the per-layer
-         * kernels at B = 13 */
-        const char *variants[] = {"unfused", "fused_persistent", "fused", "fused_stream",
-                                  "fused_splitk"};
-        double *xv[5] = {NULL, NULL, NULL, NULL, NULL}, *want = NULL, *x0 = NULL;
-        for (int v = 0; v < 5; v++) {
+        /* fused_persistent is a one-kernel step at B <= 8 and the per-layer kernels at B = 13 */
+        const char *variants[] = {"unfused", "fused_persistent", "fused"};
+        double *xv[3] = {NULL, NULL, NULL}, *want = NULL, *x0 = NULL;
+        for (int v = 0; v < 3; v++) {
             gr_plan *p = decode_plan(variants[v], sets, 6);
             CU_ASSERT_PTR_NOT_NULL_FATAL(p);
             gr_hoststate *init = host_state(p, 0), *hs = host_state(p, 1);
@@ -383,7 +381,7 @@ static void test_variants_vs_naive(void) {
             gr_plan_destroy(p);
         }
         int64_t n = (int64_t)cases[c].B * 64;
-        for (int v = 0; v < 5; v++) {
+        for (int v = 0; v < 3; v++) {
             double err = rel_l2(xv[v], want, n);
             if (err > cases[c].tol)
                 fprintf(stderr, "\n    %s %s B=%d L=%d: rel L2 %.2e", variants[v], cases[c].dtype,
@@ -392,7 +390,7 @@ static void test_variants_vs_naive(void) {
         }
         /* the layers changed x substantially: the comparison is not of x with itself */
         CU_ASSERT_TRUE(rel_l2(want, x0, n) > 0.3);
-        for (int v = 0; v < 5; v++)
+        for (int v = 0; v < 3; v++)
             free(xv[v]);
         free(want), free(x0);
     }
@@ -723,21 +721,17 @@ static void test_step_expansion(void) {
                                                     "A_gate", "A_up",   "A_down", "B_gate",
                                                     "B_up",   "B_down"};
     int Ls[] = {1, 3, 16, 48};
-    static const char *const variants[3] = {"fused_persistent", "fused_stream", "fused_splitk"};
-    static const char *const kernels[3] = {"decode_step", "decode_step_stream",
-                                           "decode_step_splitk"};
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0; i < 4; i++) {
         char sl[16];
         snprintf(sl, sizeof(sl), "L=%d", Ls[i % 4]);
         const char *sets[] = {sl, "d=256", "f=512"};
-        gr_plan *f = decode_plan(variants[i / 4], sets, 3);
+        gr_plan *f = decode_plan("fused_persistent", sets, 3);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        /* decode_step_splitk: a prep kernel, one per layer, a finish kernel */
-        int launches = i / 4 == 2 ? Ls[i % 4] + 2 : 1;
+        const int launches = 1;
         CU_ASSERT_EQUAL(f->nops, 1);
         CU_ASSERT_EQUAL(f->kernels, launches);
         const gr_op *op = &f->ops[0];
-        CU_ASSERT_STRING_EQUAL(op->kernel->name, kernels[i / 4]);
+        CU_ASSERT_STRING_EQUAL(op->kernel->name, "decode_step");
         CU_ASSERT_EQUAL(op->ninputs, 1 + GR_DEC_P_PER_LAYER * Ls[i % 4]);
         CU_ASSERT_STRING_EQUAL(f->bufs[op->inputs[0]].name, "x");
         CU_ASSERT_EQUAL(op->outputs[0], op->inputs[0]);
@@ -752,11 +746,12 @@ static void test_step_expansion(void) {
         CU_ASSERT_EQUAL(op->launches, launches);
         gr_plan_destroy(f);
     }
-    /* past the kernels' limits the variants are the per-layer one */
-    for (int v = 0; v < 3; v++) {
+    /* past the kernel's limits the variant is the per-layer one */
+    {
         const char *big_b[] = {"B=9", "L=2", "d=256", "f=512"};
         const char *big_l[] = {"L=49", "d=256", "f=512"};
-        gr_plan *a = decode_plan(variants[v], big_b, 4), *b = decode_plan(variants[v], big_l, 3);
+        gr_plan *a = decode_plan("fused_persistent", big_b, 4),
+                *b = decode_plan("fused_persistent", big_l, 3);
         CU_ASSERT_PTR_NOT_NULL_FATAL(a);
         CU_ASSERT_PTR_NOT_NULL_FATAL(b);
         CU_ASSERT_EQUAL(a->nops, 5);
@@ -765,197 +760,6 @@ static void test_step_expansion(void) {
         gr_plan_destroy(a);
         gr_plan_destroy(b);
     }
-}
-
-/* decode_step_stream: one block of 8 consumer warps + 1 producer warp per SM, one batch tile of B
- * rounded up to a power of two, the layout of decode.h with as many 16 KB ring slots as fit in
- * the 227 KB a Hopper block may have; the same bytes and flops as decode_step. Worked numbers for
- * the fp32 target size (B = 4, d = 1024, f = 4096): act 64 KB (4 rows of fp32 act), epilogue
- * weights 16 gate_up tasks x 6r floats = 6 KB, the rest < 3 KB: 9 slots (144 KB) remain. */
-static void test_stream_geometry(void) {
-    const char *sfp[] = {"dtype=fp32", "L=8", "d=1024", "f=4096", "B=4"};
-    gr_plan *p = decode_plan("fused_stream", sfp, 5);
-    gr_plan *q = decode_plan("fused_persistent", sfp, 5);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
-    const gr_op *op = &p->ops[0];
-    CU_ASSERT_STRING_EQUAL(op->kernel->name, "decode_step_stream");
-    CU_ASSERT_EQUAL(op->grid[0], 132);
-    CU_ASSERT_EQUAL(op->block[0], GR_DEC_S_THREADS);
-    CU_ASSERT_EQUAL(op->ip[GR_DEC_BT], 4);
-    CU_ASSERT_EQUAL(op->ip[GR_DEC_TILES], 1);
-    gr_dec_stream_layout sl = gr_dec_stream_smem_layout(4, 1024, 4096, 16, 4, 132, 227u * 1024u);
-    CU_ASSERT_EQUAL(op->smem, sl.total);
-    CU_ASSERT_TRUE(op->smem <= 227u * 1024u);
-    CU_ASSERT_EQUAL(sl.nslots, 9);
-    CU_ASSERT_EQUAL(sl.tg, 16);   /* 2048 gate_up tasks (2 outputs) over 132 blocks */
-    CU_ASSERT_EQUAL(sl.td, 2);    /* 256 down tasks (4 rows) */
-    CU_ASSERT_EQUAL(sl.nc_gu, 1); /* 4 rows x 4 KB: one slot */
-    CU_ASSERT_EQUAL(sl.kc_gu, 1024);
-    CU_ASSERT_EQUAL(sl.nc_dn, 4); /* 4 rows x 16 KB: 4 chunks of 1024 */
-    CU_ASSERT_EQUAL(sl.kc_dn, 1024);
-    CU_ASSERT_EQUAL(sl.seq - sl.empty, GR_DEC_S_MAX_SLOTS * 8u);
-    CU_ASSERT_EQUAL(sl.act - sl.seq, GR_DEC_S_MAX_SLOTS * 4u);
-    CU_ASSERT_TRUE(sl.dpart >= sl.xo + 2u * 4u * 4u * 4u);
-    CU_ASSERT_TRUE(sl.xn >= sl.dpart + 2u * 4u * 4u * 4u * 4u);
-    CU_ASSERT_TRUE(sl.ring % 128 == 0 && sl.ring >= sl.xn + 2u * 4u * 4u * 4u);
-    CU_ASSERT_DOUBLE_EQUAL(op->bytes_read, q->ops[0].bytes_read, 0.5);
-    CU_ASSERT_DOUBLE_EQUAL(op->bytes_written, q->ops[0].bytes_written, 0.5);
-    CU_ASSERT_DOUBLE_EQUAL(p->flops, q->flops, 1e-9 * q->flops);
-    gr_plan_destroy(p);
-    gr_plan_destroy(q);
-    /* the default size: one row, 12 slots; B = 3 -> a tile of 4, B = 8 -> 8 */
-    p = decode_plan("fused_stream", NULL, 0);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 1);
-    sl = gr_dec_stream_smem_layout(1, 2048, 8192, 16, 2, 132, 227u * 1024u);
-    CU_ASSERT_EQUAL(p->ops[0].smem, sl.total);
-    CU_ASSERT_EQUAL(sl.nslots, 12);
-    CU_ASSERT_EQUAL(sl.nc_gu, 1);
-    CU_ASSERT_EQUAL(sl.nc_dn, 4);
-    CU_ASSERT_EQUAL(sl.td, 4);
-    gr_plan_destroy(p);
-    const char *s3[] = {"B=3"}, *s8[] = {"B=8"};
-    p = decode_plan("fused_stream", s3, 1);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 4);
-    gr_plan_destroy(p);
-    p = decode_plan("fused_stream", s8, 1);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 8);
-    CU_ASSERT_TRUE(p->ops[0].smem <= 227u * 1024u);
-    gr_plan_destroy(p);
-}
-
-/* decode_step_splitk on the 132-SM target: one block per SM, each owning a slice of the f / VEC
- * 16-byte granules. fp32 B = 4, d = 1024, f = 4096: 1024 granules over 132 blocks (7 or 8, so 8
- * chunks of a W_down row per block at most, and r / 4 = 4 of a B_down row: 8 lanes per row), 512
- * threads at BT = 4 and 256 at BT = 8; the byte accounting of the prep / layer / finish kernels. */
-static void test_splitk_geometry(void) {
-    const char *sfp[] = {"dtype=fp32", "L=8", "d=1024", "f=4096", "B=4"};
-    gr_plan *p = decode_plan("fused_splitk", sfp, 5);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    const gr_op *op = &p->ops[0];
-    CU_ASSERT_STRING_EQUAL(op->kernel->name, "decode_step_splitk");
-    CU_ASSERT_EQUAL(op->grid[0], 132);
-    CU_ASSERT_EQUAL(op->block[0], 512);
-    CU_ASSERT_EQUAL(op->ip[GR_DEC_BT], 4);
-    CU_ASSERT_EQUAL(op->ip[GR_DEC_K_LPR], 8);
-    CU_ASSERT_EQUAL(op->ip[GR_DEC_K_NSMAX], 32);
-    CU_ASSERT_EQUAL(op->launches, 10);
-    gr_dec_splitk_layout l = gr_dec_splitk_smem_layout(4, 1024, 16, 32, 16);
-    CU_ASSERT_EQUAL(op->smem, l.total);
-    CU_ASSERT_EQUAL(l.h, 0);
-    CU_ASSERT_EQUAL(l.ssq, 16384);          /* 4 rows of 1024 fp32 */
-    CU_ASSERT_EQUAL(l.lora - l.rstd, 16);   /* rstd [4] */
-    CU_ASSERT_EQUAL(l.sact - l.lora, 8192); /* 16 warps x 32 x 4 */
-    CU_ASSERT_EQUAL(l.ad - l.sact, 512);    /* sact [4][32] */
-    CU_ASSERT_EQUAL(l.ts - l.ad, 2048);     /* ad [16][32] */
-    CU_ASSERT_EQUAL(l.total - l.ts, 256);   /* ts [16][4] */
-    CU_ASSERT_EQUAL(l.xpart, l.h);          /* xpart [4][1024] reuses h */
-    /* weights once, x in and out in fp32 per layer, act written, x once each way */
-    double w = 0;
-    for (int i = 1; i < op->ninputs; i++)
-        w += (double)p->bufs[op->inputs[i]].bytes;
-    double xb = 4.0 * 1024 * 4, ab = 4.0 * 4096 * 4;
-    CU_ASSERT_DOUBLE_EQUAL(op->bytes_read, w + xb + 8 * xb + xb, 0.5);
-    CU_ASSERT_DOUBLE_EQUAL(op->bytes_written, xb + xb + 8 * (2 * xb + ab), 0.5);
-    gr_plan_destroy(p);
-    /* bf16 default: 8 outputs per granule, B = 1; B = 8: 256 threads */
-    p = decode_plan("fused_splitk", NULL, 0);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 1);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_K_LPR], 8);    /* 1024 granules: 7-8 per block */
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_K_NSMAX], 64); /* 8 granules of 8 bf16 */
-    CU_ASSERT_EQUAL(p->kernels, 18);
-    gr_plan_destroy(p);
-    const char *s8[] = {"B=8"};
-    p = decode_plan("fused_splitk", s8, 1);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].block[0], 256);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 8);
-    gr_plan_destroy(p);
-    /* fewer granules than SMs: one block per granule */
-    const char *small[] = {"dtype=fp32", "L=1", "d=64", "f=96", "r=8"};
-    p = decode_plan("fused_splitk", small, 5);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].grid[0], 24);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_K_LPR], 2); /* 1 chunk of W_down, 2 of B_down per row */
-    gr_plan_destroy(p);
-}
-
-/* More than 32 chunks of a W_down row per block (f = 17408 fp32 over 132 SMs: 33) is refused
- * with the sizes and the way out. */
-static void test_splitk_too_wide(void) {
-    const char *sets[] = {"dtype=fp32", "L=1", "d=64", "f=17408", "r=8"};
-    gr_target t = gr_target_default();
-    char msg[1024] = "";
-    gr_plan *p = decode_plan_for("fused_splitk", sets, 5, &t, msg, sizeof(msg));
-    CU_ASSERT_PTR_NULL(p);
-    GR_ASSERT_CONTAINS(msg,
-                       "variants.fused_splitk.ops[0].ops[0]{s=0}: kernel \"decode_step_splitk\"");
-    GR_ASSERT_CONTAINS(msg, "f = 17408 over 132 SMs gives each block 33 chunks");
-    GR_ASSERT_CONTAINS(msg, "at most 32");
-    GR_ASSERT_CONTAINS(msg, "fused variant");
-    gr_plan_destroy(p);
-}
-
-/* Rows longer than a slot are split along K into chunks of whole 16-byte vectors that cover K
- * exactly once, none longer than a slot's share. */
-static void test_stream_chunks(void) {
-    static const struct {
-        long long K;
-        int rows, esize;
-    } cs[] = {{1024, 4, 4},  {2048, 4, 2},  {8448, 4, 2}, {4096, 1, 4}, {8192, 1, 2},
-              {16384, 1, 2}, {60000, 1, 4}, {264, 4, 2},  {260, 4, 4},  {12, 1, 4}};
-    for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
-        int kc = 0, nc = 0;
-        gr_dec_stream_chunks(cs[i].K, cs[i].rows, cs[i].esize, &kc, &nc);
-        const int vec = 16 / cs[i].esize;
-        CU_ASSERT_TRUE(kc > 0 && nc > 0);
-        CU_ASSERT_EQUAL(kc % vec, 0);
-        CU_ASSERT_TRUE((long long)kc * cs[i].rows * cs[i].esize <= GR_DEC_S_SLOT);
-        CU_ASSERT_TRUE((long long)(nc - 1) * kc < cs[i].K); /* the last chunk is not empty */
-        CU_ASSERT_TRUE((long long)nc * kc >= cs[i].K);
-    }
-    int kc = 0, nc = 0;
-    gr_dec_stream_chunks(8448, 4, 2, &kc, &nc); /* 4 rows x 16.5 KB: 5 chunks of 1696 */
-    CU_ASSERT_EQUAL(nc, 5);
-    CU_ASSERT_EQUAL(kc, 1696);
-}
-
-/* decode_step_stream's own refusals: a target without bulk copies, and shapes whose activations
- * leave no room for the ring; each names the op, the cause and the fix. */
-static void test_stream_errors(void) {
-    char msg[1024] = "";
-    gr_target t = gr_target_default();
-    t.cc_major = 8;
-    t.cc_minor = 0;
-    snprintf(t.name, sizeof(t.name), "an sm_80 GPU");
-    const char *sets[] = {"L=2", "d=256", "f=512"};
-    gr_plan *p = decode_plan_for("fused_stream", sets, 3, &t, msg, sizeof(msg));
-    CU_ASSERT_PTR_NULL(p);
-    gr_plan_destroy(p);
-    GR_ASSERT_CONTAINS(msg, "variants.fused_stream.ops[0].ops[0]{s=0}: ");
-    GR_ASSERT_CONTAINS(msg, "kernel \"decode_step_stream\" streams weights with bulk copies (TMA), "
-                            "which need compute capability 9.0 or later; the target (an sm_80 GPU) "
-                            "is cc 8.0");
-    GR_ASSERT_CONTAINS(msg, "Use the fused or fused_persistent variant");
-    /* fp32, B = 8, f = 16384: 512 KB of act */
-    msg[0] = 0;
-    t = gr_target_default();
-    const char *big[] = {"L=1", "d=256", "f=16384", "B=8", "dtype=fp32"};
-    p = decode_plan_for("fused_stream", big, 5, &t, msg, sizeof(msg));
-    CU_ASSERT_PTR_NULL(p);
-    gr_plan_destroy(p);
-    GR_ASSERT_CONTAINS(msg, "kernel \"decode_step_stream\": B = 8, d = 256, f = 16384, r = 16 "
-                            "leave no room for 2 weight slots of 16 KB");
-    GR_ASSERT_CONTAINS(msg, "Use smaller B, d or f, or the fused variant");
-    /* the same shape at B = 1 fits */
-    const char *one[] = {"L=1", "d=256", "f=16384", "B=1", "dtype=fp32"};
-    p = decode_plan("fused_stream", one, 5);
-    CU_ASSERT_PTR_NOT_NULL(p);
-    gr_plan_destroy(p);
 }
 
 /* decode_step's grid is one resident set for both phases: at the default size 2 blocks per SM
@@ -1521,10 +1325,6 @@ static CU_TestInfo decode_accounting_tests[] = {
     {"launch geometry", test_launch_geometry},
     {"decode_step expansion", test_step_expansion},
     {"decode_step geometry and bytes", test_step_geometry_and_bytes},
-    {"decode_step_stream geometry", test_stream_geometry},
-    {"decode_step_splitk geometry", test_splitk_geometry},
-    {"decode_step_splitk refuses slices over 32 chunks", test_splitk_too_wide},
-    {"decode_step_stream chunks", test_stream_chunks},
     CU_TEST_INFO_NULL};
 static CU_TestInfo decode_error_tests[] = {
     {"valid baseline", test_fused_valid_baseline},
@@ -1533,7 +1333,6 @@ static CU_TestInfo decode_error_tests[] = {
     {"size limits", test_size_limit_errors},
     {"small kernels", test_small_kernel_errors},
     {"decode_step", test_step_errors},
-    {"decode_step_stream", test_stream_errors},
     CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_decode_suites[] = {{"decode_reference", decode_reference_tests, 0},

@@ -126,14 +126,12 @@ static int run_size(const char *dtype, int B, int L, int d, int f, int r, int pd
     snprintf(sr, sizeof(sr), "r=%d", r);
     snprintf(st, sizeof(st), "dtype=%s", dtype);
     const char *sets[] = {sb, sl, sd, sf, sr, st};
-    /* fused: 2 kernels per layer; fused_persistent and fused_stream: the one-kernel
-     * decode_step and decode_step_stream at B <= 8; fused_splitk: L + 2 kernels at B <= 8 */
-    const char *variants[] = {"unfused",   "fused_persistent", "fused",
-                              "gemv_only", "fused_stream",     "fused_splitk"};
+    /* fused: 2 kernels per layer; fused_persistent: the one-kernel decode_step at B <= 8 */
+    const char *variants[] = {"unfused", "fused_persistent", "fused", "gemv_only"};
     char label[160];
     void *x_unfused = NULL;
     int fails = 0;
-    for (int v = 0; v < 6; v++) {
+    for (int v = 0; v < 4; v++) {
         snprintf(label, sizeof(label), "%s %s B=%d L=%d d=%d f=%d r=%d%s", variants[v], dtype, B, L,
                  d, f, r, pdl ? " pdl" : "");
         gr_plan *p = decode_plan_dev(variants[v], sets, 6);
@@ -308,9 +306,9 @@ static void test_capture_modes(void) {
     CU_ASSERT_TRUE_FATAL(device_ready());
     gr_capture_mode modes[] = {GR_CAPTURE_GLOBAL, GR_CAPTURE_THREAD_LOCAL, GR_CAPTURE_RELAXED};
     const char *sets[] = {"B=2", "L=3", "d=256", "f=512"};
-    const char *variants[] = {"fused_persistent", "fused", "fused_stream", "fused_splitk"};
-    const size_t nodes[] = {1, 7, 1, 5};
-    for (int v = 0; v < 4; v++)
+    const char *variants[] = {"fused_persistent", "fused"};
+    const size_t nodes[] = {1, 7};
+    for (int v = 0; v < 2; v++)
         for (int m = 0; m < 3; m++) {
             gr_plan *p = decode_plan_dev(variants[v], sets, 4);
             CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -330,15 +328,14 @@ static void test_capture_modes(void) {
 static void test_steps_carry_state(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
-    /* fused_persistent at B = 3 is decode_step and fused_stream decode_step_stream: their
+    /* fused_persistent at B = 3 is decode_step: its
      * grid-barrier counter carries over between launches (eager, graph replays, an unrolled
      * graph) and must stay in step; fused the
      * per-layer kernels; B = 13 the cuBLAS path, whose small kernels zero the accumulators */
-    const char *dts[] = {"fp32", "bf16", "fp32", "bf16", "fp32", "bf16", "fp32", "bf16"};
-    const char *bs[] = {"B=3", "B=3", "B=13", "B=3", "B=3", "B=1", "B=4", "B=1"};
-    const char *vs[] = {"fused_persistent", "fused_persistent", "fused",        "fused",
-                        "fused_stream",     "fused_stream",     "fused_splitk", "fused_splitk"};
-    for (int t = 0; t < 8; t++) {
+    const char *dts[] = {"fp32", "bf16", "fp32", "bf16"};
+    const char *bs[] = {"B=3", "B=3", "B=13", "B=3"};
+    const char *vs[] = {"fused_persistent", "fused_persistent", "fused", "fused"};
+    for (int t = 0; t < 4; t++) {
         char st[24];
         snprintf(st, sizeof(st), "dtype=%s", dts[t]);
         const char *sets[] = {bs[t], "L=3", "d=256", "f=512", st};
@@ -400,45 +397,32 @@ static void test_default_size(void) {
     CU_ASSERT_EQUAL(fails, 0);
 }
 
-/* The step's kernels all get one shared-memory carveout at setup (100 by default: run 16 measured
- * the driver's per-kernel choice ~0.4 us slower per PDL boundary), GR_DEC_CARVEOUT sets another
- * (here 50) or -1 leaves the driver's; the step still verifies with each. */
+/* The step's kernels all get one shared-memory carveout at setup (GR_DEC_CARVEOUT = 100: run 16
+ * measured the driver's per-kernel choice ~0.4 us slower per PDL boundary); the step verifies. */
 static void test_carveout(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
-    static const struct {
-        const char *env;
-        int want;
-    } cs[] = {{NULL, 100}, {"50", 50}, {"100", 100}};
-    for (int c = 0; c < 3; c++) {
-        if (cs[c].env)
-            setenv("GR_DEC_CARVEOUT", cs[c].env, 1);
-        else
-            unsetenv("GR_DEC_CARVEOUT");
-        const char *sets[] = {"L=2", "d=256", "f=512"};
-        gr_plan *p = decode_plan_dev("fused", sets, 3);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        gr_session *s = run_checked(p, own_rtol("bf16"), 1, GR_CAPTURE_GLOBAL, 1, "carveout");
-        CU_ASSERT_PTR_NOT_NULL(s);
-        int checked = 0;
-        for (int i = 0; i < p->nops; i++) {
-            const gr_op *o = &p->ops[i];
-            if (o->kernel->launch != gr_launch_decode_gate_up &&
-                o->kernel->launch != gr_launch_decode_down)
-                continue;
-            int norm = -2, k = gr_decode_gemv_carveout(o, p->bufs[o->inputs[0]].dtype, &norm);
-            if (k != cs[c].want || norm != cs[c].want)
-                fprintf(stderr, "\n    GR_DEC_CARVEOUT=%s: %s carveout %d, norm_stats %d",
-                        cs[c].env ? cs[c].env : "(unset)", o->name, k, norm);
-            CU_ASSERT_EQUAL(k, cs[c].want);
-            CU_ASSERT_EQUAL(norm, cs[c].want);
-            checked++;
-        }
-        CU_ASSERT_EQUAL(checked, 4);
-        gr_session_destroy(s);
-        gr_plan_destroy(p);
+    const char *sets[] = {"L=2", "d=256", "f=512"};
+    gr_plan *p = decode_plan_dev("fused", sets, 3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gr_session *s = run_checked(p, own_rtol("bf16"), 1, GR_CAPTURE_GLOBAL, 1, "carveout");
+    CU_ASSERT_PTR_NOT_NULL(s);
+    int checked = 0;
+    for (int i = 0; i < p->nops; i++) {
+        const gr_op *o = &p->ops[i];
+        if (o->kernel->launch != gr_launch_decode_gate_up &&
+            o->kernel->launch != gr_launch_decode_down)
+            continue;
+        int norm = -2, k = gr_decode_gemv_carveout(o, p->bufs[o->inputs[0]].dtype, &norm);
+        if (k != GR_DEC_CARVEOUT || norm != GR_DEC_CARVEOUT)
+            fprintf(stderr, "\n    %s carveout %d, norm_stats %d", o->name, k, norm);
+        CU_ASSERT_EQUAL(k, GR_DEC_CARVEOUT);
+        CU_ASSERT_EQUAL(norm, GR_DEC_CARVEOUT);
+        checked++;
     }
-    unsetenv("GR_DEC_CARVEOUT");
+    CU_ASSERT_EQUAL(checked, 4);
+    gr_session_destroy(s);
+    gr_plan_destroy(p);
 }
 
 /* The fused step's x, downloaded, with a handful of elements put back to their initial value
