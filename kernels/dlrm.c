@@ -1,6 +1,6 @@
 /* DLRM kernel family, host side: registry entries (argument schemas), checks (shapes, dtypes,
- * index ranges, launch dims, Linear impl and tile choice, mlp_interaction's rows per block and
- * shared-memory fit, byte/flop accounting), CPU references (double accumulation), and the
+ * index ranges, launch dims, Linear impl and tile choice, the interactions' rows per block,
+ * byte/flop accounting), CPU references (double accumulation), and the
  * cuBLASLt path of linear_act (descriptors and algorithm chosen in setup(), before any capture).
  * Device code: dlrm.cu. */
 #include "kernels/dlrm.h"
@@ -368,27 +368,44 @@ static gr_status ref_tril(const gr_op *op, const gr_plan *plan, void *const *hos
 
 /* ---------- dot_interaction ---------- */
 
-static int env_config(const char *var, const char *const *names, int n);
-
-/* Rows per block of the interaction kernels: the most of 4, 2, 1 that still give half of
- * GR_IX_BLOCKS_PER_SM blocks per SM (B = 2048 on 132 SMs: 2 rows, 1024 blocks, all resident;
- * B = 128: one row, 128 blocks), fewer where 48 KB of shared memory (no opt-in) does not hold
- * them; 0 when one row does not fit. Measured at B = 2048 (fused_tf32x3 auto_wg --pdl, one run,
- * run 53): 2 rows 67.46 us, 4 rows 69.34-69.65. GR_IX_RB (1, 2, 4) forces the choice, for
- * measuring it. */
-static int ix_rows_per_block(int64_t B, int64_t T, int64_t D, int sm_count) {
-    static const char *const names[] = {"1", "2", "4"}; /* 1 << index */
-    int rb = GR_IX_MAX_RB, forced = env_config("GR_IX_RB", names, 3);
-    if (forced >= 0) {
-        rb = 1 << forced;
-    } else {
+/* Rows per block of the interaction kernels: the op's attr rows_per_block (1, 2, 4), or with
+ * "auto" the most of 4, 2, 1 that still give half of GR_IX_BLOCKS_PER_SM blocks per SM (B = 2048
+ * on 132 SMs: 2 rows, 1024 blocks, all resident; B = 128: one row, 128 blocks); fewer where 48 KB
+ * of shared memory (no opt-in) does not hold them; 0 when one row does not fit. Measured at B =
+ * 2048 (fused_tf32x3 auto_wg --pdl, one run, run 53): 2 rows 67.46 us, 4 rows 69.34-69.65, 1 row
+ * 74.54 (run 52). */
+static int ix_rows_per_block(const gr_op *op, int64_t B, int64_t T, int64_t D, int sm_count) {
+    const char *attr = gr_op_attr_str(op, "rows_per_block", "auto");
+    const int named = strcmp(attr, "auto") != 0;
+    int rb = named ? atoi(attr) : GR_IX_MAX_RB;
+    if (!named) {
         int64_t want = (int64_t)(GR_IX_BLOCKS_PER_SM / 2) * (sm_count > 0 ? sm_count : 1);
         while (rb > 1 && cdiv64(B, rb) < want)
             rb /= 2;
+        while (rb > 1 && gr_ix_floats(rb, T, D) * (int64_t)sizeof(float) > 48 * 1024)
+            rb /= 2;
     }
-    while (rb > 1 && gr_ix_floats(rb, T, D) * (int64_t)sizeof(float) > 48 * 1024)
-        rb /= 2;
     return gr_ix_floats(rb, T, D) * (int64_t)sizeof(float) > 48 * 1024 ? 0 : rb;
+}
+
+/* The error of an interaction op whose rows do not fit 48 KB of shared memory: the attr's rows
+ * per block, or one row. */
+static gr_status ix_too_big(const gr_op *op, int64_t T, int64_t D, gr_error *err) {
+    const char *attr = gr_op_attr_str(op, "rows_per_block", "auto");
+    if (strcmp(attr, "auto") != 0)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": rows_per_block %s needs %zu bytes of shared memory "
+                            "per block (%lld vectors of %lld floats and the output row per batch "
+                            "row); at most 48 KB: use a smaller rows_per_block or \"auto\"",
+                            op->kernel->name, attr,
+                            (size_t)gr_ix_floats(atoi(attr), T, D) * sizeof(float),
+                            (long long)(T + 1), (long long)D);
+    return gr_error_set(err, GR_ERR_INPUT, op->path,
+                        "kernel \"%s\": %lld vectors of %lld floats and the output row need %zu "
+                        "bytes of shared memory for one batch row; at most 48 KB (fewer tables or "
+                        "a smaller D)",
+                        op->kernel->name, (long long)(T + 1), (long long)D,
+                        (size_t)gr_ix_floats(1, T, D) * sizeof(float));
 }
 
 /* Launch dims of an interaction kernel: rb rows per block, at most GR_IX_BLOCKS_PER_SM blocks
@@ -429,19 +446,14 @@ static gr_status check_interaction(gr_op *op, const gr_plan *plan, gr_error *err
                             "embeddings give [%lld, %lld] (%lld of x, then %lld pairwise dots)",
                             Y->name, shp(Y, s1, sizeof(s1)), (long long)T, (long long)B,
                             (long long)(D + P), (long long)D, (long long)P);
-    int rb = ix_rows_per_block(B, T, D, plan->target.sm_count);
-    if (!rb)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"dot_interaction\": %lld vectors of %lld floats and the "
-                            "output row need %zu bytes of shared memory for one batch row; at most "
-                            "48 KB (fewer tables or a smaller D)",
-                            (long long)F, (long long)D,
-                            (size_t)gr_ix_floats(1, T, D) * sizeof(float));
+    int rb = ix_rows_per_block(op, B, T, D, plan->target.sm_count);
+    if (!rb) return ix_too_big(op, T, D, err);
     op->ip[GR_INT_B] = B;
     op->ip[GR_INT_T] = T;
     op->ip[GR_INT_D] = D;
     op->ip[GR_INT_P] = P;
     op->ip[GR_INT_RB] = rb;
+    snprintf(op->form, sizeof(op->form), "rows_per_block %d", rb);
     ix_launch_dims(op, plan, B, T, D, rb);
     op->bytes_read = (double)X->bytes + (double)E->bytes;
     op->bytes_written = (double)Y->bytes;
@@ -511,14 +523,8 @@ static gr_status check_emb_interaction(gr_op *op, const gr_plan *plan, gr_error 
                             "give [%lld, %lld] (%lld of x, then %lld pairwise dots)",
                             kn, Y->name, shp(Y, s1, sizeof(s1)), T, (long long)B,
                             (long long)(D + P), (long long)D, (long long)P);
-    int rb = ix_rows_per_block(B, T, D, plan->target.sm_count);
-    if (!rb)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\": %lld vectors of %lld floats and the output row need "
-                            "%zu bytes of shared memory for one batch row; at most 48 KB (fewer "
-                            "tables or a smaller D)",
-                            kn, (long long)F, (long long)D,
-                            (size_t)gr_ix_floats(1, T, D) * sizeof(float));
+    int rb = ix_rows_per_block(op, B, T, D, plan->target.sm_count);
+    if (!rb) return ix_too_big(op, T, D, err);
     int mean = !strcmp(gr_op_attr_str(op, "pooling", "sum"), "mean");
     op->ip[GR_EI_B] = B;
     op->ip[GR_EI_T] = T;
@@ -529,13 +535,7 @@ static gr_status check_emb_interaction(gr_op *op, const gr_plan *plan, gr_error 
     op->ip[GR_EI_P] = P;
     op->ip[GR_EI_PRE] = written_by_no_op(op, plan, 1, 1 + 2 * T);
     op->ip[GR_EI_RB] = rb;
-    /* The gather through registers only when GR_IX_REG=1 asks for it (and bag 1 and the pieces
-     * allow): measured slower than the loop at dlrm_small's B = 2048 (the interaction 8.26 us in
-     * the graph against 7.52, runs 51-52); kept for measuring it. */
-    static const char *const reg_names[] = {"0", "1"};
-    op->ip[GR_EI_REG] =
-        env_config("GR_IX_REG", reg_names, 2) == 1 && bag == 1 &&
-        (int64_t)rb * T * (D % 4 == 0 ? D / 4 : D) <= (int64_t)GR_IX_THREADS * GR_IX_GATHER_U;
+    snprintf(op->form, sizeof(op->form), "rows_per_block %d", rb);
     op->fp[0] = mean ? 1.0 / (double)bag : 1.0;
     ix_launch_dims(op, plan, B, T, D, rb);
     /* the gathered rows and the indices (not the tables), x; R written: no E round trip */
@@ -586,10 +586,9 @@ static int parse_act(const char *s) {
 #define GR_LIN_AUTO_MAX_ROWS 256
 #define GR_LIN_AUTO_MIN_TILED 128
 /* Above GR_LIN_AUTO_MAX_ROWS rows, N <= GR_LIN_RD_AUTO_N takes rowdot: top.2 of dlrm_small (2048
- * x 1 x 256) 2.30-2.34 us in the graph against 2.75 on the SIMT kernel (runs 50-52). smallk and
- * rowdot at larger N are taken only when named: measured slower than what auto keeps, bot.0
- * (2048 x 512 x 13) 4.93 us on smallk against 4.51 tiled, bot.3 (2048 x 16 x 64) 5.31 on rowdot
- * against 1.98 SIMT (run 52). */
+ * x 1 x 256) 2.30-2.34 us in the graph against 2.75 on the SIMT kernel (runs 50-52). rowdot at
+ * larger N is taken only when named: measured slower than what auto keeps, bot.3 (2048 x 16 x 64)
+ * 5.31 us on rowdot against 1.98 SIMT (run 52). */
 #define GR_LIN_RD_AUTO_N 4
 
 /* The SIMT tile width: the tiles of one column block land ceil(tiles / SMs) to an SM, each
@@ -630,25 +629,9 @@ static int tiled_config(int64_t M, int64_t N, int64_t K, int sm_count) {
 /* The tensor-core kernel's configuration: the largest tile (64 x 64, 64 x 32, 32 x 32) whose
  * blocks fill every SM at least once (a block is 4 warps: one per SM leaves each scheduler a
  * single warp to hide its shared-memory and MMA latencies). M = 2048: N = 512 takes 64 x 64
- * (256 blocks), N = 256 64 x 32 (256), N = 64 and below 32 x 32. */
-/* A tuning override for measurements: the configuration named by environment variable `var`
- * (one of the n `names`), or -1 when it is unset or names none (then warned about and ignored). */
-static int env_config(const char *var, const char *const *names, int n) {
-    const char *env = getenv(var);
-    if (!env || !*env) return -1;
-    for (int c = 0; c < n; c++)
-        if (!strcmp(env, names[c])) return c;
-    fprintf(stderr, "graphrun: %s=%s ignored: use one of", var, env);
-    for (int c = 0; c < n; c++)
-        fprintf(stderr, " %s", names[c]);
-    fprintf(stderr, "\n");
-    return -1;
-}
-
+ * (256 blocks), N = 256 64 x 32 (256), N = 64 and below 32 x 32. Four stages, a K split over a
+ * cluster of two blocks and 8-warp blocks were no faster (runs 24, 27; docs/removed_designs.md). */
 static int mma_config(int64_t M, int64_t N, int sm_count) {
-    static const char *const names[GR_LIN_NCCFG] = GR_LIN_CNAMES;
-    int forced = env_config("GR_LIN_TC_CFG", names, GR_LIN_NCCFG);
-    if (forced >= 0) return forced;
     int64_t enough = sm_count > 0 ? sm_count : 1;
     if (cdiv64(M, 64) * cdiv64(N, 64) >= enough) return GR_LIN_C64;
     if (cdiv64(M, 64) * cdiv64(N, 32) >= enough) return GR_LIN_C6432;
@@ -663,38 +646,45 @@ static int wg_ok(const gr_target *t) {
 /* The wg kernel's configuration: the tall bulk form's 128 x 64 tiles (w64b2) where its blocks reach
  * 3/4 of the SMs, else 64 x 128 tiles where those do, else 64 x 64. The bulk forms need rows that
  * fold into 16-byte tensor-map rows (gr_lin_wgb_ok: M and N multiples of the row fold, 1 for
- * K % 4 == 0, 4 for odd K); where they do not, 128-wide tiles run in the shared-memory form
- * (w128) and 64-wide ones in the register-A form (w64r). M = 2048: N = 512 takes w64b2 (128
- * blocks; top.0, K = 367, rows folded in fours), N = 256 w64b (128 blocks instead of 64). Each the
- * fastest measured (B = 2048, fused_tf32x3 x3_impl=auto_wg --pdl: top.0 in w64b2 57.27-57.29 us
- * against w128's 64.23-64.45, run 65; w64b on bot.1 / top.1 64.53 us against w64r's 67.57, run 59;
- * w64r 13.41 / 13.09 us per op against 14.1-14.2 in w64, run 45; top.0 in w64b's two waves 24.54
- * against w128's 22.88, run 64, and in w128r 26.66 against 22.8). GR_LIN_WG_TALL=0 takes w128 back
- * for the tall shapes, GR_LIN_WG_BULK=0 both bulk forms (register-A form for the 64-wide tiles),
- * GR_LIN_WG_REGA=1 or 0 puts both widths in one of the older forms, GR_LIN_WG_CFG forces any one
- * configuration (measurement switches; a bulk one runs as gr_lin_wg_unbulk's where the rows do
- * not fold). */
+ * K % 4 == 0, 4 for odd K); where they do not, the tiles run in the shared-memory forms (w128,
+ * w64). M = 2048: N = 512 takes w64b2 (128 blocks; top.0, K = 367, rows folded in fours), N = 256
+ * w64b (128 blocks instead of 64). Each the fastest measured (B = 2048, fused_tf32x3
+ * x3_impl=auto_wg --pdl: top.0 in w64b2 57.27-57.29 us against w128's 64.23-64.45, run 65; w64b on
+ * bot.1 / top.1 11.0 us per op against 13.0 in the register-A form and 14.1-14.2 in w64, runs
+ * 45-60; top.0 in w64b's two waves 24.54 against w128's 22.88, run 64). */
 static int wg_config(int64_t M, int64_t N, int64_t K, int sm_count) {
-    static const char *const names[GR_LIN_NWCFG] = GR_LIN_WNAMES;
-    static const char *const flag_names[2] = {"0", "1"};
-    int forced = env_config("GR_LIN_WG_CFG", names, GR_LIN_NWCFG);
-    if (forced >= 0) return gr_lin_wgb_ok(M, N, K) ? forced : gr_lin_wg_unbulk(forced);
-    const int rega = env_config("GR_LIN_WG_REGA", flag_names, 2);
-    const int bulk =
-        gr_lin_wgb_ok(M, N, K) && rega < 0 && env_config("GR_LIN_WG_BULK", flag_names, 2) != 0;
+    const int bulk = gr_lin_wgb_ok(M, N, K);
     int64_t enough = (int64_t)(sm_count > 0 ? sm_count : 1) * 3 / 4;
-    if (bulk && env_config("GR_LIN_WG_TALL", flag_names, 2) != 0 &&
-        cdiv64(M, 128) * cdiv64(N, 64) >= enough && cdiv64(N, 64) <= 65535)
+    if (bulk && cdiv64(M, 128) * cdiv64(N, 64) >= enough && cdiv64(N, 64) <= 65535)
         return GR_LIN_W64B2;
-    if (cdiv64(M, GR_LIN_WG_BM) * cdiv64(N, 128) >= enough)
-        return rega == 1 ? GR_LIN_W128R : GR_LIN_W128;
-    return bulk ? GR_LIN_W64B : rega == 0 ? GR_LIN_W64 : GR_LIN_W64R;
+    if (cdiv64(M, GR_LIN_WG_BM) * cdiv64(N, 128) >= enough) return GR_LIN_W128;
+    return bulk ? GR_LIN_W64B : GR_LIN_W64;
 }
 
-static const char *const impl_names[] = {"simt", "lt", "tiled", "tc", "wg", "smallk", "rowdot"};
+/* The attr config of linear_act names one tile configuration of the tiled, tc or wg kernel (or
+ * "auto", the check's choice above). Its choices, in this order: */
+static const char *const config_choices[] = {"auto", "t64",  "t64w", "t32", "t16", "c64", "c6432",
+                                             "c32",  "w64",  "w128", "w64b", "w64b2", NULL};
+#define GR_LIN_CFG_T0 1 /* first tiled configuration in config_choices (GR_LIN_T64 ...) */
+#define GR_LIN_CFG_C0 5 /* first tc configuration (GR_LIN_C64 ...) */
+#define GR_LIN_CFG_W0 8 /* first wg configuration (GR_LIN_W64 ...) */
 
-/* op->form: the implementation, its configuration (the names GR_LIN_TC_CFG and GR_LIN_WG_CFG take;
- * t64, t64w, t32, t16 for the tiled kernel's) and the arithmetic it runs, e.g. "wg w64 tf32x3":
+/* The impl a config choice belongs to and its index there; impl -1 for "auto". */
+static int config_of(const char *name, int *cfg) {
+    for (int c = 1; config_choices[c]; c++)
+        if (!strcmp(name, config_choices[c])) {
+            if (c >= GR_LIN_CFG_W0) return *cfg = c - GR_LIN_CFG_W0, GR_LINEAR_WG;
+            if (c >= GR_LIN_CFG_C0) return *cfg = c - GR_LIN_CFG_C0, GR_LINEAR_TC;
+            return *cfg = c - GR_LIN_CFG_T0, GR_LINEAR_TILED;
+        }
+    *cfg = -1;
+    return -1;
+}
+
+static const char *const impl_names[] = {"simt", "lt", "tiled", "tc", "wg", "rowdot"};
+
+/* op->form: the implementation, its configuration (the names the attr config takes) and the
+ * arithmetic it runs, e.g. "wg w64 tf32x3":
  * simt and tiled are fp32 FMAs whatever the math asked for (both are fp32-accurate, which is what
  * tf32x3 asks), cuBLASLt is TF32 only for math tf32. */
 static void linear_form(gr_op *op, int impl, int cfg, int math) {
@@ -706,13 +696,50 @@ static void linear_form(gr_op *op, int impl, int cfg, int math) {
                     : impl == GR_LINEAR_TC  ? cnames[cfg]
                     : impl == GR_LINEAR_WG  ? wnames[cfg]
                                             : NULL;
-    const int runs = impl == GR_LINEAR_SIMT || impl == GR_LINEAR_TILED || impl == GR_LINEAR_SK ||
-                             impl == GR_LINEAR_RD
+    const int runs = impl == GR_LINEAR_SIMT || impl == GR_LINEAR_TILED || impl == GR_LINEAR_RD
                          ? GR_MATH_FP32
                      : impl == GR_LINEAR_LT && math != GR_MATH_TF32 ? GR_MATH_FP32
                                                                     : math;
     snprintf(op->form, sizeof(op->form), "%s%s%s %s", impl_names[impl], c ? " " : "", c ? c : "",
              maths[runs]);
+}
+
+/* A named config must belong to the impl the op runs (its attr impl, or auto's choice), and a
+ * bulk wg configuration needs rows that fold into tensor-map rows. Errors name the op, the
+ * config and the choices that fit. */
+static gr_status check_config(const gr_op *op, const char *cfg_s, int cfg_impl, int impl, int math,
+                              int64_t M, int64_t N, int64_t K, gr_error *err) {
+    static const char *const maths[] = {"fp32", "tf32", "tf32x3"};
+    if (cfg_impl < 0) return GR_OK;
+    if (cfg_impl != impl) {
+        char fits[96] = "";
+        int c0 = impl == GR_LINEAR_TILED ? GR_LIN_CFG_T0
+                 : impl == GR_LINEAR_TC  ? GR_LIN_CFG_C0
+                 : impl == GR_LINEAR_WG  ? GR_LIN_CFG_W0
+                                         : 0;
+        int c1 = impl == GR_LINEAR_TILED ? GR_LIN_CFG_C0
+                 : impl == GR_LINEAR_TC  ? GR_LIN_CFG_W0
+                 : impl == GR_LINEAR_WG  ? GR_LIN_CFG_W0 + GR_LIN_NWCFG
+                                         : 0;
+        size_t o = 0;
+        for (int c = c0; c < c1 && o < sizeof(fits); c++)
+            o += (size_t)snprintf(fits + o, sizeof(fits) - o, "\"%s\", ", config_choices[c]);
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"linear_act\": config \"%s\" is a configuration of impl "
+                            "\"%s\", but this op runs impl \"%s\" (math %s, %lld x %lld x %lld); "
+                            "use config %s\"auto\", or set impl \"%s\"",
+                            cfg_s, impl_names[cfg_impl], impl_names[impl], maths[math],
+                            (long long)M, (long long)N, (long long)K, fits, impl_names[cfg_impl]);
+    }
+    if (impl == GR_LINEAR_WG && (!strcmp(cfg_s, "w64b") || !strcmp(cfg_s, "w64b2")) &&
+        !gr_lin_wgb_ok(M, N, K))
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"linear_act\": config \"%s\" copies rows as tensor-map rows "
+                            "of 16 bytes, folding %d rows of K = %lld into one, so M and N must be "
+                            "multiples of %d (here %lld x %lld); use config \"%s\" or \"auto\"",
+                            cfg_s, gr_lin_wgb_fold(K), (long long)K, gr_lin_wgb_fold(K),
+                            (long long)M, (long long)N, !strcmp(cfg_s, "w64b") ? "w64" : "w128");
+    return GR_OK;
 }
 
 static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
@@ -761,8 +788,6 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
         impl = GR_LINEAR_TC;
     else if (!strcmp(impl_s, "wg"))
         impl = GR_LINEAR_WG;
-    else if (!strcmp(impl_s, "smallk"))
-        impl = GR_LINEAR_SK;
     else if (!strcmp(impl_s, "rowdot"))
         impl = GR_LINEAR_RD;
     else if (M > GR_LIN_AUTO_MAX_ROWS && N <= GR_LIN_RD_AUTO_N)
@@ -810,12 +835,6 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
                             "kernel \"linear_act\": impl \"wg\" runs on TF32 tensor cores; set "
                             "math \"tf32x3\" (fp32-accurate) or \"tf32\", or use impl "
                             "\"tiled\" or \"simt\" for fp32 FMAs");
-    if (impl == GR_LINEAR_SK && K > GR_LIN_SK_MAXK)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"linear_act\": impl \"smallk\" holds W's rows in registers "
-                            "and takes K <= %d; W \"%s\" %s has K = %lld: use impl \"auto\", "
-                            "\"tiled\" or \"simt\"",
-                            GR_LIN_SK_MAXK, W->name, shp(W, s1, sizeof(s1)), (long long)K);
     if (impl == GR_LINEAR_RD && N > GR_LIN_RD_MAXN)
         return gr_error_set(err, GR_ERR_INPUT, op->path,
                             "kernel \"linear_act\": impl \"rowdot\" (a warp per row) takes at "
@@ -828,26 +847,28 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
                             "on compute capability 9.0 (H100, H200); %s is %d.%d: use impl \"tc\" "
                             "or \"auto\"",
                             plan->target.name, plan->target.cc_major, plan->target.cc_minor);
-    int tc = impl == GR_LINEAR_TILED ? tiled_config(M, N, K, plan->target.sm_count)
-             : impl == GR_LINEAR_TC  ? mma_config(M, N, plan->target.sm_count)
-             : impl == GR_LINEAR_WG  ? wg_config(M, N, K, plan->target.sm_count)
-                                     : 0;
+    const char *cfg_s = gr_op_attr_str(op, "config", "auto");
+    int named = -1, cfg_impl = config_of(cfg_s, &named);
+    GR_TRY(check_config(op, cfg_s, cfg_impl, impl, math, M, N, K, err));
+    int tc = named >= 0                ? named
+             : impl == GR_LINEAR_TILED ? tiled_config(M, N, K, plan->target.sm_count)
+             : impl == GR_LINEAR_TC    ? mma_config(M, N, plan->target.sm_count)
+             : impl == GR_LINEAR_WG    ? wg_config(M, N, K, plan->target.sm_count)
+                                       : 0;
     int64_t tbn = impl == GR_LINEAR_TILED ? gr_lin_tcfg(tc, GR_LIN_TC_BN)
                   : impl == GR_LINEAR_TC  ? gr_lin_ccfg(tc, GR_LIN_CF_BN)
                   : impl == GR_LINEAR_WG  ? gr_lin_wg_bn(tc)
                                           : 1;
     if (M > 2147483647 || N > 2147483647 || K > 2147483647 ||
         (impl == GR_LINEAR_SIMT && cdiv64(M, GR_LIN_BM) > 65535) ||
-        (impl == GR_LINEAR_SK && cdiv64(N, 4 * GR_LIN_SK_CT) > 65535) ||
         ((impl == GR_LINEAR_TILED || impl == GR_LINEAR_TC || impl == GR_LINEAR_WG) &&
          cdiv64(N, tbn) > 65535))
         return gr_error_set(err, GR_ERR_INPUT, op->path,
                             "kernel \"linear_act\": %lld x %lld x %lld is too large for impl "
-                            "\"%s\" (at most %d rows for simt, %d outputs for smallk, 65535 "
-                            "tiles of %lld outputs for this tiled, tc or wg configuration, 2^31 "
-                            "per dim)",
+                            "\"%s\" (at most %d rows for simt, 65535 tiles of %lld outputs for "
+                            "this tiled, tc or wg configuration, 2^31 per dim)",
                             (long long)M, (long long)N, (long long)K, impl_names[impl],
-                            65535 * GR_LIN_BM, 65535 * 4 * GR_LIN_SK_CT, (long long)tbn);
+                            65535 * GR_LIN_BM, (long long)tbn);
     op->ip[GR_LIN_M] = M;
     op->ip[GR_LIN_N] = N;
     op->ip[GR_LIN_K] = K;
@@ -865,15 +886,6 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
         op->grid[1] = (unsigned)cdiv64(M, GR_LIN_BM);
         op->grid[2] = 1;
         op->block[0] = GR_LIN_THREADS;
-        op->block[1] = op->block[2] = 1;
-        op->smem = 0;
-        op->launches = 1;
-    } else if (impl == GR_LINEAR_SK) {
-        op->ip[GR_LIN_BN] = 0;
-        op->grid[0] = (unsigned)cdiv64(M, GR_LIN_SK_RB); /* M < 2^31 */
-        op->grid[1] = (unsigned)cdiv64(N, 4 * GR_LIN_SK_CT);
-        op->grid[2] = 1;
-        op->block[0] = GR_LIN_SK_THREADS;
         op->block[1] = op->block[2] = 1;
         op->smem = 0;
         op->launches = 1;
@@ -901,7 +913,7 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
         op->ip[GR_LIN_BN] = tc;
         op->grid[0] = (unsigned)cdiv64(M, gr_lin_ccfg(tc, GR_LIN_CF_BM)); /* up to 2^31 - 1 */
         op->grid[1] = (unsigned)cdiv64(N, tbn);
-        op->grid[2] = (unsigned)gr_lin_ccfg(tc, GR_LIN_CF_KS); /* the cluster's K split */
+        op->grid[2] = 1;
         op->block[0] = gr_lin_tc_threads(tc);
         op->block[1] = op->block[2] = 1;
         op->smem = gr_lin_tc_smem(tc); /* dynamic */
@@ -1131,7 +1143,7 @@ static gr_status setup_linear(const gr_op *op, const gr_launch_ctx *ctx, void **
 
 static gr_status launch_linear(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
     if (op->ip[GR_LIN_IMPL] == GR_LINEAR_SIMT) return gr_launch_linear_simt(op, ctx, err);
-    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_SK || op->ip[GR_LIN_IMPL] == GR_LINEAR_RD)
+    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_RD)
         return gr_launch_linear_small(op, ctx, err);
     if (op->ip[GR_LIN_IMPL] == GR_LINEAR_TILED || op->ip[GR_LIN_IMPL] == GR_LINEAR_TC ||
         op->ip[GR_LIN_IMPL] == GR_LINEAR_WG)
@@ -1142,215 +1154,25 @@ static gr_status launch_linear(const gr_op *op, const gr_launch_ctx *ctx, gr_err
     return GR_OK;
 }
 
-/* ---------- mlp_interaction: bot.2 + bot.3 + embedding_interaction in one kernel ---------- */
-
-/* Dynamic shared memory one block may opt in to, and shared memory per SM, for the target's
- * compute capability (CUDA C++ Programming Guide, technical specifications per compute
- * capability). */
-static size_t smem_per_block(const gr_target *t) {
-    int cc = t->cc_major * 10 + t->cc_minor;
-    if (cc == 86 || cc == 89 || cc >= 120) return 101376; /* 99 KB */
-    if (cc >= 90) return 232448;                          /* 227 KB: 9.0, 10.x */
-    if (cc == 80 || cc == 87) return 166912;              /* 163 KB */
-    if (cc == 75) return 65536;
-    if (cc >= 70) return 98304;
-    return 49152;
-}
-
-/* Batch rows per block: the fewest (1, 2, 4, 8, 16) that give at most one block per two SMs,
- * 16 beyond (the layer-1 register tile); B = 2048 on 132 SMs: 16 rows, 128 blocks; B = 128: 2
- * rows, 64 blocks. Every block reads all of W_a and W_b from L2 (70 KB at dlrm_small's shape:
- * 9 MB for 128 blocks, ~1.3-1.6 us at 5.5-7 TB/s), while a row costs a block only 16 K FMAs of
- * layer 1 and 28 dot blocks: at small B half the blocks with twice the rows halve that traffic
- * for ~0.1 us more work each (napkin math in dlrm.cu; to be measured). GR_MI_RB (1, 2, 4, 8,
- * 16) forces the rows per block, for such measurements. */
-static int mi_rows_per_block(int64_t B, int sm_count) {
-    static const char *const names[] = {"1", "2", "4", "8", "16"}; /* 1 << index */
-    int forced = env_config("GR_MI_RB", names, 5);
-    if (forced >= 0) return 1 << forced;
-    int64_t blocks = sm_count > 1 ? sm_count / 2 : 1;
-    int rb = 1;
-    while (rb < GR_MI_MAX_RB && cdiv64(B, rb) > blocks)
-        rb *= 2;
-    return rb;
-}
-
-static size_t mi_smem(int rb, int64_t K, int64_t D, int64_t T) {
-    return (size_t)gr_mi_layout_of(rb, K, D, T).floats * sizeof(float);
-}
-
-static gr_status check_mlp_interaction(gr_op *op, const gr_plan *plan, gr_error *err) {
-    const char *kn = op->kernel->name;
-    const char *fix = "run the two layers as linear_act ops and the interaction as "
-                      "embedding_interaction";
-    char s1[96], s2[96];
-    if (op->ninputs < 7 || (op->ninputs - 5) % 2 != 0)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\": inputs are h [B, K], W_a [N_a, K], b_a [N_a], W_b [D, "
-                            "N_a], b_b [D], then the T tables, then their T index buffers (5 + 2 x "
-                            "T inputs); got %d inputs",
-                            kn, op->ninputs);
-    int T = (op->ninputs - 5) / 2;
-    const gr_buffer *H = gr_in(op, plan, 0), *WA = gr_in(op, plan, 1), *BA = gr_in(op, plan, 2),
-                    *WB = gr_in(op, plan, 3), *BB = gr_in(op, plan, 4),
-                    *i0 = gr_in(op, plan, 5 + T), *BOT = gr_out(op, plan, 0),
-                    *R = gr_out(op, plan, 1);
-    GR_TRY(gr_check_dtype(op, H, "inputs[0] (h)", fp32_only, err));
-    GR_TRY(gr_check_dtype(op, WA, "inputs[1] (W_a)", fp32_only, err));
-    GR_TRY(gr_check_dtype(op, BA, "inputs[2] (b_a)", fp32_only, err));
-    GR_TRY(gr_check_dtype(op, WB, "inputs[3] (W_b)", fp32_only, err));
-    GR_TRY(gr_check_dtype(op, BB, "inputs[4] (b_b)", fp32_only, err));
-    GR_TRY(gr_check_dtype(op, BOT, "outputs[0] (bot)", fp32_only, err));
-    GR_TRY(gr_check_dtype(op, R, "outputs[1] (R)", fp32_only, err));
-    int64_t D, B, bag;
-    GR_TRY(check_tables(op, plan, 5, T, &D, &B, &bag, err));
-    if (H->ndim != 2 || H->shape[0] != B)
-        return gr_error_set(
-            err, GR_ERR_INPUT, op->path,
-            "kernel \"%s\": inputs[0] (h) \"%s\" has shape %s; with indices for B = "
-            "%lld rows it must be [%lld, K] (the input of the bottom MLP's last two "
-            "layers)",
-            kn, H->name, shp(H, s1, sizeof(s1)), (long long)B, (long long)B);
-    int64_t K = H->shape[1];
-    if (WA->ndim != 2 || WA->shape[1] != K)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\": inputs[1] (W_a) \"%s\" has shape %s; h %s has K = %lld "
-                            "features, so W_a must be [N_a, %lld] (a Linear weight is [out, in])",
-                            kn, WA->name, shp(WA, s1, sizeof(s1)), shp(H, s2, sizeof(s2)),
-                            (long long)K, (long long)K);
-    int64_t NA = WA->shape[0];
-    if (NA > GR_MI_NA_MAX)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\": inputs[1] (W_a) \"%s\" %s has N_a = %lld outputs; this "
-                            "kernel's first layer is at most %d wide; %s",
-                            kn, WA->name, shp(WA, s1, sizeof(s1)), (long long)NA, GR_MI_NA_MAX,
-                            fix);
-    if (BA->numel != NA)
-        return gr_error_set(
-            err, GR_ERR_INPUT, op->path,
-            "kernel \"%s\": inputs[2] (b_a) \"%s\" has shape %s; W_a %s needs [%lld]", kn, BA->name,
-            shp(BA, s1, sizeof(s1)), shp(WA, s2, sizeof(s2)), (long long)NA);
-    if (WB->ndim != 2 || WB->shape[0] != D || WB->shape[1] != NA)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\": inputs[3] (W_b) \"%s\" has shape %s; it must be [%lld, "
-                            "%lld]: D = %lld outputs (the tables' D) from N_a = %lld inputs (W_a's "
-                            "outputs)",
-                            kn, WB->name, shp(WB, s1, sizeof(s1)), (long long)D, (long long)NA,
-                            (long long)D, (long long)NA);
-    if (BB->numel != D)
-        return gr_error_set(
-            err, GR_ERR_INPUT, op->path,
-            "kernel \"%s\": inputs[4] (b_b) \"%s\" has shape %s; W_b %s needs [%lld]", kn, BB->name,
-            shp(BB, s1, sizeof(s1)), shp(WB, s2, sizeof(s2)), (long long)D);
-    if (BOT->ndim != 2 || BOT->shape[0] != B || BOT->shape[1] != D)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\": outputs[0] (bot) \"%s\" has shape %s; the bottom MLP's "
-                            "output for B = %lld rows is [%lld, %lld]",
-                            kn, BOT->name, shp(BOT, s1, sizeof(s1)), (long long)B, (long long)B,
-                            (long long)D);
-    int64_t F = T + 1, P = F * T / 2;
-    if (R->ndim != 2 || R->shape[0] != B || R->shape[1] != D + P)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"%s\": outputs[1] (R) \"%s\" has shape %s; bot and %d "
-                            "embeddings give [%lld, %lld] (%lld of bot, then %lld pairwise dots)",
-                            kn, R->name, shp(R, s1, sizeof(s1)), T, (long long)B,
-                            (long long)(D + P), (long long)D, (long long)P);
-    /* the rows per block for the SMs, fewer where the shared memory does not hold them (also
-     * when GR_MI_RB asks for more) */
-    size_t limit = smem_per_block(&plan->target);
-    int rb = mi_rows_per_block(B, plan->target.sm_count);
-    while (rb > 1 && mi_smem(rb, K, D, T) > limit)
-        rb /= 2;
-    size_t smem = mi_smem(rb, K, D, T);
-    if (smem > limit)
-        return gr_error_set(
-            err, GR_ERR_INPUT, op->path,
-            "kernel \"%s\": needs %zu bytes of shared memory per block even with one "
-            "batch row per block (W_a: 64 rows of K = %lld, W_b: %lld rows, %lld "
-            "vectors of D = %lld), more than the %zu a block may have on the target "
-            "(sm_%d%d); %s",
-            kn, smem, (long long)K, (long long)D, (long long)F, (long long)D, limit,
-            plan->target.cc_major, plan->target.cc_minor, fix);
-    int per_row = D % 4 == 0 ? (int)(D / 4) : (int)D;
-    int reg = bag == 1 && (int64_t)T * rb * per_row <= (int64_t)GR_MI_THREADS * GR_MI_GATHER_U;
-    op->ip[GR_MI_B] = B;
-    op->ip[GR_MI_T] = T;
-    op->ip[GR_MI_K] = K;
-    op->ip[GR_MI_NA] = NA;
-    op->ip[GR_MI_D] = D;
-    op->ip[GR_MI_BAG] = bag;
-    op->ip[GR_MI_RB] = rb;
-    op->ip[GR_MI_FLAGS] = (written_by_no_op(op, plan, 1, 5 + 2 * T) ? GR_MI_F_PRE : 0) |
-                          (i0->dtype == GR_INT64 ? GR_MI_F_IDX64 : 0) |
-                          (D % 4 == 0 ? GR_MI_F_VEC : 0) | (reg ? GR_MI_F_REG : 0);
-    op->fp[0] = !strcmp(gr_op_attr_str(op, "pooling", "sum"), "mean") ? 1.0 / (double)bag : 1.0;
-    /* at most one block per SM (~170 registers x 256 threads: one fits), striding beyond */
-    int64_t groups = cdiv64(B, rb), cap = plan->target.sm_count > 0 ? plan->target.sm_count : 1;
-    op->grid[0] = (unsigned)(groups < 1 ? 1 : groups < cap ? groups : cap);
-    op->grid[1] = op->grid[2] = 1;
-    op->block[0] = GR_MI_THREADS;
-    op->block[1] = op->block[2] = 1;
-    op->smem = smem; /* dynamic, opted in by setup() */
-    /* What the three ops it replaces move, less a's round trip and the interaction's read of
-     * bot (both stay on chip): h and the weights, the indices and gathered rows (not the tables);
-     * bot and R written. */
-    op->bytes_read = (double)H->bytes + (double)WA->bytes + (double)BA->bytes + (double)WB->bytes +
-                     (double)BB->bytes + (double)i0->bytes * T + (double)(B * T * bag * D) * 4.0;
-    op->bytes_written = (double)BOT->bytes + (double)R->bytes;
-    op->flops = 2.0 * (double)B * (double)NA * (double)K + 2.0 * (double)(B * NA) +
-                2.0 * (double)(B * D * NA) + 2.0 * (double)(B * D) + (double)(B * T * bag * D) +
-                2.0 * (double)(B * P * D);
-    op->launches = 1;
-    return GR_OK;
-}
-
-/* The composition of the references of what it replaces: linear_act (relu) twice, then
- * embedding_interaction's pooling and interaction row (the same functions, so the same fp32
- * values). */
-static gr_status ref_mlp_interaction(const gr_op *op, const gr_plan *plan, void *const *host,
-                                     gr_error *err) {
-    int64_t B = op->ip[GR_MI_B], T = op->ip[GR_MI_T], K = op->ip[GR_MI_K], NA = op->ip[GR_MI_NA],
-            D = op->ip[GR_MI_D], bag = op->ip[GR_MI_BAG], P = (T + 1) * T / 2;
-    int idx64 = (op->ip[GR_MI_FLAGS] & GR_MI_F_IDX64) != 0;
-    float *bot = host[op->outputs[0]], *R = host[op->outputs[1]];
-    float *a = malloc((size_t)(B * NA + 1) * sizeof(float)),
-          *e = malloc((size_t)(T * D) * sizeof(float));
-    if (!a || !e) {
-        free(a);
-        free(e);
-        return gr_error_set(err, GR_ERR_NOMEM, op->path, "out of host memory");
-    }
-    ref_linear_rows(host[op->inputs[0]], host[op->inputs[1]], host[op->inputs[2]], B, NA, K,
-                    GR_DLRM_ACT_RELU, a);
-    ref_linear_rows(a, host[op->inputs[3]], host[op->inputs[4]], B, D, NA, GR_DLRM_ACT_RELU, bot);
-    for (int64_t b = 0; b < B; b++) {
-        for (int64_t t = 0; t < T; t++)
-            ref_pool(host[op->inputs[5 + t]], host[op->inputs[5 + T + t]], idx64,
-                     gr_in(op, plan, 5 + (int)t)->shape[0], D, bag, b, op->fp[0], e + t * D);
-        ref_interaction_row(bot + b * D, e, D, P, R + b * (D + P));
-    }
-    free(a);
-    free(e);
-    return GR_OK;
-}
-
-static gr_status setup_mlp_interaction(const gr_op *op, const gr_launch_ctx *ctx, void **state,
-                                       gr_error *err) {
-    (void)ctx;
-    *state = NULL;
-    return gr_setup_mlp_interaction(op, err);
-}
-
 /* ---------- registry ---------- */
 
 static const char *const pooling_choices[] = {"sum", "mean", NULL};
 static const char *const act_choices[] = {"relu", "none", "sigmoid", NULL};
-static const char *const impl_choices[] = {"auto", "simt",   "lt",     "tiled",   "tc",
-                                           "wg",   "smallk", "rowdot", "auto_wg", NULL};
+static const char *const impl_choices[] = {"auto", "simt", "lt",     "tiled",   "tc",
+                                           "wg",   "rowdot", "auto_wg", NULL};
 static const char *const math_choices[] = {"fp32", "tf32", "tf32x3", NULL};
 
+static const char *const rb_choices[] = {"auto", "1", "2", "4", NULL};
 static const gr_attr_spec emb_attrs[] = {
     {"pooling", GR_ATTR_ENUM, 0, 0, "sum", pooling_choices, "bag pooling: sum (default) or mean"}};
+#define RB_ATTR                                                                                    \
+    {"rows_per_block", GR_ATTR_ENUM, 0, 0, "auto", rb_choices,                                     \
+     "batch rows per block of 128 threads: auto (default: the most of 4, 2, 1 that still give 4 "  \
+     "blocks per SM; B = 2048 on an H200: 2, measured fastest, run 53) or 1, 2, 4"}
+static const gr_attr_spec ix_attrs[] = {RB_ATTR};
+static const gr_attr_spec emb_ix_attrs[] = {
+    {"pooling", GR_ATTR_ENUM, 0, 0, "sum", pooling_choices, "bag pooling: sum (default) or mean"},
+    RB_ATTR};
 static const gr_attr_spec linear_attrs[] = {
     {"act", GR_ATTR_ENUM, 0, 0, "relu", act_choices,
      "activation after the bias: relu (default), none, sigmoid"},
@@ -1358,8 +1180,7 @@ static const gr_attr_spec linear_attrs[] = {
      "simt (own kernel for small batches), tiled (own register-tiled fp32 SGEMM for large "
      "batches), lt (cuBLASLt with bias/ReLU epilogue), tc (own TF32 tensor-core kernel on "
      "mma.sync; math tf32 or tf32x3), wg (own TF32 kernel on wgmma, compute capability 9.0 "
-     "only; math tf32 or tf32x3), smallk (K <= 16: W's rows in registers, fp32), rowdot (N <= "
-     "16: a warp per row, fp32) or auto: above 256 rows rowdot for N <= 4; "
+     "only; math tf32 or tf32x3), rowdot (N <= 16: a warp per row, fp32) or auto: above 256 rows rowdot for N <= 4; "
      "else simt up to 256 rows or below 128 outputs; above, "
      "tiled for sigmoid and K <= 64, with math tf32x3 tc (lt in fp32 for K % 4 != 0), lt with "
      "math tf32 or K % 4 != 0, else tiled; auto_wg: as auto, but wg where auto takes tc or lt "
@@ -1368,7 +1189,14 @@ static const gr_attr_spec linear_attrs[] = {
      "fp32 (default: fp32 FMAs), tf32 (cuBLASLt or the tc kernel use TF32 tensor cores: ~1e-3 "
      "relative error; cuBLASLt falls back to fp32 for shapes without a TF32 algorithm) or "
      "tf32x3 (the tc kernel splits each operand into two TF32 parts and sums three products: "
-     "fp32-level error on tensor cores); the simt and tiled kernels are fp32 either way"}};
+     "fp32-level error on tensor cores); the simt and tiled kernels are fp32 either way"},
+    {"config", GR_ATTR_ENUM, 0, 0, "auto", config_choices,
+     "tile configuration of the impl the op runs: auto (default: the check's choice per shape) or, "
+     "for tiled, t64 (64 x 64, 4 x 4 per thread), t64w (64 x 64, 8 x 4), t32, t16; for tc, c64 "
+     "(64 x 64 tiles), c6432, c32; for wg, w64 and w128 (64 x 64 and 64 x 128 tiles through "
+     "shared memory), w64b (64 x 64, TMA copies, x split in registers) and w64b2 (its 128 x 64 "
+     "form); w64b and w64b2 need M and N multiples of the row fold (1, 2 or 4 as K % 4 is 0, 2 "
+     "or odd)"}};
 
 static const gr_kernel_def k_embedding_bag = {
     "embedding_bag", "one table: y[b] = sum (or mean) of table rows idx[b, 0..bag-1]; rows outside "
@@ -1402,7 +1230,7 @@ static const gr_kernel_def k_interaction = {
     "dot_interaction",
     "fused DLRM interaction: y[b] = [x[b], dots of every pair (i, j), j < i, of the vectors "
     "(x[b], E[b, 0], ..., E[b, T-1])] in one pass",
-    "x [B, D], E [B, T, D] fp32", "y [B, D + (T + 1) T / 2]", 2, 2, 1, 1, NULL, 0, GR_KF_PDL,
+    "x [B, D], E [B, T, D] fp32", "y [B, D + (T + 1) T / 2]", 2, 2, 1, 1, ix_attrs, 1, GR_KF_PDL,
     check_interaction, gr_launch_dot_interaction, ref_interaction, NULL, NULL};
 static const gr_kernel_def k_emb_interaction = {
     "embedding_interaction",
@@ -1415,34 +1243,13 @@ static const gr_kernel_def k_emb_interaction = {
     2 * GR_EMB_MAX_TABLES - 1, /* x, then T <= 31 tables and their index buffers */
     1,
     1,
-    emb_attrs,
-    1,
+    emb_ix_attrs,
+    2,
     GR_KF_PDL,
     check_emb_interaction,
     gr_launch_embedding_interaction,
     ref_emb_interaction,
     NULL,
-    NULL};
-static const gr_kernel_def k_mlp_interaction = {
-    "mlp_interaction",
-    "the bottom MLP's last two Linear + ReLU layers fused in front of embedding_interaction, in "
-    "one kernel (exact fp32 FMAs): a = relu(h W_a^T + b_a), bot = relu(a W_b^T + b_b), R[b] = "
-    "[bot[b], dots of every pair (i, j), j < i, of (bot[b], pooled rows of table 0, ..., of table "
-    "T-1)]; a never leaves the chip",
-    "h [B, K], W_a [N_a, K] (N_a <= 64), b_a [N_a], W_b [D, N_a], b_b [D] fp32, then table_0 .. "
-    "table_{T-1} [rows_t, D] fp32, then idx_0 .. idx_{T-1} [B] or [B, bag] int32/int64 (T <= 31)",
-    "bot [B, D], R [B, D + (T + 1) T / 2]",
-    7,
-    5 + 2 * (GR_EMB_MAX_TABLES - 1), /* the weights, then T <= 31 tables and their indices */
-    2,
-    2,
-    emb_attrs,
-    1,
-    GR_KF_PDL,
-    check_mlp_interaction,
-    gr_launch_mlp_interaction,
-    ref_mlp_interaction,
-    setup_mlp_interaction,
     NULL};
 static const gr_kernel_def k_linear = {
     "linear_act",
@@ -1455,7 +1262,7 @@ static const gr_kernel_def k_linear = {
     1,
     1,
     linear_attrs,
-    3,
+    4,
     GR_KF_LIBRARY | GR_KF_PDL,
     check_linear,
     launch_linear,
@@ -1465,4 +1272,4 @@ static const gr_kernel_def k_linear = {
 
 const gr_kernel_def *const gr_dlrm_kernels[] = {
     &k_embedding_bag, &k_embedding_bag_tbe, &k_bias_add,        &k_sigmoid, &k_concat, &k_tril,
-    &k_interaction,   &k_emb_interaction,   &k_mlp_interaction, &k_linear,  NULL};
+    &k_interaction,   &k_emb_interaction,   &k_linear,  NULL};

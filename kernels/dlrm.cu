@@ -1,8 +1,7 @@
 // DLRM kernels (device side), fp32. Every kernel is launched through gr_launch(), so --pdl may
 // overlap its launch with the previous kernel's tail.
 //
-// PDL protocol of the fused-path kernels (embedding bags, the interactions, mlp_interaction,
-// linear_act): read only data that no op writes (tables, indices, weights: the check sets *_PRE
+// PDL protocol of the fused-path kernels (embedding bags, the interactions, linear_act): read only data that no op writes (tables, indices, weights: the check sets *_PRE
 // when that holds for the plan) before griddepcontrol.wait, everything else after it; and signal
 // griddepcontrol.launch_dependents only after that wait, never before. Signalling at entry,
 // before waiting (what gr_pdl_enter() does, and what these kernels did first), lets the next
@@ -14,8 +13,8 @@
 // overlap). A kernel that signals only after its own wait has at most one successor on the
 // SMs. The light kernels (embedding bags, interactions) signal right after the wait, so the
 // next Linear layer loads its first weights while they work; the Linear kernel, whose
-// successor is as heavy as itself, signals after its K loop (as CUTLASS's kernels do), and
-// mlp_interaction after its first layer. The small unfused-path kernels (bias_add, sigmoid,
+// successor is as heavy as itself, signals after its K loop (as CUTLASS's kernels do). The
+// small unfused-path kernels (bias_add, sigmoid,
 // concat, tril_gather) keep gr_pdl_enter(): they are short grid-stride loops with nothing to
 // prefetch.
 //
@@ -271,7 +270,6 @@ struct ix_args {
     int T, D, bag, P, rb;
     float scale;
     int pre; // embedding_interaction: tables and indices written by no op
-    int reg; // embedding_interaction: the gather's loads through registers (ix_gather_reg)
 };
 
 // Vectors 1 .. T of rows b0 .. b0 + nrows - 1 into their slots, piece e = (r T + t) per_row + q
@@ -300,94 +298,6 @@ __device__ __forceinline__ void ix_fill(const ix_args &a, int64_t b0, int nrows,
     }
 }
 
-// The gather through registers (bag 1, at most U pieces per thread), in three steps so that a
-// kernel can put work between them (mlp_interaction runs its first layer between the row loads
-// and the stores): the index of each of the thread's pieces, then the table-row loads, then the
-// stores into the vectors' slots. Piece e = (t rb + r) per_row + q is 16 bytes (vec) or one float
-// (q) of row r's pooled row of table t; consecutive threads take consecutive pieces, so the index
-// loads of one table are contiguous. A is ix_args or mi_args (table, idx, rows, T, D, scale).
-// So a group's gather costs two dependent latencies rather than two per round of ix_fill's loop
-// (run 51: with RB = 4, 416 pieces on 128 threads, the loop's four rounds made the interaction
-// 9.3 us under Nsight Compute).
-template <int NT, int U, typename IDX, typename A>
-__device__ __forceinline__ void gather_index(const A &a, int per_row, int rb, int64_t b0, int nrows,
-                                             int64_t (&ix)[U]) {
-    const int total = a.T * rb * per_row;
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        const int e = u * NT + (int)threadIdx.x;
-        ix[u] = -1;
-        if (e < total) {
-            const int tr = e / per_row, r = tr % rb, t = tr / rb;
-            if (r < nrows) ix[u] = (int64_t)__ldg(static_cast<const IDX *>(a.idx[t]) + b0 + r);
-        }
-    }
-}
-
-// Step 2: the table-row loads (rows outside [0, rows) are skipped: zeros, as bag_piece).
-template <int NT, int U, typename A>
-__device__ __forceinline__ void gather_rows(const A &a, bool vec, int per_row, int rb,
-                                            const int64_t (&ix)[U], float4 (&v)[U]) {
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        const int e = u * NT + (int)threadIdx.x;
-        v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (ix[u] < 0) continue;
-        const int t = e / per_row / rb, q = e % per_row;
-        if (ix[u] >= a.rows[t]) continue;
-        const float *row = a.table[t] + ix[u] * a.D;
-        if (vec)
-            v[u] = __ldg(reinterpret_cast<const float4 *>(row) + q);
-        else
-            v[u].x = __ldg(row + q);
-    }
-}
-
-// Step 3: the pooled pieces into the vectors (rows rstep floats apart, gr_ix_slot's slots of ldf
-// floats), summed from 0 and scaled as bag_piece does: bit for bit its value, -0 included.
-template <int NT, int U, typename A>
-__device__ __forceinline__ void gather_store(const A &a, bool vec, int per_row, int rb,
-                                             const float4 (&v)[U], float *f_s, int rstep, int nb,
-                                             int ldf) {
-    const int total = a.T * rb * per_row;
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        const int e = u * NT + (int)threadIdx.x;
-        if (e >= total) continue;
-        const int q = e % per_row, tr = e / per_row, r = tr % rb, t = tr / rb;
-        float *dst = f_s + r * rstep + gr_ix_slot(1 + t, nb) * ldf + (vec ? 4 * q : q);
-        if (vec)
-            *reinterpret_cast<float4 *>(dst) =
-                make_float4((0.f + v[u].x) * a.scale, (0.f + v[u].y) * a.scale,
-                            (0.f + v[u].z) * a.scale, (0.f + v[u].w) * a.scale);
-        else
-            dst[0] = (0.f + v[u].x) * a.scale;
-    }
-}
-
-// The three steps in a row, for a group of the interaction kernel.
-template <typename IDX, bool VEC>
-__device__ __forceinline__ void ix_gather_reg(const ix_args &a, int64_t b0, int nrows, float *f_s,
-                                              int nb, int ldf) {
-    constexpr int NT = GR_IX_THREADS, U = GR_IX_GATHER_U;
-    const int per_row = VEC ? a.D / 4 : a.D;
-    int64_t ix[U];
-    float4 v[U];
-    gather_index<NT, U, IDX>(a, per_row, a.rb, b0, nrows, ix);
-    gather_rows<NT, U>(a, VEC, per_row, a.rb, ix, v);
-    gather_store<NT, U>(a, VEC, per_row, a.rb, v, f_s, 4 * nb * ldf, nb, ldf);
-}
-
-// A group's vectors 1 .. T: the register path where the check allows it, else ix_fill.
-template <bool GATHER, typename IDX, bool VEC>
-__device__ __forceinline__ void ix_vectors(const ix_args &a, int64_t b0, int nrows, float *f_s,
-                                           int nb, int ldf) {
-    if (GATHER && a.reg)
-        ix_gather_reg<IDX, VEC>(a, b0, nrows, f_s, nb, ldf);
-    else
-        ix_fill<GATHER, IDX, VEC>(a, b0, nrows, f_s, nb, ldf);
-}
-
 // A block owns a.rb rows (grid-stride over the row groups). GATHER with `pre`: the first group's
 // embeddings are gathered before the PDL wait, so the two dependent loads (index, then row)
 // overlap the bottom MLP's last layer; x (and E) are read after it. Signals its dependents right
@@ -406,14 +316,14 @@ __global__ void __launch_bounds__(GR_IX_THREADS) interaction_kernel(const __grid
     int64_t grp = blockIdx.x;
     const bool early = GATHER && a.pre;
     if (early && grp < ngroups)
-        ix_vectors<GATHER, IDX, VEC>(a, grp * a.rb, (int)min((int64_t)a.rb, a.B - grp * a.rb), f_s,
+        ix_fill<GATHER, IDX, VEC>(a, grp * a.rb, (int)min((int64_t)a.rb, a.B - grp * a.rb), f_s,
                                      nb, ldf);
     pdl_wait();
     pdl_trigger();
     for (; grp < ngroups; grp += gridDim.x) {
         const int64_t b0 = grp * a.rb;
         const int nrows = (int)min((int64_t)a.rb, a.B - b0);
-        if (!early || grp != (int64_t)blockIdx.x) ix_vectors<GATHER, IDX, VEC>(a, b0, nrows, f_s, nb, ldf);
+        if (!early || grp != (int64_t)blockIdx.x) ix_fill<GATHER, IDX, VEC>(a, b0, nrows, f_s, nb, ldf);
         for (int e = threadIdx.x; e < nrows * a.D; e += NT) { // vector 0, and the rows' first D
             const int r = e / a.D, d = e - r * a.D;
             const float v = a.x[(b0 + r) * a.D + d];
@@ -577,85 +487,7 @@ __global__ void __launch_bounds__(GR_LIN_THREADS, 1)
 // rows, one stage, a group reduction) took 5.2 us for 14 M FMAs and 4 MB of output, issue-bound
 // at 1.97 M warp instructions; top.2, 2048 x 1 x 256, on the SIMT kernel's 32 x 8 tiles (7 of 8
 // columns padding, 64 blocks, two dependent 128-k chunks) 3.4 us for 2 MB of input.
-//
-// smallk (K <= GR_LIN_SK_MAXK): a thread owns 4 consecutive outputs of a row; their W rows sit in
-// its registers (4 x 16 floats, zero past K and N), GR_LIN_SK_CT threads span 4 CT columns, a
-// block of 256 threads works through RB rows two at a time. The block's span of W (4 CT rows of
-// K, contiguous in memory) comes in through shared memory with coalesced loads, before the PDL
-// wait when no op writes W: loaded straight into registers, each warp-wide load touched 32 rows
-// 4 K floats apart (run 51: bot.0 8.1 us under Nsight Compute, against 5.2 on the tiled kernel).
-// The block's rows of x are staged once in shared memory (zero past K) and read back as float4
-// broadcasts; per row and thread 4 loads, 64 FMAs and one 16-byte store (N % 4 == 0), the 128
-// threads of a row writing 2 KB contiguously. Napkin math, 2048 x 512 x 13: 0.66 M warp
-// instructions (a third of the tiled kernel's), 4 MB written (~1 us of L2 write bandwidth); 128
-// blocks, each reading 26 KB of W. Each output sums k = 0 .. K - 1 in order from 0, then adds
-// the bias.
-template <int ACT>
-__global__ void __launch_bounds__(GR_LIN_SK_THREADS)
-    linear_smallk_kernel(const float *__restrict__ X, const float *__restrict__ W,
-                         const float *__restrict__ bias, float *__restrict__ Y, int M, int N,
-                         int K, int pre) {
-    constexpr int NT = GR_LIN_SK_THREADS, CT = GR_LIN_SK_CT, RPI = NT / CT, RB = GR_LIN_SK_RB;
-    constexpr int KM = GR_LIN_SK_MAXK;
-    static_assert(NT % CT == 0 && RB % RPI == 0 && KM % 4 == 0, "smallk shape");
-    __shared__ __align__(16) float xs[RB * KM];
-    __shared__ float ws[4 * CT * KM];
-    const int tid = threadIdx.x, tc = tid % CT, tr = tid / CT;
-    const int nb = blockIdx.y * 4 * CT, n0 = nb + 4 * tc;
-    const int span = min(4 * CT, N - nb) * K; // the block's W rows, contiguous
-    const int64_t m0 = (int64_t)blockIdx.x * RB;
-    auto stage_w = [&]() {
-        for (int e = tid; e < span; e += NT)
-            ws[e] = __ldg(W + (size_t)nb * K + e);
-    };
-    if (pre) stage_w();
-    pdl_wait(); // x is the previous kernel's output
-    if (!pre) stage_w();
-    for (int e = tid; e < RB * KM; e += NT) {
-        const int r = e / KM, k = e - r * KM;
-        const int64_t m = m0 + r;
-        xs[e] = m < M && k < K ? X[m * K + k] : 0.f;
-    }
-    __syncthreads();
-    pdl_trigger(); // only the FMAs and the stores are left
-    float w[4][KM], bv[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        const bool on = n0 + j < N;
-        bv[j] = on ? __ldg(bias + n0 + j) : 0.f;
-#pragma unroll
-        for (int k = 0; k < KM; k++)
-            w[j][k] = on && k < K ? ws[(4 * tc + j) * K + k] : 0.f;
-    }
-    const bool vec = (N & 3) == 0 && n0 + 3 < N;
-#pragma unroll 2
-    for (int r = tr; r < RB; r += RPI) {
-        const int64_t m = m0 + r;
-        if (m >= M) break;
-        float acc[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-        for (int k = 0; k < KM; k += 4) {
-            const float4 xv = lds128(xs + r * KM + k);
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                acc[j] = fmaf(xv.x, w[j][k], acc[j]);
-                acc[j] = fmaf(xv.y, w[j][k + 1], acc[j]);
-                acc[j] = fmaf(xv.z, w[j][k + 2], acc[j]);
-                acc[j] = fmaf(xv.w, w[j][k + 3], acc[j]);
-            }
-        }
-        float *y = Y + m * N + n0;
-        if (vec) {
-            *reinterpret_cast<float4 *>(y) =
-                make_float4(act_f<ACT>(acc[0] + bv[0]), act_f<ACT>(acc[1] + bv[1]),
-                            act_f<ACT>(acc[2] + bv[2]), act_f<ACT>(acc[3] + bv[3]));
-        } else {
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                if (n0 + j < N) y[j] = act_f<ACT>(acc[j] + bv[j]);
-        }
-    }
-}
+
 
 // rowdot (N <= GR_LIN_RD_MAXN): a warp per row (rows strided over the grid's warps), its lanes
 // across K in 16-byte pieces (K % 4 == 0) or floats, N partial sums per lane, then a butterfly
@@ -972,44 +804,8 @@ template <int BM, int BN, int S> struct tc_cfg {
     static constexpr int FLOATS = S * STAGE;
 };
 
-// Cluster primitives (sm_90) for the K split: this block's rank in its cluster, a cluster-wide
-// barrier (release/acquire: shared-memory writes before it are visible to the other blocks
-// after it), and a load from another block's shared memory at the same offset.
-__device__ __forceinline__ unsigned cluster_rank() {
-    unsigned r = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-#endif
-    return r;
-}
-
-__device__ __forceinline__ void cluster_sync() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.release.aligned;\n"
-                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#else
-    __trap(); // the check picks split-K configurations only for sm_90 and later
-#endif
-}
-
-__device__ __forceinline__ float ld_cluster(const float *p, unsigned rank) {
-    float v = 0.f;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(p)), "r"(rank));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-#endif
-    return v;
-}
-
-// S: pipeline stages (S - 1 in flight while one is consumed). KS = 2: the grid's z dimension
-// splits K in two halves of whole stages, one per block of a (1, 1, 2) cluster; after its K loop
-// rank 1 parks its partial tile in its shared memory, rank 0 adds it (a distributed
-// shared-memory load per accumulator) and runs the epilogue, and a second cluster barrier keeps
-// rank 1 resident until rank 0 has read. At M = 2048, N = 256 that gives 256 blocks of 64 x 64
-// (2 per SM) instead of 128: half the A-operand conversions per MMA of 64 x 32 tiles, and a
-// third less L2 traffic.
-template <int BM, int BN, int WM, int WN, int S, int KS, int PASSES, int ACT, bool VEC>
+// S: pipeline stages (S - 1 in flight while one is consumed).
+template <int BM, int BN, int WM, int WN, int S, int PASSES, int ACT, bool VEC>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 2)
     linear_tc_kernel(const float *__restrict__ X, const float *__restrict__ W,
                      const float *__restrict__ bias, float *__restrict__ Y, int M, int N, int K,
@@ -1024,20 +820,13 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 2)
     static_assert(PASSES == 1 || PASSES == 3, "TF32 or 3xTF32");
     static_assert(LD % 32 == 16, "conflict-free 16-byte fragment reads");
     static_assert(S >= 3, "two stages in flight");
-    static_assert(KS == 1 || KS == 2, "K in one piece or split over a cluster of 2");
-    static_assert(KS == 1 || MT * NT8 * 4 * NT <= tc_cfg<BM, BN, S>::FLOATS,
-                  "the partial tile fits the stages");
     extern __shared__ __align__(16) float lin_sm[];
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, t = lane & 3;
     const int wm0 = (warp / WX) * WM, wn0 = (warp % WX) * WN;
     const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
-    const int nk_all = (K + KT - 1) / KT;
-    const unsigned rank = KS == 2 ? cluster_rank() : 0u;
-    const int half = (nk_all + 1) / 2;
-    const int kb = KS == 2 && rank ? half : 0;                      // first stage of this block
-    const int nk = KS == 2 ? (rank ? nk_all - half : half) : nk_all; // its stage count
+    const int kb = 0, nk = (K + KT - 1) / KT; // first stage and stage count
     // K % 4 != 0: the lane's rows start `mis` columns into their stage rows (tc_copy); rows 8
     // apart share it, so one value covers all of the lane's A rows and one all of its B rows
     const int misx = VEC ? 0 : (int)(((unsigned)(m0 + wm0 + g) * (unsigned)K) & 3u);
@@ -1130,34 +919,6 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 2)
             for (int r = 0; r < 4; r++)
                 sum[i][j][r] = NACC == 3 ? (acc[A1][i][j][r] + acc[A2][i][j][r]) + acc[0][i][j][r]
                                          : acc[0][i][j][r];
-    if (KS == 2) {
-        // thread-major layout: thread x's value v at v * 128 + x (consecutive threads,
-        // consecutive words); no cp.async is pending (the last groups committed were empty)
-        cp_async_wait<0>();
-        __syncthreads(); // every warp is done reading the stages
-        if (rank) {
-#pragma unroll
-            for (int i = 0; i < MT; i++)
-#pragma unroll
-                for (int j = 0; j < NT8; j++)
-#pragma unroll
-                    for (int r = 0; r < 4; r++)
-                        lin_sm[((i * NT8 + j) * 4 + r) * NT + threadIdx.x] = sum[i][j][r];
-        }
-        cluster_sync(); // rank 1's partial tile is written
-        if (!rank) {
-#pragma unroll
-            for (int i = 0; i < MT; i++)
-#pragma unroll
-                for (int j = 0; j < NT8; j++)
-#pragma unroll
-                    for (int r = 0; r < 4; r++)
-                        sum[i][j][r] += ld_cluster(
-                            lin_sm + ((i * NT8 + j) * 4 + r) * NT + threadIdx.x, 1u);
-        }
-        cluster_sync(); // rank 0 has read it: rank 1 may leave
-        if (rank) return;
-    }
 
     // Lane (g, t) holds, per MMA tile, rows g and g + 8, columns 2t and 2t + 1.
 #pragma unroll
@@ -1180,403 +941,6 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 2)
                     if (n + 1 < N) y[1] = v1;
                 }
             }
-    }
-}
-
-// ---------- mlp_interaction: bot.2 + bot.3 + embedding_interaction in one kernel ----------
-//
-// bot = relu(relu(h W_a^T + b_a) W_b^T + b_b), then embedding_interaction's R from bot and the
-// T pooled embeddings, exact fp32 FMAs. What it replaces at B = 2048 (fused_tf32x3, CUPTI, no
-// PDL): bot.2 4.64 us (2048 x 64 x 256), bot.3 1.95 (2048 x 16 x 64) and the interaction 9.60 (a
-// block per row, each thread whole dots from shared memory: 32 scalar shared loads per 16 FMAs,
-// by our count ~6 K shared wavefronts per SM for its 16 rows), 16.2 us for 34 M FMAs.
-//
-// Work split. A block of 256 threads owns RB consecutive batch rows (the check picks RB in
-// {1, 2, 4, 8, 16}, the smallest that gives at most one block per two SMs, 16 beyond: B = 2048 ->
-// 16 rows, 128 blocks; B = 128 -> 2 rows, 64 blocks, as every block reads all the weights; past
-// 16 x SMs rows the blocks stride over the row groups, the weights staged once). Everything a block needs stays in its shared memory (dlrm.h
-// gr_mi_layout_of): W_a (64 rows, zero past N_a, k padded to a multiple of 64 with zeros, rows
-// ldk = Kp + 4 floats apart), b_a, W_b (D rows of 68), b_b, h (RB rows of ldk), a1 (RB rows of 68),
-// the F = T + 1 vectors of each row, and the output rows, which reuse h's space.
-//
-// Order. (1) Before griddepcontrol.wait (with `pre`: no op writes the weights, tables or
-// indices): W_a goes in by cp.async in NCH = 4 k chunks (one commit group each), then W_b and the
-// biases (one more), and each thread loads the table indices of its GR_MI_GATHER_U embedding
-// pieces (16 bytes of a pooled row; bag 1) into registers. (2) After the wait: h's loads are
-// issued, then the table-row loads (their indices have landed by now, or land meanwhile), then
-// h is stored to shared memory. The row loads stay in flight in registers through layer 1 and
-// are stored to the F vectors only after it: the gather's two dependent DRAM latencies (index,
-// then row) hide behind the weight staging and layer 1 instead of preceding them. Bags of more
-// than one row, or more pieces than registers, are gathered synchronously (bag_piece) before the
-// wait instead. (3) Layer 1 consumes W_a chunk by chunk (cp.async.wait_group per chunk), so the
-// FMAs of one chunk overlap the arrival of the next. Dependents are signalled after layer 1. (4)
-// The K groups' partial tiles are summed in shared memory (in group order), + b_a, ReLU -> a1.
-// (5) Layer 2: one output per thread (a 64-long dot of 16-byte loads in four partial sums), + b_b,
-// ReLU -> bot (device memory), the output row and vector 0. (6) The interaction. (7) The output rows, contiguous in R,
-// are copied out with 16-byte stores.
-//
-// Layer 1 (RB x 64 outputs, K deep) is register-tiled as the tiled Linear kernel: a thread owns
-// TM x 4 outputs, rows ty + TY i, columns tx + 16 j; the TY x 16 threads covering the tile are a
-// group and the KS = 256 / (16 TY) groups split K into contiguous ranges. Per 4 k a thread reads
-// TM + 4 float4 (h rows, W_a rows) and does 16 TM FMAs. For RB >= 4 a warp is 4 rows (ty) x 8
-// columns (tx) of threads, and rows are an odd number of 16-byte units apart, so each 16-byte
-// load touches 4 or 8 different rows in 8 different bank groups: one wavefront, no conflicts
-// (RB = 1, 2, where the FMAs are few: rows of 16 threads). The partial tiles are written 72
-// floats per row (8 ty + tx: 32 different banks). RB = 16: 4 x 4 per thread, 4 groups of 64 k;
-// RB = 1: 1 x 4, 16 groups of 16 k.
-//
-// Interaction: the interaction kernels' blocked dots (ix_dots, above), so given the same bot and
-// pooled rows R's dots are bit-identical to embedding_interaction's. The dots go to the output
-// rows in shared memory, which are copied out coalesced (ix_store_rows).
-//
-// Napkin math, B = 2048, dlrm_small (K = 256, N_a = 64, D = 16, T = 26), RB = 16, per block
-// (128 blocks, one per SM; H200: 128 FMA/clk/SM, 1.98 GHz):
-// - layer 1: 16 x 64 x 256 = 262 K FMA: 2048 clk, 1.03 us at the FMA peak (33.6 M FMA in all);
-//   layer 2: 16 K FMA; interaction: 16 x 28 x 16 x 16 = 115 K FMA (90 K useful), ~0.45 us, with
-//   ~2 shared wavefronts per load (lanes of two rows); pooling: 6.7 K adds.
-// - shared memory 135 KB: W_a 66.6, W_b 4.4, h / partial tiles / output rows 23.5, a1 4.4, F 35.8.
-// - L2 -> SM: W_a, W_b and the biases, 70 KB per block (9 MB for the grid: every block reads the
-//   same weights), ~1.3-1.6 us at 5.5-7 TB/s if not overlapped (it is, with layer 1 and the
-//   gather); h 16 KB; out: R 23.5 KB, bot 1 KB (3.1 MB).
-// - DRAM: 2048 x 26 table rows of 64 B (3.4 MB) and 213 KB of indices, two dependent latencies.
-// Predicted: ~3.5-4.5 us for the kernel against the 16.2 us of the three it replaces.
-// B = 128 (RB = 2, 64 blocks): each block stages the same 70 KB (4.5 MB of L2 reads for the
-// grid, ~0.8 us; before the PDL wait) for two rows' 33 K FMAs, then 56 dot blocks: ~2-2.5 us.
-// With one row per block (128 blocks) the weight reads would double to 9 MB for ~0.1 us less
-// FMA work per block; GR_MI_RB forces the choice for measuring it.
-struct mi_args {
-    const float *table[GR_EMB_MAX_TABLES];
-    const void *idx[GR_EMB_MAX_TABLES];
-    int64_t rows[GR_EMB_MAX_TABLES];
-    const float *h, *wa, *ba, *wb, *bb;
-    float *bot, *R;
-    int64_t B;
-    int K, NA, D, T, P, bag;
-    float scale;
-    int flags; // GR_MI_F_*
-    // the shared-memory layout (gr_mi_layout_of), in floats
-    int o_wa, o_ba, o_wb, o_bb, o_x, o_a1, o_f;
-    int kp, ldk, ldf, nb;
-};
-
-constexpr int kMiNT = GR_MI_THREADS, kMiU = GR_MI_GATHER_U;
-constexpr int kMiNA = GR_MI_NA_MAX, kMiLDA = GR_MI_NA_MAX + 4, kMiRP = GR_MI_NA_MAX + 8;
-
-template <int RB> struct mi_cfg {
-    static constexpr int TY = RB >= 4 ? 4 : RB; // threads along the rows of the layer-1 tile
-    static constexpr int TM = RB / TY;          // rows per thread
-    static constexpr int TX = 16, TN = 4;       // threads along its 64 columns, columns per thread
-    static constexpr int GT = TY * TX, KS = kMiNT / GT;
-    static constexpr int NCH = RB >= 4 ? 4 : 1; // W_a's k chunks
-    static_assert(GT == GR_MI_GT(RB), "dlrm.h's group size");
-    static_assert(TX * TN == kMiNA && TY * TM == RB, "the layer-1 tile");
-    static_assert(GR_MI_KALIGN % (4 * KS * NCH) == 0, "whole 16-byte pieces per group and chunk");
-    static_assert(kMiLDA % 8 == 4 && kMiRP % 32 == 8,
-                  "bank spread of a1, W_b and the partial tiles");
-};
-
-// cp.async.wait_group for a count known only after unrolling.
-__device__ __forceinline__ void cp_async_wait_n(int n) {
-    switch (n) {
-    case 0:
-        cp_async_wait<0>();
-        break;
-    case 1:
-        cp_async_wait<1>();
-        break;
-    case 2:
-        cp_async_wait<2>();
-        break;
-    case 3:
-        cp_async_wait<3>();
-        break;
-    default:
-        cp_async_wait<4>();
-        break;
-    }
-}
-
-// Floats c .. c + 3 of row r of a row-major [rows, cols] matrix to 16-byte aligned shared memory:
-// one 16-byte copy when the rows are 16-byte aligned (cols % 4 == 0), else four of 4 bytes;
-// zero-filled past rows and cols.
-__device__ __forceinline__ void mi_copy4(float *dst, const float *src, int rows, int cols, int r,
-                                         int c) {
-    if ((cols & 3) == 0) {
-        const bool ok = r < rows && c < cols;
-        cp_async16(dst, ok ? src + (size_t)r * (size_t)cols + c : src, ok ? 16 : 0);
-    } else {
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const bool ok = r < rows && c + u < cols;
-            cp_async4(dst + u, ok ? src + (size_t)r * (size_t)cols + c + u : src, ok ? 4 : 0);
-        }
-    }
-}
-
-// The weights into shared memory, NCH + 1 commit groups: W_a's k chunk c (for every group g
-// the c-th quarter of its range g kg .. g kg + kg - 1) in group c, then W_b and the biases.
-template <int RB> __device__ __forceinline__ void mi_stage_weights(float *sm, const mi_args &a) {
-    using C = mi_cfg<RB>;
-    const int kg = a.kp / C::KS, kc = kg / C::NCH; // k per group, per group and chunk
-    const int pq = kc / 4, per_row = C::KS * pq;   // 16-byte pieces per group, per row
-#pragma unroll
-    for (int c = 0; c < C::NCH; c++) {
-        for (int e = threadIdx.x; e < kMiNA * per_row; e += kMiNT) {
-            const int n = e / per_row, rem = e - n * per_row, g = rem / pq, q = rem - g * pq;
-            const int k = g * kg + c * kc + 4 * q;
-            mi_copy4(sm + a.o_wa + n * a.ldk + k, a.wa, a.NA, a.K, n, k);
-        }
-        cp_async_commit();
-    }
-    for (int e = threadIdx.x; e < a.D * (kMiNA / 4); e += kMiNT) {
-        const int d = e / (kMiNA / 4), n = 4 * (e - d * (kMiNA / 4));
-        mi_copy4(sm + a.o_wb + d * kMiLDA + n, a.wb, a.D, a.NA, d, n);
-    }
-    for (int e = threadIdx.x; e < kMiNA; e += kMiNT)
-        cp_async4(sm + a.o_ba + e, e < a.NA ? a.ba + e : a.ba, e < a.NA ? 4 : 0);
-    for (int e = threadIdx.x; e < a.D; e += kMiNT)
-        cp_async4(sm + a.o_bb + e, a.bb + e, 4);
-    cp_async_commit();
-}
-
-// Pieces per embedding row (gather_index's order): 16 bytes each (VEC) or one float.
-__device__ __forceinline__ int mi_per_row(const mi_args &a) {
-    return (a.flags & GR_MI_F_VEC) ? a.D / 4 : a.D;
-}
-
-// Synchronous path (bags, or more pieces than registers): pooled pieces straight into F.
-template <int RB, typename IDX, bool VEC>
-__device__ __forceinline__ void mi_gather_sync(const mi_args &a, int64_t b0, int nrows,
-                                               float *f_s) {
-    const int per_row = VEC ? a.D / 4 : a.D, total = a.T * RB * per_row, slots = 4 * a.nb;
-    for (int e = threadIdx.x; e < total; e += kMiNT) {
-        const int q = e % per_row, tr = e / per_row, r = tr % RB, t = tr / RB;
-        if (r >= nrows) continue;
-        const float4 v =
-            bag_piece<IDX, VEC>(a.table[t], static_cast<const IDX *>(a.idx[t]) + (b0 + r) * a.bag,
-                                a.rows[t], a.D, a.bag, q, a.scale);
-        float *dst = f_s + (r * slots + gr_ix_slot(1 + t, a.nb)) * a.ldf + (VEC ? 4 * q : q);
-        if (VEC)
-            *reinterpret_cast<float4 *>(dst) = v;
-        else
-            dst[0] = v.x;
-    }
-}
-
-// The gather's first part for row group b0: the indices (register path) or everything.
-template <int RB>
-__device__ __forceinline__ void mi_gather_begin(const mi_args &a, int64_t b0, int nrows, float *f_s,
-                                                int64_t (&rix)[kMiU]) {
-    const bool i64 = (a.flags & GR_MI_F_IDX64) != 0, vec = (a.flags & GR_MI_F_VEC) != 0;
-    if (a.flags & GR_MI_F_REG) {
-        if (i64)
-            gather_index<kMiNT, kMiU, int64_t>(a, mi_per_row(a), RB, b0, nrows, rix);
-        else
-            gather_index<kMiNT, kMiU, int32_t>(a, mi_per_row(a), RB, b0, nrows, rix);
-    } else if (i64) {
-        if (vec)
-            mi_gather_sync<RB, int64_t, true>(a, b0, nrows, f_s);
-        else
-            mi_gather_sync<RB, int64_t, false>(a, b0, nrows, f_s);
-    } else {
-        if (vec)
-            mi_gather_sync<RB, int32_t, true>(a, b0, nrows, f_s);
-        else
-            mi_gather_sync<RB, int32_t, false>(a, b0, nrows, f_s);
-    }
-}
-
-// h's pieces e0 + u * 256 + tid (16 bytes of row r = e / (kp / 4), zero past K and the batch):
-// the loads, then the stores, so that all of a thread's loads are in flight together.
-template <int RB>
-__device__ __forceinline__ void mi_h_load(const mi_args &a, int64_t b0, int nrows, int e0,
-                                          float4 (&hv)[4]) {
-    const int per_row = a.kp / 4, total = RB * per_row;
-    const bool vec = (a.K & 3) == 0;
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-        const int e = e0 + u * kMiNT + (int)threadIdx.x;
-        hv[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (e >= total) continue;
-        const int r = e / per_row, k = 4 * (e - r * per_row);
-        if (r >= nrows || k >= a.K) continue;
-        const float *src = a.h + (b0 + r) * a.K + k;
-        if (vec) {
-            hv[u] = __ldg(reinterpret_cast<const float4 *>(src));
-        } else {
-            float v[4];
-#pragma unroll
-            for (int w = 0; w < 4; w++)
-                v[w] = k + w < a.K ? __ldg(src + w) : 0.f;
-            hv[u] = make_float4(v[0], v[1], v[2], v[3]);
-        }
-    }
-}
-
-template <int RB>
-__device__ __forceinline__ void mi_h_store(const mi_args &a, int e0, const float4 (&hv)[4],
-                                           float *x_s) {
-    const int per_row = a.kp / 4, total = RB * per_row;
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-        const int e = e0 + u * kMiNT + (int)threadIdx.x;
-        if (e >= total) continue;
-        const int r = e / per_row, k = 4 * (e - r * per_row);
-        *reinterpret_cast<float4 *>(x_s + r * a.ldk + k) = hv[u];
-    }
-}
-
-template <int RB>
-__global__ void __launch_bounds__(kMiNT, 1)
-    mlp_interaction_kernel(const __grid_constant__ mi_args a) {
-    using C = mi_cfg<RB>;
-    constexpr int TY = C::TY, TM = C::TM, TX = C::TX, TN = C::TN, KS = C::KS, NCH = C::NCH;
-    extern __shared__ __align__(16) float mi_sm[];
-    float *const wa_s = mi_sm + a.o_wa, *const ba_s = mi_sm + a.o_ba, *const wb_s = mi_sm + a.o_wb;
-    float *const bb_s = mi_sm + a.o_bb, *const x_s = mi_sm + a.o_x, *const a1_s = mi_sm + a.o_a1;
-    float *const f_s = mi_sm + a.o_f;
-    const int tid = threadIdx.x;
-    const bool pre = (a.flags & GR_MI_F_PRE) != 0, reg = (a.flags & GR_MI_F_REG) != 0;
-    const int64_t ngroups = (a.B + RB - 1) / RB;
-    const int slots = 4 * a.nb, rowlen = a.D + a.P, F = a.T + 1;
-
-    // Layer-1 thread coordinates: group g, and within it a warp of 4 rows x 8 columns (TY = 4)
-    // or rows of 16 columns.
-    const int g = tid / C::GT, gt = tid % C::GT;
-    const int ty = TY == 4 ? (gt % 32) / 8 : gt / TX;
-    const int tx = TY == 4 ? (gt / 32) * 8 + gt % 8 : gt % TX;
-    const int kg = a.kp / KS, kc = kg / NCH;
-
-    // The F vectors' padding (k from D up to the next 4, slots past F) is read and must be 0.
-    for (int e = tid; e < RB * slots * a.ldf; e += kMiNT)
-        f_s[e] = 0.f;
-    __syncthreads();
-
-    int64_t rix[kMiU];
-#pragma unroll
-    for (int u = 0; u < kMiU; u++)
-        rix[u] = -1;
-    int64_t grp = blockIdx.x;
-    if (pre) { // nothing read here is written by an op: overlaps the previous kernel
-        mi_stage_weights<RB>(mi_sm, a);
-        if (grp < ngroups)
-            mi_gather_begin<RB>(a, grp * RB, (int)min((int64_t)RB, a.B - grp * RB), f_s, rix);
-    }
-    pdl_wait(); // h is the previous kernel's output
-    if (!pre) mi_stage_weights<RB>(mi_sm, a);
-
-    for (; grp < ngroups; grp += gridDim.x) {
-        const bool first = grp == (int64_t)blockIdx.x;
-        const int64_t b0 = grp * RB;
-        const int nrows = (int)min((int64_t)RB, a.B - b0);
-        if (!first || !pre) mi_gather_begin<RB>(a, b0, nrows, f_s, rix);
-
-        // h's loads, the table rows' loads, then h's stores (see the order above)
-        float4 hv[4];
-        mi_h_load<RB>(a, b0, nrows, 0, hv);
-        float4 ev[kMiU];
-        const bool vec = (a.flags & GR_MI_F_VEC) != 0;
-        if (reg) gather_rows<kMiNT, kMiU>(a, vec, mi_per_row(a), RB, rix, ev);
-        mi_h_store<RB>(a, 0, hv, x_s);
-        for (int e0 = 4 * kMiNT; e0 < RB * (a.kp / 4); e0 += 4 * kMiNT) {
-            mi_h_load<RB>(a, b0, nrows, e0, hv);
-            mi_h_store<RB>(a, e0, hv, x_s);
-        }
-
-        // Layer 1: acc = h W_a^T over this group's k range, chunk by chunk as W_a lands.
-        float acc[TM][TN];
-#pragma unroll
-        for (int i = 0; i < TM; i++)
-#pragma unroll
-            for (int j = 0; j < TN; j++)
-                acc[i][j] = 0.f;
-        const float *xs = x_s + ty * a.ldk + g * kg, *ws = wa_s + tx * a.ldk + g * kg;
-#pragma unroll
-        for (int c = 0; c < NCH; c++) {
-            cp_async_wait_n(NCH - c); // W_a's chunks 0 .. c (W_b's group may still be in flight)
-            __syncthreads();          // everyone's copies, and h's stores, are visible
-#pragma unroll 4
-            for (int k = c * kc; k < (c + 1) * kc; k += 4) {
-                float4 av[TM], bv[TN];
-#pragma unroll
-                for (int i = 0; i < TM; i++)
-                    av[i] = lds128(xs + TY * i * a.ldk + k);
-#pragma unroll
-                for (int j = 0; j < TN; j++)
-                    bv[j] = lds128(ws + TX * j * a.ldk + k);
-#pragma unroll
-                for (int i = 0; i < TM; i++)
-#pragma unroll
-                    for (int j = 0; j < TN; j++)
-                        acc[i][j] = fmaf(av[i].x, bv[j].x, acc[i][j]);
-#pragma unroll
-                for (int i = 0; i < TM; i++)
-#pragma unroll
-                    for (int j = 0; j < TN; j++)
-                        acc[i][j] = fmaf(av[i].y, bv[j].y, acc[i][j]);
-#pragma unroll
-                for (int i = 0; i < TM; i++)
-#pragma unroll
-                    for (int j = 0; j < TN; j++)
-                        acc[i][j] = fmaf(av[i].z, bv[j].z, acc[i][j]);
-#pragma unroll
-                for (int i = 0; i < TM; i++)
-#pragma unroll
-                    for (int j = 0; j < TN; j++)
-                        acc[i][j] = fmaf(av[i].w, bv[j].w, acc[i][j]);
-            }
-        }
-        if (first) pdl_trigger(); // layer 2, the interaction and the stores are left
-        if (reg) gather_store<kMiNT, kMiU>(a, vec, mi_per_row(a), RB, ev, f_s, slots * a.ldf, a.nb, a.ldf);
-
-        // The groups' partial tiles over h (every thread is done reading it), summed in group
-        // order, + b_a, ReLU -> a1.
-        __syncthreads();
-        float *const red = x_s;
-#pragma unroll
-        for (int i = 0; i < TM; i++)
-#pragma unroll
-            for (int j = 0; j < TN; j++)
-                red[(g * RB + ty + TY * i) * kMiRP + tx + TX * j] = acc[i][j];
-        cp_async_wait<0>(); // W_b and the biases (this thread's copies)
-        __syncthreads();
-        for (int e = tid; e < RB * kMiNA; e += kMiNT) {
-            const int r = e / kMiNA, n = e % kMiNA;
-            float s = 0.f;
-#pragma unroll
-            for (int gg = 0; gg < KS; gg++)
-                s += red[(gg * RB + r) * kMiRP + n];
-            a1_s[r * kMiLDA + n] = act_f<GR_DLRM_ACT_RELU>(s + ba_s[n]);
-        }
-        __syncthreads();
-
-        // Layer 2: bot = relu(a1 W_b^T + b_b), to device memory, the output row and vector 0.
-        float *const out = x_s; // the output rows [RB][D + P] (the partial tiles are consumed)
-        for (int e = tid; e < RB * a.D; e += kMiNT) {
-            const int r = e / a.D, d = e - r * a.D;
-            const float *ar = a1_s + r * kMiLDA, *wr = wb_s + d * kMiLDA;
-            // four partial sums (n % 4): chains of 16 dependent FMAs instead of one of 64
-            float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
-#pragma unroll 4
-            for (int n = 0; n < kMiNA; n += 4) {
-                const float4 x4 = lds128(ar + n), w4 = lds128(wr + n);
-                s0 = fmaf(x4.x, w4.x, s0);
-                s1 = fmaf(x4.y, w4.y, s1);
-                s2 = fmaf(x4.z, w4.z, s2);
-                s3 = fmaf(x4.w, w4.w, s3);
-            }
-            const float v = act_f<GR_DLRM_ACT_RELU>((s0 + s1) + (s2 + s3) + bb_s[d]);
-            if (r < nrows) a.bot[(b0 + r) * a.D + d] = v;
-            out[r * rowlen + d] = v;
-            f_s[r * slots * a.ldf + d] = v; // vector 0 is slot 0
-        }
-        __syncthreads();
-
-        // The interaction, then the group's output rows (contiguous in R).
-        ix_dots<kMiNT>(f_s, nrows, a.nb, a.ldf, a.D, F, rowlen, out);
-        __syncthreads();
-        ix_store_rows<kMiNT>(out, a.R + b0 * rowlen, nrows * rowlen);
-        __syncthreads(); // the next row group overwrites h's space and the F vectors
     }
 }
 
@@ -1657,18 +1021,18 @@ tiled_kernel_t tiled_kernel_of(const gr_op *op, size_t *smem) {
     }
 }
 
-// The tensor-core kernel of configuration CFG (a GR_LIN_CCFG_* list: BM, BN, WM, WN, S, KS)
+// The tensor-core kernel of configuration CFG (a GR_LIN_CCFG_* list: BM, BN, WM, WN, S)
 // for the op's passes (math tf32: 1, tf32x3: 3), activation and copy width.
-template <int BM, int BN, int WM, int WN, int S, int KS> struct tc_launcher {
+template <int BM, int BN, int WM, int WN, int S> struct tc_launcher {
     typedef void (*kernel_t)(const float *, const float *, const float *, float *, int, int, int,
                              int);
     template <int PASSES, bool VEC> static kernel_t pick(int act) {
         switch (act) {
         case GR_DLRM_ACT_RELU:
-            return linear_tc_kernel<BM, BN, WM, WN, S, KS, PASSES, GR_DLRM_ACT_RELU, VEC>;
+            return linear_tc_kernel<BM, BN, WM, WN, S, PASSES, GR_DLRM_ACT_RELU, VEC>;
         case GR_DLRM_ACT_SIGMOID:
-            return linear_tc_kernel<BM, BN, WM, WN, S, KS, PASSES, GR_DLRM_ACT_SIGMOID, VEC>;
-        default: return linear_tc_kernel<BM, BN, WM, WN, S, KS, PASSES, GR_DLRM_ACT_NONE, VEC>;
+            return linear_tc_kernel<BM, BN, WM, WN, S, PASSES, GR_DLRM_ACT_SIGMOID, VEC>;
+        default: return linear_tc_kernel<BM, BN, WM, WN, S, PASSES, GR_DLRM_ACT_NONE, VEC>;
         }
     }
     static kernel_t kernel(const gr_op *op) {
@@ -1681,10 +1045,10 @@ template <int BM, int BN, int WM, int WN, int S, int KS> struct tc_launcher {
 };
 
 typedef tc_launcher<GR_LIN_CCFG_64>::kernel_t tc_kernel_t;
-template <int BM, int BN, int WM, int WN, int S, int KS>
+template <int BM, int BN, int WM, int WN, int S>
 tc_kernel_t tc_pick(const gr_op *op, size_t *smem) {
-    *smem = tc_launcher<BM, BN, WM, WN, S, KS>::smem();
-    return tc_launcher<BM, BN, WM, WN, S, KS>::kernel(op);
+    *smem = tc_launcher<BM, BN, WM, WN, S>::smem();
+    return tc_launcher<BM, BN, WM, WN, S>::kernel(op);
 }
 
 tc_kernel_t tc_kernel_of(const gr_op *op, size_t *smem) {
@@ -1692,12 +1056,6 @@ tc_kernel_t tc_kernel_of(const gr_op *op, size_t *smem) {
     case GR_LIN_C64: return tc_pick<GR_LIN_CCFG_64>(op, smem);
     case GR_LIN_C6432: return tc_pick<GR_LIN_CCFG_6432>(op, smem);
     case GR_LIN_C32: return tc_pick<GR_LIN_CCFG_32>(op, smem);
-    case GR_LIN_C64S4: return tc_pick<GR_LIN_CCFG_64S4>(op, smem);
-    case GR_LIN_C6432S4: return tc_pick<GR_LIN_CCFG_6432S4>(op, smem);
-    case GR_LIN_C64K2: return tc_pick<GR_LIN_CCFG_64K2>(op, smem);
-    case GR_LIN_C64K2S4: return tc_pick<GR_LIN_CCFG_64K2S4>(op, smem);
-    case GR_LIN_C6432W8: return tc_pick<GR_LIN_CCFG_6432W8>(op, smem);
-    case GR_LIN_C64W8: return tc_pick<GR_LIN_CCFG_64W8>(op, smem);
     default: *smem = 0; return NULL;
     }
 }
@@ -1820,7 +1178,6 @@ extern "C" gr_status gr_launch_embedding_interaction(const gr_op *op, const gr_l
     a.rb = (int)op->ip[GR_EI_RB];
     a.scale = (float)op->fp[0];
     a.pre = (int)op->ip[GR_EI_PRE];
-    a.reg = (int)op->ip[GR_EI_REG];
     const bool vec = op->ip[GR_EI_VEC] != 0, i64 = op->ip[GR_EI_IDX64] != 0;
     const dim3 g = grid_of(op), bl = block_of(op);
     const size_t sm = op->smem;
@@ -1863,13 +1220,10 @@ extern "C" gr_status gr_launch_linear_simt(const gr_op *op, const gr_launch_ctx 
     return finish(rc, op, err);
 }
 
-// smallk and rowdot: the op's act as a template argument.
+// rowdot: the op's act as a template argument.
 template <int ACT>
 static cudaError_t linear_small_act(const gr_op *op, const gr_launch_ctx *ctx, const float *X,
                                     const float *W, const float *b, float *Y, int M, int N, int K) {
-    if (op->ip[GR_LIN_IMPL] == GR_LINEAR_SK)
-        return gr_launch(linear_smallk_kernel<ACT>, grid_of(op), block_of(op), 0, ctx, X, W, b, Y,
-                         M, N, K, (op->ip[GR_LIN_FLAGS] & GR_LIN_F_PRE) ? 1 : 0);
     return op->ip[GR_LIN_VEC]
                ? gr_launch(linear_rowdot_kernel<ACT, true>, grid_of(op), block_of(op), 0, ctx, X, W,
                            b, Y, M, N, K)
@@ -1910,7 +1264,7 @@ static gr_status staged_resolve(const gr_op *op, tiled_kernel_t *k, gr_error *er
     const bool tc = impl == GR_LINEAR_TC, wg = impl == GR_LINEAR_WG;
     const int cfg = (int)op->ip[GR_LIN_BN];
     *k = wg ? gr_lin_wg_kernel_of(op, &smem) : tc ? tc_kernel_of(op, &smem) : tiled_kernel_of(op, &smem);
-    const unsigned z = tc ? (unsigned)gr_lin_ccfg(cfg, GR_LIN_CF_KS) : 1u;
+    const unsigned z = 1u;
     const unsigned threads = wg   ? gr_lin_wg_threads(cfg)
                              : tc ? gr_lin_tc_threads(cfg)
                                   : (unsigned)GR_LIN_TILED_THREADS;
@@ -2050,107 +1404,7 @@ extern "C" gr_status gr_launch_linear_staged(const gr_op *op, const gr_launch_ct
     float *Y = static_cast<float *>(ctx->dptr[op->outputs[0]]);
     const int M = (int)op->ip[GR_LIN_M], N = (int)op->ip[GR_LIN_N], K = (int)op->ip[GR_LIN_K];
     const int pre = (op->ip[GR_LIN_FLAGS] & GR_LIN_F_PRE) != 0;
-    // the tc kernel's K split (grid z > 1) runs as clusters spanning z
-    const unsigned cz = op->ip[GR_LIN_IMPL] == GR_LINEAR_TC ? op->grid[2] : 1u;
-    return finish(gr_launch_cluster(k, grid_of(op), block_of(op), op->smem, ctx, cz, X, W, b, Y, M,
-                                    N, K, pre),
+    return finish(gr_launch(k, grid_of(op), block_of(op), op->smem, ctx, X, W, b, Y, M, N, K, pre),
                   op, err);
 }
 
-// mlp_interaction: the kernel of the op's rows per block, and its layout, which must be the one
-// the check sized the shared memory for.
-typedef void (*mi_kernel_t)(mi_args);
-static mi_kernel_t mi_kernel_of(int rb) {
-    switch (rb) {
-    case 1:
-        return mlp_interaction_kernel<1>;
-    case 2:
-        return mlp_interaction_kernel<2>;
-    case 4:
-        return mlp_interaction_kernel<4>;
-    case 8:
-        return mlp_interaction_kernel<8>;
-    case 16:
-        return mlp_interaction_kernel<16>;
-    default:
-        return NULL;
-    }
-}
-
-static gr_status mi_resolve(const gr_op *op, mi_kernel_t *k, gr_mi_layout *l, gr_error *err) {
-    const int rb = (int)op->ip[GR_MI_RB];
-    *k = mi_kernel_of(rb);
-    *l = gr_mi_layout_of(rb, op->ip[GR_MI_K], op->ip[GR_MI_D], op->ip[GR_MI_T]);
-    if (!*k || (size_t)l->floats * sizeof(float) != op->smem || op->block[0] != GR_MI_THREADS)
-        return gr_error_set(err, GR_ERR_INTERNAL, op->path,
-                            "mlp_interaction: %d rows per block, %zu bytes of shared memory "
-                            "(layout: %lld), %u threads",
-                            rb, op->smem, (long long)l->floats * 4, op->block[0]);
-    return GR_OK;
-}
-
-extern "C" gr_status gr_setup_mlp_interaction(const gr_op *op, gr_error *err) {
-    mi_kernel_t k;
-    gr_mi_layout l;
-    GR_TRY(mi_resolve(op, &k, &l, err));
-    int dev = 0, optin = 0;
-    GR_CUDA(cudaGetDevice(&dev), err);
-    GR_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), err);
-    if (op->smem > (size_t)optin)
-        return gr_error_set(err, GR_ERR_INPUT, op->path,
-                            "kernel \"mlp_interaction\": needs %zu bytes of shared memory per "
-                            "block (%lld batch rows per block) but this GPU allows %d; run the two "
-                            "layers as linear_act ops and the interaction as embedding_interaction",
-                            op->smem, (long long)op->ip[GR_MI_RB], optin);
-    // The device's whole opt-in, not this op's size: ops of other shapes share the kernel of
-    // their rows per block, and a later setup() must not lower the limit an earlier op needs.
-    if (op->smem > 48 * 1024)
-        GR_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, optin), err);
-    return GR_OK;
-}
-
-extern "C" gr_status gr_launch_mlp_interaction(const gr_op *op, const gr_launch_ctx *ctx,
-                                               gr_error *err) {
-    mi_kernel_t k;
-    gr_mi_layout l;
-    GR_TRY(mi_resolve(op, &k, &l, err));
-    const int T = (int)op->ip[GR_MI_T];
-    if (T < 1 || T > GR_EMB_MAX_TABLES || op->ninputs != 5 + 2 * T || op->noutputs != 2)
-        return gr_error_set(err, GR_ERR_INTERNAL, op->path, "mlp_interaction: %d tables, %d inputs",
-                            T, op->ninputs);
-    mi_args a;
-    memset(&a, 0, sizeof(a));
-    for (int t = 0; t < T; t++) {
-        a.table[t] = static_cast<const float *>(ctx->dptr[op->inputs[5 + t]]);
-        a.idx[t] = ctx->dptr[op->inputs[5 + T + t]];
-        a.rows[t] = ctx->plan->bufs[op->inputs[5 + t]].shape[0];
-    }
-    a.h = static_cast<const float *>(ctx->dptr[op->inputs[0]]);
-    a.wa = static_cast<const float *>(ctx->dptr[op->inputs[1]]);
-    a.ba = static_cast<const float *>(ctx->dptr[op->inputs[2]]);
-    a.wb = static_cast<const float *>(ctx->dptr[op->inputs[3]]);
-    a.bb = static_cast<const float *>(ctx->dptr[op->inputs[4]]);
-    a.bot = static_cast<float *>(ctx->dptr[op->outputs[0]]);
-    a.R = static_cast<float *>(ctx->dptr[op->outputs[1]]);
-    a.B = op->ip[GR_MI_B];
-    a.K = (int)op->ip[GR_MI_K];
-    a.NA = (int)op->ip[GR_MI_NA];
-    a.D = (int)op->ip[GR_MI_D];
-    a.T = T;
-    a.P = (T + 1) * T / 2;
-    a.bag = (int)op->ip[GR_MI_BAG];
-    a.scale = (float)op->fp[0];
-    a.flags = (int)op->ip[GR_MI_FLAGS];
-    a.o_wa = (int)l.wa;
-    a.o_ba = (int)l.ba;
-    a.o_wb = (int)l.wb;
-    a.o_bb = (int)l.bb;
-    a.o_x = (int)l.x;
-    a.o_a1 = (int)l.a1;
-    a.o_f = (int)l.f;
-    a.kp = (int)l.kp;
-    a.ldk = (int)l.ldk;
-    a.ldf = (int)l.ldf;
-    a.nb = (int)l.nb;
-    return finish(gr_launch(k, grid_of(op), block_of(op), op->smem, ctx, a), op, err);
-}

@@ -1,7 +1,6 @@
 /* DLRM kernel family (issue #4): embedding bags (one table, and table-batched over up to 32
  * tables in one launch), bias add, sigmoid, concat, lower-triangle gather, the fused dot
- * interaction (alone, with the table-batched embedding gather fused in, or with the bottom MLP's
- * last two layers fused in front of that: mlp_interaction), and Linear + bias +
+ * interaction (alone, or with the table-batched embedding gather fused in), and Linear + bias +
  * activation fused (own SIMT kernel for small batches, own register-tiled SGEMM for large ones
  * in fp32, cuBLASLt with a bias/ReLU epilogue, optionally TF32). Host side (schemas, checks,
  * accounting, CPU references, cuBLASLt setup and algorithm timing) in dlrm.c; device code in
@@ -31,8 +30,7 @@ enum {
     GR_LINEAR_TILED = 2,
     GR_LINEAR_TC = 3,
     GR_LINEAR_WG = 4,
-    GR_LINEAR_SK = 5, /* smallk: K <= GR_LIN_SK_MAXK */
-    GR_LINEAR_RD = 6  /* rowdot: N <= GR_LIN_RD_MAXN */
+    GR_LINEAR_RD = 5 /* rowdot: N <= GR_LIN_RD_MAXN */
 };
 enum { GR_MATH_FP32 = 0, GR_MATH_TF32 = 1, GR_MATH_TF32X3 = 2 };
 
@@ -63,20 +61,17 @@ enum {
     GR_EI_VEC,
     GR_EI_P,
     GR_EI_PRE,
-    GR_EI_RB,
-    GR_EI_REG /* GR_IX_REG=1 asks for it, bag 1 and at most GR_IX_GATHER_U pieces per thread:
-                 the gather's loads through registers (dlrm.c says why not by default) */
+    GR_EI_RB
 };
 /* Both interaction kernels (dot_interaction, embedding_interaction): a block of GR_IX_THREADS
- * threads owns RB batch rows (GR_INT_RB / GR_EI_RB: 1, 2 or 4, chosen by the check: the most
- * that still give GR_IX_BLOCKS_PER_SM / 2 blocks per SM), at most GR_IX_BLOCKS_PER_SM blocks per
+ * threads owns RB batch rows (GR_INT_RB / GR_EI_RB: 1, 2 or 4, the op's attr rows_per_block, or
+ * with "auto" the most that still give GR_IX_BLOCKS_PER_SM / 2 blocks per SM), at most GR_IX_BLOCKS_PER_SM blocks per
  * SM, grid-stride beyond. A thread computes a 4 x 4 block of one row's dots (design in dlrm.cu). */
 #define GR_IX_THREADS 128
 #define GR_IX_MAX_RB 4
 #define GR_IX_BLOCKS_PER_SM 8 /* 8 x 128 threads at <= 64 registers fill the register file */
-#define GR_IX_GATHER_U 4      /* embedding pieces per thread held in registers */
 
-/* The interaction's vectors in shared memory (both kernels above and mlp_interaction): a row's
+/* The interaction's vectors in shared memory (both kernels above): a row's
  * F = T + 1 vectors (0: the bottom MLP's output, 1 + t: table t's embedding) in 4 nb slots,
  * nb = ceil(F / 4), vector v in slot (v % 4) nb + v / 4, so the 4 vectors of one 4 x 4 dot
  * block are nb slots apart; slots ldf floats apart: D rounded up to 4 and then to an odd number
@@ -98,72 +93,6 @@ GR_HD_INLINE int64_t gr_ix_floats(int64_t rb, int64_t T, int64_t D) {
     const int64_t P = (T + 1) * T / 2;
     return rb * 4 * gr_ix_nb(T) * gr_ix_ldf(D) + rb * (D + P);
 }
-/* mlp_interaction: the bottom MLP's last two Linear + ReLU layers, then embedding_interaction, in
- * one kernel. Inputs h [B, K], W_a [N_a, K], b_a [N_a], W_b [D, N_a], b_b [D], T tables, T index
- * buffers; outputs bot [B, D] and R [B, D + P]. A block of GR_MI_THREADS threads owns RB batch
- * rows (GR_MI_RB: 1, 2, 4, 8 or 16, chosen by the check), grid-stride beyond the grid. Design and
- * napkin math in dlrm.cu. */
-enum { GR_MI_B, GR_MI_T, GR_MI_K, GR_MI_NA, GR_MI_D, GR_MI_BAG, GR_MI_RB, GR_MI_FLAGS };
-enum {
-    GR_MI_F_PRE = 1,   /* weights, tables and indices are written by no op: read before the wait */
-    GR_MI_F_IDX64 = 2, /* int64 indices */
-    GR_MI_F_VEC = 4,   /* D % 4 == 0: table rows gathered 16 bytes at a time */
-    GR_MI_F_REG = 8    /* bag 1 and at most GR_MI_GATHER_U pieces per thread: the row loads are
-                          held in registers while layer 1 runs (see dlrm.cu) */
-};
-#define GR_MI_THREADS 256
-#define GR_MI_NA_MAX 64 /* W_a's outputs: 16 column threads x 4 (zero rows past N_a) */
-#define GR_MI_MAX_RB 16
-#define GR_MI_GATHER_U 8 /* embedding pieces per thread held in registers */
-#define GR_MI_KALIGN 64  /* K is padded to a multiple of this in shared memory (zeros) */
-/* Threads covering one layer-1 partial tile of RB x 64 outputs (4 x 16 threads for RB >= 4,
- * RB x 16 below); the block's GR_MI_THREADS / GT groups split K between them. */
-#define GR_MI_GT(rb) ((rb) >= 4 ? 64 : 16 * (rb))
-
-/* Shared-memory layout of one block (offsets and sizes in floats, each part 16-byte aligned):
- * W_a [64][ldk], b_a [64], W_b [D][68], b_b, the region x (h [RB][ldk], then the layer-1
- * partial tiles [KS * RB][72], then the output rows [RB][D + P]: one after the other), a1
- * [RB][68], and the F = T + 1 vectors of each row [RB][4 nb][ldf] (gr_ix_slot's order). */
-typedef struct gr_mi_layout {
-    int64_t wa, ba, wb, bb, x, a1, f, floats;
-    int64_t kp, ldk, ldf, nb;
-} gr_mi_layout;
-
-static inline int64_t gr_mi_up(int64_t v, int64_t m) {
-    return (v + m - 1) / m * m;
-}
-
-static inline gr_mi_layout gr_mi_layout_of(int rb, int64_t K, int64_t D, int64_t T) {
-    gr_mi_layout l;
-    const int64_t lda = GR_MI_NA_MAX + 4, rp = GR_MI_NA_MAX + 8;
-    const int64_t ks = GR_MI_THREADS / GR_MI_GT(rb), P = (T + 1) * T / 2;
-    const int64_t d4 = gr_mi_up(D, 4);
-    l.kp = gr_mi_up(K, GR_MI_KALIGN);
-    l.ldk = l.kp + 4; /* an odd number of 16-byte units */
-    l.ldf = gr_ix_ldf(D);
-    l.nb = gr_ix_nb(T);
-    int64_t x = (int64_t)rb * l.ldk;
-    if (ks * rb * rp > x) x = ks * rb * rp;
-    if ((int64_t)rb * (D + P) > x) x = (int64_t)rb * (D + P);
-    int64_t o = 0;
-    l.wa = o;
-    o += GR_MI_NA_MAX * l.ldk;
-    l.ba = o;
-    o += GR_MI_NA_MAX;
-    l.wb = o;
-    o += gr_mi_up(D * lda, 4);
-    l.bb = o;
-    o += d4;
-    l.x = o;
-    o += gr_mi_up(x, 4);
-    l.a1 = o;
-    o += (int64_t)rb * lda;
-    l.f = o;
-    o += (int64_t)rb * 4 * l.nb * l.ldf;
-    l.floats = o;
-    return l;
-}
-
 /* GR_LIN_BN: the simt kernel's tile width (8, 16, 32), or the tiled kernel's configuration
  * (GR_LIN_T64 ...); 0 for lt. GR_LIN_VEC: K % 4 == 0, so rows of x and W take 16-byte loads. */
 enum { GR_LIN_M, GR_LIN_N, GR_LIN_K, GR_LIN_ACT, GR_LIN_IMPL, GR_LIN_BN, GR_LIN_VEC, GR_LIN_FLAGS };
@@ -182,15 +111,8 @@ enum {
 #define GR_LIN_KC 128
 #define GR_LIN_THREADS 256
 
-/* impl smallk (K <= GR_LIN_SK_MAXK, design in dlrm.cu): a thread owns 4 consecutive outputs of a
- * row with their W rows in registers; GR_LIN_SK_CT threads span 4 CT columns (grid y), a block
- * of GR_LIN_SK_THREADS threads GR_LIN_SK_RB rows (grid x). impl rowdot (N <= GR_LIN_RD_MAXN): a
- * warp per row, lanes across K; blocks of GR_LIN_RD_THREADS, at most GR_LIN_RD_BLOCKS_PER_SM per
- * SM, grid-stride beyond. */
-#define GR_LIN_SK_MAXK 16
-#define GR_LIN_SK_THREADS 256
-#define GR_LIN_SK_CT 128
-#define GR_LIN_SK_RB 16
+/* impl rowdot (N <= GR_LIN_RD_MAXN): a warp per row, lanes across K; blocks of
+ * GR_LIN_RD_THREADS, at most GR_LIN_RD_BLOCKS_PER_SM per SM, grid-stride beyond. */
 #define GR_LIN_RD_MAXN 16
 #define GR_LIN_RD_THREADS 256
 #define GR_LIN_RD_BLOCKS_PER_SM 8
@@ -234,45 +156,24 @@ static inline size_t gr_lin_tiled_smem(int c) {
 /* The tensor-core linear kernel (impl "tc", math tf32 or tf32x3; design in dlrm.cu): a block of
  * (BM / WM) x (BN / WN) warps owns a BM x BN output tile, each warp a WM x WN piece of 16 x 8 MMA
  * tiles; K staged
- * 32 at a time through an S-stage cp.async pipeline (as the tiled kernel). KS = 2 splits K over
- * a cluster of 2 blocks (grid z), which sum their partial tiles through distributed shared
- * memory (sm_90). op->ip[GR_LIN_BN] holds the configuration, chosen by the check (or by
- * GR_LIN_TC_CFG, a tuning override naming one of the GR_LIN_CNAMES): */
+ * 32 at a time through an S-stage cp.async pipeline (as the tiled kernel). op->ip[GR_LIN_BN]
+ * holds the configuration, chosen by the check, or named by the op's attr config (one of the
+ * GR_LIN_CNAMES): */
 #define GR_LIN_MMA_KT 32
 #define GR_LIN_MMA_LD 48 /* row pitch of a stage in floats: KT + 16, see dlrm.cu */
-/*                        BM  BN  WM  WN  S  KS */
-#define GR_LIN_CCFG_64 64, 64, 32, 32, 3, 1     /* GR_LIN_C64 */
-#define GR_LIN_CCFG_6432 64, 32, 32, 16, 3, 1   /* GR_LIN_C6432 */
-#define GR_LIN_CCFG_32 32, 32, 16, 16, 3, 1     /* GR_LIN_C32 */
-#define GR_LIN_CCFG_64S4 64, 64, 32, 32, 4, 1   /* GR_LIN_C64S4 */
-#define GR_LIN_CCFG_6432S4 64, 32, 32, 16, 4, 1 /* GR_LIN_C6432S4 */
-#define GR_LIN_CCFG_64K2 64, 64, 32, 32, 3, 2   /* GR_LIN_C64K2 */
-#define GR_LIN_CCFG_64K2S4 64, 64, 32, 32, 4, 2 /* GR_LIN_C64K2S4 */
-#define GR_LIN_CCFG_6432W8 64, 32, 16, 16, 3, 1 /* GR_LIN_C6432W8: 8 warps */
-#define GR_LIN_CCFG_64W8 64, 64, 32, 16, 3, 1   /* GR_LIN_C64W8: 8 warps */
-enum {
-    GR_LIN_C64,
-    GR_LIN_C6432,
-    GR_LIN_C32,
-    GR_LIN_C64S4,
-    GR_LIN_C6432S4,
-    GR_LIN_C64K2,
-    GR_LIN_C64K2S4,
-    GR_LIN_C6432W8,
-    GR_LIN_C64W8,
-    GR_LIN_NCCFG
-};
-#define GR_LIN_CNAMES                                                                              \
-    { "64", "6432", "32", "64s4", "6432s4", "64k2", "64k2s4", "6432w8", "64w8" }
-enum { GR_LIN_CF_BM, GR_LIN_CF_BN, GR_LIN_CF_WM, GR_LIN_CF_WN, GR_LIN_CF_S, GR_LIN_CF_KS };
+/*                        BM  BN  WM  WN  S */
+#define GR_LIN_CCFG_64 64, 64, 32, 32, 3   /* GR_LIN_C64 */
+#define GR_LIN_CCFG_6432 64, 32, 32, 16, 3 /* GR_LIN_C6432 */
+#define GR_LIN_CCFG_32 32, 32, 16, 16, 3   /* GR_LIN_C32 */
+enum { GR_LIN_C64, GR_LIN_C6432, GR_LIN_C32, GR_LIN_NCCFG };
+#define GR_LIN_CNAMES {"c64", "c6432", "c32"}
+enum { GR_LIN_CF_BM, GR_LIN_CF_BN, GR_LIN_CF_WM, GR_LIN_CF_WN, GR_LIN_CF_S };
 
 /* Field f (GR_LIN_CF_*) of tensor-core configuration c; 0 for an unknown one. */
 static inline int gr_lin_ccfg(int c, int f) {
-    static const int t[GR_LIN_NCCFG][6] = {
-        {GR_LIN_CCFG_64},     {GR_LIN_CCFG_6432},   {GR_LIN_CCFG_32},
-        {GR_LIN_CCFG_64S4},   {GR_LIN_CCFG_6432S4}, {GR_LIN_CCFG_64K2},
-        {GR_LIN_CCFG_64K2S4}, {GR_LIN_CCFG_6432W8}, {GR_LIN_CCFG_64W8}};
-    return c >= 0 && c < GR_LIN_NCCFG && f >= 0 && f < 6 ? t[c][f] : 0;
+    static const int t[GR_LIN_NCCFG][5] = {
+        {GR_LIN_CCFG_64}, {GR_LIN_CCFG_6432}, {GR_LIN_CCFG_32}};
+    return c >= 0 && c < GR_LIN_NCCFG && f >= 0 && f < 5 ? t[c][f] : 0;
 }
 
 /* Threads per block of tensor-core configuration c: 32 per warp tile; 0 for an unknown one. */
@@ -296,75 +197,42 @@ static inline size_t gr_lin_tc_smem(int c) {
  * sets: the tensor cores read one while the next ones are written). Built for sm_90a only, so it
  * runs on compute capability 9.0 (H100, H200) and nowhere else; the check refuses it elsewhere.
  * op->ip[GR_LIN_BN] holds the configuration (a GR_LIN_WCFG_* list): BN 64 or 128, NWG warpgroups
- * per block (1: the MMA warpgroup copies and splits alone), S raw stages, and the form: REGA 0,
- * every thread copies and splits x and W; REGA 1, the register-A form, where the MMA warpgroup
- * loads x's fragments from the raw stage straight into registers and splits them there, and only
- * W's split parts go through shared memory (its sets hold BN rows, not BM + BN; the second
- * warpgroup copies and splits W alone); REGA 2, the bulk form (w64b; gr_lin_wgb_ok): register A
- * with two MMA warpgroups on alternate stages, a third splitting W, and a producer warp copying x
- * and W as TMA tensor-map boxes into a ring of slots handed over on mbarriers; REGA 3, its tall
- * version (w64b2): 128 x 64 tiles, the two MMA warpgroups on the two 64-row halves, every stage
- * (one wave of blocks for dlrm_small's top.0, 2048 x 512, where 64 x 64 tiles need two). */
+ * per block, S raw stages, and the form: FORM 0, the shared-memory form (w64, w128), where every
+ * thread copies and splits x and W; FORM 2, the bulk form (w64b; gr_lin_wgb_ok): x's fragments
+ * loaded into registers and split there (register A), two MMA warpgroups on alternate stages, a
+ * third splitting W, and a producer warp copying x and W as TMA tensor-map boxes into a ring of
+ * slots handed over on mbarriers; FORM 3, its tall version (w64b2): 128 x 64 tiles, the two MMA
+ * warpgroups on the two 64-row halves, every stage (one wave of blocks for dlrm_small's top.0,
+ * 2048 x 512, where 64 x 64 tiles need two). */
 #define GR_LIN_WG_BM 64
 #define GR_LIN_WG_LD 36 /* KT + 4: room for a shifted row (K % 4 != 0) */
-/*                       BN  NWG  S  REGA */
-#define GR_LIN_WCFG_64 64, 2, 4, 0     /* GR_LIN_W64 */
-#define GR_LIN_WCFG_128 128, 2, 3, 0   /* GR_LIN_W128: 3 x 2 operand sets leave room for 3 stages */
-#define GR_LIN_WCFG_64X1 64, 1, 4, 0   /* GR_LIN_W64X1: the MMA warpgroup copies and splits alone */
-#define GR_LIN_WCFG_128X1 128, 1, 3, 0 /* GR_LIN_W128X1 */
-#define GR_LIN_WCFG_64X4 64, 4, 4, 0   /* GR_LIN_W64X4 */
-#define GR_LIN_WCFG_64S6 64, 2, 6, 0   /* GR_LIN_W64S6 */
-#define GR_LIN_WCFG_64R 64, 2, 4, 1    /* GR_LIN_W64R: register A */
-#define GR_LIN_WCFG_128R 128, 2, 4, 1  /* GR_LIN_W128R */
-#define GR_LIN_WCFG_64R6 64, 2, 6, 1   /* GR_LIN_W64R6 */
-#define GR_LIN_WCFG_64B 64, 3, 6, 2    /* GR_LIN_W64B: register A, 2 MMA warpgroups, TMA copies */
-#define GR_LIN_WCFG_64B2 64, 3, 6, 3   /* GR_LIN_W64B2: the same on 128 x 64 tiles */
-enum {
-    GR_LIN_W64,
-    GR_LIN_W128,
-    GR_LIN_W64X1,
-    GR_LIN_W128X1,
-    GR_LIN_W64X4,
-    GR_LIN_W64S6,
-    GR_LIN_W64R,
-    GR_LIN_W128R,
-    GR_LIN_W64R6,
-    GR_LIN_W64B,
-    GR_LIN_W64B2,
-    GR_LIN_NWCFG
-};
-#define GR_LIN_WNAMES                                                                              \
-    {                                                                                              \
-        "w64", "w128", "w64x1", "w128x1", "w64x4", "w64s6", "w64r", "w128r", "w64r6", "w64b",      \
-            "w64b2"                                                                                \
-    }
+/*                       BN  NWG  S  FORM */
+#define GR_LIN_WCFG_64 64, 2, 4, 0   /* GR_LIN_W64 */
+#define GR_LIN_WCFG_128 128, 2, 3, 0 /* GR_LIN_W128: 3 x 2 operand sets leave room for 3 stages */
+#define GR_LIN_WCFG_64B 64, 3, 6, 2  /* GR_LIN_W64B: register A, 2 MMA warpgroups, TMA copies */
+#define GR_LIN_WCFG_64B2 64, 3, 6, 3 /* GR_LIN_W64B2: the same on 128 x 64 tiles */
+enum { GR_LIN_W64, GR_LIN_W128, GR_LIN_W64B, GR_LIN_W64B2, GR_LIN_NWCFG };
+#define GR_LIN_WNAMES {"w64", "w128", "w64b", "w64b2"}
 
-enum { GR_LIN_WF_BN, GR_LIN_WF_NWG, GR_LIN_WF_S, GR_LIN_WF_REGA };
+enum { GR_LIN_WF_BN, GR_LIN_WF_NWG, GR_LIN_WF_S, GR_LIN_WF_FORM };
 
 /* Field f (GR_LIN_WF_*) of wgmma configuration c; 0 for an unknown one. */
 static inline int gr_lin_wcfg(int c, int f) {
     static const int t[GR_LIN_NWCFG][4] = {
-        {GR_LIN_WCFG_64},   {GR_LIN_WCFG_128},  {GR_LIN_WCFG_64X1}, {GR_LIN_WCFG_128X1},
-        {GR_LIN_WCFG_64X4}, {GR_LIN_WCFG_64S6}, {GR_LIN_WCFG_64R},  {GR_LIN_WCFG_128R},
-        {GR_LIN_WCFG_64R6}, {GR_LIN_WCFG_64B},  {GR_LIN_WCFG_64B2}};
+        {GR_LIN_WCFG_64}, {GR_LIN_WCFG_128}, {GR_LIN_WCFG_64B}, {GR_LIN_WCFG_64B2}};
     return c >= 0 && c < GR_LIN_NWCFG && f >= 0 && f < 4 ? t[c][f] : 0;
 }
 
-/* Non-zero for the register-A configurations (REGA 1, 2 and 3). */
-static inline int gr_lin_wg_rega(int c) {
-    return gr_lin_wcfg(c, GR_LIN_WF_REGA);
-}
-
-/* 1 for the bulk forms (REGA 2 and 3): register A, and a producer warp copying every stage as
+/* 1 for the bulk forms (FORM 2 and 3): register A, and a producer warp copying every stage as
  * TMA tensor-map boxes into a ring of raw slots handed over on mbarriers (dlrm_wg_sm90a.cu). */
 static inline int gr_lin_wg_bulk(int c) {
-    return gr_lin_wcfg(c, GR_LIN_WF_REGA) >= 2;
+    return gr_lin_wcfg(c, GR_LIN_WF_FORM) >= 2;
 }
 
 /* Rows of x per block (the tile's BM) of wgmma configuration c: 128 for the tall bulk form
  * (w64b2), else GR_LIN_WG_BM = 64; 0 for an unknown one. */
 static inline int gr_lin_wg_bm(int c) {
-    return !gr_lin_wcfg(c, GR_LIN_WF_BN) ? 0 : gr_lin_wcfg(c, GR_LIN_WF_REGA) == 3 ? 128 : 64;
+    return !gr_lin_wcfg(c, GR_LIN_WF_BN) ? 0 : gr_lin_wcfg(c, GR_LIN_WF_FORM) == 3 ? 128 : 64;
 }
 
 /* The bulk form's row fold f (1, 2 or 4) for rows of K floats. A tensor map needs row strides of
@@ -404,14 +272,14 @@ static inline int gr_lin_wgb_ok(int64_t M, int64_t N, int64_t K) {
     return K >= 1 && M % f == 0 && N % f == 0;
 }
 
-/* The configuration a bulk one runs as where gr_lin_wgb_ok fails: the register-A form of the same
- * width for w64b (w64r), the wide shared-memory form for w64b2 (w128: as many blocks); any other
- * configuration is itself. There is no 128-wide bulk form: its
+/* The configuration a bulk one runs as where gr_lin_wgb_ok fails: the shared-memory form of the
+ * same width for w64b (w64), the wide shared-memory form for w64b2 (w128: as many blocks); any
+ * other configuration is itself. There is no 128-wide bulk form: its
  * 416-thread block leaves a thread at most 152 registers, fewer than 2 x 64 accumulators and a
  * fragment set need (a first version with one MMA warpgroup and 288 threads already had ptxas
  * serialize the wgmma, C7511). */
 static inline int gr_lin_wg_unbulk(int c) {
-    return c == GR_LIN_W64B2 ? GR_LIN_W128 : gr_lin_wg_bulk(c) ? GR_LIN_W64R : c;
+    return c == GR_LIN_W64B2 ? GR_LIN_W128 : gr_lin_wg_bulk(c) ? GR_LIN_W64 : c;
 }
 
 /* The wgmma kernels' operand layout (no swizzle) of a GR_LIN_MMA_KT-wide stage: 8 x 16-byte core
@@ -424,7 +292,7 @@ GR_HD_INLINE int gr_lin_wg_off(int r, int q) {
     return (r >> 3) * (GR_LIN_WG_SBO / 4) + q * (GR_LIN_WG_LBO / 4) + (r & 7) * 4;
 }
 
-/* Register-A form: the stage column (0 .. 31) that holds logical column c (0 .. 7) of k-step s
+/* Register A (the bulk forms): the stage column (0 .. 31) that holds logical column c (0 .. 7) of k-step s
  * (0 .. 3). Lane (g, t)'s A fragment is columns t and t + 4 of each k-step, so its columns t of
  * the four k-steps are 8t .. 8t + 3 (one 16-byte load) and its columns t + 4 are 8t + 4 .. 8t + 7.
  */
@@ -432,22 +300,13 @@ GR_HD_INLINE int gr_lin_wgr_col(int s, int c) {
     return 8 * (c & 3) + 4 * (c >> 2) + s;
 }
 
-/* Register-A form, W's producer pair p (0 .. 2 BN - 1): tile row n and half h (logical columns
+/* Register A (the bulk forms), W's splitter pair p (0 .. 2 BN - 1): tile row n and half h (logical columns
  * 4h .. 4h + 3 of every k-step); 8 consecutive pairs take rows n .. n + 7 at one h, the next 8 the
  * other half of the same rows. The pair copies and splits the pieces gr_lin_wgr_col(0, 4h + j) / 4,
  * j = 0 .. 3, of its row. */
 GR_HD_INLINE void gr_lin_wgr_pair(int p, int *n, int *h) {
     *n = (p >> 4) * 8 + (p & 7);
     *h = (p >> 3) & 1;
-}
-
-/* Register-A form, x's copy piece u (0 .. 3) of lane `lane` of MMA warp w: tile row r (16 w ..
- * 16 w + 15, the rows whose fragments the warp reads) and 16-byte piece q; a warp instruction
- * copies 4 whole rows. */
-GR_HD_INLINE void gr_lin_wgr_xpiece(int w, int lane, int u, int *r, int *q) {
-    const int i = lane + 32 * u;
-    *r = 16 * w + (i >> 3);
-    *q = i & 7;
 }
 
 /* BN of wgmma configuration c; 0 for an unknown one. */
@@ -467,12 +326,11 @@ static inline int gr_lin_wg_stages(int c) {
 }
 
 /* Dynamic shared memory of wgmma configuration c: the raw stages and three sets of split operands
- * (big and small, BM + BN rows of GR_LIN_MMA_KT floats each; BN rows in the register-A ones): 168
- * KB at BN = 64 (204 KB with 6 stages), 225 KB at 128; register A 120 KB at 64 (156 KB with 6
- * stages), 204 KB at 128. */
+ * (big and small, BM + BN rows of GR_LIN_MMA_KT floats each): 168 KB at BN = 64, 225 KB at 128;
+ * the bulk forms' ring, W's operand sets and mbarriers below. */
 static inline size_t gr_lin_wg_smem(int c) {
     size_t bn = (size_t)gr_lin_wg_bn(c), rows = (size_t)gr_lin_wg_bm(c) + bn;
-    size_t set_rows = gr_lin_wg_rega(c) ? bn : rows, s = (size_t)gr_lin_wg_stages(c);
+    size_t s = (size_t)gr_lin_wg_stages(c);
     if (gr_lin_wg_bulk(c)) /* box rows of up to GR_LIN_WG_LD floats (gr_lin_wgb_box); MMA
                               warpgroup 1's sums (not in the tall form, where each warpgroup
                               stores its own rows); mbarriers full, rawfree, opfull, opfree;
@@ -481,7 +339,7 @@ static inline size_t gr_lin_wg_smem(int c) {
                 (gr_lin_wg_bm(c) == 128 ? 0 : 128 * bn / 2)) *
                    sizeof(float) +
                (2 * s + 2 * 3) * 8 + 1024;
-    return (s * rows * GR_LIN_WG_LD + 3 * 2 * set_rows * GR_LIN_MMA_KT) * sizeof(float);
+    return (s * rows * GR_LIN_WG_LD + 3 * 2 * rows * GR_LIN_MMA_KT) * sizeof(float);
 }
 
 /* Launches (dlrm.cu). Each checks its launch and returns a gr_error naming the op. */
@@ -492,10 +350,6 @@ gr_status gr_launch_concat(const gr_op *op, const gr_launch_ctx *ctx, gr_error *
 gr_status gr_launch_tril_gather(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_launch_dot_interaction(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_launch_embedding_interaction(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
-/* mlp_interaction: the launch, and setup() opting its kernel in to the op's shared memory (always
- * above 48 KB: W_a alone is 64 KB at dlrm_small's shape), before capture. */
-gr_status gr_launch_mlp_interaction(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
-gr_status gr_setup_mlp_interaction(const gr_op *op, gr_error *err);
 gr_status gr_launch_linear_simt(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 gr_status gr_launch_linear_small(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 /* impl tiled, tc and wg (the kernels that stage x and W through dynamic shared memory): the launch,

@@ -56,15 +56,12 @@
 // copies and mbarriers instead of per-thread cp.async and block barriers, so copies run stages
 // ahead without every warp waiting on them.
 //
-// A third form (configuration w64b, "Bulk form" below: TMA copies, mbarriers, two MMA
-// warpgroups) is the check's choice for 64-wide tiles with K % 4 == 0 since run 59 (bot.1 / top.1
-// 11.0 / 11.1 us).
-//
-// A second form (configurations w64r, w128r, w64r6; "Register-A form" below) keeps x out of the
-// split path: its fragments go from the raw stage into registers and wgmma takes A from
-// registers. Measured (runs 44-46): ~1 us faster on the 64-wide layers (bot.1 / top.1 13.2 / 13.0
-// us), ~4 us slower on top.0, so the check takes w64r for 64-wide tiles and w128 for 128-wide ones
-// (docs/dlrm_small.md change 14).
+// The bulk forms (configurations w64b and the tall w64b2, "Bulk form" below: TMA copies,
+// mbarriers, two MMA warpgroups, x's fragments split in registers) are the check's choice where
+// the rows fold into tensor maps (bot.1 / top.1 11.0 / 11.1 us, top.0 16.0; runs 59-66). The
+// shared-memory form above stays for the shapes that do not fold. The lab forms measured against
+// these (register A without TMA, one or four warpgroups, 6 raw stages) are in
+// docs/removed_designs.md.
 //
 // PDL as in the tc kernel: with `pre`, the W rows of the first S - 1 stages are copied before
 // griddepcontrol.wait; dependents are signalled after the K loop. With --pdl, x3_impl=auto_wg
@@ -146,15 +143,15 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[64], uint64_t a, uint64_t 
                  : "l"(a), "l"(b));
 }
 
-// Raw stages S per configuration (gr_lin_wg_stages: 4 at BN = 64, 6 in GR_LIN_W64S6, 3 at BN =
+// Raw stages S per configuration (gr_lin_wg_stages: 4 at BN = 64, 3 at BN =
 // 128, where 3 operand sets leave no room for a fourth in 227 KB); operand sets: 3, so the MMAs of
 // stage kt may still read set kt % 3 while stages kt + 1 and kt + 2 are split into the others (see
 // wg_stage).
-template <int BN, int S_, int REGA = 0> struct wg_geom {
+template <int BN, int S_> struct wg_geom {
     static_assert(S_ >= 3, "two stages in flight while one is split");
     static constexpr int S = S_, SETS = 3;
     static constexpr int ROWS = kWgBM + BN, RAW = ROWS * kWgLD;
-    static constexpr int OPS = (REGA ? BN : ROWS) * kWgKT; // register A: W's rows only
+    static constexpr int OPS = ROWS * kWgKT;
     static constexpr int FLOATS = S * RAW + SETS * 2 * OPS;
 };
 
@@ -420,7 +417,7 @@ __global__ void __launch_bounds__(NWG * 128, 1)
 #endif
 }
 
-// ---- Register-A form (configurations w64r, w128r, and w64r6 with 6 raw stages) ----
+// ---- Register A: x's fragments for the bulk form ----
 //
 // Why: the kernel above moves every element through shared memory three times per stage before
 // the tensor cores read it (the cp.async landing, the split's load, the big and small stores) and
@@ -430,8 +427,8 @@ __global__ void __launch_bounds__(NWG * 128, 1)
 // through the split's stores: the MMA warpgroup loads its fragments from the raw stage straight
 // into registers, splits them there, and issues wgmma with A from registers (the big part for
 // big x big and big x small, the small part for small x big); only W's parts go through shared
-// memory, split by the second warpgroup. Per stage: 16 KB landing, 8 KB of x fragment loads, 8 KB
-// of W split loads, 16 KB of W split stores, 24 KB of B operand reads: 72 KB.
+// memory, split by a W splitter warpgroup. Per stage: 16 KB landing, 8 KB of x fragment loads, 8
+// KB of W split loads, 16 KB of W split stores, 24 KB of B operand reads: 72 KB.
 //
 // The k order inside a stage is permuted so that a lane's fragments are whole 16-byte loads: the
 // tf32 A fragment of lane (g, t) in k-step s holds columns t and t + 4 of rows g and g + 8 (the
@@ -442,12 +439,7 @@ __global__ void __launch_bounds__(NWG * 128, 1)
 // so a producer thread owning (n, h) loads the four pieces 8j + 4h .. 8j + 4h + 3 of its row and
 // writes component s of each into k-step s's core-matrix row: 4 loads and 4 (8 with the small
 // parts) 16-byte stores, as many as the kernel above. The sum over k is the same in any order.
-//
-// Ownership (K % 4 == 0), so that one barrier per stage suffices: warp w of the MMA warpgroup
-// copies x rows 16w .. 16w + 15 (4 pieces per lane), which only it reads; a producer thread copies
-// exactly the W pieces it splits. The overwrite of a raw stage is ordered after its reads within
-// the reading warp or thread; K % 4 != 0 copies through tc_copy and adds the head barrier, as
-// above. BN = 128 runs two 64-column wgmma per product (B's descriptor 8 row groups on).
+
 
 // D[64, 64] += A[64, 8] B[64, 8]^T, A from registers (lane (g, t) of warp w: rows 16w + g and
 // 16w + g + 8, columns t and t + 4 as a[0] (g, t), a[1] (g + 8, t), a[2] (g, t + 4), a[3]
@@ -460,27 +452,7 @@ __device__ __forceinline__ void wgmma_tf32_ra(float (&d)[32], const uint32_t (&a
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
-// A stage's head, by every thread: wait for this thread's copies of stage kt, issue stage
-// kt + S - 1's (own pieces, or tc_copy's shifted ones for K % 4 != 0, after a barrier).
-template <int BN, int S, int NT, bool VEC, class C>
-__device__ __forceinline__ void wgr_head(float *raw, const C &pc, const float *__restrict__ X,
-                                         const float *__restrict__ W, int M, int N, int K, int m0,
-                                         int n0, int kt, int nk) {
-    constexpr int RAW = wg_geom<BN, S, 1>::RAW;
-    cp_async_wait<S - 2>();
-    if (!VEC) __syncthreads();
-    if (kt + S - 1 < nk) {
-        float *st = raw + (kt + S - 1) % S * RAW;
-        if (VEC)
-            pc.copy(st, X, K, (kt + S - 1) * kWgKT, TILE_X | TILE_W);
-        else
-            tc_copy<kWgBM, BN, NT, false, kWgLD>(st, X, W, M, N, K, m0, n0, (kt + S - 1) * kWgKT,
-                                                 TILE_X | TILE_W);
-    }
-    cp_async_commit();
-}
-
-// W's producer thread pt in the register-A forms: its PP pairs' pieces v[j][c] (logical column
+// W's splitter thread pt in the bulk forms: its PP pairs' pieces v[j][c] (logical column
 // 4h + c of k-steps 0 .. 3 of row n, pair pt + 128 j: gr_lin_wgr_pair) split into big and small
 // parts and stored as k-step s's core-matrix rows (2s + h) of operand set {big, small}.
 template <int PP, int PASSES>
@@ -503,167 +475,10 @@ __device__ __forceinline__ void wgr_split_w(const float4 (&v)[PP][4], int pt, fl
     }
 }
 
-// Warpgroup 0 issues the MMAs with x's fragments from registers; warpgroup 1 copies and splits
-// W. As in linear_wg_kernel the roles are separate loops over the same barrier sequence.
-template <int BN, int S_, int PASSES, int ACT, bool VEC>
-__global__ void __launch_bounds__(256, 1)
-    linear_wgr_kernel(const float *__restrict__ X, const float *__restrict__ W,
-                      const float *__restrict__ bias, float *__restrict__ Y, int M, int N, int K,
-                      int pre) {
-#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    typedef wg_geom<BN, S_, 1> G;
-    constexpr int BM = kWgBM, KT = kWgKT, LD = kWgLD, S = G::S, RAW = G::RAW, OPS = G::OPS;
-    constexpr int NT = 256, PP = 2 * BN / 128, NACC = PASSES == 3 ? 2 : 1, NH = BN / 64;
-    static_assert(PASSES == 1 || PASSES == 3, "TF32 or 3xTF32");
-    static_assert(KT == 32, "the k permutation covers 4 k-steps of 8");
-    extern __shared__ __align__(128) float wg_sm[];
-    float *const raw = wg_sm;           // S stages of ROWS x LD floats
-    float *const ops = wg_sm + S * RAW; // 3 sets of W's {big, small}, BN x KT floats each
-
-    const int tid = (int)threadIdx.x;
-    const int wgi = __shfl_sync(0xffffffffu, tid / 128, 0);
-    const int m0 = (int)blockIdx.x * BM, n0 = (int)blockIdx.y * BN;
-    const int nk = (K + KT - 1) / KT;
-
-    if (wgi != 0) { // W: copy and split
-        const int pt = tid - 128;
-        wg_copies<4 * PP> pc;
-        if (VEC)
-#pragma unroll
-            for (int j = 0; j < PP; j++) {
-                int n, h;
-                gr_lin_wgr_pair(pt + 128 * j, &n, &h);
-#pragma unroll
-                for (int c = 0; c < 4; c++)
-                    pc.set(4 * j + c, W, n0 + n, N, K, BM + n, gr_lin_wgr_col(0, 4 * h + c) / 4,
-                           true);
-            }
-        if (pre)
-            for (int s = 0; s < S - 1 && s < nk; s++) {
-                if (VEC)
-                    pc.copy(raw + s * RAW, W, K, s * KT, TILE_W);
-                else
-                    tc_copy<BM, BN, NT, false, LD>(raw + s * RAW, X, W, M, N, K, m0, n0, s * KT,
-                                                   TILE_W);
-            }
-        pdl_wait(); // X is the previous kernel's output
-        for (int s = 0; s < S - 1; s++) {
-            if (s < nk) {
-                if (VEC) {
-                    if (!pre) pc.copy(raw + s * RAW, W, K, s * KT, TILE_W);
-                } else
-                    tc_copy<BM, BN, NT, false, LD>(raw + s * RAW, X, W, M, N, K, m0, n0, s * KT,
-                                                   pre ? TILE_X : TILE_X | TILE_W);
-            }
-            cp_async_commit();
-        }
-        for (int kt = 0; kt < nk; kt++) {
-            wgr_head<BN, S, NT, VEC>(raw, pc, X, W, M, N, K, m0, n0, kt, nk);
-            const float *st = raw + kt % S * RAW;
-            float *big = ops + kt % G::SETS * 2 * OPS, *small = big + OPS;
-            float4 v[PP][4];
-#pragma unroll
-            for (int j = 0; j < PP; j++) {
-                int n, h;
-                gr_lin_wgr_pair(pt + 128 * j, &n, &h);
-                const int mis = VEC ? 0 : (int)(((unsigned)(n0 + n) * (unsigned)K) & 3u);
-#pragma unroll
-                for (int c = 0; c < 4; c++) // logical column 4h + c of k-steps 0 .. 3
-                    v[j][c] = lds4<VEC>(st + (BM + n) * LD + mis + gr_lin_wgr_col(0, 4 * h + c));
-            }
-            wgr_split_w<PP, PASSES>(v, pt, big, small);
-            fence_proxy_async();
-            __syncthreads();
-        }
-        pdl_trigger();
-        return;
-    }
-
-    // the MMA warpgroup: x rows 16 warp .. 16 warp + 15 are this warp's to copy and read
-    const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-    wg_copies<4> pc;
-    if (VEC)
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            int r, q;
-            gr_lin_wgr_xpiece(warp, lane, u, &r, &q);
-            pc.set(u, X, m0 + r, M, K, r, q, false);
-        }
-    if (pre && !VEC)
-        for (int s = 0; s < S - 1 && s < nk; s++)
-            tc_copy<BM, BN, NT, false, LD>(raw + s * RAW, X, W, M, N, K, m0, n0, s * KT, TILE_W);
-    pdl_wait();
-    for (int s = 0; s < S - 1; s++) {
-        if (s < nk) {
-            if (VEC)
-                pc.copy(raw + s * RAW, X, K, s * KT, TILE_X);
-            else
-                tc_copy<BM, BN, NT, false, LD>(raw + s * RAW, X, W, M, N, K, m0, n0, s * KT,
-                                               pre ? TILE_X : TILE_X | TILE_W);
-        }
-        cp_async_commit();
-    }
-    const int r0 = 16 * warp + g;
-    const int mis0 = VEC ? 0 : (int)(((unsigned)(m0 + r0) * (unsigned)K) & 3u);
-    const int mis1 = VEC ? 0 : (int)(((unsigned)(m0 + r0 + 8) * (unsigned)K) & 3u);
-
-    float acc[NACC][BN / 2];
-#pragma unroll
-    for (int p = 0; p < NACC; p++)
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++)
-            acc[p][i] = 0.f;
-    for (int kt = 0; kt < nk; kt++) {
-        wgr_head<BN, S, NT, VEC>(raw, pc, X, W, M, N, K, m0, n0, kt, nk);
-        __syncthreads(); // W's parts of stage kt are split; every copy of stage kt has landed
-        const float *st = raw + kt % S * RAW;
-        // columns t (x0, y0) and t + 4 (x1, y1) of k-steps 0 .. 3, rows g and g + 8
-        const int ct = gr_lin_wgr_col(0, t), ct4 = gr_lin_wgr_col(0, t + 4);
-        const float4 x0 = lds4<VEC>(st + r0 * LD + mis0 + ct);
-        const float4 x1 = lds4<VEC>(st + r0 * LD + mis0 + ct4);
-        const float4 y0 = lds4<VEC>(st + (r0 + 8) * LD + mis1 + ct);
-        const float4 y1 = lds4<VEC>(st + (r0 + 8) * LD + mis1 + ct4);
-        uint32_t ab[4][4], as[4][4];
-#pragma unroll
-        for (int s = 0; s < 4; s++) {
-            tf32_split<PASSES>(f4(x0, s), ab[s][0], as[s][0]);
-            tf32_split<PASSES>(f4(y0, s), ab[s][1], as[s][1]);
-            tf32_split<PASSES>(f4(x1, s), ab[s][2], as[s][2]);
-            tf32_split<PASSES>(f4(y1, s), ab[s][3], as[s][3]);
-        }
-        const float *wb = ops + kt % G::SETS * 2 * OPS;
-        const uint64_t bb = wg_desc(wb), bs = wg_desc(wb + OPS);
-        wg_fence();
-#pragma unroll
-        for (int s = 0; s < 4; s++)
-#pragma unroll
-            for (int hb = 0; hb < NH; hb++) {
-                // k-step s: 2 core matrices on; column half hb: 8 row groups on
-                const uint64_t o = (uint64_t)((2 * s * kWgLBO + hb * 8 * kWgSBO) >> 4);
-                float(&d0)[32] = *reinterpret_cast<float(*)[32]>(&acc[0][32 * hb]);
-                float(&d1)[32] = *reinterpret_cast<float(*)[32]>(&acc[NACC - 1][32 * hb]);
-                wgmma_tf32_ra(d0, ab[s], bb + o);
-                if (PASSES == 3) {
-                    wgmma_tf32_ra(d1, as[s], bb + o);
-                    wgmma_tf32_ra(d1, ab[s], bs + o);
-                }
-            }
-        wg_commit();
-        // all of this stage's MMAs done before the next stage writes any register: with
-        // wait_group 1 the next stage's fragment loads and splits overwrote registers the
-        // in-flight MMAs still read (run 44: wrong results that differed from run to run)
-        wg_wait<0>();
-    }
-    wg_finish<BN, NACC, ACT>(acc, bias, Y, M, N, m0, n0, tid);
-#else
-    __trap(); // built for sm_90a only; the check allows impl wg only on compute capability 9.0
-#endif
-}
-
 // ---- Bulk form (configurations w64b and the tall w64b2; gr_lin_wgb_ok) ----
 //
-// Why: the register-A kernel above spends ~1600 clk per 32-k stage of a 64 x 64 tile where its
-// MMAs take ~384 (bot.1 13 us, run 54); Nsight Compute put its warps on their own cp.async waits
+// Why: a register-A kernel with per-thread cp.async copies (w64r, removed: docs/removed_designs.md)
+// spent ~1600 clk per 32-k stage of a 64 x 64 tile where its MMAs take ~384 (bot.1 13 us, run 54); Nsight Compute put its warps on their own cp.async waits
 // (long scoreboard) and on the block barrier that every stage needs (change 14). Here no thread
 // copies and no stage has a block barrier: one producer thread copies each stage's x and W tiles
 // with the TMA unit (two tensor-map boxes of 64 rows x 32 k, 128-byte swizzled) into a ring of S
@@ -1046,25 +861,21 @@ template <class F> gr_lin_staged_kernel_t lin_pick(const gr_op *op, size_t *smem
 }
 
 // The kernel family (lin_pick) of configuration CFG (a GR_LIN_WCFG_* list: BN,
-// NWG, S, REGA).
-template <int BN, int NWG, int S, int REGA> struct wg_family {
-    static_assert(wg_geom<BN, S, REGA>::FLOATS * sizeof(float) <= 227 * 1024,
-                  "fits an H100/H200 block");
-    static_assert(!REGA || NWG == 2, "register A: one MMA warpgroup, one W splitter");
+// NWG, S, FORM).
+template <int BN, int NWG, int S, int FORM> struct wg_family {
+    static_assert(wg_geom<BN, S>::FLOATS * sizeof(float) <= 227 * 1024, "fits an H100/H200 block");
+    static_assert(FORM == 0, "the shared-memory form");
     template <int PASSES, int ACT, bool VEC> static gr_lin_staged_kernel_t k() {
-        if constexpr (REGA != 0)
-            return linear_wgr_kernel<BN, S, PASSES, ACT, VEC>;
-        else
-            return linear_wg_kernel<BN, S, NWG, PASSES, ACT, VEC>;
+        return linear_wg_kernel<BN, S, NWG, PASSES, ACT, VEC>;
     }
-    static size_t smem() { return (size_t)wg_geom<BN, S, REGA>::FLOATS * sizeof(float); }
+    static size_t smem() { return (size_t)wg_geom<BN, S>::FLOATS * sizeof(float); }
 };
 
 // The bulk form's kernel for the op's passes and activation.
-template <int BN, int NWG, int S, int REGA> struct wgb_family {
-    static_assert((REGA == 2 || REGA == 3) && NWG == 3,
+template <int BN, int NWG, int S, int FORM> struct wgb_family {
+    static_assert((FORM == 2 || FORM == 3) && NWG == 3,
                   "the bulk form: 2 MMA warpgroups and a splitter");
-    static constexpr int TALL = REGA == 3;
+    static constexpr int TALL = FORM == 3;
     static_assert(wgb_geom<BN, S, 0, TALL>::BYTES <= 227 * 1024, "fits an H100/H200 block");
     template <int PASSES, int LF> static gr_lin_wgb_kernel_t k(int act) {
         switch (act) {
@@ -1106,13 +917,6 @@ gr_lin_staged_kernel_t gr_lin_wg_kernel_of(const gr_op *op, size_t *smem) {
     switch ((int)op->ip[GR_LIN_BN]) {
     case GR_LIN_W64: return lin_pick<wg_family<GR_LIN_WCFG_64>>(op, smem);
     case GR_LIN_W128: return lin_pick<wg_family<GR_LIN_WCFG_128>>(op, smem);
-    case GR_LIN_W64X1: return lin_pick<wg_family<GR_LIN_WCFG_64X1>>(op, smem);
-    case GR_LIN_W128X1: return lin_pick<wg_family<GR_LIN_WCFG_128X1>>(op, smem);
-    case GR_LIN_W64X4: return lin_pick<wg_family<GR_LIN_WCFG_64X4>>(op, smem);
-    case GR_LIN_W64S6: return lin_pick<wg_family<GR_LIN_WCFG_64S6>>(op, smem);
-    case GR_LIN_W64R: return lin_pick<wg_family<GR_LIN_WCFG_64R>>(op, smem);
-    case GR_LIN_W128R: return lin_pick<wg_family<GR_LIN_WCFG_128R>>(op, smem);
-    case GR_LIN_W64R6: return lin_pick<wg_family<GR_LIN_WCFG_64R6>>(op, smem);
     default: *smem = 0; return NULL;
     }
 }

@@ -132,8 +132,25 @@ static void test_validate_json(void) {
                            "bot.1");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(ops, 1), "form")),
                            "wg w64b tf32x3"); /* x3_impl auto_wg, the default target's cc 9.0 */
-    CU_ASSERT_PTR_NULL(json_object_get(json_array_get(ops, 4), "form")); /* the interaction */
+    /* the interaction: its rows per block (attr rows_per_block "auto" -> 2 at B = 2048) */
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(ops, 4), "form")),
+                           "rows_per_block 2");
+    CU_ASSERT_STRING_EQUAL(
+        json_string_value(json_object_get(json_object_get(json_array_get(ops, 4), "attrs"),
+                                          "rows_per_block")),
+        "auto");
     json_decref(j);
+    /* a kernel choice is plan data: the workload's param sets the attr, the plan prints it */
+    CU_ASSERT_EQUAL(run("validate workloads/dlrm_small.json --variant fused --set B=2048 --set "
+                        "ix_rows=4",
+                        out, sizeof(out)),
+                    0);
+    GR_ASSERT_CONTAINS(out, "rows_per_block 4");
+    CU_ASSERT_EQUAL(run("validate workloads/dlrm_small.json --variant fused --set ix_rows=3", out,
+                        sizeof(out)),
+                    2);
+    GR_ASSERT_CONTAINS(out, "ix_rows");
+    GR_ASSERT_CONTAINS(out, "auto, 1, 2, 4");
     CU_ASSERT_EQUAL(run("validate workloads/dlrm_small.json --variant fused_tf32x3 --set B=2048",
                         out, sizeof(out)),
                     0);

@@ -13,7 +13,6 @@
 #include "core/workload.h"
 #include "kernels/dlrm.h"
 #include "kernels/registry.h"
-#include "dlrm_util.h"
 #include "tests.h"
 
 static int bidx(const gr_plan *p, const char *name) {
@@ -67,7 +66,7 @@ static void test_registry_names(void) {
         CU_ASSERT_PTR_NOT_NULL((*k)->reference);
         CU_ASSERT_TRUE(((*k)->flags & GR_KF_PDL) != 0);
     }
-    CU_ASSERT_EQUAL(n, 10);
+    CU_ASSERT_EQUAL(n, 9);
 }
 
 static void test_tril_pairs(void) {
@@ -264,7 +263,7 @@ static void test_emb_interaction_reference(void) {
     CU_ASSERT_EQUAL(op->ip[GR_EI_VEC], 0);
     CU_ASSERT_EQUAL(op->ip[GR_EI_PRE], 1); /* tables and indices: no op writes them */
     CU_ASSERT_EQUAL(op->ip[GR_EI_RB], 1);  /* 2 rows: one per block */
-    CU_ASSERT_EQUAL(op->ip[GR_EI_REG], 0); /* bags of 2: the synchronous gather */
+    CU_ASSERT_STRING_EQUAL(op->form, "rows_per_block 1");
     CU_ASSERT_EQUAL(op->smem, (4 * 4 + 5) * sizeof(float));
     CU_ASSERT_EQUAL(op->grid[0], 2);
     /* indices, the gathered rows and x read; R written */
@@ -445,9 +444,7 @@ static void test_linear_impl_choice(void) {
         {1, 64, 8, "\"impl\": \"tc\", \"math\": \"tf32\"", GR_LINEAR_TC},
         {2048, 256, 512, "\"impl\": \"tc\", \"math\": \"tf32\"", GR_LINEAR_TC},
         {128, 16, 64, "\"impl\": \"tc\", \"math\": \"tf32x3\"", GR_LINEAR_TC},
-        /* impl smallk and rowdot named: likewise */
-        {1, 64, 8, "\"impl\": \"smallk\"", GR_LINEAR_SK},
-        {2048, 2048, 16, "\"impl\": \"smallk\", \"math\": \"tf32\"", GR_LINEAR_SK},
+        /* impl rowdot named: likewise */
         {7, 3, 1000, "\"impl\": \"rowdot\"", GR_LINEAR_RD},
         /* impl wg named: likewise */
         {1, 64, 8, "\"impl\": \"wg\", \"math\": \"tf32\"", GR_LINEAR_WG},
@@ -594,48 +591,105 @@ static void test_linear_tc_geometry(void) {
                                   GR_LIN_MMA_LD * 4);
     CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_C64), 73728);
     CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_C32), 36864);
-    CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_C64S4), 98304);
-    CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_C64K2), 73728);
     CU_ASSERT_EQUAL(gr_lin_tc_smem(GR_LIN_NCCFG), 0);
 }
 
-/* GR_LIN_TC_CFG forces a tc configuration by name: its tile, stages (shared memory) and K
- * split (grid z = the cluster's size); an unknown name leaves the check's own choice. */
-static void test_linear_tc_override(void) {
-    static const char *const names[GR_LIN_NCCFG] = GR_LIN_CNAMES;
-    const char *attrs = "\"impl\": \"tc\", \"math\": \"tf32x3\"";
-    for (int c = 0; c < GR_LIN_NCCFG; c++) {
-        setenv("GR_LIN_TC_CFG", names[c], 1);
-        gr_plan *p = linear_plan(2048, 256, 512, attrs);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        const gr_op *o = &p->ops[0];
-        CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], c);
-        CU_ASSERT_EQUAL(o->grid[0], 2048 / gr_lin_ccfg(c, GR_LIN_CF_BM));
-        CU_ASSERT_EQUAL(o->grid[1], 256 / gr_lin_ccfg(c, GR_LIN_CF_BN));
-        CU_ASSERT_EQUAL(o->grid[2], (unsigned)gr_lin_ccfg(c, GR_LIN_CF_KS));
-        CU_ASSERT_EQUAL(o->block[0], gr_lin_tc_threads(c));
-        CU_ASSERT_EQUAL(o->smem, gr_lin_tc_smem(c));
-        CU_ASSERT_EQUAL(o->smem,
-                        (size_t)gr_lin_ccfg(c, GR_LIN_CF_S) *
-                            (size_t)(gr_lin_ccfg(c, GR_LIN_CF_BM) + gr_lin_ccfg(c, GR_LIN_CF_BN)) *
-                            GR_LIN_MMA_LD * 4);
-        gr_plan_destroy(p);
-    }
-    CU_ASSERT_EQUAL(gr_lin_ccfg(GR_LIN_C64K2, GR_LIN_CF_KS), 2);
-    CU_ASSERT_EQUAL(gr_lin_ccfg(GR_LIN_C64S4, GR_LIN_CF_S), 4);
-    CU_ASSERT_EQUAL(gr_lin_tc_threads(GR_LIN_C64), 128);
-    CU_ASSERT_EQUAL(gr_lin_tc_threads(GR_LIN_C6432W8), 256);
-    CU_ASSERT_EQUAL(gr_lin_tc_threads(GR_LIN_C64W8), 256);
-    CU_ASSERT_EQUAL(gr_lin_tc_threads(GR_LIN_NCCFG), 0);
-    setenv("GR_LIN_TC_CFG", "128", 1); /* unknown: warned about, then ignored */
-    gr_plan *p = linear_plan(2048, 256, 512, attrs);
-    unsetenv("GR_LIN_TC_CFG");
-    gr_plan *q = linear_plan(2048, 256, 512, attrs);
+/* The attr config names a tile configuration of the impl the op runs: every name of the tiled,
+ * tc and wg kernels is taken as named (its tile, threads and shared memory), "auto" is the
+ * check's own choice, and the op's form says which one runs (graphrun validate prints it). */
+static void test_linear_config_attr(void) {
+    static const struct {
+        const char *impl, *math;
+        int n;
+        const char *const names[4];
+        int M, N, K, cc;
+    } fams[] = {
+        {"tiled", "fp32", 4, {"t64", "t64w", "t32", "t16"}, 2048, 256, 512, 0},
+        {"tc", "tf32x3", 3, {"c64", "c6432", "c32"}, 2048, 256, 512, 0},
+        {"wg", "tf32x3", 4, {"w64", "w128", "w64b", "w64b2"}, 2048, 256, 512, 90},
+    };
+    for (int f = 0; f < 3; f++)
+        for (int c = 0; c < fams[f].n; c++) {
+            char attrs[160], form[64];
+            snprintf(attrs, sizeof(attrs), "\"impl\": \"%s\", \"math\": \"%s\", \"config\": \"%s\"",
+                     fams[f].impl, fams[f].math, fams[f].names[c]);
+            const char *msg = NULL;
+            gr_plan *p = linear_plan_cc(fams[f].M, fams[f].N, fams[f].K, attrs, fams[f].cc, &msg);
+            if (!p) fprintf(stderr, "\n    {%s}: %s", attrs, msg);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            const gr_op *o = &p->ops[0];
+            CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], c);
+            snprintf(form, sizeof(form), "%s %s %s", fams[f].impl, fams[f].names[c],
+                     !strcmp(fams[f].impl, "tiled") ? "fp32" : fams[f].math);
+            CU_ASSERT_STRING_EQUAL(o->form, form);
+            if (f == 1) {
+                CU_ASSERT_EQUAL(o->grid[0], 2048 / gr_lin_ccfg(c, GR_LIN_CF_BM));
+                CU_ASSERT_EQUAL(o->grid[1], 256 / gr_lin_ccfg(c, GR_LIN_CF_BN));
+                CU_ASSERT_EQUAL(o->grid[2], 1);
+                CU_ASSERT_EQUAL(o->block[0], gr_lin_tc_threads(c));
+                CU_ASSERT_EQUAL(o->smem, gr_lin_tc_smem(c));
+            }
+            if (f == 2) {
+                CU_ASSERT_EQUAL(o->block[0], gr_lin_wg_threads(c));
+                CU_ASSERT_EQUAL(o->smem, gr_lin_wg_smem(c));
+            }
+            gr_plan_destroy(p);
+        }
+    /* "auto" and no attr are the same choice */
+    gr_plan *p = linear_plan(2048, 256, 512, "\"impl\": \"tc\", \"math\": \"tf32x3\", \"config\": \"auto\"");
+    gr_plan *q = linear_plan(2048, 256, 512, "\"impl\": \"tc\", \"math\": \"tf32x3\"");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(q);
     CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], q->ops[0].ip[GR_LIN_BN]);
+    CU_ASSERT_EQUAL(q->ops[0].ip[GR_LIN_BN], GR_LIN_C6432);
+    CU_ASSERT_STRING_EQUAL(q->ops[0].form, "tc c6432 tf32x3");
     gr_plan_destroy(p);
     gr_plan_destroy(q);
+    CU_ASSERT_EQUAL(gr_lin_tc_threads(GR_LIN_C64), 128);
+    CU_ASSERT_EQUAL(gr_lin_tc_threads(GR_LIN_NCCFG), 0);
+}
+
+/* A config that does not fit is refused, naming the op path, the config, the impl the op runs
+ * and the choices that fit; an unknown name is refused with the attr's choices. */
+static void test_linear_config_errors(void) {
+    const char *msg = NULL;
+    /* a wg configuration on an op auto puts on the tiled kernel */
+    gr_plan *p = linear_plan_cc(2048, 256, 512, "\"config\": \"w64b\"", 90, &msg);
+    CU_ASSERT_PTR_NULL(p);
+    gr_plan_destroy(p);
+    GR_ASSERT_CONTAINS(msg, "ops[0]: kernel \"linear_act\": config \"w64b\" is a configuration of "
+                            "impl \"wg\", but this op runs impl \"tiled\" (math fp32, 2048 x 256 x "
+                            "512); use config \"t64\", \"t64w\", \"t32\", \"t16\", \"auto\", or set "
+                            "impl \"wg\"");
+    /* a tiled configuration on the tc kernel */
+    p = linear_plan_cc(2048, 256, 512, "\"impl\": \"tc\", \"math\": \"tf32\", \"config\": \"t32\"", 0, &msg);
+    CU_ASSERT_PTR_NULL(p);
+    gr_plan_destroy(p);
+    GR_ASSERT_CONTAINS(msg, "config \"t32\" is a configuration of impl \"tiled\", but this op runs "
+                            "impl \"tc\" (math tf32");
+    GR_ASSERT_CONTAINS(msg, "use config \"c64\", \"c6432\", \"c32\", \"auto\"");
+    /* an impl without configurations */
+    p = linear_plan_cc(128, 256, 64, "\"config\": \"c64\"", 0, &msg);
+    CU_ASSERT_PTR_NULL(p);
+    gr_plan_destroy(p);
+    GR_ASSERT_CONTAINS(msg, "config \"c64\" is a configuration of impl \"tc\", but this op runs "
+                            "impl \"simt\"");
+    GR_ASSERT_CONTAINS(msg, "use config \"auto\", or set impl \"tc\"");
+    /* a bulk wg configuration whose rows do not fold (K odd: M and N multiples of 4) */
+    p = linear_plan_cc(2046, 256, 367, "\"impl\": \"wg\", \"math\": \"tf32x3\", \"config\": \"w64b2\"", 90, &msg);
+    CU_ASSERT_PTR_NULL(p);
+    gr_plan_destroy(p);
+    GR_ASSERT_CONTAINS(msg, "ops[0]: kernel \"linear_act\": config \"w64b2\" copies rows as "
+                            "tensor-map rows of 16 bytes, folding 4 rows of K = 367 into one, so M "
+                            "and N must be multiples of 4 (here 2046 x 256); use config \"w128\" or "
+                            "\"auto\"");
+    /* a name that is no configuration: the attr's validation lists the choices */
+    p = linear_plan_cc(2048, 256, 512, "\"config\": \"w64r\"", 0, &msg);
+    CU_ASSERT_PTR_NULL(p);
+    gr_plan_destroy(p);
+    GR_ASSERT_CONTAINS(msg, "ops[0].attrs.config");
+    GR_ASSERT_CONTAINS(msg, "w64r");
+    GR_ASSERT_CONTAINS(msg, "w64b2");
 }
 
 static void test_linear_tile_width(void) {
@@ -798,11 +852,6 @@ static void test_check_errors(void) {
             "[\"y\"]", ""),
          "\"embedding_interaction\""},
         /* linear_act */
-        {F32("x", "[2, 17]") "," F32("W", "[4, 17]") "," F32("b", "[4]") "," OUT("y", "[2, 4]"),
-         OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]",
-            ", \"attrs\": {\"impl\": \"smallk\"}"),
-         "ops[0]: kernel \"linear_act\": impl \"smallk\" holds W's rows in registers and takes K "
-         "<= 16; W \"W\" [4, 17] has K = 17: use impl \"auto\", \"tiled\" or \"simt\""},
         {F32("x", "[2, 3]") "," F32("W", "[17, 3]") "," F32("b", "[17]") "," OUT("y", "[2, 17]"),
          OP("linear_act", "[\"x\", \"W\", \"b\"]", "[\"y\"]",
             ", \"attrs\": {\"impl\": \"rowdot\"}"),
@@ -855,295 +904,6 @@ static void test_check_errors(void) {
         if (!strstr(msg, cases[i].want)) fprintf(stderr, "\n    case %zu:", i);
         GR_ASSERT_CONTAINS(msg, cases[i].want);
     }
-}
-
-/* ---------- mlp_interaction ---------- */
-
-/* The shared mlp_interaction workload (dlrm_util.h), failing the test when it does not fit. */
-static const char *mlp_json(int B, int K, int NA, int D, int T, int bag, const char *idt,
-                            const char *pool, int written) {
-    const char *json = gr_test_mlp_json(B, K, NA, D, T, bag, idt, pool, written);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
-    return json;
-}
-
-/* The rows per block the check should pick: the fewest of 1, 2, 4, 8, 16 giving at most one
- * block per two SMs, halved until the layout fits `limit` bytes. */
-static int mi_expected_rb(int64_t B, int sm, int64_t K, int64_t D, int64_t T, size_t limit) {
-    int rb = 1;
-    while (rb < 16 && (B + rb - 1) / rb > sm / 2) rb *= 2;
-    while (rb > 1 && (size_t)gr_mi_layout_of(rb, K, D, T).floats * 4 > limit) rb /= 2;
-    return rb;
-}
-
-/* mlp_interaction's reference is the composition of the references of the ops it replaces (bit
- * for bit: the same functions), on random data at small, odd sizes (K not a multiple of 4, N_a
- * not either, D odd, multi-hot bags, int64, mean pooling); its accounting is theirs less the
- * intermediates that stay on chip; its launch parameters follow the check's rules. */
-static void test_mlp_interaction_reference(void) {
-    static const struct {
-        int B, K, NA, D, T, bag;
-        const char *idt, *pool;
-        int written;
-    } cases[] = {{5, 24, 20, 8, 3, 2, "int64", "mean", 0}, {4, 13, 7, 5, 2, 1, "int32", "sum", 0},
-                 {3, 256, 64, 16, 26, 1, "int32", "sum", 0}, {9, 64, 64, 4, 31, 1, "int64", "sum", 1},
-                 {140, 32, 16, 16, 4, 3, "int32", "sum", 0}};
-    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        const int B = cases[c].B, K = cases[c].K, NA = cases[c].NA, D = cases[c].D, T = cases[c].T;
-        const int bag = cases[c].bag, P = (T + 1) * T / 2;
-        gr_plan *p;
-        gr_hoststate *hs = run_ref(mlp_json(B, K, NA, D, T, bag, cases[c].idt, cases[c].pool,
-                                            cases[c].written),
-                                   &p);
-        const float *bot = hbuf(p, hs, "bot"), *R = hbuf(p, hs, "R");
-        int same_bot = !memcmp(bot, hbuf(p, hs, "bot2"), (size_t)(B * D) * 4);
-        int same_R = !memcmp(R, hbuf(p, hs, "R2"), (size_t)(B * (D + P)) * 4);
-        if (!same_bot || !same_R) fprintf(stderr, "\n    case %zu: bot same %d, R same %d", c, same_bot, same_R);
-        CU_ASSERT_TRUE(same_bot);
-        CU_ASSERT_TRUE(same_R);
-        /* not degenerate: ReLU leaves a good part of bot non-zero, and the dots are non-zero */
-        int nz_bot = 0, nz_dots = 0;
-        for (int i = 0; i < B * D; i++) nz_bot += bot[i] != 0.0f;
-        for (int b = 0; b < B; b++)
-            for (int q = 0; q < P; q++) nz_dots += R[b * (D + P) + D + q] != 0.0f;
-        CU_ASSERT_TRUE(nz_bot >= B * D / 4);
-        CU_ASSERT_TRUE(nz_dots >= B * P / 2);
-        /* accounting: the chain's, less a's round trip and the interaction's read of bot */
-        const int w = cases[c].written;
-        const gr_op *mi = &p->ops[w], *l2 = &p->ops[w + 1], *l3 = &p->ops[w + 2], *ei = &p->ops[w + 3];
-        CU_ASSERT_STRING_EQUAL(mi->kernel->name, "mlp_interaction");
-        const double abytes = 4.0 * B * NA, botbytes = 4.0 * B * D;
-        CU_ASSERT_DOUBLE_EQUAL(mi->flops, l2->flops + l3->flops + ei->flops, 0);
-        CU_ASSERT_DOUBLE_EQUAL(mi->bytes_read,
-                               l2->bytes_read + l3->bytes_read + ei->bytes_read - abytes - botbytes, 0);
-        CU_ASSERT_DOUBLE_EQUAL(mi->bytes_written,
-                               l2->bytes_written + l3->bytes_written + ei->bytes_written - abytes, 0);
-        CU_ASSERT_EQUAL(mi->launches, 1);
-        /* launch parameters */
-        const int rb = mi_expected_rb(B, 132, K, D, T, 232448);
-        const int per_row = D % 4 ? D : D / 4;
-        const int reg = bag == 1 && T * rb * per_row <= GR_MI_THREADS * GR_MI_GATHER_U;
-        CU_ASSERT_EQUAL(mi->ip[GR_MI_B], B);
-        CU_ASSERT_EQUAL(mi->ip[GR_MI_T], T);
-        CU_ASSERT_EQUAL(mi->ip[GR_MI_K], K);
-        CU_ASSERT_EQUAL(mi->ip[GR_MI_NA], NA);
-        CU_ASSERT_EQUAL(mi->ip[GR_MI_D], D);
-        CU_ASSERT_EQUAL(mi->ip[GR_MI_BAG], bag);
-        CU_ASSERT_EQUAL(mi->ip[GR_MI_RB], rb);
-        CU_ASSERT_EQUAL(mi->ip[GR_MI_FLAGS],
-                        (w ? 0 : GR_MI_F_PRE) | (!strcmp(cases[c].idt, "int64") ? GR_MI_F_IDX64 : 0) |
-                            (D % 4 == 0 ? GR_MI_F_VEC : 0) | (reg ? GR_MI_F_REG : 0));
-        CU_ASSERT_DOUBLE_EQUAL(mi->fp[0], !strcmp(cases[c].pool, "mean") ? 1.0 / bag : 1.0, 0);
-        CU_ASSERT_EQUAL(mi->grid[0], (unsigned)((B + rb - 1) / rb));
-        CU_ASSERT_EQUAL(mi->block[0], GR_MI_THREADS);
-        CU_ASSERT_EQUAL(mi->smem, (size_t)gr_mi_layout_of(rb, K, D, T).floats * 4);
-        gr_hoststate_destroy(hs);
-        gr_plan_destroy(p);
-    }
-}
-
-/* One mlp_interaction of dlrm_small's shape but for B, D (and K, T) resolved for a target of
- * compute capability cc (major * 10 + minor) with sm SMs; NULL and the message in *msg when the
- * check refuses it. */
-static gr_plan *mi_plan(int B, int K, int D, int T, int cc, int sm, const char **msg) {
-    gr_error e;
-    gr_error_clear(&e);
-    gr_workload *wl = gr_test_load(mlp_json(B, K, 64, D, T, 1, "int32", "sum", 0), &e);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(wl);
-    const char *v = gr_workload_variant(wl, NULL, &e);
-    gr_target t = gr_target_default();
-    t.cc_major = cc / 10;
-    t.cc_minor = cc % 10;
-    t.sm_count = sm;
-    gr_plan *p = NULL;
-    static char m[1024];
-    m[0] = 0;
-    if (!v || gr_plan_resolve(wl, v, &t, gr_kernel_find, gr_kernel_all_names, &p, &e) != GR_OK) {
-        snprintf(m, sizeof(m), "%s", e.msg);
-        p = NULL;
-    }
-    if (msg) *msg = m;
-    gr_workload_destroy(wl);
-    return p;
-}
-
-/* Rows per block and grid: the fewest rows giving at most one block per two SMs (1 up to 66
- * rows, 16 from 529 on), at most 16, the grid capped at the SMs beyond; fewer rows where the
- * shared memory would not hold them (D = 256 at sm_90; the default shape at sm_86's 99 KB); the
- * layout's size at the default shape; the register path of the gather only for bag 1 within 8
- * pieces per thread; GR_MI_RB forcing the rows (still within the shared memory). */
-static void test_mlp_interaction_geometry(void) {
-    static const struct {
-        int B, D, cc, sm, rb;
-        unsigned grid;
-        int reg;
-    } cases[] = {
-        {1, 16, 90, 132, 1, 1, 1},         {7, 16, 90, 132, 1, 7, 1},
-        {66, 16, 90, 132, 1, 66, 1},       {67, 16, 90, 132, 2, 34, 1},
-        {128, 16, 90, 132, 2, 64, 1},      {132, 16, 90, 132, 2, 66, 1},
-        {133, 16, 90, 132, 4, 34, 1},      {528, 16, 90, 132, 8, 66, 1},
-        {529, 16, 90, 132, 16, 34, 1},     {1000, 16, 90, 132, 16, 63, 1},
-        {2048, 16, 90, 132, 16, 128, 1},   {2112, 16, 90, 132, 16, 132, 1},
-        {2113, 16, 90, 132, 16, 132, 1},   {4096, 16, 90, 132, 16, 132, 1},
-        {2048, 256, 90, 132, 2, 132, 0},   /* 16 rows of 27 vectors of 256 do not fit */
-        {2048, 5, 90, 132, 16, 128, 0},    /* 26 x 16 x 5 scalar pieces: more than 8 per thread */
-        {2048, 16, 86, 84, 4, 84, 1},      /* 99 KB per block: 4 rows (8 need 103072 bytes) */
-        {2048, 16, 80, 108, 16, 108, 1},   /* A100: 163 KB */
-    };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        gr_plan *p = mi_plan(cases[i].B, 256, cases[i].D, 26, cases[i].cc, cases[i].sm, NULL);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        const gr_op *o = &p->ops[0];
-        if (o->ip[GR_MI_RB] != cases[i].rb || o->grid[0] != cases[i].grid)
-            fprintf(stderr, "\n    B = %d, D = %d, sm_%d: %lld rows, grid %u; want %d, %u", cases[i].B,
-                    cases[i].D, cases[i].cc, (long long)o->ip[GR_MI_RB], o->grid[0], cases[i].rb,
-                    cases[i].grid);
-        CU_ASSERT_EQUAL(o->ip[GR_MI_RB], cases[i].rb);
-        CU_ASSERT_EQUAL(o->grid[0], cases[i].grid);
-        CU_ASSERT_EQUAL(o->grid[1], 1);
-        CU_ASSERT_EQUAL(o->block[0], 256);
-        CU_ASSERT_EQUAL((o->ip[GR_MI_FLAGS] & GR_MI_F_REG) != 0, cases[i].reg);
-        CU_ASSERT_EQUAL(o->smem, (size_t)gr_mi_layout_of(cases[i].rb, 256, cases[i].D, 26).floats * 4);
-        gr_plan_destroy(p);
-    }
-    /* the default shape: W_a 64 x 260, b_a, W_b 16 x 68, b_b, h / partial tiles / output rows
-     * (16 x 367 the largest), a1 16 x 68, 16 rows x 28 slots x 20 floats */
-    gr_mi_layout l = gr_mi_layout_of(16, 256, 16, 26);
-    CU_ASSERT_EQUAL(l.kp, 256);
-    CU_ASSERT_EQUAL(l.ldk, 260);
-    CU_ASSERT_EQUAL(l.ldf, 20);
-    CU_ASSERT_EQUAL(l.nb, 7);
-    CU_ASSERT_EQUAL(l.wb, 64 * 260 + 64);
-    CU_ASSERT_EQUAL(l.x, 64 * 260 + 64 + 16 * 68 + 16);
-    CU_ASSERT_EQUAL(l.a1 - l.x, 16 * 367);
-    CU_ASSERT_EQUAL(l.floats * 4, 134912);
-    CU_ASSERT_EQUAL(gr_mi_layout_of(1, 256, 16, 26).floats * 4, 78352);
-    CU_ASSERT_EQUAL(gr_mi_layout_of(2, 256, 16, 26).floats * 4, 80864);
-    /* the partial tiles are the largest use of x at 2 rows: 8 groups x 2 rows x 72 */
-    l = gr_mi_layout_of(2, 256, 16, 26);
-    CU_ASSERT_EQUAL(l.a1 - l.x, 8 * 2 * 72);
-    /* K is padded to 64 (13 -> 64), D to an odd number of 16-byte units (5 -> 8 -> 12) */
-    l = gr_mi_layout_of(1, 13, 5, 2);
-    CU_ASSERT_EQUAL(l.kp, 64);
-    CU_ASSERT_EQUAL(l.ldk, 68);
-    CU_ASSERT_EQUAL(l.ldf, 12);
-    CU_ASSERT_EQUAL(l.nb, 1);
-    /* a K too large for even one row per block, named with the target */
-    const char *msg = NULL;
-    CU_ASSERT_PTR_NULL(mi_plan(128, 1024, 16, 26, 90, 132, &msg));
-    GR_ASSERT_CONTAINS(msg, "ops[0]: kernel \"mlp_interaction\": needs ");
-    GR_ASSERT_CONTAINS(msg, "bytes of shared memory per block even with one batch row per block "
-                            "(W_a: 64 rows of K = 1024");
-    GR_ASSERT_CONTAINS(msg, "more than the 232448 a block may have on the target (sm_90); run the "
-                            "two layers as linear_act ops and the interaction as "
-                            "embedding_interaction");
-    CU_ASSERT_PTR_NULL(mi_plan(128, 256, 16, 26, 75, 40, &msg)); /* 78 KB > 64 KB */
-    GR_ASSERT_CONTAINS(msg, "more than the 65536 a block may have on the target (sm_75)");
-    /* GR_MI_RB forces the rows per block; too many for the shared memory are still halved, and
-     * a value that is not one of the five is ignored (with a warning) */
-    static const struct {
-        const char *env;
-        int B, D, rb;
-        unsigned grid;
-    } forced[] = {{"1", 128, 16, 1, 128}, {"4", 128, 16, 4, 32},   {"16", 128, 16, 16, 8},
-                  {"8", 2048, 16, 8, 132}, {"16", 2048, 256, 2, 132}, {"3", 128, 16, 2, 64},
-                  {"16x", 2048, 16, 16, 128}};
-    for (size_t i = 0; i < sizeof(forced) / sizeof(forced[0]); i++) {
-        setenv("GR_MI_RB", forced[i].env, 1);
-        gr_plan *p = mi_plan(forced[i].B, 256, forced[i].D, 26, 90, 132, NULL);
-        unsetenv("GR_MI_RB");
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        if (p->ops[0].ip[GR_MI_RB] != forced[i].rb || p->ops[0].grid[0] != forced[i].grid)
-            fprintf(stderr, "\n    GR_MI_RB=%s B = %d: %lld rows, grid %u", forced[i].env,
-                    forced[i].B, (long long)p->ops[0].ip[GR_MI_RB], p->ops[0].grid[0]);
-        CU_ASSERT_EQUAL(p->ops[0].ip[GR_MI_RB], forced[i].rb);
-        CU_ASSERT_EQUAL(p->ops[0].grid[0], forced[i].grid);
-        gr_plan_destroy(p);
-    }
-}
-
-/* Every error of mlp_interaction's check names the op, the input and the fix. */
-static void test_mlp_interaction_errors(void) {
-    /* h [3, 8], W_a [6, 8], b_a [6], W_b [4, 6], b_b [4], one table [5, 4], indices [3]: R [3, 5] */
-#define MI_OK_BUFS(wa, ba, wb, bb, h, bot, y)                                                     \
-    F32("h", h) "," F32("wa", wa) "," F32("ba", ba) "," F32("wb", wb) "," F32("bb", bb) "," F32(   \
-        "t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," OUT("bot", bot) "," OUT("y", y)
-#define MI_OP(ins) OP("mlp_interaction", ins, "[\"bot\", \"y\"]", "")
-#define MI_INS "[\"h\", \"wa\", \"ba\", \"wb\", \"bb\", \"t0\", \"i0\"]"
-    static const err_case cases[] = {
-        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"),
-         MI_OP("[\"h\", \"wa\", \"ba\", \"wb\", \"bb\", \"t0\", \"i0\", \"t0\"]"),
-         "ops[0]: kernel \"mlp_interaction\": inputs are h [B, K], W_a [N_a, K], b_a [N_a], W_b "
-         "[D, N_a], b_b [D], then the T tables, then their T index buffers (5 + 2 x T inputs); got "
-         "8 inputs"},
-        {"{\"name\": \"h\", \"dtype\": \"bf16\", \"shape\": [3, 8], \"init\": \"normal\"}," F32(
-             "wa", "[6, 8]") "," F32("ba", "[6]") "," F32("wb", "[4, 6]") "," F32("bb", "[4]") "," F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," OUT("bot", "[3, 4]") "," OUT("y", "[3, 5]"),
-         MI_OP(MI_INS), "ops[0]: kernel \"mlp_interaction\": inputs[0] (h) \"h\" is bf16; it takes fp32"},
-        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"),
-         MI_OP("[\"h\", \"wa\", \"ba\", \"wb\", \"bb\", \"t0\", \"h\"]"),
-         "ops[0]: kernel \"mlp_interaction\": inputs[6] (indices of table 0) \"h\" is fp32; it "
-         "takes int32, int64"},
-        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[4, 8]", "[3, 4]", "[3, 5]"), MI_OP(MI_INS),
-         "ops[0]: kernel \"mlp_interaction\": inputs[0] (h) \"h\" has shape [4, 8]; with indices "
-         "for B = 3 rows it must be [3, K] (the input of the bottom MLP's last two layers)"},
-        {MI_OK_BUFS("[6, 7]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"), MI_OP(MI_INS),
-         "ops[0]: kernel \"mlp_interaction\": inputs[1] (W_a) \"wa\" has shape [6, 7]; h [3, 8] has "
-         "K = 8 features, so W_a must be [N_a, 8] (a Linear weight is [out, in])"},
-        {MI_OK_BUFS("[65, 8]", "[65]", "[4, 65]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"), MI_OP(MI_INS),
-         "ops[0]: kernel \"mlp_interaction\": inputs[1] (W_a) \"wa\" [65, 8] has N_a = 65 outputs; "
-         "this kernel's first layer is at most 64 wide; run the two layers as linear_act ops and "
-         "the interaction as embedding_interaction"},
-        {MI_OK_BUFS("[6, 8]", "[5]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"), MI_OP(MI_INS),
-         "ops[0]: kernel \"mlp_interaction\": inputs[2] (b_a) \"ba\" has shape [5]; W_a [6, 8] "
-         "needs [6]"},
-        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 5]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"), MI_OP(MI_INS),
-         "ops[0]: kernel \"mlp_interaction\": inputs[3] (W_b) \"wb\" has shape [4, 5]; it must be "
-         "[4, 6]: D = 4 outputs (the tables' D) from N_a = 6 inputs (W_a's outputs)"},
-        {MI_OK_BUFS("[6, 8]", "[6]", "[6, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"), MI_OP(MI_INS),
-         "inputs[3] (W_b) \"wb\" has shape [6, 6]; it must be [4, 6]"},
-        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[6]", "[3, 8]", "[3, 4]", "[3, 5]"), MI_OP(MI_INS),
-         "ops[0]: kernel \"mlp_interaction\": inputs[4] (b_b) \"bb\" has shape [6]; W_b [4, 6] "
-         "needs [4]"},
-        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 5]", "[3, 5]"), MI_OP(MI_INS),
-         "ops[0]: kernel \"mlp_interaction\": outputs[0] (bot) \"bot\" has shape [3, 5]; the bottom "
-         "MLP's output for B = 3 rows is [3, 4]"},
-        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 6]"), MI_OP(MI_INS),
-         "ops[0]: kernel \"mlp_interaction\": outputs[1] (R) \"y\" has shape [3, 6]; bot and 1 "
-         "embeddings give [3, 5] (4 of bot, then 1 pairwise dots)"},
-        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"),
-         OP("mlp_interaction", MI_INS, "[\"y\"]", ""),
-         "ops[0]: kernel \"mlp_interaction\" takes 2 outputs (bot [B, D], R [B, D + (T + 1) T / "
-         "2]), got 1"},
-        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"),
-         MI_OP("[\"h\", \"wa\", \"ba\", \"wb\", \"bb\", \"t0\"]"),
-         "ops[0]: kernel \"mlp_interaction\" takes 7 to 67 inputs"},
-        {MI_OK_BUFS("[6, 8]", "[6]", "[4, 6]", "[4]", "[3, 8]", "[3, 4]", "[3, 5]"),
-         OP("mlp_interaction", MI_INS, "[\"bot\", \"y\"]", ", \"attrs\": {\"pooling\": \"max\"}"),
-         "ops[0].attrs.pooling: \"max\" is not one of: sum, mean"},
-    };
-#undef MI_OK_BUFS
-#undef MI_OP
-#undef MI_INS
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        const char *msg = gr_test_plan_error(one_op(cases[i].bufs, "\"y\"", cases[i].op), NULL);
-        if (!strstr(msg, cases[i].want)) fprintf(stderr, "\n    case %zu:", i);
-        GR_ASSERT_CONTAINS(msg, cases[i].want);
-    }
-    /* 32 tables: 69 inputs, over the kernel's 67 */
-    char ins[2048] = "[\"h\", \"wa\", \"ba\", \"wb\", \"bb\"";
-    size_t n = strlen(ins);
-    for (int t = 0; t < 32; t++) n += (size_t)snprintf(ins + n, sizeof(ins) - n, ", \"t0\"");
-    for (int t = 0; t < 32; t++) n += (size_t)snprintf(ins + n, sizeof(ins) - n, ", \"i0\"");
-    snprintf(ins + n, sizeof(ins) - n, "]");
-    char op[2400];
-    snprintf(op, sizeof(op), "{\"kernel\": \"mlp_interaction\", \"inputs\": %s, \"outputs\": [\"bot\", \"y\"]}", ins);
-    const char *msg = gr_test_plan_error(
-        one_op(F32("h", "[3, 8]") "," F32("wa", "[6, 8]") "," F32("ba", "[6]") "," F32("wb", "[4, 6]") "," F32(
-                   "bb", "[4]") "," F32("t0", "[5, 4]") "," IDX("i0", "int32", "[3]", "\"zeros\"") "," OUT("bot", "[3, 4]") "," OUT("y", "[3, 532]"),
-               "\"y\"", op),
-        NULL);
-    GR_ASSERT_CONTAINS(msg, "ops[0]: kernel \"mlp_interaction\" takes 7 to 67 inputs");
-    GR_ASSERT_CONTAINS(msg, "got 69");
 }
 
 static gr_plan *dlrm(const char *variant, const char *s1, const char *s2, const char *s3) {
@@ -1280,7 +1040,7 @@ static void test_dlrm_accounting(void) {
         CU_ASSERT_EQUAL(ix->grid[0], 1024);
         CU_ASSERT_EQUAL(ix->block[0], GR_IX_THREADS);
         CU_ASSERT_EQUAL(ix->smem, (2 * 28 * 20 + 2 * 367) * sizeof(float));
-        CU_ASSERT_EQUAL(ix->ip[GR_EI_REG], 0); /* the loop, unless GR_IX_REG=1 */
+        CU_ASSERT_STRING_EQUAL(ix->form, "rows_per_block 2");
         gr_plan_destroy(f);
         /* past that 4 rows, and the blocks stride over the row groups */
         f = dlrm(vs[v], "B=8192", NULL, NULL);
@@ -1294,25 +1054,13 @@ static void test_dlrm_accounting(void) {
         CU_ASSERT_EQUAL(op_named(f, "interaction")->ip[GR_EI_RB], 1);
         CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 128);
         gr_plan_destroy(f);
-        /* GR_IX_RB forces it (for measuring); a value that is not 1, 2 or 4 is ignored */
-        setenv("GR_IX_RB", "4", 1);
-        f = dlrm(vs[v], "B=128", NULL, NULL);
+        /* the workload's param ix_rows (the op's attr rows_per_block) names it */
+        f = dlrm(vs[v], "B=128", "ix_rows=4", NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         CU_ASSERT_EQUAL(op_named(f, "interaction")->ip[GR_EI_RB], 4);
         CU_ASSERT_EQUAL(op_named(f, "interaction")->grid[0], 32);
+        CU_ASSERT_STRING_EQUAL(op_named(f, "interaction")->form, "rows_per_block 4");
         gr_plan_destroy(f);
-        setenv("GR_IX_REG", "1", 1); /* the gather through registers, where bag 1 allows */
-        f = dlrm(vs[v], "B=2048", NULL, NULL);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        CU_ASSERT_EQUAL(op_named(f, "interaction")->ip[GR_EI_REG], 1); /* 208 pieces, 2 each */
-        gr_plan_destroy(f);
-        unsetenv("GR_IX_REG");
-        setenv("GR_IX_RB", "3", 1);
-        f = dlrm(vs[v], "B=128", NULL, NULL);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        CU_ASSERT_EQUAL(op_named(f, "interaction")->ip[GR_EI_RB], 1);
-        gr_plan_destroy(f);
-        unsetenv("GR_IX_RB");
     }
     /* fused_tf32x3 at B = 2048, x3_impl=auto (the rule on every GPU; the default auto_wg is it
      * off compute capability 9.0): bot.1 and top.1 on the tc kernel with 3 passes; fp32 FMAs
@@ -1341,10 +1089,10 @@ static void test_dlrm_accounting(void) {
     }
     /* op->form names what each layer runs: the fp32 kernels' FMAs, whatever math asked for */
     CU_ASSERT_STRING_EQUAL(op_named(f, "bot.0")->form, "tiled t64 fp32");
-    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.1")->form, "tc 6432 tf32x3");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "bot.1")->form, "tc c6432 tf32x3");
     CU_ASSERT_STRING_EQUAL(op_named(f, "bot.2")->form, "simt fp32");
     CU_ASSERT_STRING_EQUAL(op_named(f, "top.0")->form, "lt fp32");
-    CU_ASSERT_STRING_EQUAL(op_named(f, "interaction")->form, "");
+    CU_ASSERT_STRING_EQUAL(op_named(f, "interaction")->form, "rows_per_block 2");
     gr_plan_destroy(f);
     f = dlrm("fused_tf32", "B=2048", NULL, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -1473,125 +1221,6 @@ static void test_dlrm_accounting(void) {
     gr_plan_destroy(f);
 }
 
-/* fused_tf32x3_mlpint: fused_tf32x3 with bot.2, bot.3 and the interaction as one mlp_interaction
- * op (change 12; measured slower than the three ops, run 36, so not a production variant). Its
- * op computes and moves what the three ops of fused_tf32x3 do, less bot.h.2's round trip and
- * the interaction's read of bot; rows per block and grid at B = 128, 2048 and 4096, the other
- * layers as in fused_tf32x3 (also with x3_impl=tc), and multi-hot bags. */
-static void test_dlrm_mlpint_variant(void) {
-    gr_plan *m = dlrm("fused_tf32x3_mlpint", NULL, NULL, NULL),
-            *x3 = dlrm("fused_tf32x3", NULL, NULL, NULL), *ft = dlrm("fused_tbe", NULL, NULL, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(x3);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ft);
-    /* bot.0, bot.1, mlp_interaction (bot.2, bot.3, the lookups and the interaction), top.0 ..
-     * top.2; all own kernels at B = 128 */
-    CU_ASSERT_EQUAL(m->kernels, 6);
-    CU_ASSERT_EQUAL(m->nops, 6);
-    CU_ASSERT_EQUAL(m->library_ops, 0);
-    CU_ASSERT_EQUAL(m->nstreams, 1);
-    CU_ASSERT_EQUAL(x3->kernels, 8);
-    const gr_op *it = op_named(m, "bot.2-3+interaction");
-    const gr_op *b2 = op_named(x3, "bot.2"), *b3 = op_named(x3, "bot.3"),
-                *ei = op_named(x3, "interaction");
-    CU_ASSERT_STRING_EQUAL(it->kernel->name, "mlp_interaction");
-    CU_ASSERT_STRING_EQUAL(ei->kernel->name, "embedding_interaction");
-    CU_ASSERT_DOUBLE_EQUAL(it->flops, b2->flops + b3->flops + ei->flops, 0);
-    CU_ASSERT_DOUBLE_EQUAL(it->flops,
-                           2.0 * 128 * 64 * 256 + 2.0 * 128 * 64 + 2.0 * 128 * 16 * 64 +
-                               2.0 * 128 * 16 + 2.0 * 128 * 351 * 16 + 128.0 * 26 * 16,
-                           0);
-    const double h2 = 128.0 * 64 * 4, botb = 128.0 * 16 * 4;
-    CU_ASSERT_DOUBLE_EQUAL(it->bytes_read,
-                           b2->bytes_read + b3->bytes_read + ei->bytes_read - h2 - botb, 0);
-    CU_ASSERT_DOUBLE_EQUAL(it->bytes_written,
-                           b2->bytes_written + b3->bytes_written + ei->bytes_written - h2, 0);
-    /* and what fused_tbe's bot.2, bot.3, TBE and dot_interaction move, less bot.h.2 and E */
-    const gr_op *tbe = op_named(ft, "tbe"), *it2 = op_named(ft, "interaction");
-    const double eb = tbe->bytes_written;
-    CU_ASSERT_DOUBLE_EQUAL(it->bytes_read,
-                           op_named(ft, "bot.2")->bytes_read + op_named(ft, "bot.3")->bytes_read +
-                               tbe->bytes_read + it2->bytes_read - h2 - botb - eb,
-                           0);
-    CU_ASSERT_EQUAL(it->launches, 1);
-    CU_ASSERT_EQUAL(it->grid[0], 64); /* two rows per block at B = 128 */
-    CU_ASSERT_EQUAL(it->block[0], GR_MI_THREADS);
-    CU_ASSERT_EQUAL(it->ip[GR_MI_RB], 2);
-    CU_ASSERT_EQUAL(it->ip[GR_MI_B], 128);
-    CU_ASSERT_EQUAL(it->ip[GR_MI_FLAGS], GR_MI_F_PRE | GR_MI_F_VEC | GR_MI_F_REG);
-    CU_ASSERT_EQUAL(it->ip[GR_MI_K], 256);
-    CU_ASSERT_EQUAL(it->ip[GR_MI_NA], 64);
-    CU_ASSERT_EQUAL(it->ip[GR_MI_D], 16);
-    CU_ASSERT_EQUAL(it->ip[GR_MI_T], 26);
-    CU_ASSERT_EQUAL(it->ip[GR_MI_BAG], 1);
-    CU_ASSERT_EQUAL(it->smem, 80864);
-    for (int i = 0; i < m->nops; i++)
-        if (m->ops[i].kernel && !strcmp(m->ops[i].kernel->name, "linear_act"))
-            CU_ASSERT_EQUAL(m->ops[i].ip[GR_LIN_IMPL], GR_LINEAR_SIMT);
-    /* bot.h.2 is one HBM round trip fewer than fused_tf32x3's, two fewer than fused_tbe's */
-    CU_ASSERT_EQUAL(m->intermediates + 1, x3->intermediates);
-    CU_ASSERT_EQUAL(m->intermediates + 2, ft->intermediates);
-    CU_ASSERT_TRUE(m->bytes_read + m->bytes_written < x3->bytes_read + x3->bytes_written);
-    /* fp32-level accuracy: the workload's 1e-4, as fused_tf32x3 */
-    CU_ASSERT_DOUBLE_EQUAL(m->bufs[bidx(m, "bot")].rtol, 1e-4, 0);
-    CU_ASSERT_DOUBLE_EQUAL(m->bufs[bidx(m, "R")].rtol, 1e-4, 0);
-    CU_ASSERT_DOUBLE_EQUAL(m->bufs[bidx(m, "y")].rtol, 1e-4, 0);
-    gr_plan_destroy(m);
-    gr_plan_destroy(x3);
-    gr_plan_destroy(ft);
-    /* B = 2048: 16 rows per block (128 blocks, 134912 bytes of shared memory); the other layers
-     * as in fused_tf32x3 with x3_impl=auto: bot.0 tiled, bot.1 and top.1 tc (3xTF32), top.0
-     * cuBLASLt fp32 (the one library op), top.2 SIMT */
-    m = dlrm("fused_tf32x3_mlpint", "B=2048", "x3_impl=auto", NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    CU_ASSERT_EQUAL(m->kernels, 6); /* a library op counts as one */
-    CU_ASSERT_EQUAL(m->library_ops, 1);
-    it = op_named(m, "bot.2-3+interaction");
-    CU_ASSERT_EQUAL(it->ip[GR_MI_RB], 16);
-    CU_ASSERT_EQUAL(it->grid[0], 128);
-    CU_ASSERT_EQUAL(it->smem, 134912);
-    CU_ASSERT_EQUAL(it->ip[GR_MI_FLAGS], GR_MI_F_PRE | GR_MI_F_VEC | GR_MI_F_REG);
-    CU_ASSERT_EQUAL(op_named(m, "bot.0")->ip[GR_LIN_IMPL], GR_LINEAR_TILED);
-    CU_ASSERT_EQUAL(op_named(m, "top.0")->ip[GR_LIN_IMPL], GR_LINEAR_LT);
-    CU_ASSERT_EQUAL(op_named(m, "top.0")->ip[GR_LIN_FLAGS] & GR_LIN_F_TF32, 0); /* fp32 compute */
-    static const char *const tc_ops[] = {"bot.1", "top.1"};
-    for (int i = 0; i < 2; i++) {
-        const gr_op *o = op_named(m, tc_ops[i]);
-        CU_ASSERT_EQUAL(o->ip[GR_LIN_IMPL], GR_LINEAR_TC);
-        CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], GR_LIN_C6432);
-        CU_ASSERT_EQUAL(o->ip[GR_LIN_FLAGS], GR_LIN_F_PRE | GR_LIN_F_TF32X3);
-        CU_ASSERT_EQUAL(o->grid[0] * o->grid[1], 256);
-    }
-    CU_ASSERT_EQUAL(op_named(m, "top.2")->ip[GR_LIN_IMPL], GR_LINEAR_RD);
-    gr_plan_destroy(m);
-    /* past 16 rows per SM its blocks stride over the row groups */
-    m = dlrm("fused_tf32x3_mlpint", "B=4096", NULL, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    CU_ASSERT_EQUAL(op_named(m, "bot.2-3+interaction")->grid[0], 132);
-    CU_ASSERT_EQUAL(op_named(m, "bot.2-3+interaction")->ip[GR_MI_RB], 16);
-    gr_plan_destroy(m);
-    /* x3_impl=tc: every linear_act but the sigmoid one on tc (what the GPU suite runs) */
-    m = dlrm("fused_tf32x3_mlpint", "B=2048", "x3_impl=tc", NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    for (int i = 0; i < m->nops; i++)
-        if (m->ops[i].kernel && !strcmp(m->ops[i].kernel->name, "linear_act"))
-            CU_ASSERT_EQUAL(m->ops[i].ip[GR_LIN_IMPL],
-                            strcmp(m->ops[i].name, "top.2") ? GR_LINEAR_TC : GR_LINEAR_RD);
-    gr_plan_destroy(m);
-    /* multi-hot bags: h, the weights, the indices and the gathered rows; bags are gathered
-     * synchronously, not through registers */
-    m = dlrm("fused_tf32x3_mlpint", "bag=4", NULL, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    it = op_named(m, "bot.2-3+interaction");
-    CU_ASSERT_DOUBLE_EQUAL(it->bytes_read,
-                           128.0 * 256 * 4 + (64.0 * 256 + 64 + 16 * 64 + 16) * 4 +
-                               26.0 * 128 * 4 * 4 + 128.0 * 26 * 4 * 16 * 4,
-                           0);
-    CU_ASSERT_EQUAL(it->ip[GR_MI_BAG], 4);
-    CU_ASSERT_EQUAL(it->ip[GR_MI_FLAGS] & GR_MI_F_REG, 0);
-    gr_plan_destroy(m);
-}
-
 /* v rounded to TF32 (10 explicit mantissa bits): mode 1 to nearest (even), mode 2 toward zero
  * (truncation: what a tensor core does with fp32 bits it is handed unconverted); mode 0: v. */
 static double tf32_round(double v, int mode) {
@@ -1710,10 +1339,9 @@ static double rel_l2f(const float *a, const float *b, int64_t n) {
     return sqrt(num / (den > 0 ? den : 1));
 }
 
-#define NVAR 7
-static const char *const all_variants[NVAR] = {
-    "unfused",    "fused",        "fused_tbe",          "fused_2stream",
-    "fused_tf32", "fused_tf32x3", "fused_tf32x3_mlpint"};
+#define NVAR 6
+static const char *const all_variants[NVAR] = {"unfused",       "fused",      "fused_tbe",
+                                               "fused_2stream", "fused_tf32", "fused_tf32x3"};
 
 static void whole_model(const char *bset, const char *bagset, int64_t B, int64_t bag) {
     gr_plan *p[NVAR];
@@ -1949,22 +1577,12 @@ static void test_linear_impl_choice_cc(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(msg, "65535 tiles of 128 outputs"));
 }
 
-/* The wg configuration the check picks for an M x N x K tf32x3 layer with environment switch
- * `var` set to `val` (unset again after); -1 where the plan does not resolve. */
-static int wg_cfg_with(const char *var, const char *val, int M, int N, int K) {
-    setenv(var, val, 1);
-    gr_plan *p = linear_plan(M, N, K, "\"impl\": \"wg\", \"math\": \"tf32x3\"");
-    unsetenv(var);
-    const int c = p ? (int)p->ops[0].ip[GR_LIN_BN] : -1;
-    gr_plan_destroy(p);
-    return c;
-}
-
-/* The wg kernel's tile (64 x 128 where its blocks reach 3/4 of the 132 SMs, i.e. 99, else 64 x
- * 64 in the register-A form), launch dims (M tiles in grid x, N
- * tiles in y, two warpgroups) and shared memory: 4 or 3 raw stages of BM + BN rows of 36 floats and
- * 3 x 2 operand arrays of BM + BN rows of 32 floats (register A: 4 raw stages, operand arrays of BN
- * rows). */
+/* The wg kernel's tile (the tall bulk form's 128 x 64 where its blocks reach 3/4 of the 132 SMs,
+ * i.e. 99, and the rows fold into tensor-map rows; else 64 x 128 where those do; else 64 x 64,
+ * bulk where the rows fold, through shared memory where they do not), launch dims (M tiles in
+ * grid x, N tiles in y) and shared memory: 4 or 3 raw stages of BM + BN rows of 36 floats and
+ * 3 x 2 operand arrays of BM + BN rows of 32 floats (the shared-memory forms), or the bulk forms'
+ * ring, W's operand sets and mbarriers. */
 static void test_linear_wg_geometry(void) {
     /* raw stages: 4 (BN = 64) or 3 (BN = 128) x (64 + BN) rows x 36 floats; operands: 3 sets x
      * {big, small} x (64 + BN) rows x 32 floats */
@@ -1972,24 +1590,14 @@ static void test_linear_wg_geometry(void) {
                     (size_t)(4 * 128 * 36 + 6 * 128 * 32) * 4); /* 172032 */
     CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W128),
                     (size_t)(3 * 192 * 36 + 6 * 192 * 32) * 4); /* 230400 */
-    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64S6),
-                    (size_t)(6 * 128 * 36 + 6 * 128 * 32) * 4); /* 208896 */
-    /* register A: 4 raw stages x (64 + BN) rows x 36 floats; W's parts only: 3 x 2 x BN x 32 */
-    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64R),
-                    (size_t)(4 * 128 * 36 + 6 * 64 * 32) * 4); /* 122880 */
-    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W128R),
-                    (size_t)(4 * 192 * 36 + 6 * 128 * 32) * 4); /* 208896 */
-    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64R6),
-                    (size_t)(6 * 128 * 36 + 6 * 64 * 32) * 4); /* 159744 */
-    CU_ASSERT(gr_lin_wg_smem(GR_LIN_W128R) <= 227 * 1024);
     /* bulk form: 6 raw slots of 128 box rows of up to 36 floats (32 with row fold 1), W's
      * parts, the second MMA warpgroup's 128 x 32 sums, 2 x 6 + 2 x 3 mbarriers of 8 bytes and
      * 1024 bytes of alignment room */
     CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64B),
                     (size_t)(6 * 128 * 36 + 6 * 64 * 32 + 128 * 32) * 4 + 18 * 8 +
                         1024); /* 177296 */
-    CU_ASSERT(gr_lin_wg_bulk(GR_LIN_W64B) && !gr_lin_wg_bulk(GR_LIN_W64R));
-    CU_ASSERT_EQUAL(gr_lin_wg_unbulk(GR_LIN_W64B), GR_LIN_W64R);
+    CU_ASSERT(gr_lin_wg_bulk(GR_LIN_W64B) && !gr_lin_wg_bulk(GR_LIN_W64));
+    CU_ASSERT_EQUAL(gr_lin_wg_unbulk(GR_LIN_W64B), GR_LIN_W64);
     CU_ASSERT_EQUAL(gr_lin_wg_unbulk(GR_LIN_W64B2), GR_LIN_W128);
     CU_ASSERT(gr_lin_wg_bulk(GR_LIN_W64B2));
     /* the tall bulk form: 6 slots of 128 x rows and 64 W rows of up to 36 floats, W's parts, no
@@ -1999,23 +1607,19 @@ static void test_linear_wg_geometry(void) {
     CU_ASSERT(gr_lin_wg_smem(GR_LIN_W64B2) <= 227 * 1024);
     CU_ASSERT_EQUAL(gr_lin_wg_bm(GR_LIN_NWCFG), 0);
     CU_ASSERT_EQUAL(gr_lin_wg_unbulk(GR_LIN_W128), GR_LIN_W128);
-    /* every configuration: BN, threads (128 per warpgroup), raw stages, register A */
-    static const int cfg[GR_LIN_NWCFG][4] = {
-        [GR_LIN_W64] = {64, 256, 4, 0},   [GR_LIN_W128] = {128, 256, 3, 0},
-        [GR_LIN_W64X1] = {64, 128, 4, 0}, [GR_LIN_W128X1] = {128, 128, 3, 0},
-        [GR_LIN_W64X4] = {64, 512, 4, 0}, [GR_LIN_W64S6] = {64, 256, 6, 0},
-        [GR_LIN_W64R] = {64, 256, 4, 1},  [GR_LIN_W128R] = {128, 256, 4, 1},
-        [GR_LIN_W64R6] = {64, 256, 6, 1}, [GR_LIN_W64B] = {64, 416, 6, 2},
-        [GR_LIN_W64B2] = {64, 416, 6, 3}};
+    /* every configuration: BN, threads (128 per warpgroup, the bulk forms' producer warp), raw
+     * stages, form */
+    static const int cfg[GR_LIN_NWCFG][4] = {[GR_LIN_W64] = {64, 256, 4, 0},
+                                             [GR_LIN_W128] = {128, 256, 3, 0},
+                                             [GR_LIN_W64B] = {64, 416, 6, 2},
+                                             [GR_LIN_W64B2] = {64, 416, 6, 3}};
     for (int c = 0; c < GR_LIN_NWCFG; c++) {
         CU_ASSERT_EQUAL(gr_lin_wg_bm(c), c == GR_LIN_W64B2 ? 128 : 64);
         CU_ASSERT_EQUAL(gr_lin_wg_bn(c), cfg[c][0]);
         CU_ASSERT_EQUAL(gr_lin_wg_threads(c), (unsigned)cfg[c][1]);
         CU_ASSERT_EQUAL(gr_lin_wg_stages(c), cfg[c][2]);
-        CU_ASSERT_EQUAL(gr_lin_wg_rega(c), cfg[c][3]);
+        CU_ASSERT_EQUAL(gr_lin_wcfg(c, GR_LIN_WF_FORM), cfg[c][3]);
     }
-    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W64X1), gr_lin_wg_smem(GR_LIN_W64));
-    CU_ASSERT_EQUAL(gr_lin_wg_smem(GR_LIN_W128X1), gr_lin_wg_smem(GR_LIN_W128));
     CU_ASSERT(gr_lin_wg_smem(GR_LIN_W128) <= 227 * 1024); /* the H200's opt-in per block */
     CU_ASSERT_EQUAL(gr_lin_wg_threads(GR_LIN_NWCFG), 0);
     CU_ASSERT_EQUAL(gr_lin_wg_bn(GR_LIN_NWCFG), 0);
@@ -2025,101 +1629,54 @@ static void test_linear_wg_geometry(void) {
         {2048, 256, 512, "tf32x3", GR_LIN_W64B, 32, 4},  /* 64 x 128 would be 64 blocks */
         {2048, 256, 68, "tf32", GR_LIN_W64B, 32, 4},
         {2048, 256, 130, "tf32", GR_LIN_W64B, 32, 4},  /* K % 4 == 2: rows folded in pairs */
-        {2047, 256, 130, "tf32", GR_LIN_W64R, 32, 4},  /* M % 2 != 0: register A */
-        {2048, 254, 367, "tf32", GR_LIN_W64R, 32, 4},  /* N % 4 != 0 (K odd): register A */
+        {2047, 256, 130, "tf32", GR_LIN_W64, 32, 4},   /* M % 2 != 0: shared-memory form */
+        {2048, 254, 367, "tf32", GR_LIN_W64, 32, 4},   /* N % 4 != 0 (K odd): likewise */
         {6336, 128, 64, "tf32", GR_LIN_W64B2, 50, 2},  /* 100 blocks of 128 x 64: enough */
         {6333, 128, 66, "tf32", GR_LIN_W128, 99, 1},   /* no fold: 99 blocks of 64 x 128 */
         {6272, 128, 64, "tf32x3", GR_LIN_W64B, 98, 2}, /* 98 are not */
         {100, 1000, 8, "tf32", GR_LIN_W64B, 2, 16},
-        {1, 1, 1, "tf32x3", GR_LIN_W64R, 1, 1},
+        {1, 1, 1, "tf32x3", GR_LIN_W64, 1, 1},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]);
-         i++) /* 2 warpgroups; bulk: 3 + 1 warp */
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         check_staged_geometry(&cases[i], "wg", GR_LINEAR_WG, gr_lin_wg_threads(cases[i].cfg),
                               gr_lin_wg_smem(cases[i].cfg));
-    /* GR_LIN_WG_CFG forces a configuration (for measurements); anything else is warned about
-     * and ignored */
+    /* the attr config names one: w64b on top.0's shape (two waves of 64 x 64), w128 and w64 where
+     * the check takes a bulk form, w64b2 on a 256-wide layer */
     const char *attrs = "\"impl\": \"wg\", \"math\": \"tf32x3\"";
-    /* the bulk form reads rows through tensor maps of f folded rows (gr_lin_wgb_ok): forced,
-     * it is taken where M and N are multiples of the fold and its register-A twin otherwise; 416
-     * threads (3 warpgroups and the producer warp). GR_LIN_WG_BULK=0 takes the register-A form
-     * for 64-wide tiles. */
-    setenv("GR_LIN_WG_CFG", "w64b", 1);
-    {
-        const struct staged_case bulk = {2048, 256, 512, "tf32x3", GR_LIN_W64B, 32, 4};
-        check_staged_geometry(&bulk, "wg", GR_LINEAR_WG, 416, gr_lin_wg_smem(GR_LIN_W64B));
-        const struct staged_case top0 = {2048, 512, 367, "tf32x3", GR_LIN_W64B, 32, 8};
-        check_staged_geometry(&top0, "wg", GR_LINEAR_WG, 416, gr_lin_wg_smem(GR_LIN_W64B));
-        const struct staged_case twin = {2046, 256, 367, "tf32x3", GR_LIN_W64R, 32, 4};
-        check_staged_geometry(&twin, "wg", GR_LINEAR_WG, 256, gr_lin_wg_smem(GR_LIN_W64R));
+    char named[160];
+    static const struct {
+        const char *cfg;
+        struct staged_case c;
+    } forced[] = {
+        {"w64b", {2048, 512, 367, "tf32x3", GR_LIN_W64B, 32, 8}},
+        {"w128", {2048, 256, 512, "tf32x3", GR_LIN_W128, 32, 2}},
+        {"w64", {2048, 512, 367, "tf32x3", GR_LIN_W64, 32, 8}},
+        {"w64b2", {2048, 256, 512, "tf32x3", GR_LIN_W64B2, 16, 4}},
+    };
+    for (size_t i = 0; i < sizeof(forced) / sizeof(forced[0]); i++) {
+        snprintf(named, sizeof(named), "%s, \"config\": \"%s\"", attrs, forced[i].cfg);
+        gr_plan *p = linear_plan(forced[i].c.M, forced[i].c.N, forced[i].c.K, named);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        const gr_op *o = &p->ops[0];
+        CU_ASSERT_EQUAL(o->ip[GR_LIN_BN], forced[i].c.cfg);
+        CU_ASSERT_EQUAL(o->grid[0], forced[i].c.gx);
+        CU_ASSERT_EQUAL(o->grid[1], forced[i].c.gy);
+        CU_ASSERT_EQUAL(o->block[0], gr_lin_wg_threads(forced[i].c.cfg));
+        CU_ASSERT_EQUAL(o->smem, gr_lin_wg_smem(forced[i].c.cfg));
+        gr_plan_destroy(p);
     }
-    unsetenv("GR_LIN_WG_CFG");
-    setenv("GR_LIN_WG_BULK", "0", 1);
-    {
-        const struct staged_case rega = {2048, 256, 512, "tf32x3", GR_LIN_W64R, 32, 4};
-        check_staged_geometry(&rega, "wg", GR_LINEAR_WG, 256, gr_lin_wg_smem(GR_LIN_W64R));
-        const struct staged_case wide = {2048, 512, 512, "tf32x3", GR_LIN_W128, 32, 4};
-        check_staged_geometry(&wide, "wg", GR_LINEAR_WG, 256, gr_lin_wg_smem(GR_LIN_W128));
-        const struct staged_case odd = {2048, 256, 130, "tf32x3", GR_LIN_W64R, 32, 4};
-        check_staged_geometry(&odd, "wg", GR_LINEAR_WG, 256, gr_lin_wg_smem(GR_LIN_W64R));
-    }
-    unsetenv("GR_LIN_WG_BULK");
-    setenv("GR_LIN_WG_CFG", "w128", 1);
-    gr_plan *p = linear_plan(2048, 256, 512, attrs);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W128);
-    CU_ASSERT_EQUAL(p->ops[0].grid[1], 2);
-    CU_ASSERT_EQUAL(p->ops[0].smem, gr_lin_wg_smem(GR_LIN_W128));
-    gr_plan_destroy(p);
-    setenv("GR_LIN_WG_CFG", "w64", 1);
-    p = linear_plan(2048, 512, 367, attrs);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64);
-    CU_ASSERT_EQUAL(p->ops[0].grid[1], 8);
-    gr_plan_destroy(p);
-    setenv("GR_LIN_WG_CFG", "w64x1", 1);
-    p = linear_plan(2048, 512, 367, attrs);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W64X1);
-    CU_ASSERT_EQUAL(p->ops[0].block[0], 128);
-    gr_plan_destroy(p);
-    setenv("GR_LIN_WG_CFG", "w128r", 1); /* the register-A form: same launch, less memory */
-    p = linear_plan(2048, 512, 367, attrs);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->ops[0].ip[GR_LIN_BN], GR_LIN_W128R);
-    CU_ASSERT_EQUAL(p->ops[0].grid[0] * p->ops[0].grid[1], 128);
-    CU_ASSERT_EQUAL(p->ops[0].block[0], 256);
-    CU_ASSERT_EQUAL(p->ops[0].smem, gr_lin_wg_smem(GR_LIN_W128R));
-    gr_plan_destroy(p);
-    unsetenv("GR_LIN_WG_CFG");
-    /* GR_LIN_WG_REGA=1: the register-A form of the check's tile width; 0: both widths in the
-     * shared-memory form; anything else is warned about and ignored (the default: w64b, w64b2);
-     * GR_LIN_WG_CFG=64 likewise */
-    CU_ASSERT_EQUAL(wg_cfg_with("GR_LIN_WG_REGA", "1", 2048, 512, 367), GR_LIN_W128R);
-    setenv("GR_LIN_WG_REGA", "1", 1);
-    {
-        const struct staged_case rega = {2048, 256, 512, "tf32x3", GR_LIN_W64R, 32, 4};
-        check_staged_geometry(&rega, "wg", GR_LINEAR_WG, 256, gr_lin_wg_smem(GR_LIN_W64R));
-    }
-    unsetenv("GR_LIN_WG_REGA");
-    CU_ASSERT_EQUAL(wg_cfg_with("GR_LIN_WG_REGA", "0", 2048, 256, 512), GR_LIN_W64);
-    CU_ASSERT_EQUAL(wg_cfg_with("GR_LIN_WG_REGA", "yes", 2048, 256, 512), GR_LIN_W64B);
-    CU_ASSERT_EQUAL(wg_cfg_with("GR_LIN_WG_CFG", "64", 2048, 512, 367), GR_LIN_W64B2);
-    /* GR_LIN_WG_TALL=0 takes the 64 x 128 shared-memory form back for top.0's shape; forced
-     * w64b2 runs as w128 where the rows do not fold (M % 4 != 0 at K = 367) */
-    CU_ASSERT_EQUAL(wg_cfg_with("GR_LIN_WG_TALL", "0", 2048, 512, 367), GR_LIN_W128);
-    CU_ASSERT_EQUAL(wg_cfg_with("GR_LIN_WG_TALL", "0", 2048, 256, 512), GR_LIN_W64B);
-    setenv("GR_LIN_WG_CFG", "w64b2", 1);
-    {
-        const struct staged_case tall = {2048, 256, 512, "tf32x3", GR_LIN_W64B2, 16, 4};
-        check_staged_geometry(&tall, "wg", GR_LINEAR_WG, 416, gr_lin_wg_smem(GR_LIN_W64B2));
-        const struct staged_case twin = {2046, 512, 367, "tf32x3", GR_LIN_W128, 32, 4};
-        check_staged_geometry(&twin, "wg", GR_LINEAR_WG, 256, gr_lin_wg_smem(GR_LIN_W128));
-    }
-    unsetenv("GR_LIN_WG_CFG");
 }
 
-/* The register-A wg form's index maps (dlrm.h; the kernel computes every address with them): one
+/* Register A's x copy piece u (0 .. 3) of lane `lane` of MMA warp w: tile row r (16 w .. 16 w +
+ * 15, the rows whose fragments the warp reads) and 16-byte piece q; a warp instruction copies 4
+ * whole rows. The emulation below copies a stage with it (the bulk form's TMA copies whole boxes). */
+static void wgr_xpiece(int w, int lane, int u, int *r, int *q) {
+    const int i = lane + 32 * u;
+    *r = 16 * w + (i >> 3);
+    *q = i & 7;
+}
+
+/* The register-A index maps of the wg bulk form (dlrm.h; the kernel computes its addresses with them): one
  * block's stage emulated on the CPU with wgmma's documented operand semantics (A fragment of lane
  * (g, t) of warp w: rows 16 w + g and + 8, columns t and t + 4; B read through a no-swizzle
  * descriptor starting 2s core matrices on, leading byte offset GR_LIN_WG_LBO, stride byte offset
@@ -2147,7 +1704,7 @@ static void test_linear_wgr_layout(void) {
             for (int lane = 0; lane < 32; lane++) {
                 for (int u = 0; u < 4; u++) {
                     int r, q;
-                    gr_lin_wgr_xpiece(w, lane, u, &r, &q);
+                    wgr_xpiece(w, lane, u, &r, &q);
                     bad += r < 16 * w || r >= 16 * w + 16 || q < 0 || q >= KT / 4;
                     if (r >= 0 && r < BM && q >= 0 && q < KT / 4) copied[r][q]++;
                 }
@@ -2302,18 +1859,15 @@ static CU_TestInfo dlrm_tests[] = {
     {"linear impl choice", test_linear_impl_choice},
     {"linear tiled tile and launch dims", test_linear_tiled_geometry},
     {"linear tc tile and launch dims", test_linear_tc_geometry},
-    {"linear tc configuration override", test_linear_tc_override},
+    {"linear config attr names the tile configuration", test_linear_config_attr},
+    {"linear config attr errors name the op and the choices", test_linear_config_errors},
     {"linear impl choice at compute capability 8.0, 9.0, 10.0; wg refused off 9.0",
      test_linear_impl_choice_cc},
     {"linear wg tile, launch dims and shared memory", test_linear_wg_geometry},
     {"linear wg register-A form: index maps emulated", test_linear_wgr_layout},
     {"linear wg bulk form: folded tensor-map boxes emulated", test_linear_wgb_fold},
     {"check errors name the op", test_check_errors},
-    {"mlp_interaction reference, accounting and flags", test_mlp_interaction_reference},
-    {"mlp_interaction rows per block, grid, layout", test_mlp_interaction_geometry},
-    {"mlp_interaction check errors", test_mlp_interaction_errors},
     {"dlrm_small accounting and impl choice", test_dlrm_accounting},
-    {"dlrm_small fused_tf32x3_mlpint (mlp_interaction) accounting", test_dlrm_mlpint_variant},
     {"whole model reference vs naive forward", test_whole_model_reference},
     {"fused_tf32 tolerances vs emulated TF32", test_tf32_tolerances},
     {"fused_tf32x3 tolerances vs emulated 3xTF32", test_tf32x3_tolerances},

@@ -1,10 +1,9 @@
 /* DLRM GPU suites: every kernel of the family against its CPU reference at odd sizes (all three
  * linear_act impls: simt and lt at every tile width, tiled at every tile with odd M, N and K,
- * smallk and rowdot at ragged edges;
+ * rowdot at ragged edges;
  * K across chunk edges, every activation, fp32 and tf32), out-of-range indices, the fused
- * embedding interaction against the TBE + interaction chain, mlp_interaction against linear_act
- * twice + embedding_interaction at every rows-per-block, inputs written by an earlier op so
- * that nothing is read before the PDL wait, the tc kernel (TF32 and 3xTF32) at every tile,
+ * embedding interaction against the TBE + interaction chain at every rows-per-block, inputs
+ * written by an earlier op so that nothing is read before the PDL wait, the tc kernel (TF32 and 3xTF32) at every tile,
  * each with and without PDL; eager == graph ==
  * reference for every dlrm_small variant at B in {1, 7, 128, 2048} (with PDL, multi-hot bags
  * and every Linear impl too, B = 1000 and 2048 all tiled) and the variants against each other,
@@ -28,7 +27,6 @@
 #include "kernels/registry.h"
 #include "replay/run.h"
 #include "replay/session.h"
-#include "dlrm_util.h"
 #include "tests.h"
 
 static gr_device_info info;
@@ -315,23 +313,13 @@ static void test_linear_tiled(void) {
     CU_ASSERT_TRUE(verify_json(json, "linear_act tiled 2048 x 512 x 367 with W written by an op"));
 }
 
-/* impl smallk against the reference: M x N x K over {1, 7, 65, 2051} x {1, 5, 512, 1030} x
- * {1, 4, 13, 16}, each act: a partial last block of 8 rows (2051), one column thread past N (5),
- * the 16-byte stores (512) and a second and third column block of 512 (1030, the last partial),
- * K from one float to the 16 the registers hold; impl rowdot: {1, 7, 2051} x {1, 3, 16} x {1, 13,
- * 256, 367, 1000}: float and 16-byte lanes (K % 4), K under one warp's 32 or 128 and over
- * several rounds. Then both with W and bias written by an earlier op (smallk loads W only after
- * the PDL wait), and rowdot past its 8 blocks per SM (rows strided over the warps). Each with and
- * without PDL. */
+/* impl rowdot against the reference: {1, 7, 2051} x {1, 3, 16} x {1, 13, 256, 367, 1000}: float
+ * and 16-byte lanes (K % 4), K under one warp's 32 or 128 and over several rounds. Then with W
+ * and bias written by an earlier op, and past its 8 blocks per SM (rows strided over the warps).
+ * Each with and without PDL. */
 static void test_linear_small(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
-    static const int Ms[] = {1, 7, 65, 2051}, Ns[] = {1, 5, 512, 1030}, Ks[] = {1, 4, 13, 16};
-    int shapes[64][3];
-    int ns = cross_shapes(Ms, Ns, Ks, 4, NULL, 0, shapes);
-    for (int c = 0; c < ns; c++)
-        CU_ASSERT_TRUE(
-            linear_acts_ok(shapes[c][0], shapes[c][1], shapes[c][2], "\"impl\": \"smallk\"", 1e-4));
     static const int rM[] = {1, 7, 2051}, rN[] = {1, 3, 16}, rK[] = {1, 13, 256, 367, 1000};
     for (int a = 0; a < 3; a++)
         for (int b = 0; b < 3; b++)
@@ -341,8 +329,8 @@ static void test_linear_small(void) {
     static const struct {
         int N, K;
         const char *impl;
-    } wr[] = {{512, 13, "smallk"}, {1, 256, "rowdot"}};
-    for (int i = 0; i < 2; i++) {
+    } wr[] = {{1, 256, "rowdot"}};
+    for (int i = 0; i < 1; i++) {
         char json[4096], what[96];
         snprintf(
             json, sizeof(json),
@@ -398,29 +386,29 @@ static void test_linear_tc(void) {
                 linear_acts_ok(shapes[c][0], shapes[c][1], shapes[c][2], maths[mi], rtols[mi]));
 }
 
-/* Every tc configuration (GR_LIN_TC_CFG), not only those the check picks today: 3 and 4 stages,
- * and the K split over a cluster of 2 (grid z): K = 512 (16 stages, 8 per half), 367 (12,
- * shifted rows, ragged last stage), 130 (5 stages: 3 and 2), 13 and 1 (one stage: the second
- * block of each cluster has none and contributes zeros), with ragged M and N. tf32x3 at 1e-4,
- * tf32 on one shape at 5e-3; with and without PDL (verify_json). */
+/* Every tc configuration (the op's attr config), not only the one the check picks for a shape:
+ * K = 512 (16 stages), 367 (12, shifted rows, ragged last stage), 130 (5 stages), 13 and 1 (one
+ * stage), with ragged M and N. tf32x3 at 1e-4, tf32 on one shape at 5e-3; with and without PDL
+ * (verify_json). */
 static void test_linear_tc_configs(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
     static const char *const names[GR_LIN_NCCFG] = GR_LIN_CNAMES;
     static const int shapes[][3] = {
         {2048, 256, 512}, {2000, 300, 367}, {257, 70, 130}, {130, 40, 13}, {65, 63, 1}};
+    char attrs[128];
     for (int c = 0; c < GR_LIN_NCCFG; c++) {
-        setenv("GR_LIN_TC_CFG", names[c], 1);
+        snprintf(attrs, sizeof(attrs), "\"impl\": \"tc\", \"math\": \"tf32x3\", \"config\": \"%s\"",
+                 names[c]);
         for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
-            int ok = linear_acts_ok(shapes[i][0], shapes[i][1], shapes[i][2],
-                                    "\"impl\": \"tc\", \"math\": \"tf32x3\"", 1e-4);
+            int ok = linear_acts_ok(shapes[i][0], shapes[i][1], shapes[i][2], attrs, 1e-4);
             if (!ok) fprintf(stderr, "\n    failed: configuration %s", names[c]);
             CU_ASSERT_TRUE(ok);
         }
-        CU_ASSERT_TRUE(
-            linear_acts_ok(2000, 300, 367, "\"impl\": \"tc\", \"math\": \"tf32\"", 5e-3));
+        snprintf(attrs, sizeof(attrs), "\"impl\": \"tc\", \"math\": \"tf32\", \"config\": \"%s\"",
+                 names[c]);
+        CU_ASSERT_TRUE(linear_acts_ok(2000, 300, 367, attrs, 5e-3));
     }
-    unsetenv("GR_LIN_TC_CFG");
 }
 
 /* impl wg runs only on compute capability 9.0 (sm_90a code); elsewhere its tests say so. */
@@ -434,30 +422,35 @@ static int wg_device(void) {
 /* impl wg against the reference, as the tc kernel: math tf32x3 at the fp32 kernels' 1e-4 and
  * tf32 at 5e-3, M x N x K over {1, 65, 2048} x {1, 63, 512} x {13, 367, 512} and the tc test's
  * extra shapes, each act, with and without PDL (verify_json), in the configuration the check
- * picks (w128 for 2048 x 512, 4160 x 128 and 2000 x 300; w64b where the bulk form's row fold
- * allows it, w64r for the rest); then nine shapes (aligned, shifted, one stage, K = 1, the bulk
- * form's folds) with math tf32x3 in each configuration forced (GR_LIN_WG_CFG: both tile widths,
- * with 2 warpgroups and with 1, each form). K = 13, 367,
- * 130 and 1 take the shifted copies (per-row offsets 1-3 floats), 512 and 64 the aligned ones;
- * K = 1 and 13 are one ragged stage (zero-filled past K), 367 twelve; N = 1 and 63 leave ragged
- * tiles and odd N the scalar stores. */
+ * picks (w64b2 and w128 for the wide shapes, w64b where the bulk form's row fold allows it, w64
+ * for the rest); then nine shapes (aligned, shifted, one stage, K = 1, the bulk form's folds) with
+ * math tf32x3 in each configuration the attr config names (bulk ones only where the rows fold).
+ * K = 13, 367, 130 and 1 take the shifted copies (per-row offsets 1-3 floats), 512 and 64 the
+ * aligned ones; K = 1 and 13 are one ragged stage (zero-filled past K), 367 twelve; N = 1 and 63
+ * leave ragged tiles and odd N the scalar stores. */
 static const char *const wg_maths[] = {"\"impl\": \"wg\", \"math\": \"tf32x3\"",
                                        "\"impl\": \"wg\", \"math\": \"tf32\""};
 
-/* Both maths over test_linear_wg's shape cross, in the configuration GR_LIN_WG_CFG names or, unset,
- * the one the check picks; `label` names it in a failure. */
-static void wg_cross(const char *label) {
+/* Both maths over test_linear_wg's shape cross, in configuration `cfg` (its attr config; NULL:
+ * the one the check picks; a bulk one only on the shapes whose rows fold). */
+static void wg_cross(const char *cfg) {
     static const int Ms[] = {1, 65, 2048}, Ns[] = {1, 63, 512}, Ks[] = {13, 367, 512};
     static const int extra[5][3] = {
         {2000, 300, 512}, {1000, 100, 367}, {4160, 128, 64}, {257, 70, 130}, {130, 40, 1}};
     int shapes[27 + 5][3];
     const int ns = cross_shapes(Ms, Ns, Ks, 3, extra, 5, shapes);
     static const double rtols[] = {1e-4, 5e-3};
+    const int bulk = cfg && (!strcmp(cfg, "w64b") || !strcmp(cfg, "w64b2"));
+    char attrs[128];
     for (int mi = 0; mi < 2; mi++)
         for (int c = 0; c < ns; c++) {
-            int ok =
-                linear_acts_ok(shapes[c][0], shapes[c][1], shapes[c][2], wg_maths[mi], rtols[mi]);
-            if (!ok) fprintf(stderr, "\n    failed: wg %s, %s", wg_maths[mi], label);
+            if (bulk && !gr_lin_wgb_ok(shapes[c][0], shapes[c][1], shapes[c][2])) continue;
+            snprintf(attrs, sizeof(attrs), "%s%s%s%s", wg_maths[mi], cfg ? ", \"config\": \"" : "",
+                     cfg ? cfg : "", cfg ? "\"" : "");
+            int ok = linear_acts_ok(shapes[c][0], shapes[c][1], shapes[c][2], attrs, rtols[mi]);
+            if (!ok)
+                fprintf(stderr, "\n    failed: wg %s, %s", wg_maths[mi],
+                        cfg ? cfg : "the check's configuration");
             CU_ASSERT_TRUE(ok);
         }
 }
@@ -466,46 +459,44 @@ static void test_linear_wg(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
     if (!wg_device()) return;
-    wg_cross("the check's configuration");
+    wg_cross(NULL);
     static const char *const cfgs[GR_LIN_NWCFG] = GR_LIN_WNAMES;
-    /* forced w64b folds rows in fours (K = 367, 13, 1) and pairs (130) where M and N allow it
-     * (2048 x 512 x 367 is top.0; 68 x 64 x 1 a box wider than the map's rows), else it runs
-     * as w64r */
+    /* w64b and w64b2 fold rows in fours (K = 367, 13, 1) and pairs (130) where M and N allow it
+     * (2048 x 512 x 367 is top.0; 68 x 64 x 1 a box wider than the map's rows); elsewhere the
+     * check refuses them (linear config errors, CPU suite) */
     static const int forced[][3] = {{2048, 256, 512}, {2000, 300, 367}, {257, 70, 130},
                                     {130, 40, 13},    {65, 63, 1},      {2048, 512, 367},
                                     {260, 72, 130},   {132, 44, 13},    {68, 64, 1}};
+    char attrs[128];
     for (int f = 0; f < GR_LIN_NWCFG; f++) {
-        setenv("GR_LIN_WG_CFG", cfgs[f], 1);
+        snprintf(attrs, sizeof(attrs), "%s, \"config\": \"%s\"", wg_maths[0], cfgs[f]);
         for (size_t c = 0; c < sizeof(forced) / sizeof(forced[0]); c++) {
-            int ok = linear_acts_ok(forced[c][0], forced[c][1], forced[c][2], wg_maths[0], 1e-4);
+            if (gr_lin_wg_bulk(f) && !gr_lin_wgb_ok(forced[c][0], forced[c][1], forced[c][2]))
+                continue;
+            int ok = linear_acts_ok(forced[c][0], forced[c][1], forced[c][2], attrs, 1e-4);
             if (!ok) fprintf(stderr, "\n    failed: wg configuration %s", cfgs[f]);
             CU_ASSERT_TRUE(ok);
         }
     }
-    unsetenv("GR_LIN_WG_CFG");
 }
 
-/* The register-A form (w64r, w128r, w64r6: x's fragments split in registers, a permuted k order
- * inside each stage, its own copy ownership) over the whole shape cross in both maths, with and
- * without PDL: the check picks only w64r, and only for some shapes of test_linear_wg's cross. */
-static void test_linear_wg_rega(void) {
+/* The bulk forms (w64b, w64b2: TMA copies, x's fragments split in registers, a permuted k order
+ * inside each stage) over the whole shape cross whose rows fold, in both maths, with and without
+ * PDL: the check picks them only for some shapes of test_linear_wg's cross. */
+static void test_linear_wg_bulk(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
     if (!wg_device()) return;
-    static const char *const cfgs[GR_LIN_NWCFG] = GR_LIN_WNAMES;
-    for (int f = 0; f < GR_LIN_NWCFG; f++) {
-        if (!gr_lin_wg_rega(f)) continue;
-        setenv("GR_LIN_WG_CFG", cfgs[f], 1);
-        wg_cross(cfgs[f]);
-    }
-    unsetenv("GR_LIN_WG_CFG");
+    wg_cross("w64b");
+    wg_cross("w64b2");
 }
 
 static void test_interaction_kernels(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
     /* fused interaction vs the unfused chain (concat, batched GEMM, tril, concat), both against
-     * the reference. Rows per block (GR_IX_RB when forced, else the check's): B = 7 and 130 one,
+     * the reference. Rows per block (the attr rows_per_block when named, else the check's): B =
+     * 7 and 130 one,
      * 1100 two, 4302 four, in 1076 groups (the last one of 2 rows) for 1056 blocks on 132 SMs, so
      * the kernel's group loop is exercised; B = 7 again with 4 rows forced (one partial group). */
     struct {
@@ -515,8 +506,9 @@ static void test_interaction_kernels(void) {
                  {1, 1, 1, NULL},   {1100, 26, 16, NULL}, {7, 26, 16, "4"}};
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         int B = cases[c].B, T = cases[c].T, D = cases[c].D, F = T + 1, P = F * T / 2;
-        if (cases[c].rb) setenv("GR_IX_RB", cases[c].rb, 1);
-        char json[8192];
+        char json[8192], rbattr[64] = "";
+        if (cases[c].rb)
+            snprintf(rbattr, sizeof(rbattr), ", \"attrs\": {\"rows_per_block\": \"%s\"}", cases[c].rb);
         int o = snprintf(json, sizeof(json),
                          "{\"name\": \"int\", \"buffers\": ["
                          "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [%d, %d], \"init\": \"normal\"},"
@@ -530,20 +522,20 @@ static void test_interaction_kernels(void) {
                          "{\"name\": \"Rb\", \"dtype\": \"fp32\", \"shape\": [%d, %d]},"
                          "{\"name\": \"s\", \"dtype\": \"fp32\", \"shape\": [%d, %d]}],"
                          " \"outputs\": [{\"buffer\": \"R\", \"rtol\": 1e-5}, {\"buffer\": \"R2\", \"rtol\": 1e-5}, \"Rb\", \"s\"], \"ops\": ["
-                         "{\"kernel\": \"dot_interaction\", \"inputs\": [\"x\", \"E\"], \"outputs\": [\"R\"]},"
+                         "{\"kernel\": \"dot_interaction\", \"inputs\": [\"x\", \"E\"], \"outputs\": [\"R\"]%s},"
                          "{\"kernel\": \"concat\", \"inputs\": [\"x\", \"E\"], \"outputs\": [\"Tm\"]},"
                          "{\"kernel\": \"gemm\", \"inputs\": [\"Tm\", \"Tm\"], \"outputs\": [\"Z\"], \"attrs\": {\"trans_b\": true}},"
                          "{\"kernel\": \"tril_gather\", \"inputs\": [\"Z\"], \"outputs\": [\"zf\"]},"
                          "{\"kernel\": \"concat\", \"inputs\": [\"x\", \"zf\"], \"outputs\": [\"R2\"]},"
                          "{\"kernel\": \"bias_add\", \"inputs\": [\"R\", \"b\"], \"outputs\": [\"Rb\"]},"
                          "{\"kernel\": \"sigmoid\", \"inputs\": [\"Rb\"], \"outputs\": [\"s\"]}]}",
-                         B, D, B, T, D, B, D + P, B, F, D, B, F, F, B, P, B, D + P, D + P, B, D + P, B, D + P);
+                         B, D, B, T, D, B, D + P, B, F, D, B, F, F, B, P, B, D + P, D + P, B, D + P, B, D + P,
+                         rbattr);
         (void)o;
-        char what[64];
+        char what[80];
         snprintf(what, sizeof(what), "interaction B=%d T=%d D=%d%s%s", B, T, D,
-                 cases[c].rb ? " GR_IX_RB=" : "", cases[c].rb ? cases[c].rb : "");
+                 cases[c].rb ? " rows_per_block=" : "", cases[c].rb ? cases[c].rb : "");
         CU_ASSERT_TRUE(verify_json(json, what));
-        unsetenv("GR_IX_RB");
     }
 }
 
@@ -551,12 +543,9 @@ static void test_interaction_kernels(void) {
  * and against the chain it replaces (embedding_bag_tbe, then dot_interaction), which is checked
  * against its own reference too. B = 4302 is 1076 groups of 4 rows (the last of 2) for 1056
  * blocks on 132 SMs (the group loop, where only the first group is gathered before the PDL wait);
- * 1100 and 2048 are two rows per block, the others one, B = 7 with GR_IX_RB=4 one partial group
- * of 4; T = 31
- * is the most tables; D = 5 and 1 take the scalar path; with GR_IX_REG=1 bags of 1 gather
- * through registers (the int64 mean case with D = 5 too; 2048 x 31 tables of 16 is 248 pieces
- * for 128 threads), bags of more in the loop; `written` puts an op in front that writes table 0, so
- * the plan forbids gathering before the PDL wait. */
+ * 1100 and 2048 are two rows per block, the others one, B = 7 with rows_per_block 4 one partial
+ * group of 4; T = 31 is the most tables; D = 5 and 1 take the scalar path; `written` puts an op
+ * in front that writes table 0, so the plan forbids gathering before the PDL wait. */
 static void test_emb_interaction_kernels(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
@@ -573,13 +562,9 @@ static void test_emb_interaction_kernels(void) {
         {2048, 26, 16, 1, "int64", "sum", 0, NULL}, {1100, 26, 16, 1, "int32", "sum", 0, NULL},
         {7, 26, 16, 2, "int32", "mean", 1, "4"}};
     static char json[65536];
-    /* every case twice: the gather's loop (the default), then through registers (GR_IX_REG=1,
-     * taken where bag 1 and the pieces allow) */
-    for (size_t cr = 0; cr < 2 * sizeof(cases) / sizeof(cases[0]); cr++) {
-        const size_t c = cr % (sizeof(cases) / sizeof(cases[0]));
-        const int reg = cr >= sizeof(cases) / sizeof(cases[0]);
-        if (reg) setenv("GR_IX_REG", "1", 1);
-        if (cases[c].rb) setenv("GR_IX_RB", cases[c].rb, 1);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char rbattr[64] = "";
+        if (cases[c].rb) snprintf(rbattr, sizeof(rbattr), ", \"rows_per_block\": \"%s\"", cases[c].rb);
         const int B = cases[c].B, T = cases[c].T, D = cases[c].D, bag = cases[c].bag;
         const int P = (T + 1) * T / 2;
         int o = snprintf(json, sizeof(json), "{\"name\": \"ei\", \"buffers\": ["
@@ -616,17 +601,16 @@ static void test_emb_interaction_kernels(void) {
             li += (size_t)snprintf(idxs + li, sizeof(idxs) - li, ", \"i%d\"", t);
         }
         o += snprintf(json + o, sizeof(json) - (size_t)o,
-                      "{\"kernel\": \"embedding_interaction\", \"inputs\": [\"x\"%s%s], \"outputs\": [\"R\"], \"attrs\": {\"pooling\": \"%s\"}},"
+                      "{\"kernel\": \"embedding_interaction\", \"inputs\": [\"x\"%s%s], \"outputs\": [\"R\"], \"attrs\": {\"pooling\": \"%s\"%s}},"
                       "{\"kernel\": \"embedding_bag_tbe\", \"inputs\": [%s%s], \"outputs\": [\"E\"], \"attrs\": {\"pooling\": \"%s\"}},"
                       "{\"kernel\": \"dot_interaction\", \"inputs\": [\"x\", \"E\"], \"outputs\": [\"R2\"]}]}",
-                      tabs, idxs, cases[c].pool, tabs + 2, idxs, cases[c].pool);
+                      tabs, idxs, cases[c].pool, rbattr, tabs + 2, idxs, cases[c].pool);
         CU_ASSERT_TRUE_FATAL((size_t)o < sizeof(json));
         char what[128];
-        snprintf(what, sizeof(what), "embedding_interaction B=%d T=%d D=%d bag=%d %s %s%s%s%s%s", B,
+        snprintf(what, sizeof(what), "embedding_interaction B=%d T=%d D=%d bag=%d %s %s%s%s%s", B,
                  T, D, bag, cases[c].idt, cases[c].pool,
                  cases[c].written ? " (table written by an op)" : "",
-                 cases[c].rb ? " GR_IX_RB=" : "", cases[c].rb ? cases[c].rb : "",
-                 reg ? " GR_IX_REG=1" : "");
+                 cases[c].rb ? " rows_per_block=" : "", cases[c].rb ? cases[c].rb : "");
         CU_ASSERT_TRUE(verify_json(json, what));
         /* the fused kernel and the chain agree with each other as well as with the reference */
         gr_error e;
@@ -662,8 +646,6 @@ static void test_emb_interaction_kernels(void) {
         }
         gr_session_destroy(s);
         gr_plan_destroy(p);
-        unsetenv("GR_IX_RB");
-        unsetenv("GR_IX_REG");
     }
     /* out-of-range rows (negative, == rows, far past) are skipped, as in the reference */
     const char *oob =
@@ -691,165 +673,11 @@ static void test_emb_interaction_kernels(void) {
     gr_plan_destroy(p);
 }
 
-/* The shared mlp_interaction workload (dlrm_util.h), failing the test when it does not fit. */
-static const char *mlp_json(int B, int K, int NA, int D, int T, int bag, const char *idt,
-                            const char *pool, int written) {
-    const char *json = gr_test_mlp_json(B, K, NA, D, T, bag, idt, pool, written);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
-    return json;
-}
-
-/* Buffer `name` of a verified session, downloaded (malloc'd). */
-static float *download(gr_session *s, const gr_plan *p, const char *name) {
-    gr_error e;
-    gr_error_clear(&e);
-    for (int b = 0; b < p->nbufs; b++)
-        if (!strcmp(p->bufs[b].name, name)) {
-            float *h = malloc(p->bufs[b].bytes);
-            if (h && gr_devstate_download(s->dev, b, h, &e) == GR_OK) return h;
-            free(h);
-            return NULL;
-        }
-    return NULL;
-}
-
-static double rel_l2f(const float *a, const float *b, int64_t n) {
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        den += (double)b[i] * b[i];
-    }
-    return sqrt(num / (den > 0 ? den : 1));
-}
-
-/* mlp_interaction against the reference (outputs poisoned with NaN first, eager and graph, with
- * and without PDL) and against the chain it replaces on the device: bot and R within 1e-5 of
- * the chain's (the layer sums run in another order), and the dots of two embeddings bit for bit
- * (the same pooled rows and the same dot order as embedding_interaction). B in {1, 7, 128, 2048}
- * at dlrm_small's shape (rows per block 1, 1, 2, 16), 200 (4 rows), 300 (8 rows, bags of 3, K =
- * 100, N_a = 48, D = 12), 1000 (16 rows, a partial last group; K = 13 and N_a = 7: 4-byte copies,
- * D = 5: scalar pieces, bags of 2, int64, mean), 4500 with 31 tables (the blocks stride over 282
- * row groups), D = 5 at 16 rows (too many pieces for registers: gathered synchronously), D = 256
- * (8 rows after halving for the shared memory, the gather exactly filling its registers,
- * striding), T = 1 with D = 1; W_a written by an op (nothing read before the PDL wait); every
- * rows-per-block forced (GR_MI_RB) at B = 37 (a partial last group) and one row per block at
- * B = 2048 (striding). */
-static void test_mlp_interaction_kernels(void) {
-    GR_REQUIRE_GPU();
-    CU_ASSERT_TRUE_FATAL(device_ready());
-    static const struct {
-        int B, K, NA, D, T, bag;
-        const char *idt, *pool;
-        int written;
-    } cases[] = {
-        {1, 256, 64, 16, 26, 1, "int32", "sum", 0},     {7, 256, 64, 16, 26, 1, "int64", "sum", 0},
-        {128, 256, 64, 16, 26, 1, "int32", "sum", 0},   {2048, 256, 64, 16, 26, 1, "int32", "sum", 0},
-        {2048, 256, 64, 16, 26, 1, "int64", "mean", 1}, {200, 256, 64, 16, 26, 1, "int32", "sum", 0},
-        {300, 100, 48, 12, 5, 3, "int32", "sum", 0},    {1000, 13, 7, 5, 3, 2, "int64", "mean", 0},
-        {4500, 64, 32, 8, 31, 1, "int32", "sum", 0},    {2048, 32, 16, 5, 26, 1, "int32", "sum", 0},
-        {2048, 64, 16, 256, 4, 1, "int32", "sum", 0},   {33, 13, 64, 1, 1, 1, "int32", "sum", 0},
-    };
-    const int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
-    static const char *const forced[] = {"1", "2", "4", "8", "16", "1"};
-    for (int c = 0; c < ncases + 6; c++) {
-        /* the last six: dlrm_small's shape at B = 37 with each rows-per-block forced, then B = 2048
-         * with one row per block */
-        const int fc = c - ncases, cc = c < ncases ? c : 0;
-        if (fc >= 0) setenv("GR_MI_RB", forced[fc], 1);
-        const int B = fc < 0 ? cases[cc].B : fc < 5 ? 37 : 2048;
-        const int D = cases[cc].D, T = cases[cc].T, P = (T + 1) * T / 2;
-        const char *json = mlp_json(B, cases[cc].K, cases[cc].NA, D, T, cases[cc].bag,
-                                    cases[cc].idt, cases[cc].pool, cases[cc].written);
-        char what[192];
-        snprintf(what, sizeof(what), "mlp_interaction B=%d K=%d N_a=%d D=%d T=%d bag=%d %s %s%s%s%s",
-                 B, cases[cc].K, cases[cc].NA, D, T, cases[cc].bag, cases[cc].idt, cases[cc].pool,
-                 cases[cc].written ? " (W_a written by an op)" : "",
-                 fc >= 0 ? " GR_MI_RB=" : "", fc >= 0 ? forced[fc] : "");
-        CU_ASSERT_TRUE(verify_json(json, what));
-        gr_error e;
-        gr_error_clear(&e);
-        gr_plan *p = plan_for_device(json, &e);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        const gr_op *mi = NULL;
-        for (int i = 0; i < p->nops; i++)
-            if (p->ops[i].kernel && !strcmp(p->ops[i].kernel->name, "mlp_interaction")) mi = &p->ops[i];
-        CU_ASSERT_PTR_NOT_NULL_FATAL(mi);
-        printf("\n    %s: %lld rows per block, %u blocks, %zu bytes of shared memory, flags %lld", what,
-               (long long)mi->ip[GR_MI_RB], mi->grid[0], mi->smem, (long long)mi->ip[GR_MI_FLAGS]);
-        CU_ASSERT_EQUAL((mi->ip[GR_MI_FLAGS] & GR_MI_F_PRE) != 0, !cases[cc].written);
-        gr_session *s = NULL;
-        if (verify(p, 0, &s) && s) {
-            float *bot = download(s, p, "bot"), *bot2 = download(s, p, "bot2");
-            float *R = download(s, p, "R"), *R2 = download(s, p, "R2");
-            CU_ASSERT_TRUE_FATAL(bot && bot2 && R && R2);
-            double eb = rel_l2f(bot, bot2, (int64_t)B * D), eR = rel_l2f(R, R2, (int64_t)B * (D + P));
-            int64_t differ = 0;
-            for (int64_t b = 0; b < B; b++)
-                for (int i = 2; i <= T; i++)
-                    for (int j = 1; j < i; j++) {
-                        const int64_t q = b * (D + P) + D + i * (i - 1) / 2 + j;
-                        differ += memcmp(&R[q], &R2[q], sizeof(float)) != 0;
-                    }
-            if (eb > 1e-5 || eR > 1e-5 || differ)
-                fprintf(stderr, "\n    %s: vs the chain bot %.2e, R %.2e, %lld embedding dots differ",
-                        what, eb, eR, (long long)differ);
-            CU_ASSERT_TRUE(eb <= 1e-5);
-            CU_ASSERT_TRUE(eR <= 1e-5);
-            CU_ASSERT_EQUAL(differ, 0);
-            free(bot);
-            free(bot2);
-            free(R);
-            free(R2);
-        }
-        if (fc >= 0) CU_ASSERT_EQUAL(mi->ip[GR_MI_RB], atoi(forced[fc]));
-        gr_session_destroy(s);
-        gr_plan_destroy(p);
-        unsetenv("GR_MI_RB");
-    }
-    /* out-of-range rows (negative, == rows, far past) are skipped, through the registers (bag 1)
-     * and synchronously (bag 2) */
-    static const int32_t i1a[] = {0, 9, -1, 10}, i2a[] = {2, -7, 3, 0};
-    static const int32_t i1b[] = {0, 9, -1, 10, 5, 2000000000, 3, 3};
-    static const int32_t i2b[] = {2, -7, 3, 0, 1, 1, -2147483647 - 1, 2};
-    for (int bag = 1; bag <= 2; bag++) {
-        char oob[4096];
-        snprintf(oob, sizeof(oob),
-                 "{\"name\": \"oob\", \"buffers\": ["
-                 "{\"name\": \"h\", \"dtype\": \"fp32\", \"shape\": [4, 32], \"init\": \"normal\"},"
-                 "{\"name\": \"wa\", \"dtype\": \"fp32\", \"shape\": [64, 32], \"init\": {\"kind\": \"uniform\", \"low\": -0.4, \"high\": 0.4}},"
-                 "{\"name\": \"ba\", \"dtype\": \"fp32\", \"shape\": [64], \"init\": \"normal\"},"
-                 "{\"name\": \"wb\", \"dtype\": \"fp32\", \"shape\": [16, 64], \"init\": {\"kind\": \"uniform\", \"low\": -0.3, \"high\": 0.3}},"
-                 "{\"name\": \"bb\", \"dtype\": \"fp32\", \"shape\": [16], \"init\": \"normal\"},"
-                 "{\"name\": \"t0\", \"dtype\": \"fp32\", \"shape\": [10, 16], \"init\": \"normal\"},"
-                 "{\"name\": \"t1\", \"dtype\": \"fp32\", \"shape\": [3, 16], \"init\": \"normal\"},"
-                 "{\"name\": \"i0\", \"dtype\": \"int32\", \"shape\": [4, %d], \"init\": \"host\"},"
-                 "{\"name\": \"i1\", \"dtype\": \"int32\", \"shape\": [4, %d], \"init\": \"host\"},"
-                 "{\"name\": \"bot\", \"dtype\": \"fp32\", \"shape\": [4, 16]},"
-                 "{\"name\": \"R\", \"dtype\": \"fp32\", \"shape\": [4, 19]}], \"outputs\": [\"bot\", \"R\"], \"ops\": ["
-                 "{\"kernel\": \"mlp_interaction\", \"inputs\": [\"h\", \"wa\", \"ba\", \"wb\", \"bb\", \"t0\", \"t1\", \"i0\", \"i1\"], \"outputs\": [\"bot\", \"R\"]}]}",
-                 bag, bag);
-        gr_error e;
-        gr_error_clear(&e);
-        gr_plan *p = plan_for_device(oob, &e);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        CU_ASSERT_EQUAL((p->ops[0].ip[GR_MI_FLAGS] & GR_MI_F_REG) != 0, bag == 1);
-        for (int b = 0; b < p->nbufs; b++) {
-            if (!strcmp(p->bufs[b].name, "i0")) p->bufs[b].host_data = bag == 1 ? i1a : i1b;
-            if (!strcmp(p->bufs[b].name, "i1")) p->bufs[b].host_data = bag == 1 ? i2a : i2b;
-        }
-        int ok = verify(p, 0, NULL) && verify(p, 1, NULL);
-        if (!ok) fprintf(stderr, "\n    failed: mlp_interaction out-of-range rows, bag %d", bag);
-        CU_ASSERT_TRUE(ok);
-        gr_plan_destroy(p);
-    }
-}
-
 /* Every variant through the run driver: reference, eager, graph, graph == eager, later variants
  * against the first, and timing (a few steps). */
-#define NVAR 7
-static const char *const variants[NVAR] = {
-    "unfused",    "fused",        "fused_tbe",          "fused_2stream",
-    "fused_tf32", "fused_tf32x3", "fused_tf32x3_mlpint"};
+#define NVAR 6
+static const char *const variants[NVAR] = {"unfused",       "fused",      "fused_tbe",
+                                           "fused_2stream", "fused_tf32", "fused_tf32x3"};
 
 static void run_variants(const char *const *sets, int nsets, int pdl, const char *label) {
     gr_plan *plans[NVAR];
@@ -958,14 +786,13 @@ static void test_dlrm_variants_tiled(void) {
 
 /* fused_tf32x3 at B = 2048 and 1000 with every Linear layer that has an impl attr on the tc kernel
  * (x3_impl=tc: the narrow bot.2 and bot.3 take 32 x 32 tiles too), at the workload's fp32
- * tolerances, with and without PDL; the same for fused_tf32x3_mlpint (bot.0, bot.1, top.0, top.1
- * on tc; bot.2 and bot.3 inside mlp_interaction). */
+ * tolerances, with and without PDL. */
 static void test_dlrm_tc(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
     static const char *const bs[] = {"B=2048", "B=1000"};
-    static const char *const vs[] = {"fused_tf32x3", "fused_tf32x3_mlpint"};
-    for (int v = 0; v < 2; v++)
+    static const char *const vs[] = {"fused_tf32x3"};
+    for (int v = 0; v < 1; v++)
         for (int b = 0; b < 2; b++) {
             const char *sets[] = {bs[b], "rows_cap=1000", "x3_impl=tc"};
             gr_plan *p = dlrm_for_device(vs[v], sets, 3);
@@ -983,7 +810,7 @@ static void test_dlrm_tc(void) {
         }
 }
 
-/* fused_tf32x3 and fused_tf32x3_mlpint at B = 2048 and 1000 with every Linear layer that has
+/* fused_tf32x3 at B = 2048 and 1000 with every Linear layer that has
  * an impl attr on the wg kernel (x3_impl=wg: bot.0's K = 13, the narrow bot.2 and bot.3 too), at
  * the workload's fp32 tolerances, with and without PDL; and with x3_impl=auto_wg (bot.1, top.0
  * and top.1 there, the others as auto). */
@@ -992,9 +819,9 @@ static void test_dlrm_wg(void) {
     CU_ASSERT_TRUE_FATAL(device_ready());
     if (!wg_device()) return;
     static const char *const bs[] = {"B=2048", "B=1000"};
-    static const char *const vs[] = {"fused_tf32x3", "fused_tf32x3_mlpint"};
+    static const char *const vs[] = {"fused_tf32x3"};
     static const char *const impls[] = {"x3_impl=wg", "x3_impl=auto_wg"};
-    for (int v = 0; v < 2; v++)
+    for (int v = 0; v < 1; v++)
         for (int b = 0; b < 2; b++)
             for (int im = 0; im < 2; im++) {
                 const char *sets[] = {bs[b], "rows_cap=1000", impls[im]};
@@ -1004,9 +831,8 @@ static void test_dlrm_wg(void) {
                 for (int i = 0; i < p->nops; i++)
                     if (p->ops[i].kernel && !strcmp(p->ops[i].kernel->name, "linear_act"))
                         nwg += p->ops[i].ip[GR_LIN_IMPL] == GR_LINEAR_WG;
-                /* wg: every layer but top.2 (and the two inside mlp_interaction); auto_wg:
-                 * bot.1, top.0, top.1 */
-                CU_ASSERT_EQUAL(nwg, im ? 3 : v ? 4 : 6);
+                /* wg: every layer but top.2; auto_wg: bot.1, top.0, top.1 */
+                CU_ASSERT_EQUAL(nwg, im ? 3 : 6);
                 for (int pdl = 0; pdl < 2; pdl++) {
                     int ok = verify(p, pdl, NULL);
                     if (!ok)
@@ -1081,13 +907,12 @@ static void test_dlrm_2stream_branches(void) {
     const char *sets[] = {"B=128", "rows_cap=1000", "linear_impl=simt"};
     /* fused_tbe: one chain of 9 kernels; fused_2stream: TBE is a second root beside the bottom
      * MLP, so the longest chain is 8 (4 bottom layers, interaction, 3 top layers); fused: the
-     * lookup is inside the interaction, one chain of 8; fused_tf32x3_mlpint: bot.2, bot.3 and
-     * the lookup are inside mlp_interaction, one chain of 6 */
-    const char *vs[] = {"fused_tbe", "fused_2stream", "fused", "fused_tf32x3_mlpint"};
-    const size_t want_roots[] = {1, 2, 1, 1};
-    const int want_nodes[] = {9, 9, 8, 6}, want_depth[] = {9, 8, 8, 6};
+     * lookup is inside the interaction, one chain of 8 */
+    const char *vs[] = {"fused_tbe", "fused_2stream", "fused"};
+    const size_t want_roots[] = {1, 2, 1};
+    const int want_nodes[] = {9, 9, 8}, want_depth[] = {9, 8, 8};
     for (int pdl = 0; pdl < 2; pdl++) {
-        for (int v = 0; v < 4; v++) {
+        for (int v = 0; v < 3; v++) {
             size_t roots = 0;
             int depth = 0, nodes = 0;
             gr_plan *p = dlrm_for_device(vs[v], sets, 3);
@@ -1228,11 +1053,10 @@ static CU_TestInfo gpu_dlrm_kernel_tests[] = {
     {"linear_act (tc: tf32x3, tf32) vs reference", test_linear_tc},
     {"linear_act (tc) in every configuration", test_linear_tc_configs},
     {"linear_act (wg: tf32x3, tf32) vs reference, every configuration", test_linear_wg},
-    {"linear_act (wg register-A form: w64r, w128r) vs reference", test_linear_wg_rega},
-    {"linear_act smallk and rowdot vs reference", test_linear_small},
+    {"linear_act (wg bulk forms: w64b, w64b2) vs reference", test_linear_wg_bulk},
+    {"linear_act rowdot vs reference", test_linear_small},
     {"interaction fused and unfused vs reference", test_interaction_kernels},
     {"embedding_interaction vs reference and the chain", test_emb_interaction_kernels},
-    {"mlp_interaction vs reference and the chain", test_mlp_interaction_kernels},
     CU_TEST_INFO_NULL};
 static CU_TestInfo gpu_dlrm_tests[] = {
     {"variants at B = 1, 7, 128, 2048", test_dlrm_variants},
