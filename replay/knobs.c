@@ -1,22 +1,33 @@
-/* The table of kernel environment knobs (grep getenv in kernels/ to keep it whole). */
+/* The one table of environment variables graphrun reads (grep getenv to keep it whole); every one
+ * is plumbing. A report lists those that were set for its run. */
 #include "replay/knobs.h"
 
 #include <stdlib.h>
 
 static const gr_knob knobs[] = {
-    {"GR_DEC_CARVEOUT", "kernels/decode_gemv.cu", "shared-memory carveout of the decode kernels"},
-    {"GR_DEC_S_INFLIGHT", "kernels/decode_gemv.cu", "decode_step_stream: weight loads in flight"},
-    {"GR_STEP_TIMES", "kernels/decode_gemv.cu, decode_splitk.cu",
-     "decode step kernels write per-block timestamps"},
-    {"GR_IX_RB", "kernels/dlrm.c", "embedding_interaction: rows per block"},
-    {"GR_IX_REG", "kernels/dlrm.c", "embedding_interaction: gather through registers"},
-    {"GR_MI_RB", "kernels/dlrm.c", "mlp_interaction: rows per block"},
-    {"GR_LIN_TC_CFG", "kernels/dlrm.c", "linear_act tensor-core tile configuration"},
-    {"GR_LIN_WG_CFG", "kernels/dlrm.c", "linear_act wgmma configuration"},
-    {"GR_LIN_WG_REGA", "kernels/dlrm.c", "linear_act wgmma register-A form"},
-    {"GR_LIN_WG_BULK", "kernels/dlrm.c", "linear_act wgmma bulk (TMA) form"},
-    {"GR_LIN_WG_TALL", "kernels/dlrm.c", "linear_act wgmma tall bulk form"},
-    {"GR_NCCL_LIBRARY", "kernels/tp.c", "the NCCL library loaded for allreduce_sum"},
+    {"GR_NCCL_LIBRARY", "kernels/tp.c", "the NCCL library graphrun tp loads (dlopen)"},
+    {"GRAPHRUN_SOCKET", "replay/client.c", "the service's socket path (--socket overrides it)"},
+    {"XDG_RUNTIME_DIR", "replay/client.c", "directory of the default service socket"},
+    {"TMPDIR", "replay/timeline.c", "directory of the temporary trace of --timeline/--html"},
+    {"CUDA_VISIBLE_DEVICES", "replay/tp_shard.c", "named in graphrun tp's device-count error"},
+    {"GR_LAUNCHSTAT_INJECTION", "cupti_tools/launchstat.c",
+     "the injection library cupti-launchstat loads into the traced program"},
+    {"GR_LAUNCHSTAT_OUT", "cupti_tools/inject.c", "injection library: the trace file it writes"},
+    {"GR_LAUNCHSTAT_CMD", "cupti_tools/inject.c", "injection library: the traced command line"},
+    {"GR_LAUNCHSTAT_STEPS", "cupti_tools/inject.c", "injection library: steps to trace (0: all)"},
+    {"GR_LAUNCHSTAT_LATENCY", "cupti_tools/inject.c", "injection library: launch latency records"},
+    {"GR_LAUNCHSTAT_DRIVER", "cupti_tools/inject.c", "injection library: driver API records"},
+    {"GR_LAUNCHSTAT_MEMCPY", "cupti_tools/inject.c", "injection library: memcpy records"},
+    {"GR_LAUNCHSTAT_BUFFER_MB", "cupti_tools/inject.c", "injection library: CUPTI buffer size"},
+    {"GR_LAUNCHSTAT_MAX_BUFFERS", "cupti_tools/inject.c", "injection library: CUPTI buffers"},
+    {"GR_LAUNCHSTAT_CAPCHECK", "cupti_tools/inject.c",
+     "injection library: run the capture checker instead of the trace"},
+    {"GR_LAUNCHSTAT_QUIET", "cupti_tools/inject.c", "injection library: no messages on stderr"},
+    {"CUDA_INJECTION64_PATH", "cupti_tools/launchstat.c",
+     "set by cupti-launchstat for the traced program (the CUDA driver loads it)"},
+    {"NVTX_INJECTION64_PATH", "cupti_tools/inject.c", "set by the injection library (CUPTI's NVTX)"},
+    {"GRAPHRUN_SERVICE_TEST_HOOKS", "cli/cmd_service.c", "tests only: the service's test hooks"},
+    {"GR_FIXTURE_DIR", "tests/", "tests only: where cupti_fixtures reads recorded traces"},
     {NULL, NULL, NULL},
 };
 

@@ -1,5 +1,6 @@
-/* The environment variables that change a kernel's choice (tuning overrides read with getenv in
- * kernels/), so a report can say which of them were set for its run. Reading them changes nothing. */
+/* The environment variables graphrun and its tools read: plumbing only (where a library, socket,
+ * temporary file or trace goes). No environment variable changes a kernel choice: those are plan
+ * attributes (graphrun kernels, graphrun validate). README.md, "Environment", prints this table. */
 #ifndef GR_KNOBS_H
 #define GR_KNOBS_H
 
@@ -9,8 +10,8 @@ extern "C" {
 
 typedef struct gr_knob {
     const char *name;
-    const char *where; /* the kernel file that reads it */
-    const char *what;  /* what it changes */
+    const char *where; /* the file that reads it */
+    const char *what;  /* what it sets */
 } gr_knob;
 
 /* The table, NULL-name terminated. */
