@@ -13,23 +13,35 @@
 static int descr_ok(gr_dtype t, const char *d) {
     if (d[0] == '<' || d[0] == '|' || d[0] == '=') d++;
     switch (t) {
-    case GR_FP32: return !strcmp(d, "f4");
-    case GR_FP16: return !strcmp(d, "f2");
-    case GR_BF16: return !strcmp(d, "u2") || !strcmp(d, "i2") || !strcmp(d, "V2") || !strcmp(d, "bfloat16");
-    case GR_INT32: return !strcmp(d, "i4");
-    case GR_INT64: return !strcmp(d, "i8");
-    default: return 0;
+    case GR_FP32:
+        return !strcmp(d, "f4");
+    case GR_FP16:
+        return !strcmp(d, "f2");
+    case GR_BF16:
+        return !strcmp(d, "u2") || !strcmp(d, "i2") || !strcmp(d, "V2") || !strcmp(d, "bfloat16");
+    case GR_INT32:
+        return !strcmp(d, "i4");
+    case GR_INT64:
+        return !strcmp(d, "i8");
+    default:
+        return 0;
     }
 }
 
 static const char *npy_descr_for(gr_dtype t) {
     switch (t) {
-    case GR_FP32: return "<f4";
-    case GR_FP16: return "<f2";
-    case GR_BF16: return "<u2 (raw bf16 bits)";
-    case GR_INT32: return "<i4";
-    case GR_INT64: return "<i8";
-    default: return "?";
+    case GR_FP32:
+        return "<f4";
+    case GR_FP16:
+        return "<f2";
+    case GR_BF16:
+        return "<u2 (raw bf16 bits)";
+    case GR_INT32:
+        return "<i4";
+    case GR_INT64:
+        return "<i8";
+    default:
+        return "?";
     }
 }
 
@@ -40,16 +52,20 @@ static int npy_field(const char *hdr, const char *key, char *out, size_t size) {
     const char *p = strstr(hdr, pat);
     if (!p) return 0;
     p += strlen(pat);
-    while (*p == ' ' || *p == ':') p++;
+    while (*p == ' ' || *p == ':')
+        p++;
     size_t n = 0;
     if (*p == '\'') {
         p++;
-        while (*p && *p != '\'' && n + 1 < size) out[n++] = *p++;
+        while (*p && *p != '\'' && n + 1 < size)
+            out[n++] = *p++;
     } else if (*p == '(') {
-        while (*p && *p != ')' && n + 1 < size) out[n++] = *p++;
+        while (*p && *p != ')' && n + 1 < size)
+            out[n++] = *p++;
         if (*p == ')' && n + 1 < size) out[n++] = ')';
     } else {
-        while (*p && *p != ',' && *p != '}' && n + 1 < size) out[n++] = *p++;
+        while (*p && *p != ',' && *p != '}' && n + 1 < size)
+            out[n++] = *p++;
     }
     out[n] = '\0';
     return 1;
@@ -79,18 +95,20 @@ gr_status gr_expect_check(const char *file, const gr_buffer *b, const char *path
             hstart = 12;
         } else {
             fclose(f);
-            return gr_error_set(err, GR_ERR_INPUT, path, "\"%s\": .npy format version %u is not read",
-                                file, major);
+            return gr_error_set(err, GR_ERR_INPUT, path,
+                                "\"%s\": .npy format version %u is not read", file, major);
         }
         if (hlen > 65536 || hstart + hlen > size) {
             fclose(f);
-            return gr_error_set(err, GR_ERR_INPUT, path, "\"%s\": .npy header is cut or too long", file);
+            return gr_error_set(err, GR_ERR_INPUT, path, "\"%s\": .npy header is cut or too long",
+                                file);
         }
         char *hdr = malloc(hlen + 1);
         if (!hdr || fseek(f, (long)hstart, SEEK_SET) != 0 || fread(hdr, 1, hlen, f) != hlen) {
             free(hdr);
             fclose(f);
-            return gr_error_set(err, GR_ERR_INPUT, path, "\"%s\": cannot read the .npy header", file);
+            return gr_error_set(err, GR_ERR_INPUT, path, "\"%s\": cannot read the .npy header",
+                                file);
         }
         hdr[hlen] = '\0';
         fclose(f);
@@ -102,11 +120,12 @@ gr_status gr_expect_check(const char *file, const gr_buffer *b, const char *path
         if (!descr_ok(b->dtype, descr))
             return gr_error_set(err, GR_ERR_INPUT, path,
                                 "\"%s\" holds dtype '%s'; buffer \"%s\" is %s (save it as '%s')",
-                                file, descr, b->name, gr_dtype_name(b->dtype), npy_descr_for(b->dtype));
+                                file, descr, b->name, gr_dtype_name(b->dtype),
+                                npy_descr_for(b->dtype));
         if (strncmp(order, "False", 5) != 0)
-            return gr_error_set(err, GR_ERR_INPUT, path,
-                                "\"%s\" is in Fortran order; save it C-contiguous (np.ascontiguousarray)",
-                                file);
+            return gr_error_set(
+                err, GR_ERR_INPUT, path,
+                "\"%s\" is in Fortran order; save it C-contiguous (np.ascontiguousarray)", file);
         long long numel = 1;
         const char *p = shape[0] == '(' ? shape + 1 : shape;
         while (*p && *p != ')') {
@@ -115,17 +134,19 @@ gr_status gr_expect_check(const char *file, const gr_buffer *b, const char *path
             if (end == p) break;
             numel *= d;
             p = end;
-            while (*p == ',' || *p == ' ' || *p == 'L') p++;
+            while (*p == ',' || *p == ' ' || *p == 'L')
+                p++;
         }
         if (numel != b->numel)
             return gr_error_set(err, GR_ERR_INPUT, path,
-                                "\"%s\" has shape %s (%lld elements); buffer \"%s\" has %lld",
-                                file, shape, numel, b->name, (long long)b->numel);
+                                "\"%s\" has shape %s (%lld elements); buffer \"%s\" has %lld", file,
+                                shape, numel, b->name, (long long)b->numel);
         *offset = hstart + hlen;
         if (size - *offset != (uint64_t)b->bytes)
-            return gr_error_set(err, GR_ERR_INPUT, path,
-                                "\"%s\": %llu data bytes after the .npy header; buffer \"%s\" needs %zu",
-                                file, (unsigned long long)(size - *offset), b->name, b->bytes);
+            return gr_error_set(
+                err, GR_ERR_INPUT, path,
+                "\"%s\": %llu data bytes after the .npy header; buffer \"%s\" needs %zu", file,
+                (unsigned long long)(size - *offset), b->name, b->bytes);
         return GR_OK;
     }
     fclose(f);
@@ -142,7 +163,8 @@ gr_status gr_expect_read(const gr_buffer *b, void *host, gr_error *err) {
     FILE *f = NULL;
     uint64_t size = 0;
     if (!b->expect_path[0])
-        return gr_error_set(err, GR_ERR_INTERNAL, b->path, "buffer \"%s\" has no expected data", b->name);
+        return gr_error_set(err, GR_ERR_INTERNAL, b->path, "buffer \"%s\" has no expected data",
+                            b->name);
     if (gr_file_open(b->expect_path, GR_FILE_DATA, &f, &size, err) != GR_OK) return err->code;
     gr_status st = GR_OK;
     if (size < (uint64_t)b->expect_offset + b->bytes ||

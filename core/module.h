@@ -13,21 +13,26 @@ extern "C" {
 #define GR_MAX_MODULES 32
 #define GR_MODULE_MAX_OPTIONS 64
 
-typedef enum gr_module_kind { GR_MOD_SOURCE, GR_MOD_PTX, GR_MOD_CUBIN, GR_MOD_FATBIN } gr_module_kind;
+typedef enum gr_module_kind {
+    GR_MOD_SOURCE,
+    GR_MOD_PTX,
+    GR_MOD_CUBIN,
+    GR_MOD_FATBIN
+} gr_module_kind;
 
 typedef struct gr_module {
     char name[64];
-    char path[96];       /* JSON path, "modules.mine" */
+    char path[96]; /* JSON path, "modules.mine" */
     gr_module_kind kind;
-    char given[512];     /* the file as the workload names it (compiler messages use it) */
-    char file[1024];     /* the file to read: relative to the workload's directory */
+    char given[512]; /* the file as the workload names it (compiler messages use it) */
+    char file[1024]; /* the file to read: relative to the workload's directory */
     int noptions;
     char *options[GR_MODULE_MAX_OPTIONS]; /* NVRTC options; "include" dirs become -I<dir> */
-    int refs;            /* the workload and every plan with an op of this module */
+    int refs;             /* the workload and every plan with an op of this module */
     pthread_mutex_t lock; /* held by kernels/usermod while it compiles or loads */
-    void *impl;          /* kernels/usermod's state (compiled image, functions, loaded library) */
+    void *impl;           /* kernels/usermod's state (compiled image, functions, loaded library) */
     void (*impl_free)(void *impl);
-    char status[200];    /* how the image was obtained ("NVRTC 13.0 for sm_90, 0.41 s"), for plans */
+    char status[200]; /* how the image was obtained ("NVRTC 13.0 for sm_90, 0.41 s"), for plans */
 } gr_module;
 
 const char *gr_module_kind_name(gr_module_kind k); /* "source", "ptx", "cubin", "fatbin" */

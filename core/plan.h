@@ -133,9 +133,9 @@ typedef struct gr_user_op {
     char function[256]; /* the symbol: an extern "C" name or a mangled one */
     int nargs;
     gr_user_arg *args;
-    int pdl;            /* "pdl": true: the kernel waits for its predecessor (griddepcontrol.wait) */
+    int pdl;             /* "pdl": true: waits for its predecessor (griddepcontrol.wait) */
     unsigned cluster[3]; /* "cluster": thread-block cluster dims; 0 0 0 when not given */
-    int bytes_given;    /* 1: "bytes.read" given, 2: "bytes.written" given (else buffer sizes) */
+    int bytes_given;     /* 1: "bytes.read" given, 2: "bytes.written" given (else buffer sizes) */
 } gr_user_op;
 
 /* Bytes of one argument type ("i32": 4, a buffer pointer: 8) and its JSON name. */
@@ -170,7 +170,7 @@ typedef struct gr_op {
 } gr_op;
 
 /* May this op be launched with PDL (--pdl)? A built-in kernel registered GR_KF_PDL, or a user op
- * that declares "pdl": true. (kernel.h's flags; defined in resolve.c to keep plan.h free of them) */
+ * that declares "pdl": true (defined in resolve.c, which knows kernel.h's flags). */
 int gr_op_pdl_capable(const gr_op *op);
 
 typedef struct gr_target {
@@ -179,7 +179,7 @@ typedef struct gr_target {
     int cc_major, cc_minor;
     size_t l2_bytes;
     int from_device; /* 1 when read off a real device, 0 for the default (H200) */
-    char arch[16];   /* user modules' target, "sm_90a" (validate --arch); "" = sm_<cc_major><cc_minor> */
+    char arch[16];   /* user modules' target, "sm_90a" (--arch); "": sm_<cc_major><cc_minor> */
 } gr_target;
 
 typedef struct gr_plan {
@@ -212,7 +212,7 @@ typedef struct gr_plan {
     char reference_variant[64];
     int is_reference_variant;
     int expect_outputs;
-    int user_ops;        /* ops of user modules */
+    int user_ops; /* ops of user modules */
 } gr_plan;
 
 void gr_plan_destroy(gr_plan *plan);

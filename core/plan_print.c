@@ -31,13 +31,15 @@ int gr_plan_checks_text(const gr_plan *p, char *out, size_t size, const char **k
         if (o < size) o += (size_t)snprintf(out + o, size - o, ")");
     }
     if (!strcmp(k, "none") && p->is_reference_variant)
-        snprintf(out, size, "nothing but graph == eager: this variant is the workload's reference "
-                            "(\"reference\": true) and user kernels have no CPU reference; its "
-                            "eager outputs check the other variants");
+        snprintf(out, size,
+                 "nothing but graph == eager: this variant is the workload's reference "
+                 "(\"reference\": true) and user kernels have no CPU reference; its "
+                 "eager outputs check the other variants");
     else if (!strcmp(k, "none"))
-        snprintf(out, size, "nothing but graph == eager: user kernels have no CPU reference, and "
-                            "there is no \"reference\": true variant and no \"expect\" file; a "
-                            "kernel that is wrong the same way eagerly and in the graph passes");
+        snprintf(out, size,
+                 "nothing but graph == eager: user kernels have no CPU reference, and "
+                 "there is no \"reference\": true variant and no \"expect\" file; a "
+                 "kernel that is wrong the same way eagerly and in the graph passes");
     if (kind) *kind = k;
     return strcmp(k, "none") != 0;
 }
@@ -49,7 +51,8 @@ void gr_plan_print_modules(FILE *f, const gr_plan *p) {
         const gr_op *op = &p->ops[i];
         if (!op->user || !op->user->module) continue;
         int dup = 0;
-        for (int k = 0; k < n; k++) dup |= seen[k] == op->user->module;
+        for (int k = 0; k < n; k++)
+            dup |= seen[k] == op->user->module;
         if (dup || n >= GR_MAX_MODULES) continue;
         const gr_module *m = seen[n++] = op->user->module;
         fprintf(f, "  %-16s %s %s%s%s\n", m->name, gr_module_kind_name(m->kind), m->given,
@@ -148,13 +151,31 @@ static void print_op(FILE *f, const gr_plan *p, const gr_op *op) {
             const gr_user_arg *x = &u->args[a];
             const char *sep = a ? ", " : "";
             switch (x->type) {
-            case GR_ARG_BUFFER: o += (size_t)snprintf(args + o, sizeof(args) - o, "%s%s", sep, x->buffer >= 0 ? p->bufs[x->buffer].name : "?"); break;
-            case GR_ARG_I32: o += (size_t)snprintf(args + o, sizeof(args) - o, "%si32 %d", sep, x->v.i32); break;
-            case GR_ARG_U32: o += (size_t)snprintf(args + o, sizeof(args) - o, "%su32 %u", sep, x->v.u32); break;
-            case GR_ARG_I64: o += (size_t)snprintf(args + o, sizeof(args) - o, "%si64 %lld", sep, (long long)x->v.i64); break;
-            case GR_ARG_U64: o += (size_t)snprintf(args + o, sizeof(args) - o, "%su64 %llu", sep, (unsigned long long)x->v.u64); break;
-            case GR_ARG_F32: o += (size_t)snprintf(args + o, sizeof(args) - o, "%sf32 %g", sep, (double)x->v.f32); break;
-            case GR_ARG_F64: o += (size_t)snprintf(args + o, sizeof(args) - o, "%sf64 %g", sep, x->v.f64); break;
+            case GR_ARG_BUFFER:
+                o += (size_t)snprintf(args + o, sizeof(args) - o, "%s%s", sep,
+                                      x->buffer >= 0 ? p->bufs[x->buffer].name : "?");
+                break;
+            case GR_ARG_I32:
+                o += (size_t)snprintf(args + o, sizeof(args) - o, "%si32 %d", sep, x->v.i32);
+                break;
+            case GR_ARG_U32:
+                o += (size_t)snprintf(args + o, sizeof(args) - o, "%su32 %u", sep, x->v.u32);
+                break;
+            case GR_ARG_I64:
+                o += (size_t)snprintf(args + o, sizeof(args) - o, "%si64 %lld", sep,
+                                      (long long)x->v.i64);
+                break;
+            case GR_ARG_U64:
+                o += (size_t)snprintf(args + o, sizeof(args) - o, "%su64 %llu", sep,
+                                      (unsigned long long)x->v.u64);
+                break;
+            case GR_ARG_F32:
+                o +=
+                    (size_t)snprintf(args + o, sizeof(args) - o, "%sf32 %g", sep, (double)x->v.f32);
+                break;
+            case GR_ARG_F64:
+                o += (size_t)snprintf(args + o, sizeof(args) - o, "%sf64 %g", sep, x->v.f64);
+                break;
             }
         }
         fprintf(f, "        %s.%s<<<[%u,%u,%u], [%u,%u,%u], %zu>>>(%s)%s%s\n",
@@ -233,8 +254,9 @@ void gr_plan_print(FILE *f, const gr_plan *p, int max_ops) {
     fprintf(f, "intermediates: %d buffer%s written to HBM and read back (%s of round-trip traffic)\n",
             p->intermediates, p->intermediates == 1 ? "" : "s", b1);
     if (p->user_ops) {
-        fprintf(f, "user modules (%d op%s; bytes: each input read once and each output written "
-                   "once unless the op gives \"bytes\")\n",
+        fprintf(f,
+                "user modules (%d op%s; bytes: each input read once and each output written "
+                "once unless the op gives \"bytes\")\n",
                 p->user_ops, p->user_ops == 1 ? "" : "s");
         gr_plan_print_modules(f, p);
     }
@@ -349,20 +371,37 @@ void *gr_plan_to_json(const gr_plan *p) {
                 const gr_user_arg *x = &u->args[a];
                 json_t *v = NULL;
                 switch (x->type) {
-                case GR_ARG_BUFFER: v = json_string(x->buffer >= 0 ? p->bufs[x->buffer].name : ""); break;
-                case GR_ARG_I32: v = json_pack("{s:I}", "i32", (json_int_t)x->v.i32); break;
-                case GR_ARG_U32: v = json_pack("{s:I}", "u32", (json_int_t)x->v.u32); break;
-                case GR_ARG_I64: v = json_pack("{s:I}", "i64", (json_int_t)x->v.i64); break;
-                case GR_ARG_U64: v = json_pack("{s:f}", "u64", (double)x->v.u64); break;
-                case GR_ARG_F32: v = json_pack("{s:f}", "f32", (double)x->v.f32); break;
-                case GR_ARG_F64: v = json_pack("{s:f}", "f64", x->v.f64); break;
+                case GR_ARG_BUFFER:
+                    v = json_string(x->buffer >= 0 ? p->bufs[x->buffer].name : "");
+                    break;
+                case GR_ARG_I32:
+                    v = json_pack("{s:I}", "i32", (json_int_t)x->v.i32);
+                    break;
+                case GR_ARG_U32:
+                    v = json_pack("{s:I}", "u32", (json_int_t)x->v.u32);
+                    break;
+                case GR_ARG_I64:
+                    v = json_pack("{s:I}", "i64", (json_int_t)x->v.i64);
+                    break;
+                case GR_ARG_U64:
+                    v = json_pack("{s:f}", "u64", (double)x->v.u64);
+                    break;
+                case GR_ARG_F32:
+                    v = json_pack("{s:f}", "f32", (double)x->v.f32);
+                    break;
+                case GR_ARG_F64:
+                    v = json_pack("{s:f}", "f64", x->v.f64);
+                    break;
                 }
                 json_array_append_new(ja, v);
             }
             json_object_set_new(ju, "args", ja);
             json_object_set_new(ju, "pdl", json_boolean(u->pdl));
             if (u->cluster[0])
-                json_object_set_new(ju, "cluster", json_pack("[I,I,I]", (json_int_t)u->cluster[0], (json_int_t)u->cluster[1], (json_int_t)u->cluster[2]));
+                json_object_set_new(ju, "cluster",
+                                    json_pack("[I,I,I]", (json_int_t)u->cluster[0],
+                                              (json_int_t)u->cluster[1],
+                                              (json_int_t)u->cluster[2]));
             json_object_set_new(ju, "bytes_given", json_boolean(u->bytes_given != 0));
             if (u->module) json_object_set_new(ju, "module_status", json_string(u->module->status));
             json_object_set_new(jo, "user", ju);
@@ -392,7 +431,8 @@ void *gr_plan_to_json(const gr_plan *p) {
     json_object_set_new(ver, "against", json_string(kind));
     json_object_set_new(ver, "text", json_string(checks));
     json_object_set_new(ver, "cpu_reference", json_boolean(p->has_cpu_reference));
-    json_object_set_new(ver, "reference_variant", p->reference_variant[0] ? json_string(p->reference_variant) : json_null());
+    json_object_set_new(ver, "reference_variant",
+                        p->reference_variant[0] ? json_string(p->reference_variant) : json_null());
     json_object_set_new(ver, "is_reference_variant", json_boolean(p->is_reference_variant));
     json_object_set_new(ver, "expect_outputs", json_integer(p->expect_outputs));
     json_object_set_new(root, "verification", ver);

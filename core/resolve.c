@@ -1143,15 +1143,18 @@ static void add_kernel_op(rctx *c, json_t *obj, const char *basepath) {
 static const char *const arg_type_names[] = {"buffer", "i32", "u32", "i64", "u64", "f32", "f64"};
 
 const char *gr_arg_type_name(gr_arg_type t) {
-    return (unsigned)t < sizeof(arg_type_names) / sizeof(arg_type_names[0]) ? arg_type_names[t] : "?";
+    return (unsigned)t < sizeof(arg_type_names) / sizeof(arg_type_names[0]) ? arg_type_names[t]
+                                                                            : "?";
 }
 
 size_t gr_arg_size(gr_arg_type t) {
     switch (t) {
     case GR_ARG_I32:
     case GR_ARG_U32:
-    case GR_ARG_F32: return 4;
-    default: return 8;
+    case GR_ARG_F32:
+        return 4;
+    default:
+        return 8;
     }
 }
 
@@ -1190,8 +1193,10 @@ static int launch_dims(rctx *c, json_t *arr, const char *opath, const char *key,
         char dpath[GR_PATH_MAX + 24];
         snprintf(dpath, sizeof(dpath), "%s[%zu]", path, d);
         long long v;
-        if (eval_int(c, json_array_get(arr, d), dpath, 1, max[d], &v) != GR_OK) bad = 1;
-        else out[d] = (unsigned)v;
+        if (eval_int(c, json_array_get(arr, d), dpath, 1, max[d], &v) != GR_OK)
+            bad = 1;
+        else
+            out[d] = (unsigned)v;
     }
     return bad ? -1 : 0;
 }
@@ -1225,10 +1230,14 @@ static int scalar_arg(rctx *c, json_t *obj, const char *apath, gr_user_arg *a) {
                  (t == GR_ARG_I32 && iv >= INT32_MIN && iv <= INT32_MAX) ||
                  (t == GR_ARG_U32 && iv >= 0 && iv <= (json_int_t)UINT32_MAX);
         if (!ok) goto range;
-        if (t == GR_ARG_I32) a->v.i32 = (int32_t)iv;
-        else if (t == GR_ARG_U32) a->v.u32 = (uint32_t)iv;
-        else if (t == GR_ARG_I64) a->v.i64 = (int64_t)iv;
-        else a->v.u64 = (uint64_t)iv;
+        if (t == GR_ARG_I32)
+            a->v.i32 = (int32_t)iv;
+        else if (t == GR_ARG_U32)
+            a->v.u32 = (uint32_t)iv;
+        else if (t == GR_ARG_I64)
+            a->v.i64 = (int64_t)iv;
+        else
+            a->v.u64 = (uint64_t)iv;
         return 0;
     }
     if (eval_number(c, val, vpath, &d) != GR_OK) return -1;
@@ -1241,27 +1250,39 @@ static int scalar_arg(rctx *c, json_t *obj, const char *apath, gr_user_arg *a) {
         if (!isfinite(d)) goto range;
         a->v.f64 = d;
         return 0;
-    default: break;
+    default:
+        break;
     }
     if (d != floor(d)) {
         gr_error_set(c->err, GR_ERR_INPUT, vpath, "%s takes a whole number, got %.17g", key, d);
         return -1;
     }
-    if (t == GR_ARG_I32 && d >= -2147483648.0 && d <= 2147483647.0) a->v.i32 = (int32_t)d;
-    else if (t == GR_ARG_U32 && d >= 0 && d <= 4294967295.0) a->v.u32 = (uint32_t)d;
+    if (t == GR_ARG_I32 && d >= -2147483648.0 && d <= 2147483647.0)
+        a->v.i32 = (int32_t)d;
+    else if (t == GR_ARG_U32 && d >= 0 && d <= 4294967295.0)
+        a->v.u32 = (uint32_t)d;
     else if (t == GR_ARG_I64 && d >= -9223372036854775808.0 && d < 9223372036854775808.0)
         a->v.i64 = (int64_t)d;
-    else if (t == GR_ARG_U64 && d >= 0 && d < 18446744073709551616.0) a->v.u64 = (uint64_t)d;
-    else goto range;
+    else if (t == GR_ARG_U64 && d >= 0 && d < 18446744073709551616.0)
+        a->v.u64 = (uint64_t)d;
+    else
+        goto range;
     return 0;
-range: {
-    static const char *const ranges[] = {"", "[-2147483648, 2147483647]", "[0, 4294967295]",
-                                         "[-2^63, 2^63 - 1]", "[0, 2^64 - 1]",
-                                         "finite, |x| <= 3.4028235e38", "finite"};
+range : {
+    static const char *const ranges[] = {"",
+                                         "[-2147483648, 2147483647]",
+                                         "[0, 4294967295]",
+                                         "[-2^63, 2^63 - 1]",
+                                         "[0, 2^64 - 1]",
+                                         "finite, |x| <= 3.4028235e38",
+                                         "finite"};
     char shown[64];
-    if (json_is_integer(val)) snprintf(shown, sizeof(shown), "%lld", (long long)json_integer_value(val));
-    else if (json_is_number(val)) snprintf(shown, sizeof(shown), "%.17g", json_number_value(val));
-    else snprintf(shown, sizeof(shown), "%.17g (\"%.30s\")", d, json_string_value(val));
+    if (json_is_integer(val))
+        snprintf(shown, sizeof(shown), "%lld", (long long)json_integer_value(val));
+    else if (json_is_number(val))
+        snprintf(shown, sizeof(shown), "%.17g", json_number_value(val));
+    else
+        snprintf(shown, sizeof(shown), "%.17g (\"%.30s\")", d, json_string_value(val));
     gr_error_set(c->err, GR_ERR_INPUT, vpath, "%s is out of %s's range %s", shown, key, ranges[t]);
     return -1;
 }
@@ -1275,7 +1296,8 @@ static void add_user_op(rctx *c, json_t *obj, const char *basepath) {
         {"function", GR_JT_STRING, 1, "the kernel's name in the module (extern \"C\", or mangled)"},
         {"grid", GR_JT_ARRAY, 1, "1 to 3 dimensions, e.g. [\"rows\"]"},
         {"block", GR_JT_ARRAY, 1, "1 to 3 dimensions, e.g. [256]"},
-        {"smem", GR_JT_NUMBER | GR_JT_STRING, 0, "dynamic shared memory bytes (a number or an expression)"},
+        {"smem", GR_JT_NUMBER | GR_JT_STRING, 0,
+         "dynamic shared memory bytes (a number or an expression)"},
         {"args", GR_JT_ARRAY, 0, "an array of buffer names and {\"i32\": EXPR} scalars"},
         {"inputs", GR_JT_ARRAY, 1, "an array of buffer names"},
         {"outputs", GR_JT_ARRAY, 1, "an array of buffer names"},
@@ -1286,12 +1308,14 @@ static void add_user_op(rctx *c, json_t *obj, const char *basepath) {
         {"stream", GR_JT_STRING, 0, NULL},
         {"doc", GR_JT_STRING, 0, NULL},
         {NULL, 0, 0, NULL}};
-    if (gr_json_check_keys(obj, path, keys, "a user op (or {\"kernel\"}, {\"fork\"}, {\"join\"}, {\"repeat\"})",
+    if (gr_json_check_keys(obj, path, keys,
+                           "a user op (or {\"kernel\"}, {\"fork\"}, {\"join\"}, {\"repeat\"})",
                            c->err))
         return;
     const gr_kernel_def *k = c->lookup ? c->lookup(GR_USER_KERNEL_NAME) : NULL;
     if (!k || !(k->flags & GR_KF_USER)) {
-        gr_error_set(c->err, GR_ERR_INPUT, path, "user kernels (\"module\") are not available here");
+        gr_error_set(c->err, GR_ERR_INPUT, path,
+                     "user kernels (\"module\") are not available here");
         return;
     }
     gr_op *op = new_op(c, path);
@@ -1332,8 +1356,10 @@ static void add_user_op(rctx *c, json_t *obj, const char *basepath) {
         !u->function[0])
         gr_error_set(c->err, GR_ERR_INPUT, kpath, "is empty; name the kernel");
     json_t *jname = json_object_get(obj, "name");
-    if (jname) expand_name(c, json_string_value(jname), path, op->name, sizeof(op->name));
-    else snprintf(op->name, sizeof(op->name), "%.80s#%d", u->function, op->index);
+    if (jname)
+        expand_name(c, json_string_value(jname), path, op->name, sizeof(op->name));
+    else
+        snprintf(op->name, sizeof(op->name), "%.80s#%d", u->function, op->index);
     snprintf(op->form, sizeof(op->form), "%.20s.%.18s", mname, u->function);
     int s = resolve_stream(c, json_object_get(obj, "stream"), path);
     op->stream = s < 0 ? 0 : s;
@@ -1341,13 +1367,14 @@ static void add_user_op(rctx *c, json_t *obj, const char *basepath) {
     static const long long grid_max[3] = {2147483647LL, 65535, 65535};
     static const long long block_max[3] = {1024, 1024, 64};
     static const long long cluster_max[3] = {16, 16, 16};
-    int dims_ok = launch_dims(c, json_object_get(obj, "grid"), path, "grid", grid_max, op->grid) == 0;
+    int dims_ok =
+        launch_dims(c, json_object_get(obj, "grid"), path, "grid", grid_max, op->grid) == 0;
     if (launch_dims(c, json_object_get(obj, "block"), path, "block", block_max, op->block) == 0) {
         unsigned long threads = (unsigned long)op->block[0] * op->block[1] * op->block[2];
         if (threads > 1024)
             gr_error_set(c->err, GR_ERR_INPUT, path,
-                         "block: %u x %u x %u = %lu threads; a block has at most 1024", op->block[0],
-                         op->block[1], op->block[2], threads);
+                         "block: %u x %u x %u = %lu threads; a block has at most 1024",
+                         op->block[0], op->block[1], op->block[2], threads);
     }
     json_t *smem = json_object_get(obj, "smem");
     if (smem) {
@@ -1376,7 +1403,8 @@ static void add_user_op(rctx *c, json_t *obj, const char *basepath) {
                          "is %d.%d",
                          c->plan->target.cc_major, c->plan->target.cc_minor);
         else if (n > 16)
-            gr_error_set(c->err, GR_ERR_INPUT, kpath, "%u blocks per cluster; at most 16 (8 portable)", n);
+            gr_error_set(c->err, GR_ERR_INPUT, kpath,
+                         "%u blocks per cluster; at most 16 (8 portable)", n);
         else if (dims_ok)
             for (int d = 0; d < 3; d++)
                 if (op->grid[d] % u->cluster[d]) {
@@ -1388,7 +1416,8 @@ static void add_user_op(rctx *c, json_t *obj, const char *basepath) {
     }
     /* buffers */
     int ni = resolve_io(c, op, json_object_get(obj, "inputs"), "inputs", op->inputs, GR_MAX_INPUTS);
-    int no = resolve_io(c, op, json_object_get(obj, "outputs"), "outputs", op->outputs, GR_MAX_OUTPUTS);
+    int no =
+        resolve_io(c, op, json_object_get(obj, "outputs"), "outputs", op->outputs, GR_MAX_OUTPUTS);
     op->ninputs = ni < 0 ? 0 : ni;
     op->noutputs = no < 0 ? 0 : no;
     json_t *args = json_object_get(obj, "args");
@@ -1412,7 +1441,8 @@ static void add_user_op(rctx *c, json_t *obj, const char *basepath) {
         if (json_is_string(a)) {
             char bname[GR_NAME_MAX];
             ua->type = GR_ARG_BUFFER;
-            if (expand_name(c, json_string_value(a), apath, bname, sizeof(bname)) != GR_OK) continue;
+            if (expand_name(c, json_string_value(a), apath, bname, sizeof(bname)) != GR_OK)
+                continue;
             int b = find_buffer(c, bname);
             if (b < 0) {
                 unknown_buffer(c, apath, bname);
@@ -1420,8 +1450,10 @@ static void add_user_op(rctx *c, json_t *obj, const char *basepath) {
             }
             ua->buffer = b;
             int listed = 0;
-            for (int j = 0; j < op->ninputs; j++) listed |= op->inputs[j] == b;
-            for (int j = 0; j < op->noutputs; j++) listed |= op->outputs[j] == b;
+            for (int j = 0; j < op->ninputs; j++)
+                listed |= op->inputs[j] == b;
+            for (int j = 0; j < op->noutputs; j++)
+                listed |= op->outputs[j] == b;
             if (!listed && ni >= 0 && no >= 0)
                 gr_error_set(c->err, GR_ERR_INPUT, apath,
                              "buffer \"%s\" is passed to the kernel but is not in the op's "
@@ -1439,7 +1471,8 @@ static void add_user_op(rctx *c, json_t *obj, const char *basepath) {
         }
     }
     /* bytes: each input read once and each output written once, unless given */
-    for (int j = 0; j < op->ninputs; j++) op->bytes_read += (double)c->plan->bufs[op->inputs[j]].bytes;
+    for (int j = 0; j < op->ninputs; j++)
+        op->bytes_read += (double)c->plan->bufs[op->inputs[j]].bytes;
     for (int j = 0; j < op->noutputs; j++)
         op->bytes_written += (double)c->plan->bufs[op->outputs[j]].bytes;
     json_t *bytes = json_object_get(obj, "bytes");
@@ -1463,8 +1496,10 @@ static void add_user_op(rctx *c, json_t *obj, const char *basepath) {
                     gr_error_set(c->err, GR_ERR_INPUT, vpath, "%g bytes: expected a count >= 0", d);
                     continue;
                 }
-                if (w == 0) op->bytes_read = d;
-                else op->bytes_written = d;
+                if (w == 0)
+                    op->bytes_read = d;
+                else
+                    op->bytes_written = d;
                 u->bytes_given |= 1 << w;
             }
         }
@@ -1536,7 +1571,8 @@ static int resolve_expect(rctx *c, json_t *v, const char *epath, gr_buffer *buf)
     if (eval_string(c, json_object_get(v, "file"), fpath, rel, sizeof(rel)) != GR_OK) return -1;
     if (rel[0] == '/' || !strcmp(c->wl->dir, "."))
         snprintf(buf->expect_path, sizeof(buf->expect_path), "%s", rel);
-    else snprintf(buf->expect_path, sizeof(buf->expect_path), "%s/%s", c->wl->dir, rel);
+    else
+        snprintf(buf->expect_path, sizeof(buf->expect_path), "%s/%s", c->wl->dir, rel);
     if (gr_expect_check(buf->expect_path, buf, fpath, &buf->expect_offset, c->err) != GR_OK) {
         buf->expect_path[0] = '\0';
         return -1;
@@ -1773,7 +1809,8 @@ gr_status gr_plan_resolve(const gr_workload *wl, const char *variant, const gr_t
         } else if (gr_json_check_keys(v, vpath, vkeys, "a variant", err)) {
             ops = NULL;
         } else if (json_unpack_ex(v, &jerr, JSON_STRICT, "{s:o, s?:s, s?:o, s?:b}", "ops", &ops,
-                                  "description", &desc, "outputs", &vout, "reference", &isref) != 0) {
+                                  "description", &desc, "outputs", &vout, "reference",
+                                  &isref) != 0) {
             gr_error_set(err, GR_ERR_INPUT, vpath,
                          "%s (a variant is {\"ops\": [...], \"description\"?, \"outputs\"?, "
                          "\"reference\"?})",
@@ -1809,11 +1846,15 @@ gr_status gr_plan_resolve(const gr_workload *wl, const char *variant, const gr_t
     if (!c.fatal) dataflow(&c, err->count == errors_before);
     plan->has_cpu_reference = 1;
     for (int i = 0; i < plan->nops; i++)
-        if (plan->ops[i].kind == GR_OP_KERNEL && (plan->ops[i].user || (plan->ops[i].kernel && !plan->ops[i].kernel->reference)))
+        if (plan->ops[i].kind == GR_OP_KERNEL &&
+            (plan->ops[i].user || (plan->ops[i].kernel && !plan->ops[i].kernel->reference)))
             plan->has_cpu_reference = 0;
     if (wl->reference_variant[0]) {
-        if (!strcmp(wl->reference_variant, variant)) plan->is_reference_variant = 1;
-        else snprintf(plan->reference_variant, sizeof(plan->reference_variant), "%s", wl->reference_variant);
+        if (!strcmp(wl->reference_variant, variant))
+            plan->is_reference_variant = 1;
+        else
+            snprintf(plan->reference_variant, sizeof(plan->reference_variant), "%s",
+                     wl->reference_variant);
     }
 
     /* kernel checks: shapes and dtypes against the schema, launch dims, accounting */
@@ -1926,8 +1967,10 @@ gr_status gr_target_set_arch(gr_target *t, const char *arch, gr_error *err) {
     } else if (strspn(p, "0123456789") >= 1 && strchr(p, '.')) {
         char *end;
         major = (int)strtol(p, &end, 10);
-        if (*end == '.' && end[1] >= '0' && end[1] <= '9' && !end[2]) minor = end[1] - '0';
-        else major = 0;
+        if (*end == '.' && end[1] >= '0' && end[1] <= '9' && !end[2])
+            minor = end[1] - '0';
+        else
+            major = 0;
     }
     if (major < 7 || major > 20)
         return gr_error_set(err, GR_ERR_USAGE, "--arch",

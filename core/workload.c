@@ -129,15 +129,18 @@ static int valid_ident(const char *s) {
     return 1;
 }
 
-
 /* ---------- modules ---------- */
 
 const char *gr_module_kind_name(gr_module_kind k) {
     switch (k) {
-    case GR_MOD_SOURCE: return "source";
-    case GR_MOD_PTX: return "ptx";
-    case GR_MOD_CUBIN: return "cubin";
-    case GR_MOD_FATBIN: return "fatbin";
+    case GR_MOD_SOURCE:
+        return "source";
+    case GR_MOD_PTX:
+        return "ptx";
+    case GR_MOD_CUBIN:
+        return "cubin";
+    case GR_MOD_FATBIN:
+        return "fatbin";
     }
     return "?";
 }
@@ -150,7 +153,8 @@ gr_module *gr_module_ref(gr_module *m) {
 void gr_module_unref(gr_module *m) {
     if (!m || __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
     if (m->impl && m->impl_free) m->impl_free(m->impl);
-    for (int i = 0; i < m->noptions; i++) free(m->options[i]);
+    for (int i = 0; i < m->noptions; i++)
+        free(m->options[i]);
     pthread_mutex_destroy(&m->lock);
     free(m);
 }
@@ -163,8 +167,10 @@ gr_module *gr_workload_module(const gr_workload *wl, const char *name) {
 
 /* `rel` against the workload's directory (an absolute path stays). */
 static void rel_path(const gr_workload *wl, const char *rel, char *out, size_t size) {
-    if (rel[0] == '/' || !strcmp(wl->dir, ".")) snprintf(out, size, "%s", rel);
-    else snprintf(out, size, "%s/%s", wl->dir, rel);
+    if (rel[0] == '/' || !strcmp(wl->dir, "."))
+        snprintf(out, size, "%s", rel);
+    else
+        snprintf(out, size, "%s/%s", wl->dir, rel);
 }
 
 static int add_option(gr_module *m, const char *opt) {
@@ -187,7 +193,8 @@ static void load_module(gr_workload *wl, const char *name, json_t *val, gr_error
         {"cubin", GR_JT_STRING, 0, "a cubin file, relative to the workload file"},
         {"fatbin", GR_JT_STRING, 0, "a fatbin file, relative to the workload file"},
         {"options", GR_JT_ARRAY, 0, "an array of NVRTC options, e.g. [\"--use_fast_math\"]"},
-        {"include", GR_JT_ARRAY, 0, "an array of include directories, relative to the workload file"},
+        {"include", GR_JT_ARRAY, 0,
+         "an array of include directories, relative to the workload file"},
         {"doc", GR_JT_STRING, 0, NULL},
         {NULL, 0, 0, NULL}};
     if (!valid_ident(name)) {
@@ -264,8 +271,9 @@ static void load_module(gr_workload *wl, const char *name, json_t *val, gr_error
     json_t *el;
     json_array_foreach(options, i, el) {
         if (!json_is_string(el) || json_string_length(el) == 0) {
-            gr_error_set(err, GR_ERR_INPUT, path, "options[%zu]: expected a non-empty string, got %s",
-                         i, json_type_word(el));
+            gr_error_set(err, GR_ERR_INPUT, path,
+                         "options[%zu]: expected a non-empty string, got %s", i,
+                         json_type_word(el));
             bad = 1;
             continue;
         }
@@ -280,7 +288,8 @@ static void load_module(gr_workload *wl, const char *name, json_t *val, gr_error
             continue;
         }
         if (add_option(m, o) != 0) {
-            gr_error_set(err, GR_ERR_INPUT, path, "options: more than %d", GR_MODULE_MAX_OPTIONS - 8);
+            gr_error_set(err, GR_ERR_INPUT, path, "options: more than %d",
+                         GR_MODULE_MAX_OPTIONS - 8);
             bad = 1;
             break;
         }
@@ -312,8 +321,10 @@ static void load_module(gr_workload *wl, const char *name, json_t *val, gr_error
         char dir[1024], opt[1100];
         snprintf(dir, sizeof(dir), "%s", m->file);
         char *slash = strrchr(dir, '/');
-        if (slash) *slash = '\0';
-        else snprintf(dir, sizeof(dir), ".");
+        if (slash)
+            *slash = '\0';
+        else
+            snprintf(dir, sizeof(dir), ".");
         snprintf(opt, sizeof(opt), "-I%s", dir);
         if (add_option(m, opt) != 0) bad = 1;
     }
@@ -496,19 +507,20 @@ static gr_status load_root(gr_workload *wl, json_t *root, gr_error *err) {
                             "expected an object with name, params, buffers, outputs and ops or "
                             "variants, got %s",
                             json_type_word(root));
-    static const gr_json_key top[] = {{"schema_version", GR_JT_INT, 0, NULL},
-                                      {"name", GR_JT_STRING, 1, NULL},
-                                      {"description", GR_JT_STRING, 0, NULL},
-                                      {"params", GR_JT_OBJECT, 0, NULL},
-                                      {"buffers", GR_JT_ARRAY, 1, NULL},
-                                      {"outputs", GR_JT_ARRAY, 0, NULL},
-                                      {"ops", GR_JT_ARRAY, 0, NULL},
-                                      {"variants", GR_JT_OBJECT, 0, NULL},
-                                      {"default_variant", GR_JT_STRING, 0, NULL},
-                                      {"seed", GR_JT_INT, 0, NULL},
-                                      {"modules", GR_JT_OBJECT, 0,
-                                       "an object of name: {\"source\"|\"ptx\"|\"cubin\"|\"fatbin\": FILE}"},
-                                      {NULL, 0, 0, NULL}};
+    static const gr_json_key top[] = {
+        {"schema_version", GR_JT_INT, 0, NULL},
+        {"name", GR_JT_STRING, 1, NULL},
+        {"description", GR_JT_STRING, 0, NULL},
+        {"params", GR_JT_OBJECT, 0, NULL},
+        {"buffers", GR_JT_ARRAY, 1, NULL},
+        {"outputs", GR_JT_ARRAY, 0, NULL},
+        {"ops", GR_JT_ARRAY, 0, NULL},
+        {"variants", GR_JT_OBJECT, 0, NULL},
+        {"default_variant", GR_JT_STRING, 0, NULL},
+        {"seed", GR_JT_INT, 0, NULL},
+        {"modules", GR_JT_OBJECT, 0,
+         "an object of name: {\"source\"|\"ptx\"|\"cubin\"|\"fatbin\": FILE}"},
+        {NULL, 0, 0, NULL}};
     if (gr_json_check_keys(root, "", top, "a workload", err)) return err->code;
     if (json_unpack_ex(root, &jerr, JSON_STRICT,
                        "{s?:i, s:s, s?:s, s?:o, s:o, s?:o, s?:o, s?:o, s?:s, s?:I, s?:o}",
@@ -640,7 +652,8 @@ gr_status gr_workload_load_string(const char *text, size_t len, const char *labe
 void gr_workload_destroy(gr_workload *wl) {
     if (!wl) return;
     json_decref((json_t *)wl->root);
-    for (int i = 0; i < wl->nmodules; i++) gr_module_unref(wl->modules[i]);
+    for (int i = 0; i < wl->nmodules; i++)
+        gr_module_unref(wl->modules[i]);
     free(wl);
 }
 

@@ -82,14 +82,17 @@ static unsigned ptx_type_size(const char *t) {
 
 static const char *skip_ws(const char *p, const char *end) {
     for (;;) {
-        while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+        while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+            p++;
         if (p + 1 < end && p[0] == '/' && p[1] == '/') {
-            while (p < end && *p != '\n') p++;
+            while (p < end && *p != '\n')
+                p++;
             continue;
         }
         if (p + 1 < end && p[0] == '/' && p[1] == '*') {
             const char *q = p + 2;
-            while (q + 1 < end && !(q[0] == '*' && q[1] == '/')) q++;
+            while (q + 1 < end && !(q[0] == '*' && q[1] == '/'))
+                q++;
             p = q + 2 < end ? q + 2 : end;
             continue;
         }
@@ -121,7 +124,8 @@ int gr_usermod_ptx_entries(const char *ptx, size_t len, gr_ufunc **out, int *sm)
     const char *t = memmem(ptx, len, ".target", 7);
     if (t) {
         const char *s = t + 7;
-        while (s < end && (*s == ' ' || *s == '\t')) s++;
+        while (s < end && (*s == ' ' || *s == '\t'))
+            s++;
         if (end - s > 3 && !strncmp(s, "sm_", 3)) *sm = atoi(s + 3);
     }
     gr_ufunc *list = NULL;
@@ -167,7 +171,8 @@ int gr_usermod_ptx_entries(const char *ptx, size_t len, gr_ufunc **out, int *sm)
                     p = ptx_token(p, end, tok, sizeof(tok));
                     continue;
                 }
-                if (tok[0] == '.' && ptx_type_size(tok) && !type[0]) snprintf(type, sizeof(type), "%s", tok);
+                if (tok[0] == '.' && ptx_type_size(tok) && !type[0])
+                    snprintf(type, sizeof(type), "%s", tok);
             }
             add_param(f, index++, ptx_type_size(type) * count, type);
             p = ptx_token(p, end, tok, sizeof(tok));
@@ -181,7 +186,8 @@ int gr_usermod_ptx_entries(const char *ptx, size_t len, gr_ufunc **out, int *sm)
 /* ELF64 little-endian, read by offsets (no elf.h structs, so that alignment is never assumed). */
 static uint64_t rd64(const unsigned char *p) {
     uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
     return v;
 }
 static uint32_t rd32(const unsigned char *p) {
@@ -201,14 +207,16 @@ int gr_usermod_elf_entries(const void *elf, size_t len, gr_ufunc **out, int *sm)
     *sm = d[8] >= 8 ? (int)((flags >> 8) & 0xff) : (int)(flags & 0xff);
     uint64_t shoff = rd64(d + 0x28);
     unsigned shentsize = rd16(d + 0x3a), shnum = rd16(d + 0x3c), shstrndx = rd16(d + 0x3e);
-    if (shentsize < 64 || shoff > len || (uint64_t)shnum * shentsize > len - shoff || shstrndx >= shnum)
+    if (shentsize < 64 || shoff > len || (uint64_t)shnum * shentsize > len - shoff ||
+        shstrndx >= shnum)
         return -1;
     const unsigned char *strsec = d + shoff + (size_t)shstrndx * shentsize;
     uint64_t stroff = rd64(strsec + 0x18), strsize = rd64(strsec + 0x20);
     if (stroff > len || strsize > len - stroff) return -1;
     gr_ufunc *list = NULL;
     int n = 0, cap = 0;
-    /* kernels: the .text.NAME sections that a .nv.info.NAME describes (device functions have none) */
+    /* kernels: the .text.NAME sections that a .nv.info.NAME describes (device functions have none)
+     */
     for (int pass = 0; pass < 2; pass++)
         for (unsigned i = 0; i < shnum; i++) {
             const unsigned char *sh = d + shoff + (size_t)i * shentsize;
@@ -257,7 +265,8 @@ fail:
 }
 
 /* A fatbin's images: the uncompressed ELF for `want_sm` (else the newest <= it of that major),
- * else its PTX. Returns 1 with *img and *ilen set (is_ptx says which), 0 when none can be read here. */
+ * else its PTX. Returns 1 with *img and *ilen set (is_ptx says which), 0 when none can be read
+ * here. */
 static int fatbin_pick(const unsigned char *d, size_t len, int want_sm, const unsigned char **img,
                        size_t *ilen, int *is_ptx, int *found_sm) {
     const unsigned char *best = NULL, *ptx = NULL;
@@ -302,7 +311,8 @@ static int fatbin_pick(const unsigned char *d, size_t len, int want_sm, const un
         return 1;
     }
     if (ptx) {
-        while (ptx_len && ptx[ptx_len - 1] == '\0') ptx_len--;
+        while (ptx_len && ptx[ptx_len - 1] == '\0')
+            ptx_len--;
         *img = ptx;
         *ilen = ptx_len;
         *is_ptx = 1;
@@ -345,8 +355,9 @@ static int nvrtc_load(void) {
         snprintf(build, sizeof(build), "%s/%s", GR_NVRTC_BUILD_DIR, soname);
         const char *tries[] = {soname, "libnvrtc.so", build};
         void *h = NULL;
-        size_t o = (size_t)snprintf(nv_why, sizeof(nv_why), "NVRTC (the CUDA toolkit's runtime compiler) "
-                                                             "could not be loaded; tried:");
+        size_t o = (size_t)snprintf(nv_why, sizeof(nv_why),
+                                    "NVRTC (the CUDA toolkit's runtime compiler) "
+                                    "could not be loaded; tried:");
         for (size_t i = 0; i < 3 && !h; i++) {
             h = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
             if (!h && o < sizeof(nv_why)) {
@@ -370,7 +381,9 @@ static int nvrtc_load(void) {
             if (h) BIND(DestroyProgram);
             if (h) BIND(GetErrorString);
 #undef BIND
-            if (!h) snprintf(nv_why, sizeof(nv_why), "the NVRTC library found lacks a symbol (older than CUDA 11.1?)");
+            if (!h)
+                snprintf(nv_why, sizeof(nv_why),
+                         "the NVRTC library found lacks a symbol (older than CUDA 11.1?)");
         }
         if (h) {
             int ma = 0, mi = 0;
@@ -412,13 +425,19 @@ void gr_usermod_set_cache_dir(const char *dir) {
 const char *gr_usermod_cache_dir(void) {
     static __thread char buf[1024];
     pthread_mutex_lock(&cache_lock);
-    if (cache_overridden) snprintf(buf, sizeof(buf), "%s", cache_override);
+    if (cache_overridden)
+        snprintf(buf, sizeof(buf), "%s", cache_override);
     else {
-        const char *e = getenv("GRAPHRUN_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-        if (e) snprintf(buf, sizeof(buf), "%s", e);
-        else if (x && x[0] == '/') snprintf(buf, sizeof(buf), "%s/graphrun", x);
-        else if (h && h[0]) snprintf(buf, sizeof(buf), "%s/.cache/graphrun", h);
-        else buf[0] = '\0';
+        const char *e = getenv("GRAPHRUN_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"),
+                   *h = getenv("HOME");
+        if (e)
+            snprintf(buf, sizeof(buf), "%s", e);
+        else if (x && x[0] == '/')
+            snprintf(buf, sizeof(buf), "%s/graphrun", x);
+        else if (h && h[0])
+            snprintf(buf, sizeof(buf), "%s/.cache/graphrun", h);
+        else
+            buf[0] = '\0';
     }
     pthread_mutex_unlock(&cache_lock);
     return buf;
@@ -476,9 +495,11 @@ static void hfeed_dir(hash128 *h, const char *dir) {
         snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
         struct stat st;
         const char *ext = strrchr(names[i], '.');
-        static const char *const hdr[] = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".cu", NULL};
+        static const char *const hdr[] = {".h",   ".hh",  ".hpp", ".hxx", ".cuh",
+                                          ".inl", ".inc", ".cu",  NULL};
         int is_hdr = 0;
-        for (int k = 0; ext && hdr[k]; k++) is_hdr |= !strcmp(ext, hdr[k]);
+        for (int k = 0; ext && hdr[k]; k++)
+            is_hdr |= !strcmp(ext, hdr[k]);
         if (is_hdr && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (16 << 20)) {
             unsigned char *data = NULL;
             size_t len = 0;
@@ -519,21 +540,23 @@ static void write_atomic(const char *path, const void *data, size_t len) {
     if (!f) return;
     int ok = fwrite(data, 1, len, f) == len;
     ok &= fclose(f) == 0;
-    if (ok && rename(tmp, path) == 0) count(&stats.cache_writes);
-    else unlink(tmp);
+    if (ok && rename(tmp, path) == 0)
+        count(&stats.cache_writes);
+    else
+        unlink(tmp);
 }
 
 /* ---------- module state ---------- */
 
 typedef struct uimpl {
-    char arch[16];      /* what the image was made or checked for */
-    int failed;         /* 1: the message below is the module's problem */
+    char arch[16]; /* what the image was made or checked for */
+    int failed;    /* 1: the message below is the module's problem */
     char *msg;
     unsigned char *image; /* what the driver loads: cubin, fatbin, or NUL-terminated PTX */
     size_t image_len;
-    int nfuncs;         /* -1: the parameter lists could not be read here (checked at load) */
+    int nfuncs; /* -1: the parameter lists could not be read here (checked at load) */
     gr_ufunc *funcs;
-    CUlibrary lib;      /* loaded on the GPU (setup), once */
+    CUlibrary lib; /* loaded on the GPU (setup), once */
     int lib_tried;
     char lib_err[2048];
 } uimpl;
@@ -600,7 +623,8 @@ static void format_log(const char *log, char *out, size_t size) {
         line[strcspn(line, "\r")] = '\0';
         char *paren = strstr(line, "): ");
         char *open = paren;
-        while (open && open > line && *open != '(') open--;
+        while (open && open > line && *open != '(')
+            open--;
         if (paren && open && open > line && *open == '(' &&
             strspn(open + 1, "0123456789") == (size_t)(paren - open - 1) && paren > open + 1) {
             *open = '\0';
@@ -638,15 +662,18 @@ static gr_status compile_source(gr_module *m, uimpl *u, const char *arch) {
     }
     if (!nvrtc_load()) {
         free(src);
-        set_failed(u, "%s (install the CUDA toolkit's NVRTC, or give the module as \"ptx\" or "
-                      "\"cubin\")", nv_why);
+        set_failed(u,
+                   "%s (install the CUDA toolkit's NVRTC, or give the module as \"ptx\" or "
+                   "\"cubin\")",
+                   nv_why);
         return GR_ERR_INPUT;
     }
     char archopt[32];
     snprintf(archopt, sizeof(archopt), "-arch=%s", arch);
     const char *opts[GR_MODULE_MAX_OPTIONS + 4];
     int nopts = 0;
-    for (int i = 0; i < m->noptions; i++) opts[nopts++] = m->options[i];
+    for (int i = 0; i < m->noptions; i++)
+        opts[nopts++] = m->options[i];
     opts[nopts++] = archopt;
     opts[nopts++] = "-lineinfo";
     struct stat sst;
@@ -725,7 +752,8 @@ static gr_status compile_source(gr_module *m, uimpl *u, const char *arch) {
             if (strncmp(m->options[i], "-I", 2) != 0)
                 oo += (size_t)snprintf(optlist + oo, sizeof(optlist) - oo, " %s", m->options[i]);
         set_failed(u, "\"%s\" does not compile (NVRTC %s for %s, options:%s)%s%s", m->given,
-                   nv_version, arch, oo ? optlist : " none", shown[0] ? "; the compiler says:" : ": ",
+                   nv_version, arch, oo ? optlist : " none",
+                   shown[0] ? "; the compiler says:" : ": ",
                    shown[0] ? shown : nv.GetErrorString(rc));
         free(log);
         nv.DestroyProgram(&prog);
@@ -747,7 +775,8 @@ static gr_status compile_source(gr_module *m, uimpl *u, const char *arch) {
     }
     ptx[plen] = '\0';
     nv.DestroyProgram(&prog);
-    while (plen && ptx[plen - 1] == '\0') plen--;
+    while (plen && ptx[plen - 1] == '\0')
+        plen--;
     int sm = 0;
     u->nfuncs = gr_usermod_ptx_entries(ptx, plen, &u->funcs, &sm);
     if (u->nfuncs < 0) u->nfuncs = 0;
@@ -767,7 +796,10 @@ static gr_status compile_source(gr_module *m, uimpl *u, const char *arch) {
     }
     free(ptx);
     snprintf(m->status, sizeof(m->status), "NVRTC %s for %s, compiled in %.2f s%s", nv_version,
-             arch, secs, !use_cache ? " (cache off)" : cached ? " (cached)" : " (cache not writable)");
+             arch, secs,
+             !use_cache ? " (cache off)"
+             : cached   ? " (cached)"
+                        : " (cache not writable)");
     return GR_OK;
 }
 
@@ -789,12 +821,14 @@ static gr_status read_image(gr_module *m, uimpl *u, const char *arch) {
         }
         if (sm > want) {
             free(data);
-            set_failed(u, "\"%s\" is PTX for sm_%d; the target is %s, which cannot run it "
-                          "(make the PTX for %s or older)",
+            set_failed(u,
+                       "\"%s\" is PTX for sm_%d; the target is %s, which cannot run it "
+                       "(make the PTX for %s or older)",
                        m->given, sm, arch, arch);
             return GR_ERR_INPUT;
         }
-        snprintf(m->status, sizeof(m->status), "PTX for sm_%d, JIT-compiled by the driver at load", sm);
+        snprintf(m->status, sizeof(m->status), "PTX for sm_%d, JIT-compiled by the driver at load",
+                 sm);
     } else if (m->kind == GR_MOD_CUBIN) {
         u->nfuncs = gr_usermod_elf_entries(data, len, &u->funcs, &sm);
         if (u->nfuncs < 0) {
@@ -804,9 +838,10 @@ static gr_status read_image(gr_module *m, uimpl *u, const char *arch) {
         }
         if (sm / 10 != want / 10 || sm > want) {
             free(data);
-            set_failed(u, "\"%s\" is a cubin for sm_%d; the target is %s (a cubin runs on its own "
-                          "major architecture, same or newer minor): rebuild it with -arch=%s, or "
-                          "ship PTX or a fatbin%s",
+            set_failed(u,
+                       "\"%s\" is a cubin for sm_%d; the target is %s (a cubin runs on its own "
+                       "major architecture, same or newer minor): rebuild it with -arch=%s, or "
+                       "ship PTX or a fatbin%s",
                        m->given, sm, arch, arch, want ? "" : "");
             return GR_ERR_INPUT;
         }
@@ -823,13 +858,15 @@ static gr_status read_image(gr_module *m, uimpl *u, const char *arch) {
         if (fatbin_pick(data, len, want, &img, &ilen, &is_ptx, &sm)) {
             u->nfuncs = is_ptx ? gr_usermod_ptx_entries((const char *)img, ilen, &u->funcs, &sm)
                                : gr_usermod_elf_entries(img, ilen, &u->funcs, &sm);
-            snprintf(m->status, sizeof(m->status), "fatbin; %s for sm_%d read for the argument check",
-                     is_ptx ? "PTX" : "cubin", sm);
+            snprintf(m->status, sizeof(m->status),
+                     "fatbin; %s for sm_%d read for the argument check", is_ptx ? "PTX" : "cubin",
+                     sm);
         } else {
             u->nfuncs = -1;
             snprintf(m->status, sizeof(m->status),
                      "fatbin with no uncompressed image for %s: functions and arguments are "
-                     "checked at load on the GPU", arch);
+                     "checked at load on the GPU",
+                     arch);
         }
     }
     (void)kind;
@@ -883,8 +920,10 @@ gr_status gr_usermod_prepare(gr_module *m, const char *arch, gr_error *err) {
 /* ---------- the argument check (no GPU) ---------- */
 
 static void target_arch(const gr_target *t, char *out, size_t size) {
-    if (t->arch[0]) snprintf(out, size, "%s", t->arch);
-    else snprintf(out, size, "sm_%d%d", t->cc_major, t->cc_minor);
+    if (t->arch[0])
+        snprintf(out, size, "%s", t->arch);
+    else
+        snprintf(out, size, "sm_%d%d", t->cc_major, t->cc_minor);
 }
 
 static int float_type(const char *t) {
@@ -932,15 +971,17 @@ static gr_status check_user(gr_op *op, const gr_plan *plan, gr_error *err) {
         size_t o = 0;
         list[0] = hint[0] = '\0';
         for (int i = 0; i < nfuncs && o < sizeof(list); i++) {
-            o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", im->funcs[i].name);
+            o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "",
+                                  im->funcs[i].name);
             if (!hint[0] && strstr(im->funcs[i].name, u->function))
                 snprintf(hint, sizeof(hint),
                          "; \"%.200s\" looks like its C++ (mangled) name: declare the kernel "
                          "extern \"C\" or give that name",
                          im->funcs[i].name);
         }
-        st = gr_error_set(err, GR_ERR_INPUT, fpath, "no kernel \"%s\" in module \"%s\" (%s; its kernels: %s)%s",
-                          u->function, m->name, m->given, nfuncs ? list : "none", hint);
+        st = gr_error_set(err, GR_ERR_INPUT, fpath,
+                          "no kernel \"%s\" in module \"%s\" (%s; its kernels: %s)%s", u->function,
+                          m->name, m->given, nfuncs ? list : "none", hint);
     } else if (f) {
         char apath[GR_PATH_MAX + 16];
         snprintf(apath, sizeof(apath), "%s.args", op->path);
@@ -948,8 +989,8 @@ static gr_status check_user(gr_op *op, const gr_plan *plan, gr_error *err) {
             st = gr_error_set(err, GR_ERR_INPUT, apath,
                               "kernel \"%s\" (module \"%s\") takes %d parameter%s; the op gives %d "
                               "argument%s",
-                              u->function, m->name, f->nparams, f->nparams == 1 ? "" : "s", u->nargs,
-                              u->nargs == 1 ? "" : "s");
+                              u->function, m->name, f->nparams, f->nparams == 1 ? "" : "s",
+                              u->nargs, u->nargs == 1 ? "" : "s");
         for (int i = 0; i < f->nparams && i < u->nargs; i++) {
             const gr_ufunc_param *p = &f->params[i];
             const gr_user_arg *a = &u->args[i];
@@ -1019,8 +1060,8 @@ static int drv_load(void) {
         drv_state = 1;
         for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
             enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-            cudaError_t rc = cudaGetDriverEntryPointByVersion(syms[i].name, syms[i].slot, syms[i].ver,
-                                                             cudaEnableDefault, &q);
+            cudaError_t rc = cudaGetDriverEntryPointByVersion(syms[i].name, syms[i].slot,
+                                                              syms[i].ver, cudaEnableDefault, &q);
             if (rc != cudaSuccess || q != cudaDriverEntryPointSuccess || !*syms[i].slot) {
                 /* cuFuncGetParamInfo is optional (driver < 12.4): the PTX/cubin check stands */
                 if (syms[i].slot == (void **)&drv.FuncGetParamInfo) {
@@ -1028,8 +1069,9 @@ static int drv_load(void) {
                     cudaGetLastError();
                     continue;
                 }
-                snprintf(drv_why, sizeof(drv_why), "the CUDA driver has no %s (%s): driver too old?",
-                         syms[i].name, cudaGetErrorName(rc));
+                snprintf(drv_why, sizeof(drv_why),
+                         "the CUDA driver has no %s (%s): driver too old?", syms[i].name,
+                         cudaGetErrorName(rc));
                 cudaGetLastError();
                 drv_state = -1;
                 break;
@@ -1082,19 +1124,21 @@ static gr_status load_library(gr_module *m, uimpl *im, gr_error *err) {
     char shown[4096];
     shown[0] = '\0';
     format_log(log, shown, sizeof(shown));
-    const char *why = r == CUDA_ERROR_NO_BINARY_FOR_GPU
-                          ? "it holds no code for this GPU's architecture (rebuild for it, or ship PTX)"
-                      : r == CUDA_ERROR_INVALID_PTX ? "the driver rejects the PTX"
-                      : r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION
-                          ? "its PTX ISA version is newer than this driver reads (update the driver "
-                            "or make PTX with an older toolkit)"
-                          : "the driver cannot load it";
+    const char *why =
+        r == CUDA_ERROR_NO_BINARY_FOR_GPU
+            ? "it holds no code for this GPU's architecture (rebuild for it, or ship PTX)"
+        : r == CUDA_ERROR_INVALID_PTX ? "the driver rejects the PTX"
+        : r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+            ? "its PTX ISA version is newer than this driver reads (update the driver "
+              "or make PTX with an older toolkit)"
+            : "the driver cannot load it";
     snprintf(im->lib_err, sizeof(im->lib_err), "loading \"%s\": %s (cuLibraryLoadData: %s)%s%s",
              m->given, why, cu_name(r), shown[0] ? "; the JIT compiler says:" : "", shown);
     return set_lines(err, GR_ERR_INPUT, fpath, im->lib_err);
 }
 
-static gr_status setup_user(const gr_op *op, const gr_launch_ctx *ctx, void **state, gr_error *err) {
+static gr_status setup_user(const gr_op *op, const gr_launch_ctx *ctx, void **state,
+                            gr_error *err) {
     const gr_user_op *u = op->user;
     gr_module *m = u->module;
     const gr_plan *plan = ctx->plan;
@@ -1111,8 +1155,9 @@ static gr_status setup_user(const gr_op *op, const gr_launch_ctx *ctx, void **st
         CUkernel k;
         CUresult r = drv.LibraryGetKernel(&k, im->lib, u->function);
         if (r != CUDA_SUCCESS)
-            st = gr_error_set(err, GR_ERR_INPUT, fpath, "no kernel \"%s\" in module \"%s\" (%s: %s)",
-                              u->function, m->name, "cuLibraryGetKernel", cu_name(r));
+            st =
+                gr_error_set(err, GR_ERR_INPUT, fpath, "no kernel \"%s\" in module \"%s\" (%s: %s)",
+                             u->function, m->name, "cuLibraryGetKernel", cu_name(r));
         else if ((r = drv.KernelGetFunction(&f, k)) != CUDA_SUCCESS)
             st = gr_error_set(err, GR_ERR_CUDA, fpath, "cuKernelGetFunction: %s", cu_name(r));
     }
@@ -1162,7 +1207,8 @@ static gr_status setup_user(const gr_op *op, const gr_launch_ctx *ctx, void **st
                             "smem %zu bytes + %d static: this GPU allows %d per block", op->smem,
                             static_smem, optin);
     if (op->smem > 48 * 1024) {
-        CUresult r = drv.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)op->smem);
+        CUresult r =
+            drv.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)op->smem);
         if (r != CUDA_SUCCESS)
             return gr_error_set(err, GR_ERR_INPUT, op->path,
                                 "cannot opt in to %zu bytes of dynamic shared memory: %s", op->smem,
@@ -1170,9 +1216,11 @@ static gr_status setup_user(const gr_op *op, const gr_launch_ctx *ctx, void **st
     }
     unsigned cl = u->cluster[0] * u->cluster[1] * u->cluster[2];
     if (cl > 8) {
-        CUresult r = drv.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+        CUresult r =
+            drv.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
         if (r != CUDA_SUCCESS)
-            return gr_error_set(err, GR_ERR_INPUT, op->path, "clusters of %u blocks: %s", cl, cu_name(r));
+            return gr_error_set(err, GR_ERR_INPUT, op->path, "clusters of %u blocks: %s", cl,
+                                cu_name(r));
     }
     ustate *s = calloc(1, sizeof(*s));
     if (!s) return gr_error_set(err, GR_ERR_NOMEM, op->path, "out of host memory");
@@ -1193,12 +1241,24 @@ static gr_status setup_user(const gr_op *op, const gr_launch_ctx *ctx, void **st
             memcpy(slot, &p, sizeof(p));
             break;
         }
-        case GR_ARG_I32: memcpy(slot, &a->v.i32, 4); break;
-        case GR_ARG_U32: memcpy(slot, &a->v.u32, 4); break;
-        case GR_ARG_F32: memcpy(slot, &a->v.f32, 4); break;
-        case GR_ARG_I64: memcpy(slot, &a->v.i64, 8); break;
-        case GR_ARG_U64: memcpy(slot, &a->v.u64, 8); break;
-        case GR_ARG_F64: memcpy(slot, &a->v.f64, 8); break;
+        case GR_ARG_I32:
+            memcpy(slot, &a->v.i32, 4);
+            break;
+        case GR_ARG_U32:
+            memcpy(slot, &a->v.u32, 4);
+            break;
+        case GR_ARG_F32:
+            memcpy(slot, &a->v.f32, 4);
+            break;
+        case GR_ARG_I64:
+            memcpy(slot, &a->v.i64, 8);
+            break;
+        case GR_ARG_U64:
+            memcpy(slot, &a->v.u64, 8);
+            break;
+        case GR_ARG_F64:
+            memcpy(slot, &a->v.f64, 8);
+            break;
         }
         s->params[i] = slot;
     }

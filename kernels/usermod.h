@@ -51,8 +51,8 @@ const char *gr_usermod_cache_dir(void); /* "" when off */
 
 /* Counts since the process started, for tests and the plan's module status. */
 typedef struct gr_usermod_stats {
-    int compiles;    /* NVRTC compilations */
-    int cache_hits;  /* images read from the cache instead */
+    int compiles;   /* NVRTC compilations */
+    int cache_hits; /* images read from the cache instead */
     int cache_writes;
 } gr_usermod_stats;
 void gr_usermod_get_stats(gr_usermod_stats *out);

@@ -35,8 +35,10 @@ static void rm_tree(const char *dir) {
         char p[1024];
         snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
         struct stat st;
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) rm_tree(p);
-        else unlink(p);
+        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+            rm_tree(p);
+        else
+            unlink(p);
     }
     closedir(d);
     rmdir(dir);
@@ -93,7 +95,8 @@ static const char *workload(const char *ops, const char *extra) {
     snprintf(buf, sizeof(buf),
              "{\"name\": \"t\", \"modules\": {\"k\": {\"source\": \"k.cu\"}}, %s"
              " \"params\": {\"n\": 1000},"
-             " \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [\"n\"], \"init\": \"normal\"},"
+             " \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [\"n\"], \"init\": "
+             "\"normal\"},"
              "  {\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [\"n\"]},"
              "  {\"name\": \"z\", \"dtype\": \"fp32\", \"shape\": [\"n\"]}],"
              " \"outputs\": [\"y\"], \"ops\": [%s]}",
@@ -102,7 +105,7 @@ static const char *workload(const char *ops, const char *extra) {
 }
 
 #define SCALE_OP(args)                                                                             \
-    "{\"name\": \"s\", \"module\": \"k\", \"function\": \"scale\", \"grid\": [\"cdiv(n, 256)\"], "  \
+    "{\"name\": \"s\", \"module\": \"k\", \"function\": \"scale\", \"grid\": [\"cdiv(n, 256)\"], " \
     "\"block\": [256], \"args\": " args ", \"inputs\": [\"x\"], \"outputs\": [\"y\"]}"
 
 /* Load the workload text as tdir/w.json and resolve every variant for `target` (NULL: default).
@@ -156,11 +159,17 @@ static void test_parse_user_op(void) {
     gr_error e;
     gr_error_clear(&e);
     gr_workload *wl;
-    const char *ops =
-        SCALE_OP("[\"x\", \"y\", {\"i32\": \"n\"}, {\"f32\": 0.5}]") ","
-        "{\"name\": \"b\", \"module\": \"k\", \"function\": \"big\", \"grid\": [4, 2], \"block\": [\"n // 4\"],"
-        " \"smem\": \"(n // 4) * 4\", \"args\": [\"y\", \"z\", {\"i64\": 5000000000}, {\"f64\": \"n / 8\"}],"
-        " \"inputs\": [\"y\"], \"outputs\": [\"z\"], \"pdl\": true, \"bytes\": {\"read\": \"n\", \"written\": 12}}";
+    const char *ops = SCALE_OP(
+        "[\"x\", \"y\", {\"i32\": \"n\"}, {\"f32\": 0.5}]") ","
+                                                            "{\"name\": \"b\", \"module\": \"k\", "
+                                                            "\"function\": \"big\", \"grid\": [4, "
+                                                            "2], \"block\": [\"n // 4\"],"
+                                                            " \"smem\": \"(n // 4) * 4\", "
+                                                            "\"args\": [\"y\", \"z\", {\"i64\": "
+                                                            "5000000000}, {\"f64\": \"n / 8\"}],"
+                                                            " \"inputs\": [\"y\"], \"outputs\": "
+                                                            "[\"z\"], \"pdl\": true, \"bytes\": "
+                                                            "{\"read\": \"n\", \"written\": 12}}";
     gr_plan *p = load_plan(workload(ops, NULL), NULL, NULL, &wl, &e);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(p->nops, 2);
@@ -217,15 +226,25 @@ static void test_reference_variant_and_mix(void) {
     gr_workload *wl;
     const char *json =
         "{\"name\": \"t\", \"modules\": {\"k\": {\"source\": \"k.cu\"}}, \"params\": {\"n\": 1000},"
-        " \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [\"n\"], \"init\": \"normal\"},"
+        " \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [\"n\"], \"init\": "
+        "\"normal\"},"
         "  {\"name\": \"t\", \"dtype\": \"fp32\", \"shape\": [\"n\"]},"
         "  {\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [\"n\"]}], \"outputs\": [\"y\"],"
         " \"variants\": {"
-        "  \"builtin\": {\"ops\": [{\"kernel\": \"relu\", \"inputs\": [\"x\"], \"outputs\": [\"y\"]}]},"
-        "  \"mine\": {\"reference\": true, \"ops\": [" SCALE_OP("[\"x\", \"y\", {\"i32\": \"n\"}, {\"f32\": 1}]") "]},"
-        "  \"mixed\": {\"ops\": [{\"kernel\": \"relu\", \"inputs\": [\"x\"], \"outputs\": [\"t\"]},"
-        "    {\"module\": \"k\", \"function\": \"scale\", \"grid\": [4], \"block\": [256],"
-        "     \"args\": [\"t\", \"y\", {\"u32\": \"n\"}, {\"f32\": 2}], \"inputs\": [\"t\"], \"outputs\": [\"y\"]}]}}}";
+        "  \"builtin\": {\"ops\": [{\"kernel\": \"relu\", \"inputs\": [\"x\"], \"outputs\": "
+        "[\"y\"]}]},"
+        "  \"mine\": {\"reference\": true, \"ops\": [" SCALE_OP(
+            "[\"x\", \"y\", {\"i32\": \"n\"}, {\"f32\": 1}]") "]},"
+                                                              "  \"mixed\": {\"ops\": "
+                                                              "[{\"kernel\": \"relu\", \"inputs\": "
+                                                              "[\"x\"], \"outputs\": [\"t\"]},"
+                                                              "    {\"module\": \"k\", "
+                                                              "\"function\": \"scale\", \"grid\": "
+                                                              "[4], \"block\": [256],"
+                                                              "     \"args\": [\"t\", \"y\", "
+                                                              "{\"u32\": \"n\"}, {\"f32\": 2}], "
+                                                              "\"inputs\": [\"t\"], \"outputs\": "
+                                                              "[\"y\"]}]}}}";
     gr_plan *p = load_plan(json, "builtin", NULL, &wl, &e);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_STRING_EQUAL(wl->reference_variant, "mine");
@@ -307,8 +326,10 @@ static const char *example_file(const char *name) {
     static int slot;
     char *out = p[slot++ % 4];
     const char *bd = getenv("GR_BUILD_DIR");
-    if (bd) snprintf(out, 1024, "%s/examples/%s", bd, name);
-    else snprintf(out, 1024, "%s/build/examples/%s", GR_SOURCE_DIR, name);
+    if (bd)
+        snprintf(out, 1024, "%s/examples/%s", bd, name);
+    else
+        snprintf(out, 1024, "%s/build/examples/%s", GR_SOURCE_DIR, name);
     return out;
 }
 
@@ -360,8 +381,9 @@ static void test_nvrtc_compile_and_cache(void) {
     gr_error e;
     gr_error_clear(&e);
     gr_workload *wl;
-    gr_plan *p = load_plan(workload(SCALE_OP("[\"x\", \"y\", {\"i32\": \"n\"}, {\"f32\": 2}]"), NULL),
-                           NULL, NULL, &wl, &e);
+    gr_plan *p =
+        load_plan(workload(SCALE_OP("[\"x\", \"y\", {\"i32\": \"n\"}, {\"f32\": 2}]"), NULL), NULL,
+                  NULL, &wl, &e);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     gr_usermod_get_stats(&s1);
     CU_ASSERT_EQUAL(s1.compiles, s0.compiles + 1);
@@ -413,31 +435,42 @@ static void test_nvrtc_compile_and_cache(void) {
 static void test_arg_check(void) {
     /* count */
     const char *m = fail_msg(workload(SCALE_OP("[\"x\", \"y\", {\"i32\": \"n\"}]"), NULL), NULL);
-    GR_ASSERT_CONTAINS(m, "ops[0].args: kernel \"scale\" (module \"k\") takes 4 parameters; the op gives 3");
+    GR_ASSERT_CONTAINS(
+        m, "ops[0].args: kernel \"scale\" (module \"k\") takes 4 parameters; the op gives 3");
     /* size: an 8-byte scalar where the kernel takes an int */
     m = fail_msg(workload(SCALE_OP("[\"x\", \"y\", {\"i64\": \"n\"}, {\"f32\": 1}]"), NULL), NULL);
-    GR_ASSERT_CONTAINS(m, "ops[0].args[2]: kernel \"scale\" (module \"k\") parameter 2 is .u32 (4 bytes); the op gives i64 (8 bytes)");
+    GR_ASSERT_CONTAINS(m, "ops[0].args[2]: kernel \"scale\" (module \"k\") parameter 2 is .u32 (4 "
+                          "bytes); the op gives i64 (8 bytes)");
     /* kind: a float where the kernel takes an int, a buffer where it takes a double */
     m = fail_msg(workload(SCALE_OP("[\"x\", \"y\", {\"f32\": \"n\"}, {\"i32\": 1}]"), NULL), NULL);
-    GR_ASSERT_CONTAINS(m, "ops[0].args[2]: kernel \"scale\" (module \"k\") parameter 2 is .u32 (4 bytes); the op gives f32 (4 bytes)");
-    GR_ASSERT_CONTAINS(m, "ops[0].args[3]: kernel \"scale\" (module \"k\") parameter 3 is .f32 (4 bytes); the op gives i32 (4 bytes)");
-    m = fail_msg(workload("{\"module\": \"k\", \"function\": \"big\", \"grid\": [4], \"block\": [256],"
-                          " \"args\": [\"x\", \"y\", {\"i64\": \"n\"}, \"x\"], \"inputs\": [\"x\"], \"outputs\": [\"y\"]}",
-                          NULL),
-                 NULL);
-    GR_ASSERT_CONTAINS(m, "ops[0].args[3]: kernel \"big\" (module \"k\") parameter 3 is .f64 (8 bytes); the op gives buffer \"x\" (a pointer, 8 bytes)");
+    GR_ASSERT_CONTAINS(m, "ops[0].args[2]: kernel \"scale\" (module \"k\") parameter 2 is .u32 (4 "
+                          "bytes); the op gives f32 (4 bytes)");
+    GR_ASSERT_CONTAINS(m, "ops[0].args[3]: kernel \"scale\" (module \"k\") parameter 3 is .f32 (4 "
+                          "bytes); the op gives i32 (4 bytes)");
+    m = fail_msg(
+        workload("{\"module\": \"k\", \"function\": \"big\", \"grid\": [4], \"block\": [256],"
+                 " \"args\": [\"x\", \"y\", {\"i64\": \"n\"}, \"x\"], \"inputs\": [\"x\"], "
+                 "\"outputs\": [\"y\"]}",
+                 NULL),
+        NULL);
+    GR_ASSERT_CONTAINS(m, "ops[0].args[3]: kernel \"big\" (module \"k\") parameter 3 is .f64 (8 "
+                          "bytes); the op gives buffer \"x\" (a pointer, 8 bytes)");
     /* a C++ kernel is found by its mangled name, and its plain name gets a hint */
-    m = fail_msg(workload("{\"module\": \"k\", \"function\": \"cxx_name\", \"grid\": [1], \"block\": [1],"
-                          " \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]}", NULL), NULL);
+    m = fail_msg(
+        workload("{\"module\": \"k\", \"function\": \"cxx_name\", \"grid\": [1], \"block\": [1],"
+                 " \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]}",
+                 NULL),
+        NULL);
     GR_ASSERT_CONTAINS(m, "ops[0].function: no kernel \"cxx_name\" in module \"k\"");
     GR_ASSERT_CONTAINS(m, "\"_Z8cxx_namePf\" looks like its C++ (mangled) name");
     gr_error e;
     gr_error_clear(&e);
     gr_workload *wl;
-    gr_plan *p = load_plan(workload("{\"module\": \"k\", \"function\": \"_Z8cxx_namePf\", \"grid\": [1],"
-                                    " \"block\": [1], \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]}",
-                                    NULL),
-                           NULL, NULL, &wl, &e);
+    gr_plan *p = load_plan(
+        workload("{\"module\": \"k\", \"function\": \"_Z8cxx_namePf\", \"grid\": [1],"
+                 " \"block\": [1], \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]}",
+                 NULL),
+        NULL, NULL, &wl, &e);
     CU_ASSERT_PTR_NOT_NULL(p);
     gr_plan_destroy(p);
     gr_workload_destroy(wl);
@@ -451,32 +484,41 @@ static void test_errors_files_and_modules(void) {
                              NULL);
     GR_ASSERT_CONTAINS(m, "modules.k.source: file \"");
     GR_ASSERT_CONTAINS(m, "nope.cu\" not found (paths are relative to the workload file)");
-    m = fail_msg("{\"name\": \"t\", \"modules\": {\"k\": {\"source\": \"k.cu\", \"ptx\": \"k.ptx\"},"
-                 " \"p\": {\"ptx\": \"k.cu\", \"options\": [\"-G\"]}, \"q\": {\"source\": \"k.cu\", \"options\": [\"-arch=sm_80\"]},"
-                 " \"r\": {\"source\": \"k.cu\", \"optoins\": []}, \"s\": {\"source\": \"k.cu\", \"include\": [\"no_such_dir\"]}},"
-                 " \"buffers\": [], \"outputs\": [\"y\"], \"ops\": []}",
-                 NULL);
+    m = fail_msg(
+        "{\"name\": \"t\", \"modules\": {\"k\": {\"source\": \"k.cu\", \"ptx\": \"k.ptx\"},"
+        " \"p\": {\"ptx\": \"k.cu\", \"options\": [\"-G\"]}, \"q\": {\"source\": \"k.cu\", "
+        "\"options\": [\"-arch=sm_80\"]},"
+        " \"r\": {\"source\": \"k.cu\", \"optoins\": []}, \"s\": {\"source\": \"k.cu\", "
+        "\"include\": [\"no_such_dir\"]}},"
+        " \"buffers\": [], \"outputs\": [\"y\"], \"ops\": []}",
+        NULL);
     GR_ASSERT_CONTAINS(m, "modules.k: names more than one file");
     GR_ASSERT_CONTAINS(m, "modules.p: \"options\" applies to \"source\" modules only");
-    GR_ASSERT_CONTAINS(m, "modules.q: options[0]: \"-arch=sm_80\": the architecture is the GPU's own");
+    GR_ASSERT_CONTAINS(m,
+                       "modules.q: options[0]: \"-arch=sm_80\": the architecture is the GPU's own");
     GR_ASSERT_CONTAINS(m, "modules.r: unknown key \"optoins\" in a module");
     GR_ASSERT_CONTAINS(m, "modules.s.include[0]: directory \"");
     /* unknown module, unknown key of a user op, "kernel": "user" */
-    m = fail_msg(workload("{\"module\": \"kk\", \"function\": \"scale\", \"grid\": [4], \"block\": [256], \"args\": [],"
+    m = fail_msg(workload("{\"module\": \"kk\", \"function\": \"scale\", \"grid\": [4], \"block\": "
+                          "[256], \"args\": [],"
                           " \"inputs\": [], \"outputs\": [\"y\"], \"threads\": 3},"
-                          "{\"kernel\": \"user\", \"inputs\": [], \"outputs\": [\"y\"]}", NULL),
+                          "{\"kernel\": \"user\", \"inputs\": [], \"outputs\": [\"y\"]}",
+                          NULL),
                  NULL);
     GR_ASSERT_CONTAINS(m, "ops[0]: unknown key \"threads\" in a user op");
     GR_ASSERT_CONTAINS(m, "ops[1].kernel: unknown kernel \"user\"");
-    m = fail_msg(workload("{\"module\": \"kk\", \"function\": \"scale\", \"grid\": [4], \"block\": [256], \"args\": [],"
-                          " \"inputs\": [], \"outputs\": [\"y\"]}", NULL),
+    m = fail_msg(workload("{\"module\": \"kk\", \"function\": \"scale\", \"grid\": [4], \"block\": "
+                          "[256], \"args\": [],"
+                          " \"inputs\": [], \"outputs\": [\"y\"]}",
+                          NULL),
                  NULL);
     GR_ASSERT_CONTAINS(m, "ops[0].module: unknown module \"kk\" (modules: k)");
     /* two reference variants */
-    m = fail_msg("{\"name\": \"t\", \"buffers\": [{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [4]}],"
-                 " \"outputs\": [\"y\"], \"variants\": {\"a\": {\"reference\": true, \"ops\": []},"
-                 " \"b\": {\"reference\": true, \"ops\": []}, \"c\": {\"reference\": 1, \"ops\": []}}}",
-                 NULL);
+    m = fail_msg(
+        "{\"name\": \"t\", \"buffers\": [{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [4]}],"
+        " \"outputs\": [\"y\"], \"variants\": {\"a\": {\"reference\": true, \"ops\": []},"
+        " \"b\": {\"reference\": true, \"ops\": []}, \"c\": {\"reference\": 1, \"ops\": []}}}",
+        NULL);
     GR_ASSERT_CONTAINS(m, "variants.b.reference: variant \"a\" is already the reference");
     GR_ASSERT_CONTAINS(m, "variants.c.reference: expected true or false, got an integer");
 }
@@ -491,14 +533,17 @@ static void test_errors_compile(void) {
                   "    y[0] = 1.f;\n"
                   "    y[1] = undeclared_thing;\n"
                   "}\n");
-    const char *m = fail_msg("{\"name\": \"t\", \"modules\": {\"b\": {\"source\": \"bad.cu\"}},"
-                             " \"buffers\": [{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [4]}],"
-                             " \"outputs\": [\"y\"], \"variants\": {"
-                             " \"v1\": {\"ops\": [{\"module\": \"b\", \"function\": \"f\", \"grid\": [1], \"block\": [1],"
-                             "  \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]}]},"
-                             " \"v2\": {\"ops\": [{\"module\": \"b\", \"function\": \"f\", \"grid\": [1], \"block\": [1],"
-                             "  \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]}]}}}",
-                             NULL);
+    const char *m =
+        fail_msg("{\"name\": \"t\", \"modules\": {\"b\": {\"source\": \"bad.cu\"}},"
+                 " \"buffers\": [{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [4]}],"
+                 " \"outputs\": [\"y\"], \"variants\": {"
+                 " \"v1\": {\"ops\": [{\"module\": \"b\", \"function\": \"f\", \"grid\": [1], "
+                 "\"block\": [1],"
+                 "  \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]}]},"
+                 " \"v2\": {\"ops\": [{\"module\": \"b\", \"function\": \"f\", \"grid\": [1], "
+                 "\"block\": [1],"
+                 "  \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]}]}}}",
+                 NULL);
     GR_ASSERT_CONTAINS(m, "modules.b.source: \"bad.cu\" does not compile");
     GR_ASSERT_CONTAINS(m, "bad.cu:3: error: identifier \"undeclared_thing\" is undefined");
     /* reported once, not once per op or variant */
@@ -507,30 +552,45 @@ static void test_errors_compile(void) {
 }
 
 static void test_errors_args_and_limits(void) {
-    const char *m = fail_msg(workload(SCALE_OP("[\"x\", \"yy\", {\"i32\": \"n\"}, {\"f32\": 1}]"), NULL), NULL);
+    const char *m =
+        fail_msg(workload(SCALE_OP("[\"x\", \"yy\", {\"i32\": \"n\"}, {\"f32\": 1}]"), NULL), NULL);
     GR_ASSERT_CONTAINS(m, "ops[0].args[1]: unknown buffer \"yy\" (did you mean \"y\"?)");
     m = fail_msg(workload(SCALE_OP("[\"x\", \"z\", {\"i32\": \"n\"}, {\"f32\": 1}]"), NULL), NULL);
-    GR_ASSERT_CONTAINS(m, "ops[0].args[1]: buffer \"z\" is passed to the kernel but is not in the op's \"inputs\" or \"outputs\"");
-    m = fail_msg(workload(SCALE_OP("[\"x\", \"y\", {\"i32\": 3000000000}, {\"f32\": 1e39}]"), NULL), NULL);
-    GR_ASSERT_CONTAINS(m, "ops[0].args[2].i32: 3000000000 is out of i32's range [-2147483648, 2147483647]");
-    GR_ASSERT_CONTAINS(m, "ops[0].args[3].f32: 9.9999999999999994e+38 is out of f32's range finite, |x| <= 3.4028235e38");
-    m = fail_msg(workload(SCALE_OP("[\"x\", \"y\", {\"u32\": \"n - 1001\"}, {\"i32\": 1.5}]"), NULL), NULL);
-    GR_ASSERT_CONTAINS(m, "ops[0].args[2].u32: -1 (\"n - 1001\") is out of u32's range [0, 4294967295]");
+    GR_ASSERT_CONTAINS(m, "ops[0].args[1]: buffer \"z\" is passed to the kernel but is not in the "
+                          "op's \"inputs\" or \"outputs\"");
+    m = fail_msg(workload(SCALE_OP("[\"x\", \"y\", {\"i32\": 3000000000}, {\"f32\": 1e39}]"), NULL),
+                 NULL);
+    GR_ASSERT_CONTAINS(
+        m, "ops[0].args[2].i32: 3000000000 is out of i32's range [-2147483648, 2147483647]");
+    GR_ASSERT_CONTAINS(m, "ops[0].args[3].f32: 9.9999999999999994e+38 is out of f32's range "
+                          "finite, |x| <= 3.4028235e38");
+    m = fail_msg(
+        workload(SCALE_OP("[\"x\", \"y\", {\"u32\": \"n - 1001\"}, {\"i32\": 1.5}]"), NULL), NULL);
+    GR_ASSERT_CONTAINS(
+        m, "ops[0].args[2].u32: -1 (\"n - 1001\") is out of u32's range [0, 4294967295]");
     GR_ASSERT_CONTAINS(m, "ops[0].args[3].i32: i32 takes a whole number, got 1.5");
     m = fail_msg(workload(SCALE_OP("[\"x\", \"y\", {\"i16\": 1}, 7]"), NULL), NULL);
     GR_ASSERT_CONTAINS(m, "ops[0].args[2]: expected a buffer name or one scalar {\"TYPE\": VALUE}");
     GR_ASSERT_CONTAINS(m, "ops[0].args[3]: expected a buffer name or a scalar");
     /* launch limits */
-    m = fail_msg(workload("{\"module\": \"k\", \"function\": \"scale\", \"grid\": [4], \"block\": [64, 32],"
-                          " \"args\": [\"x\", \"y\", {\"i32\": \"n\"}, {\"f32\": 1}], \"inputs\": [\"x\"], \"outputs\": [\"y\"]},"
-                          "{\"module\": \"k\", \"function\": \"scale\", \"grid\": [4, 1, 1, 1], \"block\": [2048],"
-                          " \"args\": [\"x\", \"y\", {\"i32\": \"n\"}, {\"f32\": 1}], \"inputs\": [\"x\"], \"outputs\": [\"y\"]}", NULL),
-                 NULL);
+    m = fail_msg(
+        workload("{\"module\": \"k\", \"function\": \"scale\", \"grid\": [4], \"block\": [64, 32],"
+                 " \"args\": [\"x\", \"y\", {\"i32\": \"n\"}, {\"f32\": 1}], \"inputs\": [\"x\"], "
+                 "\"outputs\": [\"y\"]},"
+                 "{\"module\": \"k\", \"function\": \"scale\", \"grid\": [4, 1, 1, 1], \"block\": "
+                 "[2048],"
+                 " \"args\": [\"x\", \"y\", {\"i32\": \"n\"}, {\"f32\": 1}], \"inputs\": [\"x\"], "
+                 "\"outputs\": [\"y\"]}",
+                 NULL),
+        NULL);
     GR_ASSERT_CONTAINS(m, "ops[0]: block: 64 x 32 x 1 = 2048 threads; a block has at most 1024");
     GR_ASSERT_CONTAINS(m, "ops[1].grid: expected 1 to 3 dimensions");
     GR_ASSERT_CONTAINS(m, "ops[1].block[0]: 2048 is out of range [1, 1024]");
-    m = fail_msg(workload("{\"module\": \"k\", \"function\": \"big\", \"grid\": [4], \"block\": [256], \"smem\": \"300 * 1024\","
-                          " \"args\": [\"x\", \"y\", {\"i64\": \"n\"}, {\"f64\": 1}], \"inputs\": [\"x\"], \"outputs\": [\"y\"]}", NULL),
+    m = fail_msg(workload("{\"module\": \"k\", \"function\": \"big\", \"grid\": [4], \"block\": "
+                          "[256], \"smem\": \"300 * 1024\","
+                          " \"args\": [\"x\", \"y\", {\"i64\": \"n\"}, {\"f64\": 1}], \"inputs\": "
+                          "[\"x\"], \"outputs\": [\"y\"]}",
+                          NULL),
                  NULL);
     GR_ASSERT_CONTAINS(m, "ops[0].smem: 307200 bytes of dynamic shared memory; NVIDIA H200");
     GR_ASSERT_CONTAINS(m, "allows at most 232448 per block");
@@ -538,18 +598,23 @@ static void test_errors_args_and_limits(void) {
     gr_error e;
     gr_error_clear(&e);
     CU_ASSERT_EQUAL(gr_target_set_arch(&t, "sm_86", &e), GR_OK);
-    m = fail_msg(workload("{\"module\": \"k\", \"function\": \"big\", \"grid\": [4], \"block\": [256], \"smem\": 120000,"
-                          " \"args\": [\"x\", \"y\", {\"i64\": \"n\"}, {\"f64\": 1}], \"inputs\": [\"x\"], \"outputs\": [\"y\"], \"cluster\": [2]}",
+    m = fail_msg(workload("{\"module\": \"k\", \"function\": \"big\", \"grid\": [4], \"block\": "
+                          "[256], \"smem\": 120000,"
+                          " \"args\": [\"x\", \"y\", {\"i64\": \"n\"}, {\"f64\": 1}], \"inputs\": "
+                          "[\"x\"], \"outputs\": [\"y\"], \"cluster\": [2]}",
                           NULL),
                  &t);
     GR_ASSERT_CONTAINS(m, "ops[0].smem: 120000 bytes of dynamic shared memory; sm_86");
     GR_ASSERT_CONTAINS(m, "allows at most 101376");
     GR_ASSERT_CONTAINS(m, "ops[0].cluster: thread-block clusters need compute capability 9.0");
-    m = fail_msg(workload("{\"module\": \"k\", \"function\": \"big\", \"grid\": [5], \"block\": [256],"
-                          " \"args\": [\"x\", \"y\", {\"i64\": \"n\"}, {\"f64\": 1}], \"inputs\": [\"x\"], \"outputs\": [\"y\"], \"cluster\": [2]}",
-                          NULL),
-                 NULL);
-    GR_ASSERT_CONTAINS(m, "ops[0].cluster: grid dimension 0 (5) is not a multiple of the cluster's (2)");
+    m = fail_msg(
+        workload("{\"module\": \"k\", \"function\": \"big\", \"grid\": [5], \"block\": [256],"
+                 " \"args\": [\"x\", \"y\", {\"i64\": \"n\"}, {\"f64\": 1}], \"inputs\": [\"x\"], "
+                 "\"outputs\": [\"y\"], \"cluster\": [2]}",
+                 NULL),
+        NULL);
+    GR_ASSERT_CONTAINS(
+        m, "ops[0].cluster: grid dimension 0 (5) is not a multiple of the cluster's (2)");
     CU_ASSERT_EQUAL(gr_target_set_arch(&t, "sm_2", &e), GR_ERR_USAGE);
     GR_ASSERT_CONTAINS(e.msg, "--arch: \"sm_2\"");
     gr_error_clear(&e);
@@ -561,15 +626,22 @@ static void test_errors_args_and_limits(void) {
 
 /* PTX for a newer architecture, a cubin for another one, a file that is not what it says */
 static void test_errors_images(void) {
-    put("new.ptx", ".version 8.8\n.target sm_100\n.address_size 64\n.visible .entry f(\n.param .u64 p\n)\n{\nret;\n}\n");
+    put("new.ptx", ".version 8.8\n.target sm_100\n.address_size 64\n.visible .entry f(\n.param "
+                   ".u64 p\n)\n{\nret;\n}\n");
     put("notptx.ptx", "hello\n");
-    const char *m = fail_msg("{\"name\": \"t\", \"modules\": {\"p\": {\"ptx\": \"new.ptx\"}, \"q\": {\"ptx\": \"notptx.ptx\"},"
+    const char *m = fail_msg("{\"name\": \"t\", \"modules\": {\"p\": {\"ptx\": \"new.ptx\"}, "
+                             "\"q\": {\"ptx\": \"notptx.ptx\"},"
                              " \"c\": {\"cubin\": \"new.ptx\"}, \"f\": {\"fatbin\": \"new.ptx\"}},"
-                             " \"buffers\": [{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [4]}], \"outputs\": [\"y\"], \"ops\": ["
-                             " {\"module\": \"p\", \"function\": \"f\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]},"
-                             " {\"module\": \"q\", \"function\": \"f\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]},"
-                             " {\"module\": \"c\", \"function\": \"f\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]},"
-                             " {\"module\": \"f\", \"function\": \"f\", \"grid\": [1], \"block\": [1], \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]}]}",
+                             " \"buffers\": [{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": "
+                             "[4]}], \"outputs\": [\"y\"], \"ops\": ["
+                             " {\"module\": \"p\", \"function\": \"f\", \"grid\": [1], \"block\": "
+                             "[1], \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]},"
+                             " {\"module\": \"q\", \"function\": \"f\", \"grid\": [1], \"block\": "
+                             "[1], \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]},"
+                             " {\"module\": \"c\", \"function\": \"f\", \"grid\": [1], \"block\": "
+                             "[1], \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]},"
+                             " {\"module\": \"f\", \"function\": \"f\", \"grid\": [1], \"block\": "
+                             "[1], \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]}]}",
                              NULL);
     GR_ASSERT_CONTAINS(m, "modules.p.ptx: \"new.ptx\" is PTX for sm_100; the target is sm_90");
     GR_ASSERT_CONTAINS(m, "modules.q.ptx: \"notptx.ptx\" is not PTX text");
@@ -583,9 +655,12 @@ static void test_errors_images(void) {
     char json[2048];
     snprintf(json, sizeof(json),
              "{\"name\": \"t\", \"modules\": {\"c\": {\"cubin\": \"%s\"}},"
-             " \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [4], \"init\": \"normal\"}, {\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [4]}],"
-             " \"outputs\": [\"y\"], \"ops\": [{\"module\": \"c\", \"function\": \"softmax_fused\", \"grid\": [1], \"block\": [32],"
-             " \"smem\": 16, \"args\": [\"x\", \"y\", {\"i32\": 4}], \"inputs\": [\"x\"], \"outputs\": [\"y\"]}]}",
+             " \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [4], \"init\": "
+             "\"normal\"}, {\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [4]}],"
+             " \"outputs\": [\"y\"], \"ops\": [{\"module\": \"c\", \"function\": "
+             "\"softmax_fused\", \"grid\": [1], \"block\": [32],"
+             " \"smem\": 16, \"args\": [\"x\", \"y\", {\"i32\": 4}], \"inputs\": [\"x\"], "
+             "\"outputs\": [\"y\"]}]}",
              example_file("softmax.cubin"));
     gr_target t = gr_target_default();
     gr_error e;
@@ -613,10 +688,12 @@ static void test_expect_files(void) {
     fwrite(hdr, 1, hl, f);
     fwrite(raw, sizeof(float), 4, f);
     fclose(f);
-    const char *tmpl = "{\"name\": \"t\", \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [%d], \"init\": \"ones\"},"
-                       " {\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [%d]}],"
-                       " \"outputs\": [{\"buffer\": \"y\", \"expect\": {\"file\": \"%s\"}}],"
-                       " \"ops\": [{\"kernel\": \"relu\", \"inputs\": [\"x\"], \"outputs\": [\"y\"]}]}";
+    const char *tmpl =
+        "{\"name\": \"t\", \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [%d], "
+        "\"init\": \"ones\"},"
+        " {\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [%d]}],"
+        " \"outputs\": [{\"buffer\": \"y\", \"expect\": {\"file\": \"%s\"}}],"
+        " \"ops\": [{\"kernel\": \"relu\", \"inputs\": [\"x\"], \"outputs\": [\"y\"]}]}";
     char json[1024];
     snprintf(json, sizeof(json), tmpl, 4, 4, "y4.bin");
     gr_error e;
@@ -638,10 +715,12 @@ static void test_expect_files(void) {
     gr_workload_destroy(wl);
     snprintf(json, sizeof(json), tmpl, 5, 5, "y4.bin");
     GR_ASSERT_CONTAINS(fail_msg(json, NULL), "outputs[0].expect.file: file \"");
-    GR_ASSERT_CONTAINS(fail_msg(json, NULL), "y4.bin\" has 16 bytes; buffer \"y\" (fp32, 5 elements) needs exactly 20");
+    GR_ASSERT_CONTAINS(fail_msg(json, NULL),
+                       "y4.bin\" has 16 bytes; buffer \"y\" (fp32, 5 elements) needs exactly 20");
     snprintf(json, sizeof(json), tmpl, 4, 4, "y4i.npy");
     GR_ASSERT_CONTAINS(fail_msg(json, NULL), "outputs[0].expect.file: \"");
-    GR_ASSERT_CONTAINS(fail_msg(json, NULL), "y4i.npy\" holds dtype '<i4'; buffer \"y\" is fp32 (save it as '<f4')");
+    GR_ASSERT_CONTAINS(fail_msg(json, NULL),
+                       "y4i.npy\" holds dtype '<i4'; buffer \"y\" is fp32 (save it as '<f4')");
     snprintf(json, sizeof(json), tmpl, 4, 4, "missing.npy");
     GR_ASSERT_CONTAINS(fail_msg(json, NULL), "outputs[0].expect.file: ");
     GR_ASSERT_CONTAINS(fail_msg(json, NULL), "missing.npy");
@@ -661,14 +740,20 @@ static void test_validate_examples(void) {
     int rc = gr_test_graphrun(args, out, sizeof(out));
     CU_ASSERT_EQUAL(rc, 0);
     GR_ASSERT_CONTAINS(out, "valid (4 variants)");
-    GR_ASSERT_CONTAINS(out, "verified against: the eager outputs of variant unfused (\"reference\": true)");
-    GR_ASSERT_CONTAINS(out, "amr.add_mul_relu_vec4<<<[1056,1,1], [256,1,1], 0>>>(a, b, c, y, i32 16777216, f32 1) pdl");
-    rc = gr_test_graphrun("validate workloads/examples/softmax.json --set n=16384", out, sizeof(out));
+    GR_ASSERT_CONTAINS(
+        out, "verified against: the eager outputs of variant unfused (\"reference\": true)");
+    GR_ASSERT_CONTAINS(
+        out,
+        "amr.add_mul_relu_vec4<<<[1056,1,1], [256,1,1], 0>>>(a, b, c, y, i32 16777216, f32 1) pdl");
+    rc = gr_test_graphrun("validate workloads/examples/softmax.json --set n=16384", out,
+                          sizeof(out));
     CU_ASSERT_EQUAL(rc, 0);
     GR_ASSERT_CONTAINS(out, "sm.softmax_fused<<<[1024,1,1], [256,1,1], 65536>>>");
-    rc = gr_test_graphrun("validate workloads/examples/softmax.json --arch sm_80 --set n=50000", out, sizeof(out));
+    rc = gr_test_graphrun("validate workloads/examples/softmax.json --arch sm_80 --set n=50000",
+                          out, sizeof(out));
     CU_ASSERT_EQUAL(rc, 2);
-    GR_ASSERT_CONTAINS(out, "variants.fused.ops[0].smem: 200000 bytes of dynamic shared memory; sm_80");
+    GR_ASSERT_CONTAINS(out,
+                       "variants.fused.ops[0].smem: 200000 bytes of dynamic shared memory; sm_80");
     rc = gr_test_graphrun("run workloads/examples/softmax.json --arch sm_80", out, sizeof(out));
     CU_ASSERT_EQUAL(rc, 2);
     GR_ASSERT_CONTAINS(out, "--arch is for graphrun validate");
@@ -767,15 +852,23 @@ static void test_gpu_module_kinds(void) {
     const char *kinds[] = {"source", "ptx", "cubin", "fatbin"};
     for (int k = 0; k < 4; k++) {
         char file[1024], json[4096];
-        if (k == 0) snprintf(file, sizeof(file), "%s", gr_test_src("workloads/examples/softmax.cu"));
-        else snprintf(file, sizeof(file), "%s", example_file(k == 1 ? "softmax.ptx" : k == 2 ? "softmax.cubin" : "softmax.fatbin"));
+        if (k == 0)
+            snprintf(file, sizeof(file), "%s", gr_test_src("workloads/examples/softmax.cu"));
+        else
+            snprintf(file, sizeof(file), "%s",
+                     example_file(k == 1   ? "softmax.ptx"
+                                  : k == 2 ? "softmax.cubin"
+                                           : "softmax.fatbin"));
         snprintf(json, sizeof(json),
                  "{\"name\": \"t\", \"modules\": {\"m\": {\"%s\": \"%s\"}},"
-                 " \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [8, 128], \"init\": {\"kind\": \"file\", \"path\": \"%s\"}},"
+                 " \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [8, 128], "
+                 "\"init\": {\"kind\": \"file\", \"path\": \"%s\"}},"
                  "  {\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [8, 128]}],"
                  " \"outputs\": [{\"buffer\": \"y\", \"expect\": {\"file\": \"%s\"}}],"
-                 " \"ops\": [{\"module\": \"m\", \"function\": \"softmax_fused\", \"grid\": [8], \"block\": [128], \"smem\": 512,"
-                 "  \"args\": [\"x\", \"y\", {\"i32\": 128}], \"inputs\": [\"x\"], \"outputs\": [\"y\"], \"pdl\": true}]}",
+                 " \"ops\": [{\"module\": \"m\", \"function\": \"softmax_fused\", \"grid\": [8], "
+                 "\"block\": [128], \"smem\": 512,"
+                 "  \"args\": [\"x\", \"y\", {\"i32\": 128}], \"inputs\": [\"x\"], \"outputs\": "
+                 "[\"y\"], \"pdl\": true}]}",
                  kinds[k], file, gr_test_src("workloads/examples/softmax_x.bin"),
                  gr_test_src("workloads/examples/softmax_y.npy"));
         gr_error e;
@@ -796,7 +889,9 @@ static void test_gpu_module_kinds(void) {
                 CU_ASSERT_PTR_NOT_NULL(eager);
                 if (eager && graph) {
                     double err_e = rel_l2(eager, want, 8 * 128);
-                    if (!(err_e < 1e-5)) fprintf(stderr, "\n%s mode %d pdl %d: rel L2 %g\n", kinds[k], mode, pdl, err_e);
+                    if (!(err_e < 1e-5))
+                        fprintf(stderr, "\n%s mode %d pdl %d: rel L2 %g\n", kinds[k], mode, pdl,
+                                err_e);
                     CU_ASSERT(err_e < 1e-5);
                     CU_ASSERT_EQUAL(memcmp(eager, graph, sizeof(want)), 0);
                 }
@@ -828,7 +923,8 @@ static void test_gpu_examples_against_reference(void) {
         gr_target t = gr_target_from_info(&info);
         gr_plan *ref = NULL;
         CU_ASSERT_EQUAL_FATAL(gr_plan_resolve(wl, wl->reference_variant, &t, gr_kernel_find,
-                                              gr_kernel_all_names, &ref, &e), GR_OK);
+                                              gr_kernel_all_names, &ref, &e),
+                              GR_OK);
         float *g0 = NULL;
         float *want = run_plan(ref, ex[w].out, 0, GR_CAPTURE_GLOBAL, &g0);
         CU_ASSERT_PTR_NOT_NULL_FATAL(want);
@@ -837,7 +933,8 @@ static void test_gpu_examples_against_reference(void) {
             if (!strcmp(ref->bufs[b].name, ex[w].out)) n = (size_t)ref->bufs[b].numel;
         for (int v = 0; v < wl->nvariants; v++) {
             gr_plan *p = NULL;
-            if (gr_plan_resolve(wl, wl->variants[v], &t, gr_kernel_find, gr_kernel_all_names, &p, &e) != GR_OK) {
+            if (gr_plan_resolve(wl, wl->variants[v], &t, gr_kernel_find, gr_kernel_all_names, &p,
+                                &e) != GR_OK) {
                 fprintf(stderr, "\n%s\n", e.msg);
                 CU_FAIL("resolve");
                 continue;
@@ -846,7 +943,8 @@ static void test_gpu_examples_against_reference(void) {
             float *eager = run_plan(p, ex[w].out, 1, GR_CAPTURE_THREAD_LOCAL, &graph);
             if (eager && graph) {
                 double err = rel_l2(eager, want, n);
-                if (!(err < 1e-5)) fprintf(stderr, "\n%s %s: rel L2 %g\n", ex[w].file, wl->variants[v], err);
+                if (!(err < 1e-5))
+                    fprintf(stderr, "\n%s %s: rel L2 %g\n", ex[w].file, wl->variants[v], err);
                 CU_ASSERT(err < 1e-5);
                 CU_ASSERT_EQUAL(memcmp(eager, graph, n * sizeof(float)), 0);
             }
@@ -862,15 +960,19 @@ static void test_gpu_examples_against_reference(void) {
 }
 
 /* A mismatch only the driver can see (a fatbin is read here; a wrong count is caught before) and
- * a kernel that cannot take the block it is given are load-time errors, exit 2, before any launch. */
+ * a kernel that cannot take the block it is given are load-time errors, exit 2, before any launch.
+ */
 static void test_gpu_load_errors(void) {
     GR_REQUIRE_GPU();
     ensure_dir();
-    put("regs.cu", "extern \"C\" __global__ void __launch_bounds__(128) f(float *y) { y[threadIdx.x] = 1.f; }\n");
-    const char *json = "{\"name\": \"t\", \"modules\": {\"m\": {\"source\": \"regs.cu\"}},"
-                       " \"buffers\": [{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [1024]}], \"outputs\": [\"y\"],"
-                       " \"ops\": [{\"module\": \"m\", \"function\": \"f\", \"grid\": [1], \"block\": [1024],"
-                       "  \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]}]}";
+    put("regs.cu", "extern \"C\" __global__ void __launch_bounds__(128) f(float *y) { "
+                   "y[threadIdx.x] = 1.f; }\n");
+    const char *json =
+        "{\"name\": \"t\", \"modules\": {\"m\": {\"source\": \"regs.cu\"}},"
+        " \"buffers\": [{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [1024]}], \"outputs\": "
+        "[\"y\"],"
+        " \"ops\": [{\"module\": \"m\", \"function\": \"f\", \"grid\": [1], \"block\": [1024],"
+        "  \"args\": [\"y\"], \"inputs\": [], \"outputs\": [\"y\"]}]}";
     gr_error e;
     gr_error_clear(&e);
     gr_workload *wl;
@@ -893,5 +995,6 @@ static CU_TestInfo gpu_usermod_tests[] = {
     {"load_errors", test_gpu_load_errors},
     CU_TEST_INFO_NULL,
 };
-static gr_suite_def gr_gpu_usermod_suites[] = {{"gpu_usermod", gpu_usermod_tests, 1}, {NULL, NULL, 0}};
+static gr_suite_def gr_gpu_usermod_suites[] = {{"gpu_usermod", gpu_usermod_tests, 1},
+                                               {NULL, NULL, 0}};
 GR_REGISTER_SUITES(gr_gpu_usermod_suites)
