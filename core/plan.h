@@ -216,6 +216,10 @@ typedef struct gr_plan {
 } gr_plan;
 
 void gr_plan_destroy(gr_plan *plan);
+/* After a plan's ops were copied into another plan (memcpy, e.g. kernels/breakers.c's fixed
+ * plan), gives the copy its own user-op data (op->user, a module reference) so that each plan can
+ * be destroyed. On failure the copy's user ops are dropped (op->user NULL): destroy it. */
+gr_status gr_plan_own_user_ops(gr_plan *copy, gr_error *err);
 
 /* Attribute access for kernel code: the resolved value, or the spec default. */
 const gr_attr_val *gr_op_attr(const gr_op *op, const char *name);

@@ -1924,6 +1924,27 @@ void gr_plan_destroy(gr_plan *plan) {
     free(plan);
 }
 
+gr_status gr_plan_own_user_ops(gr_plan *p, gr_error *err) {
+    for (int i = 0; i < p->nops; i++) {
+        gr_user_op *u = p->ops[i].user;
+        if (!u) continue;
+        gr_user_op *c = malloc(sizeof(*c));
+        gr_user_arg *a = malloc((size_t)(u->nargs + 1) * sizeof(*a));
+        if (!c || !a) {
+            free(c);
+            free(a);
+            for (int k = i; k < p->nops; k++) p->ops[k].user = NULL;
+            return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+        }
+        *c = *u;
+        memcpy(a, u->args, (size_t)u->nargs * sizeof(*a));
+        c->args = a;
+        gr_module_ref(c->module);
+        p->ops[i].user = c;
+    }
+    return GR_OK;
+}
+
 const gr_attr_val *gr_op_attr(const gr_op *op, const char *name) {
     for (int i = 0; i < op->nattrs; i++)
         if (!strcmp(op->attrs[i].name, name)) return &op->attrs[i];

@@ -211,6 +211,10 @@ gr_status gr_breaker_fix_plan(const gr_plan *plan, const int *ops, int nops, gr_
     memcpy(o, plan->ops, (size_t)plan->nops * sizeof(*o));
     p->bufs = bufs;
     p->ops = o;
+    if (gr_plan_own_user_ops(p, err) != GR_OK) { /* user ops (issue 24) are not shared */
+        gr_plan_destroy(p);
+        return err->code;
+    }
     gr_status st = GR_OK;
     for (int i = 0; i < p->nops && st == GR_OK; i++) {
         gr_op *op = &p->ops[i];

@@ -216,6 +216,19 @@ static void test_parse_user_op(void) {
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(u, "function")), "big");
     CU_ASSERT_EQUAL(json_array_size(json_object_get(u, "args")), 4);
     json_decref(j);
+    /* a copy of the ops (kernels/breakers.c's fixed plan) owns its user ops: both destroyable */
+    gr_plan *cp = malloc(sizeof(*cp));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cp);
+    *cp = *p;
+    cp->bufs = malloc((size_t)p->nbufs * sizeof(gr_buffer));
+    cp->ops = malloc((size_t)p->nops * sizeof(gr_op));
+    memcpy(cp->bufs, p->bufs, (size_t)p->nbufs * sizeof(gr_buffer));
+    memcpy(cp->ops, p->ops, (size_t)p->nops * sizeof(gr_op));
+    CU_ASSERT_EQUAL(gr_plan_own_user_ops(cp, &e), GR_OK);
+    CU_ASSERT(cp->ops[1].user != p->ops[1].user);
+    CU_ASSERT_EQUAL(cp->ops[1].user->args[2].v.i64, 5000000000LL);
+    CU_ASSERT(cp->ops[1].user->module == p->ops[1].user->module);
+    gr_plan_destroy(cp);
     gr_plan_destroy(p);
     gr_workload_destroy(wl);
 }
