@@ -670,7 +670,7 @@ static gr_status compile_source(gr_module *m, uimpl *u, const char *arch) {
     }
     char archopt[32];
     snprintf(archopt, sizeof(archopt), "-arch=%s", arch);
-    const char *opts[GR_MODULE_MAX_OPTIONS + 4];
+    const char *opts[GR_MODULE_MAX_OPTIONS + 5];
     int nopts = 0;
     for (int i = 0; i < m->noptions; i++)
         opts[nopts++] = m->options[i];
@@ -680,12 +680,19 @@ static gr_status compile_source(gr_module *m, uimpl *u, const char *arch) {
     char cudainc[600];
     snprintf(cudainc, sizeof(cudainc), "-I%s", GR_CUDA_INCLUDE_DIR);
     if (stat(GR_CUDA_INCLUDE_DIR, &sst) == 0) opts[nopts++] = cudainc;
+    /* CUDA 13 keeps libcu++/CUB/Thrust (cuda/std/..., needed by cooperative_groups.h) in cccl/,
+     * which nvcc adds by itself */
+    char cccl[620];
+    snprintf(cccl, sizeof(cccl), "-I%s/cccl", GR_CUDA_INCLUDE_DIR);
+    if (stat(cccl + 2, &sst) == 0) opts[nopts++] = cccl;
     /* the key: source, options, arch, NVRTC's version, the include directories' listings */
     hash128 h = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
     hfeed(&h, src, slen);
     for (int i = 0; i < nopts; i++) {
         hfeed(&h, opts[i], strlen(opts[i]));
-        if (!strncmp(opts[i], "-I", 2)) hfeed_dir(&h, opts[i] + 2);
+        /* the toolkit's headers come with its NVRTC version, hashed below */
+        if (!strncmp(opts[i], "-I", 2) && opts[i] != cudainc && opts[i] != cccl)
+            hfeed_dir(&h, opts[i] + 2);
     }
     hfeed(&h, nv_version, strlen(nv_version));
     char key[40], dir[1100], cubin_path[1200], ptx_path[1200];

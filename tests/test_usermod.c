@@ -443,6 +443,30 @@ static void test_nvrtc_compile_and_cache(void) {
     if (gr_error_failed(&e)) fprintf(stderr, "\n%s\n", e.msg);
 }
 
+/* The toolkit's device headers (fp16, bf16, cooperative groups, which needs CCCL's cuda/std)
+ * are found as nvcc finds them. */
+static void test_nvrtc_toolkit_headers(void) {
+    char ver[1100];
+    if (gr_usermod_nvrtc_version(ver, sizeof(ver)) != 0) {
+        gr_test_skip(__func__, "%s", ver);
+        return;
+    }
+    put("h.cu", "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cooperative_groups.h>\n"
+                "extern \"C\" __global__ void hk(const __half *x, __nv_bfloat16 *y, int n) {\n"
+                "    cooperative_groups::this_thread_block().sync();\n"
+                "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                "    if (i < n) y[i] = __float2bfloat16(__half2float(x[i]));\n}\n");
+    const char *m = fail_msg(
+        "{\"name\": \"h\", \"modules\": {\"m\": {\"source\": \"h.cu\"}},"
+        " \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp16\", \"shape\": [256], \"init\": "
+        "\"normal\"},"
+        " {\"name\": \"y\", \"dtype\": \"bf16\", \"shape\": [256]}], \"outputs\": [\"y\"],"
+        " \"ops\": [{\"module\": \"m\", \"function\": \"hk\", \"grid\": [1], \"block\": [256],"
+        " \"args\": [\"x\", \"y\", {\"i32\": 256}], \"inputs\": [\"x\"], \"outputs\": [\"y\"]}]}",
+        NULL);
+    CU_ASSERT_STRING_EQUAL(m, "(no error)");
+}
+
 /* ---------- the argument check ---------- */
 
 static void test_arg_check(void) {
@@ -788,6 +812,7 @@ static CU_TestInfo usermod_tests[] = {
     {"ptx_params", test_ptx_params},
     {"cubin_params", test_cubin_params},
     {"nvrtc_compile_and_cache", test_nvrtc_compile_and_cache},
+    {"nvrtc_toolkit_headers", test_nvrtc_toolkit_headers},
     {"arg_check", test_arg_check},
     {"errors_files_and_modules", test_errors_files_and_modules},
     {"errors_compile", test_errors_compile},
