@@ -277,6 +277,13 @@ typedef struct launch_state {
 static gr_status scope_compute(actx *a, gr_ls_scope *sc, const size_t *gi, size_t ng, const size_t *ai,
                                size_t na) {
     const gr_trace *t = a->tr;
+    sc->gpu_idx = malloc((ng + 1) * sizeof(size_t));
+    sc->api_idx = malloc((na + 1) * sizeof(size_t));
+    if (!sc->gpu_idx || !sc->api_idx) return oom(a);
+    memcpy(sc->gpu_idx, gi, ng * sizeof(size_t));
+    memcpy(sc->api_idx, ai, na * sizeof(size_t));
+    sc->ngpu_idx = ng;
+    sc->napi_idx = na;
     const double thr = a->o->short_gap_us;
     size_t *valid = malloc((ng + 1) * sizeof(size_t));
     double *gap = malloc((ng + 1) * sizeof(double));
@@ -710,6 +717,8 @@ static gr_status scope_compute(actx *a, gr_ls_scope *sc, const size_t *gi, size_
 }
 
 static void scope_free(gr_ls_scope *s) {
+    free(s->gpu_idx);
+    free(s->api_idx);
     free(s->api);
     free(s->kern);
     free(s->streams);

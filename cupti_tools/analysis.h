@@ -108,6 +108,10 @@ typedef struct gr_ls_scope {
     gr_ls_op_row *ops; /* by op index / tag */
     size_t nops;
     gr_ls_graph graph;
+    /* the scope's records, as indices into the trace's gpu and api vectors (any order): what
+     * predict.c simulates */
+    size_t *gpu_idx, *api_idx;
+    size_t ngpu_idx, napi_idx;
 } gr_ls_scope;
 
 typedef struct gr_ls_ovh_row {
