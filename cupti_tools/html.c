@@ -1061,7 +1061,64 @@ static const char *css =
     ".sw{display:inline-block;width:12px;height:12px;margin-right:6px;vertical-align:-2px}\n"
     "footer{color:#888;font-size:12px;margin-top:24px}\n";
 
+/* Horizontal bars on one scale per scope: measured eager, predicted graph (plain, PDL, fused),
+ * measured graph. */
+static void pred_bars(out *o, const gr_html_pred_row *rows, int nrows, const char *note) {
+    put(o, "<section id=\"prediction\"><h2>Predicted graph step vs measured</h2>\n<p class=\"how\">"
+           "Predicted from the eager trace: each step replayed as one graph launch whose nodes take their "
+           "kernels' own durations plus a per-node cost, with the per-launch cost; both costs measured "
+           "untraced on this GPU model. PDL and fused bars are what-ifs (fused: an <b>estimate</b> at the "
+           "memory floor). Measured bars say whether they are traced.");
+    if (note && note[0]) {
+        put(o, " ");
+        esc(o, note);
+    }
+    put(o, "</p>\n");
+    const int W = 560, L = 230, BH = 14;
+    for (int i = 0; i < nrows; i++) {
+        const gr_html_pred_row *r = &rows[i];
+        struct {
+            const char *what, *color;
+            double us;
+            int traced;
+        } b[5] = {{"eager, measured", "#c0504d", r->eager_us, r->eager_traced},
+                  {"graph, predicted", "#4f81bd", r->graph_us, 0},
+                  {"graph + PDL, predicted", "#7fa7d6", r->pdl_us, 0},
+                  {"graph + fusion, estimate", "#9bbb59", r->fused_us, 0},
+                  {"graph, measured", "#1f497d", r->truth_us, r->truth_traced}};
+        double mx = 0;
+        int nb = 0;
+        for (int k = 0; k < 5; k++)
+            if (b[k].us > 0) {
+                nb++;
+                if (b[k].us > mx) mx = b[k].us;
+            }
+        if (nb == 0 || mx <= 0) continue;
+        put(o, "<h3 style=\"font-size:14px;margin:10px 0 2px\">");
+        esc(o, r->label);
+        put(o, "</h3>\n<svg width=\"%d\" height=\"%d\" role=\"img\">\n", L + W + 90, nb * (BH + 6) + 4);
+        int y = 2;
+        for (int k = 0; k < 5; k++) {
+            if (!(b[k].us > 0)) continue;
+            double w = b[k].us / mx * W;
+            put(o, "<text class=\"lane\" x=\"%d\" y=\"%d\">%s%s</text>", L - 6, y + BH - 3, b[k].what,
+                b[k].traced ? " (traced)" : "");
+            put(o, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"><title>%s: %s us</title></rect>",
+                L, y, w < 1 ? 1.0 : w, BH, b[k].color, b[k].what, num(b[k].us));
+            put(o, "<text x=\"%.1f\" y=\"%d\">%s us</text>\n", L + (w < 1 ? 1.0 : w) + 4, y + BH - 3, num(b[k].us));
+            y += BH + 6;
+        }
+        put(o, "</svg>\n");
+    }
+    put(o, "</section>\n");
+}
+
 gr_status gr_html_write(const gr_html_doc *d, const char *path, gr_error *err) {
+    return gr_html_write_pred(d, NULL, 0, NULL, path, err);
+}
+
+gr_status gr_html_write_pred(const gr_html_doc *d, const gr_html_pred_row *rows, int nrows, const char *note,
+                             const char *path, gr_error *err) {
     FILE *f = fopen(path, "w");
     if (!f)
         return gr_error_set(err, GR_ERR_IO, path,
@@ -1095,6 +1152,7 @@ gr_status gr_html_write(const gr_html_doc *d, const char *path, gr_error *err) {
     for (int i = 0; i < d->nfigs && st == GR_OK; i++)
         draw_figure(&o, &d->figs[i], &nm, i, err, &st);
     if (st == GR_OK) {
+        if (rows && nrows > 0) pred_bars(&o, rows, nrows, note);
         timing_table(&o, d);
         hbm_table(&o, d);
         put(&o, "<footer>");

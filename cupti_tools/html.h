@@ -90,6 +90,23 @@ typedef struct gr_html_doc {
 
 gr_status gr_html_write(const gr_html_doc *d, const char *path, gr_error *err);
 
+/* Predicted vs measured step (cupti-launchstat --predict, cupti_tools/predict.h): one group of
+ * bars per eager scope. 0 means "none" for every figure. */
+typedef struct gr_html_pred_row {
+    char label[160];
+    double eager_us;           /* measured eager step */
+    int eager_traced;
+    double graph_us;           /* predicted graph step */
+    double pdl_us, fused_us;   /* predicted with PDL, with the fusion what-if (estimate) */
+    double truth_us;           /* measured graph step */
+    int truth_traced;
+} gr_html_pred_row;
+
+/* gr_html_write with a "predicted vs measured" section of bars above the step-time table;
+ * `note` says where the graph costs came from. */
+gr_status gr_html_write_pred(const gr_html_doc *d, const gr_html_pred_row *rows, int nrows, const char *note,
+                             const char *path, gr_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,6 +23,7 @@
 #include "cupti_tools/chrome.h"
 #include "cupti_tools/html.h"
 #include "cupti_tools/launchstat_capcheck.h"
+#include "cupti_tools/predict.h"
 #include "cupti_tools/report.h"
 #include "cupti_tools/trace.h"
 
@@ -99,9 +100,19 @@ static const char *usage_report =
     "  --html FILE            a self-contained HTML report: one eager and one graph step per\n"
     "                         variant on one time scale (with --compare: TRACE's step above\n"
     "                         OTHER's), the gap histogram and the step-time table\n"
+    "  --predict              what a CUDA graph would give, per eager region (on by default when\n"
+    "                         the trace has no graph launches): the step replayed as graph nodes\n"
+    "                         from the kernels' own durations and untraced graph costs of this\n"
+    "                         GPU model, with PDL, and with chains of small kernels fused (an\n"
+    "                         estimate); what in the trace breaks the model (docs/predict.md)\n"
+    "  --no-predict           leave the prediction out\n"
+    "  --graph-node-us X      GPU time per graph node beyond its kernel (default: the table's\n"
+    "                         value for the trace's GPU; implies --predict)\n"
+    "  --graph-launch-us Y    GPU time per graph launch (default: the table's; implies --predict)\n"
     "\n"
     "examples:\n"
     "  cupti-launchstat report eager.jsonl --compare graph.jsonl --steps 200\n"
+    "  cupti-launchstat report eager.jsonl --predict --steps 200 --json pred.json\n"
     "  cupti-launchstat report trace.jsonl --chrome trace.json --html report.html\n";
 
 typedef struct opts {
@@ -114,6 +125,8 @@ typedef struct opts {
     const char *trace;
     int capture_check; /* --capture-check: the capture checker instead of the trace */
     const char *chrome, *html; /* report --chrome FILE / --html FILE: timeline exports */
+    int predict;               /* 1 --predict (or a --graph-*-us), -1 --no-predict, 0 default */
+    gr_pred_opts pred;
     /* options given that only the trace's report uses (for --no-report / --capture-check) */
     const char *report_opt, *trace_opt;
 } opts;
@@ -160,7 +173,7 @@ static int parse(int argc, char **argv, int first, int run, opts *o) {
         }
         static const char *with_value[] = {"-o", "--output", "--json", "--steps", "--buffer-mb", "--max-buffers",
                                            "--short-gap-us", "--top", "--compare", "--region", "--compare-region",
-                                           "--chrome", "--html", NULL};
+                                           "--chrome", "--html", "--graph-node-us", "--graph-launch-us", NULL};
         int needs = 0;
         for (const char **w = with_value; *w; w++) needs |= !strcmp(*w, name);
         if (needs && !val) {
@@ -188,10 +201,14 @@ static int parse(int argc, char **argv, int first, int run, opts *o) {
             continue;
         }
         if (run) {
-            static const char *report_only[] = {"--json", "--top", "--short-gap-us", "--chrome", "--html", NULL};
+            static const char *report_only[] = {"--json",       "--top",           "--short-gap-us",
+                                                "--chrome",     "--html",          "--predict",
+                                                "--no-predict", "--graph-node-us", "--graph-launch-us",
+                                                NULL};
             static const char *trace_only[] = {"--steps", "--latency", "--no-driver", "--no-memcpy", "--buffer-mb",
                                                "--max-buffers", "--no-report", "--top", "--short-gap-us",
-                                               "--chrome", "--html", NULL};
+                                               "--chrome", "--html", "--predict", "--no-predict",
+                                               "--graph-node-us", "--graph-launch-us", NULL};
             for (const char **w = report_only; *w; w++)
                 if (!strcmp(*w, name)) o->report_opt = *w;
             for (const char **w = trace_only; *w; w++)
@@ -228,6 +245,22 @@ static int parse(int argc, char **argv, int first, int run, opts *o) {
         else if (!run && !strcmp(name, "--compare-region")) o->compare_region = val;
         else if (!run && !strcmp(name, "--partial")) o->partial = 1;
         else if (!strcmp(name, "--chrome")) o->chrome = val;
+        else if (!strcmp(name, "--predict") || !strcmp(name, "--no-predict")) {
+            int want = name[2] == 'p' ? 1 : -1;
+            if (o->predict && o->predict != want)
+                return usage_error(usage, "--predict and --no-predict contradict each other%s: give one", "");
+            o->predict = want;
+        } else if (!strcmp(name, "--graph-node-us") || !strcmp(name, "--graph-launch-us")) {
+            double v;
+            if (!gr_parse_number(val, &v) || !(v >= 0) || v > 1e6) {
+                fprintf(stderr, "cupti-launchstat: %s takes a number of microseconds from 0 to 1e6 (GPU time per graph "
+                                "%s), got \"%s\"\n\n%s",
+                        name, name[8] == 'n' ? "node" : "launch", val, usage);
+                return 2;
+            }
+            if (name[8] == 'n') o->pred.node_us = v;
+            else o->pred.launch_us = v;
+        }
         else if (!strcmp(name, "--html")) o->html = val;
         else if (run && name[0] != '-')
             return usage_error(usage, "unexpected argument \"%s\": put the command after -- (cupti-launchstat [options] -- CMD ARGS)", a);
@@ -242,6 +275,9 @@ static int check_option_pairs(int run, const opts *o) {
     if (!run && o->region && !o->compare)
         return usage_error(usage, "--region chooses the region of TRACE to compare: it needs --compare OTHER "
                                   "(without --compare the report covers every region)%s", "");
+    if (o->predict < 0 && (o->pred.node_us >= 0 || o->pred.launch_us >= 0))
+        return usage_error(usage, "--graph-node-us and --graph-launch-us shape the prediction, which --no-predict "
+                                  "turns off: drop one of them%s", "");
     if (!run && o->compare_region && !o->compare)
         return usage_error(usage, "--compare-region chooses the region of OTHER: it needs --compare OTHER%s", "");
     long mb = o->buffer_mb > 0 ? o->buffer_mb : 8, nb = o->max_buffers > 0 ? o->max_buffers : 32;
@@ -377,7 +413,8 @@ static void side_label(gr_html_side *sd, const char *path, const gr_timeline *tl
 }
 
 /* --chrome / --html: the timeline of TRACE (with --compare, OTHER's main run drawn under it). */
-static int export_timeline(const opts *o, const char *trace_path, int partial, const gr_trace *t) {
+static int export_timeline(const opts *o, const char *trace_path, int partial, const gr_trace *t,
+                           const gr_pred_report *pred) {
     gr_error e;
     gr_error_clear(&e);
     gr_timeline *tl = NULL, *tl2 = NULL;
@@ -434,8 +471,30 @@ static int export_timeline(const opts *o, const char *trace_path, int partial, c
                  o->compare ? o->compare : "");
         const char *base = strrchr(trace_path, '/');
         gr_html_doc d = {base ? base + 1 : trace_path, sub, src, NULL, NULL, 0, NULL, 0, 0, figs, (int)nf};
-        if (gr_html_write(&d, o->html, &e) != GR_OK) rc = fail(&e);
+        gr_html_pred_row *rows = NULL;
+        int nrows = 0;
+        if (pred && pred->n > 0 && (rows = calloc(pred->n, sizeof(gr_html_pred_row))) != NULL) {
+            for (size_t i = 0; i < pred->n; i++) {
+                const gr_pred_scope *s = &pred->scopes[i];
+                if (!s->ok) continue;
+                gr_html_pred_row *w = &rows[nrows++];
+                snprintf(w->label, sizeof(w->label), "%s", s->name);
+                w->eager_us = s->measured_us;
+                w->eager_traced = s->measured_traced;
+                w->graph_us = s->pred_us;
+                w->pdl_us = s->pred_pdl_us;
+                w->fused_us = s->pred_fused_us;
+                w->truth_us = s->has_truth ? s->truth_us : 0;
+                w->truth_traced = s->truth_traced;
+            }
+        }
+        char pnote[700] = "";
+        if (pred)
+            snprintf(pnote, sizeof(pnote), "Graph costs: %s (node %.2f us, launch %.2f us). %s", pred->calib.source,
+                     pred->calib.node_us, pred->calib.launch_us, pred->calib_note);
+        if (gr_html_write_pred(&d, rows, nrows, pred ? pnote : NULL, o->html, &e) != GR_OK) rc = fail(&e);
         else fprintf(stderr, "cupti-launchstat: HTML report written to %s\n", o->html);
+        free(rows);
     }
 done:
     (void)partial;
@@ -451,6 +510,7 @@ static int report(const opts *o, const char *trace_path, int partial, json_t *ex
     gr_error_clear(&e);
     gr_trace *t = NULL, *t2 = NULL;
     gr_ls_report *r = NULL, *r2 = NULL;
+    gr_pred_report *pred = NULL;
     int rc = 0;
     if (load(trace_path, partial, &o->ls, &t, &r, &e) != GR_OK) return fail(&e);
     const gr_ls_scope *a = NULL, *b = NULL;
@@ -479,6 +539,26 @@ static int report(const opts *o, const char *trace_path, int partial, json_t *ex
         fprintf(f, "\n");
         gr_ls_print_compare(f, la, a, lb, b);
     }
+    /* the prediction: asked for, or by default when nothing in the trace ran as a graph */
+    int want = o->predict > 0 || o->pred.node_us >= 0 || o->pred.launch_us >= 0 ||
+               (o->predict == 0 && r->all.graph_kernels == 0 && r->all.eager_kernels > 0);
+    if (want) {
+        if (gr_pred_run(r, &o->pred, &pred, &e) != GR_OK) {
+            rc = fail(&e);
+            goto done;
+        }
+        if (a && b && b->graph_kernels > 0 && pred->n > 0) {
+            gr_pred_scope *ps = NULL;
+            if (r->nregions == 0) ps = &pred->scopes[0];
+            else if (a != &r->all) ps = &pred->scopes[a - r->regions];
+            char lb[300];
+            snprintf(lb, sizeof(lb), "%s%s%s", o->compare, b->is_region ? ":" : "", b->is_region ? b->name : "");
+            if (ps) gr_pred_set_truth(ps, b, lb);
+        }
+        fprintf(f, "\n");
+        gr_pred_print(f, pred);
+        if (pred->calib_note[0]) fprintf(stderr, "cupti-launchstat: warning: %s\n", pred->calib_note);
+    }
     fflush(f);
     if (t->dropped)
         fprintf(stderr, "cupti-launchstat: warning: CUPTI dropped %llu activity records in %s: counts and gaps are "
@@ -499,12 +579,14 @@ static int report(const opts *o, const char *trace_path, int partial, json_t *ex
     if (o->json) {
         json_t *j = gr_ls_json(r);
         if (a && b) json_object_set_new(j, "compare", gr_ls_compare_json(trace_path, a, o->compare, b));
+        if (pred) json_object_set_new(j, "prediction", (json_t *)gr_pred_json(pred));
         if (extra) json_object_update(j, extra);
         if (write_json(o->json, j, &e) != 0) rc = fail(&e);
         json_decref(j);
     }
-    if (rc == 0 && (o->chrome || o->html)) rc = export_timeline(o, trace_path, partial, t);
+    if (rc == 0 && (o->chrome || o->html)) rc = export_timeline(o, trace_path, partial, t, pred);
 done:
+    gr_pred_report_destroy(pred);
     gr_ls_report_destroy(r);
     gr_ls_report_destroy(r2);
     gr_trace_destroy(t);
@@ -783,6 +865,8 @@ int main(int argc, char **argv) {
     opts o;
     memset(&o, 0, sizeof(o));
     gr_ls_opts_default(&o.ls);
+    gr_pred_opts_default(&o.pred);
+    o.pred.top = o.ls.top;
     if (argc < 2) {
         fputs(usage_main, stderr);
         return 2;
