@@ -287,7 +287,7 @@ static int fatbin_pick(const unsigned char *d, size_t len, int want_sm, const un
             uint64_t eflags = rd64(d + e + 40);
             if (eh < 64 || psize > end - e - eh) break;
             const unsigned char *payload = d + e + eh;
-            int compressed = (eflags & 0x2000) != 0;
+            int compressed = (eflags & 0xA000) != 0; /* 0x2000 LZ4 (older), 0x8000 zstd */
             if (!compressed && kind == 2 && payload[0] == 0x7f && (int)esm <= want_sm &&
                 (int)esm / 10 == want_sm / 10 && (int)esm > best_sm) {
                 best = payload;
@@ -863,11 +863,18 @@ static gr_status read_image(gr_module *m, uimpl *u, const char *arch) {
             return GR_ERR_INPUT;
         }
         if (fatbin_pick(data, len, want, &img, &ilen, &is_ptx, &sm)) {
+            int found = sm;
             u->nfuncs = is_ptx ? gr_usermod_ptx_entries((const char *)img, ilen, &u->funcs, &sm)
                                : gr_usermod_elf_entries(img, ilen, &u->funcs, &sm);
-            snprintf(m->status, sizeof(m->status),
-                     "fatbin; %s for sm_%d read for the argument check", is_ptx ? "PTX" : "cubin",
-                     sm);
+            if (u->nfuncs >= 0)
+                snprintf(m->status, sizeof(m->status),
+                         "fatbin; its %s for sm_%d read for the argument check",
+                         is_ptx ? "PTX" : "cubin", found);
+            else
+                snprintf(m->status, sizeof(m->status),
+                         "fatbin whose %s for sm_%d could not be read here: functions and "
+                         "arguments are checked at load on the GPU",
+                         is_ptx ? "PTX" : "cubin", found);
         } else {
             u->nfuncs = -1;
             snprintf(m->status, sizeof(m->status),

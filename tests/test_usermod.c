@@ -709,6 +709,23 @@ static void test_errors_images(void) {
     m = fail_msg(json, NULL);
     if (strcmp(m, "(no error)") != 0) fprintf(stderr, "\n%s\n", m);
     CU_ASSERT_STRING_EQUAL(m, "(no error)");
+    /* a compressed fatbin cannot be read here: a wrong call passes validation, the GPU checks it */
+    if (access(example_file("softmax_z.fatbin"), R_OK) == 0) {
+        snprintf(json, sizeof(json),
+                 "{\"name\": \"t\", \"modules\": {\"z\": {\"fatbin\": \"%s\"}},"
+                 " \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [4], \"init\": "
+                 "\"normal\"}, {\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [4]}],"
+                 " \"outputs\": [\"y\"], \"ops\": [{\"module\": \"z\", \"function\": \"no_such\", "
+                 "\"grid\": [1], \"block\": [32], \"args\": [\"x\"], \"inputs\": [\"x\"], "
+                 "\"outputs\": [\"y\"]}]}",
+                 example_file("softmax_z.fatbin"));
+        gr_workload *wl;
+        gr_plan *p = load_plan(json, NULL, NULL, &wl, &e);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        GR_ASSERT_CONTAINS(wl->modules[0]->status, "checked at load on the GPU");
+        gr_plan_destroy(p);
+        gr_workload_destroy(wl);
+    }
 }
 
 /* "expect": raw and .npy files checked against the buffer at resolve */
@@ -887,8 +904,8 @@ static float *run_plan(const gr_plan *p, const char *name, int pdl, gr_capture_m
 static void test_gpu_module_kinds(void) {
     GR_REQUIRE_GPU();
     ensure_dir();
-    const char *kinds[] = {"source", "ptx", "cubin", "fatbin"};
-    for (int k = 0; k < 4; k++) {
+    const char *kinds[] = {"source", "ptx", "cubin", "fatbin", "fatbin"};
+    for (int k = 0; k < 5; k++) {
         char file[1024], json[4096];
         if (k == 0)
             snprintf(file, sizeof(file), "%s", gr_test_src("workloads/examples/softmax.cu"));
@@ -896,7 +913,8 @@ static void test_gpu_module_kinds(void) {
             snprintf(file, sizeof(file), "%s",
                      example_file(k == 1   ? "softmax.ptx"
                                   : k == 2 ? "softmax.cubin"
-                                           : "softmax.fatbin"));
+                                  : k == 3 ? "softmax.fatbin"
+                                           : "softmax_z.fatbin"));
         snprintf(json, sizeof(json),
                  "{\"name\": \"t\", \"modules\": {\"m\": {\"%s\": \"%s\"}},"
                  " \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [8, 128], "
@@ -1022,6 +1040,28 @@ static void test_gpu_load_errors(void) {
     gr_devstate *dev = NULL;
     CU_ASSERT_EQUAL(gr_devstate_create(p, info.sm_count, &dev, &e), GR_ERR_INPUT);
     GR_ASSERT_CONTAINS(e.msg, "ops[0]: block of 1024 threads; kernel \"f\" can run at most 128");
+    gr_devstate_destroy(dev);
+    gr_plan_destroy(p);
+    gr_workload_destroy(wl);
+    /* a compressed fatbin's parameters are read by the driver (cuFuncGetParamInfo) */
+    char zjson[2048];
+    snprintf(
+        zjson, sizeof(zjson),
+        "{\"name\": \"t\", \"modules\": {\"z\": {\"fatbin\": \"%s\"}},"
+        " \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [128], \"init\": "
+        "\"normal\"}, {\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [128]}],"
+        " \"outputs\": [\"y\"], \"ops\": [{\"module\": \"z\", \"function\": \"softmax_fused\", "
+        "\"grid\": [1], \"block\": [128], \"smem\": 512, \"args\": [\"x\", \"y\"], "
+        "\"inputs\": [\"x\"], \"outputs\": [\"y\"]}]}",
+        example_file("softmax_z.fatbin"));
+    gr_error_clear(&e);
+    p = load_plan(zjson, NULL, &t, &wl, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    dev = NULL;
+    CU_ASSERT_EQUAL(gr_devstate_create(p, info.sm_count, &dev, &e), GR_ERR_INPUT);
+    GR_ASSERT_CONTAINS(
+        e.msg,
+        "ops[0].args: kernel \"softmax_fused\" (module \"z\") takes 3 parameters; the op gives 2");
     gr_devstate_destroy(dev);
     gr_plan_destroy(p);
     gr_workload_destroy(wl);
