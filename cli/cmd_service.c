@@ -70,12 +70,18 @@ static const char *usage_replay =
     "  --warmup N             untimed steps first (default iters/10, at least 3)\n"
     "  --batches N            timed batches (default 20)\n"
     "  --compare-eager        time eager launches of the same step too (speedup, saved us/krn)\n"
-    "  --json FILE|-          the report as JSON (the `graphrun run --json` schema)\n"
+    "  --input BUF=FILE       serve one step: copy FILE (.npy, or raw little-endian) into buffer\n"
+    "                         BUF first (repeatable; checked against BUF's dtype and shape)\n"
+    "  --output BUF=FILE      ... and write buffer BUF after the step to FILE (.npy when the name\n"
+    "                         ends in .npy, else raw); with --input/--output no timing loop runs\n"
+    "  --json FILE|-          the report as JSON (the `graphrun run --json` schema; a served step:\n"
+    "                         the service's reply)\n"
     "  --socket PATH          the service's socket\n"
     "  --quiet                no progress bar\n"
     "\n"
-    "example:\n"
-    "  graphrun replay --iters 10000 --compare-eager\n";
+    "examples:\n"
+    "  graphrun replay --iters 10000 --compare-eager\n"
+    "  graphrun replay decode_step --input x=x.npy --output x=out.npy\n";
 
 static const char *usage_serve =
     "usage: graphrun serve [options]\n"
@@ -162,6 +168,9 @@ typedef struct sopts {
     int force, no_cpu_ref, quiet, foreground, compare_eager;
     int pdl, unroll, no_capture_check, skip_bad_lines;
     const char *input;
+    const char *io_in[GR_PROTO_MAX_IO], *io_out[GR_PROTO_MAX_IO]; /* replay BUF=FILE */
+    int nio_in, nio_out;
+    int timing_given; /* replay: --iters, --warmup, --batches or --compare-eager given */
     int iters, warmup, batches;
     gr_service_opts serve;
     char *pass[32]; /* serve options passed on to the background service */
@@ -213,7 +222,8 @@ static const char *const capture_opts[] = {"--name=", "--set=", "--variant=", "-
                                            "--quiet", "--pdl", "--unroll=", "--input=",
                                            "--skip-bad-lines", "--no-capture-check", NULL};
 static const char *const replay_opts[] = {"--iters=", "--warmup=", "--batches=", "--compare-eager",
-                                          "--json=", "--socket=", "--quiet", NULL};
+                                          "--json=", "--socket=", "--quiet", "--input=",
+                                          "--output=", NULL};
 static const char *const serve_opts[] = {"--socket=", "--foreground", "--max-graphs=",
                                          "--max-memory=", "--client-timeout=", "--max-clients=",
                                          "--max-queue=", "--device=", "--notify-fd=", NULL};
@@ -287,6 +297,16 @@ static int parse(int argc, char **argv, sopts *o) {
         } else if (!strcmp(name, "--unroll")) {
             if (!parse_int(val, 1, 1024, &o->unroll))
                 return usage_error(o, "--unroll takes a whole number of steps in [1, 1024], got \"%s\"", val);
+        } else if (!strcmp(name, "--input") && !strcmp(o->cmd, "replay")) {
+            if (!strchr(val, '=') || val[0] == '=' || !strchr(val, '=')[1])
+                return usage_error(o, "--input takes BUFFER=FILE, got \"%s\"", val);
+            if (o->nio_in >= GR_PROTO_MAX_IO) return usage_error(o, "too many --input options%s", "");
+            o->io_in[o->nio_in++] = val;
+        } else if (!strcmp(name, "--output")) {
+            if (!strchr(val, '=') || val[0] == '=' || !strchr(val, '=')[1])
+                return usage_error(o, "--output takes BUFFER=FILE, got \"%s\"", val);
+            if (o->nio_out >= GR_PROTO_MAX_IO) return usage_error(o, "too many --output options%s", "");
+            o->io_out[o->nio_out++] = val;
         } else if (!strcmp(name, "--input")) {
             if (!val[0]) return usage_error(o, "--input takes a Criteo TSV file%s", "");
             o->input = val;
@@ -297,15 +317,18 @@ static int parse(int argc, char **argv, sopts *o) {
         else if (!strcmp(name, "--no-cpu-ref")) o->no_cpu_ref = 1;
         else if (!strcmp(name, "--json")) o->json_path = val;
         else if (!strcmp(name, "--quiet")) o->quiet = 1;
-        else if (!strcmp(name, "--compare-eager")) o->compare_eager = 1;
+        else if (!strcmp(name, "--compare-eager")) o->compare_eager = o->timing_given = 1;
         else if (!strcmp(name, "--foreground")) o->foreground = 1;
         else if (!strcmp(name, "--iters")) {
+            o->timing_given = 1;
             if (!parse_int(val, 1, 100000000, &o->iters))
                 return usage_error(o, "--iters takes a whole number in [1, 100000000], got \"%s\"", val);
         } else if (!strcmp(name, "--warmup")) {
+            o->timing_given = 1;
             if (!parse_int(val, 0, 100000000, &o->warmup))
                 return usage_error(o, "--warmup takes a whole number >= 0, got \"%s\"", val);
         } else if (!strcmp(name, "--batches")) {
+            o->timing_given = 1;
             if (!parse_int(val, 1, 100000, &o->batches))
                 return usage_error(o, "--batches takes a whole number in [1, 100000], got \"%s\"", val);
         } else if (!strcmp(name, "--max-graphs")) {
@@ -541,7 +564,97 @@ static int cmd_capture(sopts *o, const gr_service_paths *paths) {
     return rc;
 }
 
+/* BUF=FILE as a request entry {"buffer": BUF, "file": "/abs/FILE"}; inputs must exist, an
+ * output's directory must (its file is written by the service). */
+static json_t *io_entry(const char *arg, int out, char *why, size_t size) {
+    const char *eq = strchr(arg, '=');
+    char buf[128], abs[PATH_MAX];
+    snprintf(buf, sizeof(buf), "%.*s", (int)(eq - arg), arg);
+    const char *file = eq + 1;
+    if (!out) {
+        if (!realpath(file, abs)) {
+            snprintf(why, size, "--input %s: cannot open %s (%s)", arg, file, strerror(errno));
+            return NULL;
+        }
+    } else {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", file);
+        char *slash = strrchr(dir, '/');
+        const char *base = slash ? slash + 1 : file;
+        if (slash == dir) snprintf(dir, sizeof(dir), "/");
+        else if (slash) *slash = '\0';
+        else snprintf(dir, sizeof(dir), ".");
+        char rdir[PATH_MAX];
+        if (!base[0] || !realpath(dir, rdir)) {
+            snprintf(why, size, "--output %s: no directory for %s (%s)", arg, file,
+                     base[0] ? strerror(errno) : "give a file name");
+            return NULL;
+        }
+        snprintf(abs, sizeof(abs), "%s/%s", strcmp(rdir, "/") ? rdir : "", base);
+    }
+    return json_pack("{s:s, s:s}", "buffer", buf, "file", abs);
+}
+
+static int cmd_serve_step(sopts *o, const gr_service_paths *paths) {
+    if (o->timing_given) {
+        fprintf(stderr, "graphrun replay: --input/--output serve one step; --iters, --warmup, "
+                        "--batches and --compare-eager time replays (give them in another call)\n");
+        return 2;
+    }
+    json_t *req = request("replay");
+    if (o->positional) json_object_set_new(req, "name", json_string(o->positional));
+    json_t *ins = json_array(), *outs = json_array();
+    char why[PATH_MAX + 256];
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < (k ? o->nio_out : o->nio_in); i++) {
+            json_t *e = io_entry(k ? o->io_out[i] : o->io_in[i], k, why, sizeof(why));
+            if (!e) {
+                fprintf(stderr, "graphrun: %s\n", why);
+                json_decref(ins), json_decref(outs), json_decref(req);
+                return 2;
+            }
+            json_array_append_new(k ? outs : ins, e);
+        }
+    if (json_array_size(ins)) json_object_set_new(req, "inputs", ins);
+    else json_decref(ins);
+    if (json_array_size(outs)) json_object_set_new(req, "outputs", outs);
+    else json_decref(outs);
+    gr_reply r;
+    int rc = call(o, paths, 0, req, -1, &r, NULL);
+    json_decref(req);
+    if (rc) return rc;
+    if (!r.ok) {
+        rc = reply_failed(&r);
+        gr_reply_clear(&r);
+        return rc;
+    }
+    json_t *b = r.body;
+    json_t *sv = json_object_get(b, "served");
+    if (!o->json_path || strcmp(o->json_path, "-") != 0) {
+        printf("served   one step of \"%s\" (workload %s, variant %s): graph %.2f us (CUDA events), "
+               "copy in %.1f us, copy out %.1f us, %.1f us in the service (host clock)\n",
+               jstr(b, "name"), jstr(b, "workload"), jstr(b, "variant"), jnum(sv, "graph_us"),
+               jnum(sv, "copy_in_us"), jnum(sv, "copy_out_us"), jnum(sv, "request_us"));
+        for (int k = 0; k < 2; k++) {
+            size_t i;
+            json_t *e;
+            json_array_foreach(json_object_get(sv, k ? "outputs" : "inputs"), i, e)
+                printf("  %-6s %-16s %s %s (%.0f bytes)\n", k ? "out" : "in", jstr(e, "buffer"),
+                       jstr(e, "dtype"), jstr(e, "file"), jnum(e, "bytes"));
+        }
+    }
+    if (o->json_path) {
+        json_object_del(b, "schema_version");
+        json_object_del(b, "ok");
+        json_object_del(b, "cmd");
+        rc = write_json(o->json_path, b);
+    }
+    gr_reply_clear(&r);
+    return rc;
+}
+
 static int cmd_replay(sopts *o, const gr_service_paths *paths) {
+    if (o->nio_in || o->nio_out) return cmd_serve_step(o, paths);
     json_t *req = request("replay");
     if (o->positional) json_object_set_new(req, "name", json_string(o->positional));
     json_object_set_new(req, "iters", json_integer(o->iters));

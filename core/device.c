@@ -206,6 +206,18 @@ gr_status gr_devstate_download(const gr_devstate *dev, int buf, void *host, gr_e
     return GR_OK;
 }
 
+gr_status gr_devstate_upload(const gr_devstate *dev, int buf, const void *host, gr_error *err) {
+    const gr_buffer *b = &dev->plan->bufs[buf];
+    if (!dev->dptr[buf])
+        return gr_error_set(err, GR_ERR_INPUT, b->path, "buffer \"%s\" is not used by variant %s",
+                            b->name, dev->plan->variant);
+    /* on the main stream, in order with the launches around it */
+    GR_CUDA(cudaMemcpyAsync(dev->dptr[buf], host, b->bytes, cudaMemcpyHostToDevice,
+                            (cudaStream_t)dev->streams[0]), err);
+    GR_CUDA(cudaStreamSynchronize((cudaStream_t)dev->streams[0]), err);
+    return GR_OK;
+}
+
 gr_launch_ctx gr_devstate_ctx(const gr_devstate *dev, const gr_op *op) {
     gr_launch_ctx c;
     memset(&c, 0, sizeof(c));

@@ -53,6 +53,8 @@ gr_status gr_devstate_init_buffers(gr_devstate *dev, gr_error *err);
 /* Poison only the buffers that no init covers (outputs, intermediates). Synchronizes. */
 gr_status gr_devstate_poison(gr_devstate *dev, gr_error *err);
 gr_status gr_devstate_download(const gr_devstate *dev, int buf, void *host, gr_error *err);
+/* Host bytes (the buffer's size) into buffer buf, on the main stream, synchronised. */
+gr_status gr_devstate_upload(const gr_devstate *dev, int buf, const void *host, gr_error *err);
 gr_launch_ctx gr_devstate_ctx(const gr_devstate *dev, const gr_op *op);
 
 /* Fill device memory per an init spec (core/init.cu). */

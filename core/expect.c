@@ -126,13 +126,16 @@ gr_status gr_expect_check(const char *file, const gr_buffer *b, const char *path
             return gr_error_set(
                 err, GR_ERR_INPUT, path,
                 "\"%s\" is in Fortran order; save it C-contiguous (np.ascontiguousarray)", file);
-        long long numel = 1;
+        long long numel = 1, dims[8];
+        int nd = 0, same = 1;
         const char *p = shape[0] == '(' ? shape + 1 : shape;
         while (*p && *p != ')') {
             char *end;
             long long d = strtoll(p, &end, 10);
             if (end == p) break;
             numel *= d;
+            if (nd < 8) dims[nd] = d;
+            nd++;
             p = end;
             while (*p == ',' || *p == ' ' || *p == 'L')
                 p++;
@@ -141,6 +144,21 @@ gr_status gr_expect_check(const char *file, const gr_buffer *b, const char *path
             return gr_error_set(err, GR_ERR_INPUT, path,
                                 "\"%s\" has shape %s (%lld elements); buffer \"%s\" has %lld", file,
                                 shape, numel, b->name, (long long)b->numel);
+        /* a flat array fills any shape; one with dimensions must have the buffer's */
+        if (nd > 1) {
+            same = nd == b->ndim;
+            for (int d = 0; d < nd && d < 8 && same; d++) same = dims[d] == b->shape[d];
+        }
+        if (!same) {
+            char want[160];
+            size_t o = (size_t)snprintf(want, sizeof(want), "(");
+            for (int d = 0; d < b->ndim && o < sizeof(want); d++)
+                o += (size_t)snprintf(want + o, sizeof(want) - o, "%lld%s", (long long)b->shape[d],
+                                      d + 1 < b->ndim ? ", " : b->ndim == 1 ? ",)" : ")");
+            return gr_error_set(err, GR_ERR_INPUT, path,
+                                "\"%s\" has shape %s; buffer \"%s\" is %s (reshape it, or save it "
+                                "flat)", file, shape, b->name, want);
+        }
         *offset = hstart + hlen;
         if (size - *offset != (uint64_t)b->bytes)
             return gr_error_set(

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum ftype { F_STR, F_INT, F_BOOL, F_STRARR } ftype;
+typedef enum ftype { F_STR, F_INT, F_BOOL, F_STRARR, F_IOARR } ftype;
 
 typedef struct field_spec {
     const char *name;
@@ -39,6 +39,8 @@ static const field_spec replay_fields[] = {
     {"batches", F_INT, 0, 1, 100000},
     {"compare_eager", F_BOOL, 0, 0, 0},
     {"output_digest", F_BOOL, 0, 0, 0},
+    {"inputs", F_IOARR, 0, 0, GR_PROTO_MAX_IO},
+    {"outputs", F_IOARR, 0, 0, GR_PROTO_MAX_IO},
     {"progress", F_BOOL, 0, 0, 0},
     {NULL, F_STR, 0, 0, 0}};
 static const field_spec drop_fields[] = {{"name", F_STR, 1, 0, GR_PROTO_NAME_MAX},
@@ -188,6 +190,95 @@ static void store(gr_request *req, const char *name, const json_t *v, gr_error *
     else if (!strcmp(name, "ms")) req->ms = (int)json_integer_value(v);
 }
 
+/* "inputs" / "outputs": [{"buffer": NAME, "file": "/abs/x.npy"} | {"buffer": NAME, "shm": "/seg",
+ * "offset": N}, ...], each entry checked with its path ("inputs[1].shm"). */
+static void store_io(gr_request *req, const char *name, const json_t *arr, gr_error *err) {
+    int out = !strcmp(name, "outputs");
+    gr_io_spec *specs = out ? req->outputs : req->inputs;
+    int *n = out ? &req->noutputs : &req->ninputs;
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e) {
+        char path[64];
+        snprintf(path, sizeof(path), "%s[%zu]", name, i);
+        if (!json_is_object(e)) {
+            gr_error_set(err, GR_ERR_PROTOCOL, path,
+                         "expected an object {\"buffer\": NAME, \"file\": PATH} or {\"buffer\": "
+                         "NAME, \"shm\": \"/segment\", \"offset\": N}, got %s",
+                         type_word(e));
+            continue;
+        }
+        gr_io_spec sp;
+        memset(&sp, 0, sizeof(sp));
+        int bad = 0;
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)e, key, v) {
+            char kp[96];
+            snprintf(kp, sizeof(kp), "%s.%.24s", path, key);
+            if (!strcmp(key, "buffer") || !strcmp(key, "file") || !strcmp(key, "shm")) {
+                size_t max = !strcmp(key, "buffer") ? sizeof(sp.buffer) - 1
+                             : !strcmp(key, "file") ? sizeof(sp.file) - 1
+                                                    : sizeof(sp.shm) - 1;
+                if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > max) {
+                    gr_error_set(err, GR_ERR_PROTOCOL, kp, "expected a string of 1 to %zu characters",
+                                 max);
+                    bad = 1;
+                    continue;
+                }
+                const char *sv = json_string_value(v);
+                if (!strcmp(key, "buffer")) snprintf(sp.buffer, sizeof(sp.buffer), "%s", sv);
+                else if (!strcmp(key, "file")) {
+                    if (sv[0] != '/') {
+                        gr_error_set(err, GR_ERR_PROTOCOL, kp,
+                                     "must be an absolute path (the service runs in /), got "
+                                     "\"%.200s\"", sv);
+                        bad = 1;
+                    }
+                    snprintf(sp.file, sizeof(sp.file), "%s", sv);
+                } else {
+                    if (sv[0] != '/' || strchr(sv + 1, '/')) {
+                        gr_error_set(err, GR_ERR_PROTOCOL, kp,
+                                     "expected a shared-memory name \"/name\" (one leading slash, "
+                                     "none after it), got \"%.200s\"", sv);
+                        bad = 1;
+                    }
+                    snprintf(sp.shm, sizeof(sp.shm), "%s", sv);
+                }
+            } else if (!strcmp(key, "offset")) {
+                long long off;
+                if (!whole_number(v, &off) || off < 0) {
+                    gr_error_set(err, GR_ERR_PROTOCOL, kp, "expected a whole number of bytes >= 0");
+                    bad = 1;
+                } else {
+                    sp.offset = off;
+                }
+            } else {
+                gr_error_set(err, GR_ERR_PROTOCOL, kp, "unknown key (keys: buffer, file, shm, offset)");
+                bad = 1;
+            }
+        }
+        if (!sp.buffer[0]) {
+            gr_error_set(err, GR_ERR_PROTOCOL, path, "missing \"buffer\" (the workload buffer's name)");
+            bad = 1;
+        }
+        if (!!sp.file[0] == !!sp.shm[0]) {
+            gr_error_set(err, GR_ERR_PROTOCOL, path, "give exactly one of \"file\" and \"shm\"");
+            bad = 1;
+        }
+        if (sp.offset && !sp.shm[0]) {
+            gr_error_set(err, GR_ERR_PROTOCOL, path, "\"offset\" goes with \"shm\"");
+            bad = 1;
+        }
+        for (int k = 0; k < *n && !bad; k++)
+            if (!strcmp(specs[k].buffer, sp.buffer)) {
+                gr_error_set(err, GR_ERR_PROTOCOL, path, "buffer \"%s\" is listed twice", sp.buffer);
+                bad = 1;
+            }
+        if (!bad) specs[(*n)++] = sp;
+    }
+}
+
 /* Type and range of one field; on success the value is stored. */
 static void check_field(gr_request *req, const field_spec *f, json_t *v, gr_error *err) {
     switch (f->type) {
@@ -238,6 +329,19 @@ static void check_field(gr_request *req, const field_spec *f, json_t *v, gr_erro
             return;
         }
         store(req, f->name, v, err);
+        return;
+    case F_IOARR:
+        if (!json_is_array(v)) {
+            gr_error_set(err, GR_ERR_PROTOCOL, f->name, "expected an array of objects, got %s",
+                         type_word(v));
+            return;
+        }
+        if ((long long)json_array_size(v) > f->hi) {
+            gr_error_set(err, GR_ERR_PROTOCOL, f->name, "at most %lld entries, got %zu", f->hi,
+                         json_array_size(v));
+            return;
+        }
+        store_io(req, f->name, v, err);
         return;
     }
 }
@@ -326,6 +430,14 @@ gr_status gr_request_parse(const char *line, size_t len, gr_request *req, gr_err
             if (s->required && !json_object_get(root, s->name))
                 gr_error_set(err, GR_ERR_PROTOCOL, s->name, "missing (command %s needs it)",
                              spec->name);
+        if (req->ninputs || req->noutputs)
+            for (const char *const *k = (const char *const[]){"iters", "warmup", "batches",
+                                                              "compare_eager", NULL};
+                 *k; k++)
+                if (json_object_get(root, *k))
+                    gr_error_set(err, GR_ERR_PROTOCOL, *k,
+                                 "a replay with inputs or outputs serves one step (copy in, "
+                                 "replay, copy out); time replays in a separate request");
     }
     json_decref(root);
     return gr_error_failed(err) ? err->code : GR_OK;

@@ -33,6 +33,17 @@ typedef enum gr_cmd {
     GR_CMD_DEBUG_FAULT  /* test hook: the worker makes a sticky CUDA error */
 } gr_cmd;
 
+#define GR_PROTO_MAX_IO 32 /* input or output buffers in one replay */
+
+/* A replay's data for one buffer: a file (raw little-endian, or .npy by its extension) or a
+ * POSIX shared-memory segment the client made (zero-copy on the host: the service maps it). */
+typedef struct gr_io_spec {
+    char buffer[96];
+    char file[GR_PROTO_PATH_MAX]; /* absolute path, "" when shm */
+    char shm[256];                /* "/name" as shm_open takes it, "" when file */
+    long long offset;             /* shm: where the buffer's bytes start */
+} gr_io_spec;
+
 typedef struct gr_request {
     gr_cmd cmd;
     void *id; /* json_t *: the request's "id" (string or integer) echoed in replies, or NULL */
@@ -55,6 +66,9 @@ typedef struct gr_request {
     int iters, warmup, batches; /* warmup -1: iters / 10, at least 3 (as `graphrun run`) */
     int compare_eager;
     int output_digest; /* reply with an FNV-1a 64 digest of each output buffer after the replay */
+    /* serving: copy these in, replay one step, copy those out (replaces the timing loop) */
+    gr_io_spec inputs[GR_PROTO_MAX_IO], outputs[GR_PROTO_MAX_IO];
+    int ninputs, noutputs;
     int progress; /* send progress lines */
     /* debug_sleep */
     int ms;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -26,6 +27,8 @@
 #include <unistd.h>
 
 #include "core/cuda_check.h"
+#include "core/expect.h"
+#include "core/npy.h"
 #include "core/device.h"
 #include "core/timer.h"
 #include "kernels/registry.h"
@@ -289,6 +292,20 @@ static json_t *held_json(const svc *v, const held *h) {
         json_object_set_new(j, "unroll", json_integer(h->opts.unroll));
         json_object_set_new(j, "capture_checked", json_boolean(h->vr && h->vr->cc.checked));
         if (h->ld.input) json_object_set_new(j, "input", json_string(h->ld.input->path));
+        /* what a served step can take and give: every buffer the variant uses */
+        json_t *bufs = json_array();
+        const gr_plan *p = h->ld.plans[0];
+        for (int b = 0; p && b < p->nbufs; b++) {
+            const gr_buffer *buf = &p->bufs[b];
+            if (!buf->used) continue;
+            json_t *shape = json_array();
+            for (int d = 0; d < buf->ndim; d++) json_array_append_new(shape, json_integer(buf->shape[d]));
+            json_array_append_new(bufs, json_pack("{s:s, s:s, s:o, s:I, s:b}", "name", buf->name,
+                                                  "dtype", gr_dtype_name(buf->dtype), "shape", shape,
+                                                  "bytes", (json_int_t)buf->bytes, "output",
+                                                  buf->is_output));
+        }
+        json_object_set_new(j, "buffers", bufs);
     }
     return j;
 }
@@ -787,6 +804,225 @@ static gr_status output_digests(const held *h, json_t **out, gr_error *err) {
     return GR_OK;
 }
 
+/* ---- serving: a replay with inputs and outputs ---- */
+
+/* One buffer's data for a served step: a file read into `host`, or a mapped shm segment. */
+typedef struct io_buf {
+    const gr_io_spec *sp;
+    int b;          /* plan buffer */
+    void *host;     /* file input: its bytes; file output: the staging copy */
+    void *map;      /* shm: the mapping */
+    size_t map_len;
+    int npy;        /* file output: write .npy (by extension), else raw */
+    int64_t file_offset;
+} io_buf;
+
+static void io_free(io_buf *io, int n) {
+    for (int i = 0; i < n; i++) {
+        free(io[i].host);
+        if (io[i].map) munmap(io[i].map, io[i].map_len);
+    }
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* Everything a served step needs, checked before the device is touched: each buffer exists and
+ * is used, each file matches its buffer (size, or the .npy dtype and shape) or can be written,
+ * each shared-memory segment exists and holds offset + the buffer's bytes. */
+static gr_status io_prepare(const held *h, const gr_io_spec *sp, int n, int out, io_buf *io,
+                            gr_error *err) {
+    const gr_plan *p = h->ld.plans[0];
+    const char *side = out ? "outputs" : "inputs";
+    for (int i = 0; i < n; i++) {
+        io[i].sp = &sp[i];
+        char field[64];
+        snprintf(field, sizeof(field), "%s[%d]", side, i);
+        int b = -1;
+        for (int k = 0; k < p->nbufs && b < 0; k++)
+            if (!strcmp(p->bufs[k].name, sp[i].buffer)) b = k;
+        if (b < 0 || !p->bufs[b].used) {
+            char names[512];
+            size_t o = 0;
+            names[0] = '\0';
+            for (int k = 0; k < p->nbufs && o < sizeof(names) - 1; k++)
+                if (p->bufs[k].used)
+                    o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s", o ? ", " : "",
+                                          p->bufs[k].name);
+            return gr_error_set(err, GR_ERR_INPUT, field,
+                                "\"%s\": %s of %s %s (buffers: %s)", sp[i].buffer,
+                                b < 0 ? "no such buffer in workload" : "not used by variant",
+                                h->workload, h->variant, names);
+        }
+        io[i].b = b;
+        const gr_buffer *buf = &p->bufs[b];
+        if (sp[i].shm[0]) {
+            int fd = shm_open(sp[i].shm, out ? O_RDWR : O_RDONLY, 0);
+            if (fd < 0)
+                return gr_error_set(err, GR_ERR_INPUT, field,
+                                    "shared-memory segment %s: %s (the client creates it with "
+                                    "shm_open and keeps it until the reply)",
+                                    sp[i].shm, strerror(errno));
+            struct stat st;
+            if (fstat(fd, &st) != 0 || (unsigned long long)st.st_size <
+                                           (unsigned long long)sp[i].offset + buf->bytes) {
+                long long have = fstat(fd, &st) == 0 ? (long long)st.st_size : -1;
+                close(fd);
+                return gr_error_set(err, GR_ERR_INPUT, field,
+                                    "shared-memory segment %s holds %lld bytes; buffer \"%s\" (%s, "
+                                    "%zu bytes) at offset %lld needs %llu",
+                                    sp[i].shm, have, buf->name, gr_dtype_name(buf->dtype),
+                                    buf->bytes, sp[i].offset,
+                                    (unsigned long long)sp[i].offset + buf->bytes);
+            }
+            io[i].map_len = (size_t)sp[i].offset + buf->bytes;
+            void *m = mmap(NULL, io[i].map_len ? io[i].map_len : 1,
+                           out ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+            close(fd);
+            if (m == MAP_FAILED)
+                return gr_error_set(err, GR_ERR_INPUT, field, "cannot map %s: %s", sp[i].shm,
+                                    strerror(errno));
+            io[i].map = m;
+            continue;
+        }
+        io[i].host = malloc(buf->bytes ? buf->bytes : 1);
+        if (!io[i].host)
+            return gr_error_set(err, GR_ERR_NOMEM, field, "out of host memory for %zu bytes",
+                                buf->bytes);
+        if (out) {
+            io[i].npy = ends_with(sp[i].file, ".npy");
+            char dir[GR_PROTO_PATH_MAX];
+            snprintf(dir, sizeof(dir), "%s", sp[i].file);
+            char *slash = strrchr(dir, '/');
+            if (slash == dir) dir[1] = '\0';
+            else if (slash) *slash = '\0';
+            if (access(dir, W_OK) != 0)
+                return gr_error_set(err, GR_ERR_INPUT, field,
+                                    "cannot write %s: %s (does the directory exist and is it "
+                                    "writable by the service's user?)",
+                                    sp[i].file, strerror(errno));
+            continue;
+        }
+        size_t off = 0;
+        GR_TRY(gr_expect_check(sp[i].file, buf, field, &off, err));
+        FILE *f = fopen(sp[i].file, "rb");
+        int ok = f && fseek(f, (long)off, SEEK_SET) == 0 && fread(io[i].host, 1, buf->bytes, f) == buf->bytes;
+        if (f) fclose(f);
+        if (!ok)
+            return gr_error_set(err, GR_ERR_INPUT, field, "cannot read %zu bytes of %s", buf->bytes,
+                                sp[i].file);
+    }
+    return GR_OK;
+}
+
+static json_t *io_json(const held *h, const io_buf *io, int n) {
+    const gr_plan *p = h->ld.plans[0];
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) {
+        const gr_buffer *b = &p->bufs[io[i].b];
+        json_t *shape = json_array();
+        for (int d = 0; d < b->ndim; d++) json_array_append_new(shape, json_integer(b->shape[d]));
+        json_t *e = json_pack("{s:s, s:s, s:o, s:I}", "buffer", b->name, "dtype",
+                              gr_dtype_name(b->dtype), "shape", shape, "bytes", (json_int_t)b->bytes);
+        if (io[i].sp->shm[0]) {
+            json_object_set_new(e, "shm", json_string(io[i].sp->shm));
+            json_object_set_new(e, "offset", json_integer(io[i].sp->offset));
+        } else {
+            json_object_set_new(e, "file", json_string(io[i].sp->file));
+        }
+        json_array_append_new(a, e);
+    }
+    return a;
+}
+
+static gr_status write_raw(const char *path, const void *data, size_t bytes, gr_error *err) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return gr_error_set(err, GR_ERR_IO, path, "cannot write: %s", strerror(errno));
+    int ok = bytes == 0 || fwrite(data, 1, bytes, f) == bytes;
+    if (fclose(f) != 0) ok = 0;
+    if (!ok) return gr_error_set(err, GR_ERR_IO, path, "cannot write %zu bytes: %s", bytes, strerror(errno));
+    return GR_OK;
+}
+
+/* Copy in, one replay of the step's graph (event-timed), copy out; host time around it all. */
+static gr_status serve_step(held *h, io_buf *in, int nin, io_buf *out, int nout, json_t **served,
+                            gr_error *err) {
+    const gr_plan *p = h->ld.plans[0];
+    gr_devstate *dev = h->s->dev;
+    cudaStream_t stream = (cudaStream_t)dev->streams[0];
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    GR_CUDA(cudaEventCreate(&e0), err);
+    gr_status st = GR_OK;
+    if (cudaEventCreate(&e1) != cudaSuccess)
+        st = gr_cuda_fail(cudaGetLastError(), "cudaEventCreate", __FILE__, __LINE__, err);
+    double t0 = gr_now_us();
+    for (int i = 0; i < nin && st == GR_OK; i++)
+        st = gr_devstate_upload(dev, in[i].b,
+                                in[i].map ? (const char *)in[i].map + in[i].sp->offset : in[i].host,
+                                err);
+    double t1 = gr_now_us();
+    if (st == GR_OK && cudaEventRecord(e0, stream) != cudaSuccess)
+        st = gr_cuda_fail(cudaGetLastError(), "cudaEventRecord", __FILE__, __LINE__, err);
+    if (st == GR_OK) st = gr_graph_launch(&h->s->graph, dev->streams[0], err);
+    if (st == GR_OK && cudaEventRecord(e1, stream) != cudaSuccess)
+        st = gr_cuda_fail(cudaGetLastError(), "cudaEventRecord", __FILE__, __LINE__, err);
+    if (st == GR_OK && cudaStreamSynchronize(stream) != cudaSuccess)
+        st = gr_cuda_fail(cudaGetLastError(), "cudaStreamSynchronize", __FILE__, __LINE__, err);
+    double t2 = gr_now_us();
+    float graph_ms = 0;
+    if (st == GR_OK) cudaEventElapsedTime(&graph_ms, e0, e1);
+    for (int i = 0; i < nout && st == GR_OK; i++) {
+        const gr_buffer *b = &p->bufs[out[i].b];
+        void *dst = out[i].map ? (char *)out[i].map + out[i].sp->offset : out[i].host;
+        st = gr_devstate_download(dev, out[i].b, dst, err);
+        if (st == GR_OK && !out[i].map) {
+            if (out[i].npy) st = gr_npy_write(out[i].sp->file, b->dtype, b->ndim, b->shape, dst, err);
+            else st = write_raw(out[i].sp->file, dst, b->bytes, err);
+        }
+    }
+    double t3 = gr_now_us();
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    if (st != GR_OK) return st;
+    *served = json_pack("{s:i, s:f, s:f, s:f, s:f, s:o, s:o, s:s}", "steps", 1, "graph_us",
+                        graph_ms * 1e3, "copy_in_us", t1 - t0, "copy_out_us", t3 - t2,
+                        "request_us", t3 - t0, "inputs", io_json(h, in, nin), "outputs",
+                        io_json(h, out, nout), "method",
+                        "graph_us: CUDA events around the one graph launch; the others: host clock "
+                        "in the service (copies synchronous on the graph's stream)");
+    return GR_OK;
+}
+
+static gr_status job_serve(svc *v, held *h, job *j, json_t **body, gr_error *err) {
+    gr_request *r = &j->req;
+    io_buf in[GR_PROTO_MAX_IO], out[GR_PROTO_MAX_IO];
+    memset(in, 0, sizeof(in));
+    memset(out, 0, sizeof(out));
+    gr_status st = io_prepare(h, r->inputs, r->ninputs, 0, in, err);
+    if (st == GR_OK) st = io_prepare(h, r->outputs, r->noutputs, 1, out, err);
+    if (st == GR_OK && cancelled(j)) st = cancel_error(j, err);
+    json_t *served = NULL;
+    if (st == GR_OK) {
+        progress(v, j, "serve", 0, 0);
+        st = serve_step(h, in, r->ninputs, out, r->noutputs, &served, err);
+    }
+    io_free(in, r->ninputs);
+    io_free(out, r->noutputs);
+    if (st != GR_OK) return st;
+    pthread_mutex_lock(&v->mu);
+    h->replays++;
+    h->last_used_us = gr_now_us();
+    *body = held_json(v, h);
+    pthread_mutex_unlock(&v->mu);
+    if (*body) json_object_set_new(*body, "served", served);
+    else json_decref(served);
+    slog("served \"%s\": %d input%s, %d output%s", h->name, r->ninputs, r->ninputs == 1 ? "" : "s",
+         r->noutputs, r->noutputs == 1 ? "" : "s");
+    return GR_OK;
+}
+
 /* Replay timing stages name their progress phase: "eager" or "graph". */
 static gr_status replay_before(void *user, gr_pipe *p, const gr_stage *s, int *skip, gr_error *err) {
     (void)p, (void)skip;
@@ -817,6 +1053,7 @@ static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
     if (!h)
         return gr_error_set(err, GR_ERR_USAGE, "name",
                             "no graph captured yet: `graphrun capture WORKLOAD` first");
+    if (r->ninputs || r->noutputs) return job_serve(v, h, j, body, err);
     if (!v->have_bw) {
         size_t fr = 0, tot = 0;
         GR_CUDA(cudaMemGetInfo(&fr, &tot), err);
@@ -1280,8 +1517,12 @@ static void describe(const gr_request *r, char *buf, size_t size) {
                  r->variant, r->force ? " --force" : "");
         break;
     case GR_CMD_REPLAY:
-        snprintf(buf, size, "replay %s%s%s x %d%s", r->name[0] ? "\"" : "(latest)", r->name,
-                 r->name[0] ? "\"" : "", r->iters, r->compare_eager ? " --compare-eager" : "");
+        if (r->ninputs || r->noutputs)
+            snprintf(buf, size, "serve %s%s%s: %d in, %d out", r->name[0] ? "\"" : "(latest)",
+                     r->name, r->name[0] ? "\"" : "", r->ninputs, r->noutputs);
+        else
+            snprintf(buf, size, "replay %s%s%s x %d%s", r->name[0] ? "\"" : "(latest)", r->name,
+                     r->name[0] ? "\"" : "", r->iters, r->compare_eager ? " --compare-eager" : "");
         break;
     case GR_CMD_DROP: snprintf(buf, size, "drop \"%s\"", r->name); break;
     case GR_CMD_DEBUG_SLEEP: snprintf(buf, size, "debug_sleep %d ms", r->ms); break;

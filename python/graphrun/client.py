@@ -1,0 +1,287 @@
+"""A client of graphrun's replay service (replay/PROTOCOL.md): newline-delimited JSON over a UNIX
+socket. Standard library only; numpy is used when given arrays (inputs and outputs of a served
+step travel through POSIX shared memory, not through the socket)."""
+
+import json
+import os
+import socket
+import subprocess
+import time
+
+SCHEMA_VERSION = 1
+
+
+class GraphrunError(Exception):
+    """A failed request: `code` is the service's error code name ("bad_input", "no_device", ...),
+    `field` the request field at fault ("" for none), `message` the service's message, `reply`
+    the whole reply object."""
+
+    def __init__(self, code, field, message, reply=None):
+        self.code = code
+        self.field = field
+        self.message = message
+        self.reply = reply or {}
+        where = f" [{field}]" if field else ""
+        super().__init__(f"{code}{where}: {message}")
+
+
+class BadInputError(GraphrunError):
+    """bad_input / usage: the request names something wrong (workload, buffer, file, params)."""
+
+
+class NoDeviceError(GraphrunError):
+    """no_device: the service has no usable CUDA device."""
+
+
+class ProtocolError(GraphrunError):
+    """protocol: the request itself is malformed (a client bug)."""
+
+
+class ServiceError(GraphrunError):
+    """service: limits (graphs, memory, queue), cancellation, a service going away."""
+
+
+class RunError(GraphrunError):
+    """capture / verify / cuda: the GPU work failed or did not verify."""
+
+
+_CLASSES = {
+    "bad_input": BadInputError,
+    "usage": BadInputError,
+    "io": BadInputError,
+    "no_device": NoDeviceError,
+    "protocol": ProtocolError,
+    "service": ServiceError,
+    "capture": RunError,
+    "verify": RunError,
+    "cuda": RunError,
+}
+
+
+def error_for(reply):
+    """The exception a failed reply raises (its class chosen by the error code)."""
+    err = reply.get("error") or {}
+    code = err.get("code", "internal")
+    cls = _CLASSES.get(code, GraphrunError)
+    return cls(code, err.get("field", ""), err.get("message", ""), reply)
+
+
+def default_socket():
+    """The socket path graphrun itself uses: $GRAPHRUN_SOCKET, else
+    $XDG_RUNTIME_DIR/graphrun/graphrun.sock, else /tmp/graphrun-UID/graphrun.sock."""
+    env = os.environ.get("GRAPHRUN_SOCKET")
+    if env:
+        return os.path.abspath(env)
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and xdg.startswith("/"):
+        return os.path.join(xdg, "graphrun", "graphrun.sock")
+    return f"/tmp/graphrun-{os.geteuid()}/graphrun.sock"
+
+
+class Client:
+    """One connection to the replay service.
+
+    socket: the service's socket (default: as graphrun finds it). autostart: when no service
+    answers, start one (`graphrun serve --socket PATH`, in the background) with the `graphrun`
+    executable (the GRAPHRUN environment variable or PATH). timeout: seconds to wait for a reply
+    (None: no limit; captures and long replays take their time). on_progress(phase, done,
+    total) is called for progress lines when given."""
+
+    def __init__(self, socket_path=None, autostart=True, graphrun=None, timeout=None,
+                 on_progress=None):
+        self.socket_path = os.path.abspath(socket_path) if socket_path else default_socket()
+        self.graphrun = graphrun or os.environ.get("GRAPHRUN", "graphrun")
+        self.timeout = timeout
+        self.on_progress = on_progress
+        self._next_id = 1
+        self._sock = None
+        self._buf = b""
+        self._graphs = {}  # name -> buffers (from capture/list replies), to size outputs
+        self._connect(autostart)
+
+    # ---- connection ----
+
+    def _try_connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(self.socket_path)
+        except OSError:
+            s.close()
+            return None
+        s.settimeout(self.timeout)
+        return s
+
+    def _connect(self, autostart):
+        self._sock = self._try_connect()
+        if self._sock:
+            return
+        if not autostart:
+            raise ServiceError("service", "", f"no replay service answers at {self.socket_path} "
+                               "(start one with `graphrun serve`, or pass autostart=True)")
+        try:
+            proc = subprocess.run([self.graphrun, "serve", "--socket", self.socket_path],
+                                  capture_output=True, text=True, timeout=60)
+        except FileNotFoundError:
+            raise ServiceError("service", "", f"cannot start a service: no executable "
+                               f"\"{self.graphrun}\" (set GRAPHRUN or pass graphrun=)") from None
+        if proc.returncode != 0:
+            raise ServiceError("service", "", f"`{self.graphrun} serve` failed (exit "
+                               f"{proc.returncode}): {proc.stderr.strip()}")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            self._sock = self._try_connect()
+            if self._sock:
+                return
+            time.sleep(0.05)
+        raise ServiceError("service", "", f"a service was started but does not answer at "
+                           f"{self.socket_path}")
+
+    def close(self):
+        if self._sock:
+            self._sock.close()
+            self._sock = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ---- requests ----
+
+    def _read_line(self):
+        while b"\n" not in self._buf:
+            chunk = self._sock.recv(1 << 16)
+            if not chunk:
+                raise ServiceError("service", "", "the service closed the connection before "
+                                   "its reply (see its log next to the socket)")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line
+
+    def request(self, cmd, **fields):
+        """Sends {"schema_version": 1, "cmd": cmd, "id": N, **fields} and returns the final
+        reply (a dict) when it is ok, else raises the GraphrunError subclass of its code."""
+        if self._sock is None:
+            raise ServiceError("service", "", "the client is closed")
+        rid = self._next_id
+        self._next_id += 1
+        msg = {"schema_version": SCHEMA_VERSION, "cmd": cmd, "id": rid}
+        msg.update({k: v for k, v in fields.items() if v is not None})
+        if self.on_progress:
+            msg.setdefault("progress", True)
+        self._sock.sendall(json.dumps(msg).encode() + b"\n")
+        while True:
+            reply = json.loads(self._read_line())
+            if "progress" in reply:
+                p = reply["progress"]
+                if self.on_progress:
+                    self.on_progress(p.get("phase"), p.get("done"), p.get("total"))
+                continue
+            if reply.get("ok"):
+                return reply
+            raise error_for(reply)
+
+    # ---- commands ----
+
+    def status(self):
+        return self.request("status")
+
+    def list(self):
+        reply = self.request("list")
+        for g in reply.get("graphs", []):
+            self._graphs[g["name"]] = g.get("buffers", [])
+        return reply.get("graphs", [])
+
+    def capture(self, workload, name=None, sets=None, variant=None, capture_mode=None, force=False,
+                cpu_reference=True, pdl=False, unroll=1, input=None, capture_check=True):
+        """Captures WORKLOAD (a path) in the service; sets: {"B": 8} or ["B=8"]. Returns the
+        reply: name, hash, nodes, buffers, report_text, report (`graphrun run --json`)."""
+        if isinstance(sets, dict):
+            sets = [f"{k}={v}" for k, v in sets.items()]
+        reply = self.request(
+            "capture", workload=os.path.abspath(workload), name=name, sets=sets, variant=variant,
+            capture_mode=capture_mode, force=force, cpu_reference=cpu_reference, pdl=pdl,
+            unroll=unroll, input=os.path.abspath(input) if input else None,
+            capture_check=capture_check)
+        self._graphs[reply["name"]] = reply.get("buffers", [])
+        return reply
+
+    def replay(self, name=None, iters=1000, warmup=None, batches=20, compare_eager=False):
+        """Times replays of graph NAME (default: the latest capture); returns the reply, whose
+        "report" has run's timing ("graph_replay", and "eager" with compare_eager)."""
+        return self.request("replay", name=name, iters=iters, warmup=warmup, batches=batches,
+                            compare_eager=compare_eager)
+
+    def drop(self, name):
+        self._graphs.pop(name, None)
+        return self.request("drop", name=name)
+
+    def stop(self):
+        return self.request("stop")
+
+    # ---- serving ----
+
+    def _buffers(self, name):
+        if name not in self._graphs:
+            self.list()
+        if name not in self._graphs:
+            raise BadInputError("usage", "name", f"no graph named \"{name}\" is held")
+        return {b["name"]: b for b in self._graphs[name]}
+
+    def serve_files(self, name=None, inputs=None, outputs=None):
+        """One served step with files: inputs {buffer: path (.npy or raw)}, outputs {buffer:
+        path}. Returns the reply's "served" object (timings, buffers)."""
+        ins = [{"buffer": b, "file": os.path.abspath(p)} for b, p in (inputs or {}).items()]
+        outs = [{"buffer": b, "file": os.path.abspath(p)} for b, p in (outputs or {}).items()]
+        return self.request("replay", name=name, inputs=ins or None,
+                            outputs=outs or None)["served"]
+
+    def serve(self, name=None, inputs=None, outputs=()):
+        """One served step with numpy arrays: inputs {buffer: array} are copied into the graph's
+        buffers (their dtype and shape must match the buffer's), the step is replayed once, and
+        the buffers named in outputs come back as arrays. Data travels through POSIX shared
+        memory. Returns (outputs dict, the reply's "served" object)."""
+        import numpy as np  # optional dependency, needed only here
+        from multiprocessing import shared_memory
+
+        if name is None:
+            st = self.status()
+            name = st.get("latest") or ""
+        bufs = self._buffers(name) if name else {}
+        segs = []
+        try:
+            ins, outs = [], []
+            for b, arr in (inputs or {}).items():
+                a = np.ascontiguousarray(arr)
+                seg = shared_memory.SharedMemory(create=True, size=max(a.nbytes, 1))
+                segs.append(seg)
+                np.ndarray(a.shape, a.dtype, buffer=seg.buf)[...] = a
+                ins.append({"buffer": b, "shm": "/" + seg.name})
+            out_segs = {}
+            for b in outputs:
+                if b not in bufs:
+                    raise BadInputError("bad_input", "outputs", f"graph \"{name}\" has no buffer "
+                                        f"\"{b}\" (buffers: {', '.join(sorted(bufs))})")
+                seg = shared_memory.SharedMemory(create=True, size=max(bufs[b]["bytes"], 1))
+                segs.append(seg)
+                out_segs[b] = seg
+                outs.append({"buffer": b, "shm": "/" + seg.name})
+            served = self.request("replay", name=name or None, inputs=ins or None,
+                                  outputs=outs or None)["served"]
+            result = {}
+            for e in served.get("outputs", []):
+                seg = out_segs[e["buffer"]]
+                dt = _numpy_dtype(np, e["dtype"])
+                result[e["buffer"]] = np.ndarray(tuple(e["shape"]), dt, buffer=seg.buf).copy()
+            return result, served
+        finally:
+            for seg in segs:
+                seg.close()
+                seg.unlink()
+
+
+def _numpy_dtype(np, name):
+    """graphrun dtype name -> numpy dtype (bf16 comes back as its uint16 bit patterns)."""
+    return {"fp32": np.float32, "fp16": np.float16, "bf16": np.uint16, "int32": np.int32,
+            "int64": np.int64}[name]
