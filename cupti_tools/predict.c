@@ -18,9 +18,12 @@
 /* The H200 row: every figure untraced, from raw reports (docs/predict.md derives each). */
 static const gr_pred_calib calib_table[] = {
     {"NVIDIA H200", "9.0", 0.28, 0.72, 1.30, 0.50, 4000.0,
-     "H200 (132 SMs, driver 580.159.04, CUDA 13.0), untraced, bench/results/2026-11-29-run5-benchmarks: "
-     "node 0.28 us = launch_bound K=1000 tiny graph 1196.04 us / 1000 nodes - the tiny kernel's 0.912 us; "
-     "launch 0.72 us = pointwise n=4096 graph at 1 vs 20 steps per launch (median of 3 variants); host "
+     "H200 (132 SMs, driver 580.159.04, CUDA 13.0), untraced, "
+     "bench/results/2026-11-29-run5-benchmarks: "
+     "node 0.28 us = launch_bound K=1000 tiny graph 1196.04 us / 1000 nodes - the tiny kernel's "
+     "0.912 us; "
+     "launch 0.72 us = pointwise n=4096 graph at 1 vs 20 steps per launch (median of 3 variants); "
+     "host "
      "floor 1.30 us = pointwise graph submit; PDL 0.50 us = launch_bound tiny graph with --pdl "
      "(685.58 us / 1000); 4.0 TB/s = copy kernel, shared/GPU.md (2026-12-03)"},
 };
@@ -58,7 +61,8 @@ void gr_pred_opts_default(gr_pred_opts *o) {
 
 /* ---- labels and categories ---- */
 
-/* "void at::native::vectorized_elementwise_kernel<4, ...>(...)" -> "vectorized_elementwise_kernel" */
+/* "void at::native::vectorized_elementwise_kernel<4, ...>(...)" -> "vectorized_elementwise_kernel"
+ */
 static void short_name(const char *raw, char *out, size_t size) {
     char dem[1024];
     const char *s = gr_ls_kernel_name(raw, 0, dem, sizeof(dem));
@@ -73,16 +77,18 @@ static void short_name(const char *raw, char *out, size_t size) {
 
 /* Matrix products and the like: not the element-wise or small kernels fusion targets. */
 static int gemm_like(const char *name) {
-    static const char *pat[] = {"gemm", "gemv", "nvjet", "cublas", "cutlass", "matmul", "splitK", "wgmma", "mma",
-                                "conv", "flash", "attention", "linear", NULL};
+    static const char *pat[] = {"gemm",  "gemv", "nvjet", "cublas", "cutlass",   "matmul", "splitK",
+                                "wgmma", "mma",  "conv",  "flash",  "attention", "linear", NULL};
     char low[512];
     size_t i = 0;
-    for (; name[i] && i + 1 < sizeof(low); i++) low[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+    for (; name[i] && i + 1 < sizeof(low); i++)
+        low[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
     low[i] = '\0';
     for (const char **p = pat; *p; p++) {
         char lp[32];
         size_t k = 0;
-        for (; (*p)[k] && k + 1 < sizeof(lp); k++) lp[k] = (char)((*p)[k] >= 'A' && (*p)[k] <= 'Z' ? (*p)[k] + 32 : (*p)[k]);
+        for (; (*p)[k] && k + 1 < sizeof(lp); k++)
+            lp[k] = (char)((*p)[k] >= 'A' && (*p)[k] <= 'Z' ? (*p)[k] + 32 : (*p)[k]);
         lp[k] = '\0';
         if (strstr(low, lp)) return 1;
     }
@@ -93,13 +99,13 @@ static int gemm_like(const char *name) {
 static int break_kind(const char *api) {
     if (strstr(api, "Synchronize")) return GR_FK_SYNC;
     if (strstr(api, "Query")) return GR_FK_QUERY;
-    if (!strncmp(api, "cudaMallocHost", 14) || !strncmp(api, "cudaHostAlloc", 13) || !strncmp(api, "cuMemAllocHost", 14) ||
-        !strncmp(api, "cuMemHostAlloc", 14))
+    if (!strncmp(api, "cudaMallocHost", 14) || !strncmp(api, "cudaHostAlloc", 13) ||
+        !strncmp(api, "cuMemAllocHost", 14) || !strncmp(api, "cuMemHostAlloc", 14))
         return GR_FK_HOST_ALLOC;
     if (!strncmp(api, "cudaMalloc", 10) || !strncmp(api, "cuMemAlloc", 10)) return GR_FK_ALLOC;
     if (!strncmp(api, "cudaFree", 8) || !strncmp(api, "cuMemFree", 9)) return GR_FK_FREE;
-    if ((!strncmp(api, "cudaMemcpy", 10) || !strncmp(api, "cudaMemset", 10) || !strncmp(api, "cuMemcpy", 8) ||
-         !strncmp(api, "cuMemset", 8)) &&
+    if ((!strncmp(api, "cudaMemcpy", 10) || !strncmp(api, "cudaMemset", 10) ||
+         !strncmp(api, "cuMemcpy", 8) || !strncmp(api, "cuMemset", 8)) &&
         !strstr(api, "Async"))
         return GR_FK_SYNC_COPY;
     return -1;
@@ -117,18 +123,18 @@ typedef struct item {
     int64_t ls;   /* launching call's entry, 0 none */
     uint32_t tid; /* launching thread, 0 unknown */
     int stream;   /* index */
-    int step;
+    int64_t step;
     int kernel;   /* a kernel (PDL and fusion apply), else a copy or memset node */
     double dur;   /* own duration, us */
     double elems; /* threads launched */
     char label[96];
     /* fusion */
-    int removed;  /* folded into the chain's head */
-    double fdur;  /* the head's fused duration */
+    int removed; /* folded into the chain's head */
+    double fdur; /* the head's fused duration */
     /* cross-stream dependencies: indices into the item array */
     size_t *dep;
     size_t ndep;
-    double end;   /* simulated */
+    double end; /* simulated */
 } item;
 
 typedef struct pctx {
@@ -153,8 +159,8 @@ static const gr_tr_api *launch_api(const pctx *c, uint32_t corr) {
 
 /* Simulates the scope as one graph launch per step. mode 0 plain, 1 PDL, 2 fused. Returns the
  * predicted us per step; *host_hit counts steps the host floor set. */
-static double simulate(item *it, size_t n, size_t nstreams, int64_t steps, const gr_pred_calib *c, int mode,
-                       size_t *host_hit) {
+static double simulate(item *it, size_t n, size_t nstreams, int64_t steps, const gr_pred_calib *c,
+                       int mode, size_t *host_hit) {
     double *ready = calloc(nstreams + 1, sizeof(double));
     long *last = malloc((nstreams + 1) * sizeof(long));
     if (!ready || !last) {
@@ -180,7 +186,8 @@ static double simulate(item *it, size_t n, size_t nstreams, int64_t steps, const
             double dur = mode == 2 && x->fdur > 0 ? x->fdur : x->dur;
             double st = ready[x->stream] + c->node_us, dep = 0;
             for (size_t d = 0; d < x->ndep; d++)
-                if (it[x->dep[d]].step == s && it[x->dep[d]].end + c->node_us > dep) dep = it[x->dep[d]].end + c->node_us;
+                if (it[x->dep[d]].step == s && it[x->dep[d]].end + c->node_us > dep)
+                    dep = it[x->dep[d]].end + c->node_us;
             if (mode == 1 && x->kernel && last[x->stream] >= 0 && it[last[x->stream]].kernel) {
                 /* the next kernel launches while its predecessor drains: at most pdl_us, and not
                  * more than half of either kernel */
@@ -236,12 +243,15 @@ static gr_status chain_flush(chain_acc *a, const size_t *mem, size_t m, gr_error
     for (size_t k = 0; k < m; k++) {
         const item *x = &a->it[mem[k]];
         size_t rep = 1; /* a run of one label is written once: "add x200" */
-        while (k + rep < m && !strcmp(a->it[mem[k + rep]].label, x->label)) rep++;
+        while (k + rep < m && !strcmp(a->it[mem[k + rep]].label, x->label))
+            rep++;
         if (off < sizeof(names) - 4) {
             if (rep > 1)
-                off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s x%zu", k ? " > " : "", x->label, rep);
+                off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s x%zu",
+                                        k ? " > " : "", x->label, rep);
             else
-                off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s", k ? " > " : "", x->label);
+                off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s", k ? " > " : "",
+                                        x->label);
         }
         for (size_t r = 0; r < rep; r++) {
             const item *y = &a->it[mem[k + r]];
@@ -258,14 +268,18 @@ static gr_status chain_flush(chain_acc *a, const size_t *mem, size_t m, gr_error
     double unfused = sum + (double)(m - 1) * a->cal->node_us;
     if (!(fused < unfused)) return GR_OK;
     a->it[mem[0]].fdur = fused;
-    for (size_t k = 1; k < m; k++) a->it[mem[k]].removed = 1;
+    for (size_t k = 1; k < m; k++)
+        a->it[mem[k]].removed = 1;
     size_t ci = 0;
-    while (ci < ps->nchains && strcmp(ps->chains[ci].names, names) != 0) ci++;
+    while (ci < ps->nchains && strcmp(ps->chains[ci].names, names) != 0)
+        ci++;
     if (ci == ps->nchains) {
         if (ps->nchains == a->cap) {
             size_t nc = a->cap ? 2 * a->cap : 16;
             gr_pred_chain *c = realloc(ps->chains, nc * sizeof(gr_pred_chain));
-            if (!c) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory in the prediction");
+            if (!c)
+                return gr_error_set(err, GR_ERR_NOMEM, NULL,
+                                    "out of host memory in the prediction");
             ps->chains = c;
             a->cap = nc;
         }
@@ -284,7 +298,8 @@ static gr_status chain_flush(chain_acc *a, const size_t *mem, size_t m, gr_error
     return GR_OK;
 }
 
-static gr_status find_chains(const pctx *c, gr_pred_scope *ps, item *it, size_t n, size_t nstreams, gr_error *err) {
+static gr_status find_chains(const pctx *c, gr_pred_scope *ps, item *it, size_t n, size_t nstreams,
+                             gr_error *err) {
     chain_acc a = {ps, 0, it, &c->p->calib, &c->p->opts};
     size_t *mem = malloc((n + 1) * sizeof(size_t));
     if (!mem) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory in the prediction");
@@ -292,7 +307,8 @@ static gr_status find_chains(const pctx *c, gr_pred_scope *ps, item *it, size_t 
     for (size_t sidx = 0; sidx < nstreams && st == GR_OK; sidx++) {
         size_t m = 0;
         for (size_t i = 0; i < n && st == GR_OK; i++) {
-            if (it[i].stream != (int)sidx) continue; /* another stream's work does not break a chain */
+            if (it[i].stream != (int)sidx)
+                continue; /* another stream's work does not break a chain */
             int ok = chain_ok(&a, &it[i]);
             if (ok && (m == 0 || it[mem[0]].step == it[i].step)) {
                 mem[m++] = i;
@@ -322,7 +338,8 @@ static gr_status find_chains(const pctx *c, gr_pred_scope *ps, item *it, size_t 
     return GR_OK;
 }
 
-static gr_status add_break(gr_pred_scope *ps, size_t *cap, int kind, const char *api, int uncertain, gr_error *err) {
+static gr_status add_break(gr_pred_scope *ps, size_t *cap, int kind, const char *api, int uncertain,
+                           gr_error *err) {
     for (size_t i = 0; i < ps->nbreaks; i++)
         if (ps->breaks[i].kind == kind && !strcmp(ps->breaks[i].api, api)) {
             ps->breaks[i].count++;
@@ -331,7 +348,8 @@ static gr_status add_break(gr_pred_scope *ps, size_t *cap, int kind, const char 
     if (ps->nbreaks == *cap) {
         size_t nc = *cap ? 2 * *cap : 8;
         gr_pred_break *b = realloc(ps->breaks, nc * sizeof(gr_pred_break));
-        if (!b) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory in the prediction");
+        if (!b)
+            return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory in the prediction");
         ps->breaks = b;
         *cap = nc;
     }
@@ -344,7 +362,8 @@ static gr_status add_break(gr_pred_scope *ps, size_t *cap, int kind, const char 
     return GR_OK;
 }
 
-static gr_status find_breaks(const pctx *c, gr_pred_scope *ps, const gr_ls_scope *sc, gr_error *err) {
+static gr_status find_breaks(const pctx *c, gr_pred_scope *ps, const gr_ls_scope *sc,
+                             gr_error *err) {
     const gr_trace *t = c->t;
     size_t cap = 0;
     for (size_t k = 0; k < sc->napi_idx; k++) {
@@ -362,7 +381,8 @@ static gr_status find_breaks(const pctx *c, gr_pred_scope *ps, const gr_ls_scope
         if (!strcmp(kind, "HtoD") || !strcmp(kind, "DtoH")) {
             char what[64];
             snprintf(what, sizeof(what), "%s copy", kind);
-            if (add_break(ps, &cap, GR_FK_PAGEABLE_COPY, what, 1, err) != GR_OK) return GR_ERR_NOMEM;
+            if (add_break(ps, &cap, GR_FK_PAGEABLE_COPY, what, 1, err) != GR_OK)
+                return GR_ERR_NOMEM;
         }
     }
     for (size_t i = 0; i < ps->nbreaks; i++) {
@@ -376,8 +396,8 @@ static gr_status find_breaks(const pctx *c, gr_pred_scope *ps, const gr_ls_scope
 /* Cross-stream waits as seen: a cudaStreamWaitEvent on the launching thread between an item's
  * previous launch on its stream and its own makes it depend, on every other stream, on the latest
  * item launched before the wait that had ended when it started in the eager run. */
-static gr_status find_deps(const pctx *c, gr_pred_scope *ps, const gr_ls_scope *sc, item *it, size_t n,
-                           size_t nstreams, gr_error *err) {
+static gr_status find_deps(const pctx *c, gr_pred_scope *ps, const gr_ls_scope *sc, item *it,
+                           size_t n, size_t nstreams, gr_error *err) {
     const gr_trace *t = c->t;
     size_t nw = 0;
     int64_t *ws = malloc((sc->napi_idx + 1) * sizeof(int64_t));
@@ -398,13 +418,15 @@ static gr_status find_deps(const pctx *c, gr_pred_scope *ps, const gr_ls_scope *
         }
     }
     if (!ps->deps_recorded && strstr(t->apis, "event")) ps->deps_recorded = 1;
-    for (size_t s = 0; s < nstreams; s++) prev_ls[s] = INT64_MIN;
+    for (size_t s = 0; s < nstreams; s++)
+        prev_ls[s] = INT64_MIN;
     for (size_t i = 0; i < n && nw > 0 && nstreams > 1; i++) {
         item *x = &it[i];
         if (!x->ls) continue;
         int64_t wait = INT64_MIN;
         for (size_t w = 0; w < nw; w++)
-            if (wt[w] == x->tid && ws[w] > prev_ls[x->stream] && ws[w] < x->ls && ws[w] > wait) wait = ws[w];
+            if (wt[w] == x->tid && ws[w] > prev_ls[x->stream] && ws[w] < x->ls && ws[w] > wait)
+                wait = ws[w];
         prev_ls[x->stream] = x->ls;
         if (wait == INT64_MIN) continue;
         const gr_tr_gpu *g = &t->gpu.v[x->gi];
@@ -429,7 +451,8 @@ static gr_status find_deps(const pctx *c, gr_pred_scope *ps, const gr_ls_scope *
     return GR_OK;
 }
 
-static gr_status predict_scope(const pctx *c, const gr_ls_scope *sc, gr_pred_scope *ps, gr_error *err) {
+static gr_status predict_scope(const pctx *c, const gr_ls_scope *sc, gr_pred_scope *ps,
+                               gr_error *err) {
     const gr_trace *t = c->t;
     const gr_pred_calib *cal = &c->p->calib;
     snprintf(ps->name, sizeof(ps->name), "%s", sc->name);
@@ -439,7 +462,8 @@ static gr_status predict_scope(const pctx *c, const gr_ls_scope *sc, gr_pred_sco
     ps->measured_us = sc->untraced_step_us > 0 ? sc->untraced_step_us : sc->step_us;
     ps->measured_traced = !(sc->untraced_step_us > 0);
     if (sc->graph_kernels > 0) {
-        snprintf(ps->why, sizeof(ps->why), "already a graph run (%zu kernels in graphs)", sc->graph_kernels);
+        snprintf(ps->why, sizeof(ps->why), "already a graph run (%zu kernels in graphs)",
+                 sc->graph_kernels);
         return GR_OK;
     }
     item *it = calloc(sc->ngpu_idx + 1, sizeof(item));
@@ -459,25 +483,31 @@ static gr_status predict_scope(const pctx *c, const gr_ls_scope *sc, gr_pred_sco
         x->tid = a ? a->tid : 0;
         x->kernel = g->kind == GR_GPU_KERNEL;
         x->dur = US(g->e - g->s);
-        x->elems = (double)g->grid[0] * g->grid[1] * g->grid[2] * g->block[0] * g->block[1] * g->block[2];
+        x->elems =
+            (double)g->grid[0] * g->grid[1] * g->grid[2] * g->block[0] * g->block[1] * g->block[2];
         int64_t si;
         uint64_t key = ((uint64_t)g->ctx << 32) | g->stream;
         if (!gr_u64map_get(&smap, key, &si)) {
             si = (int64_t)nstreams++;
-            if (!gr_u64map_put(&smap, key, si)) st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+            if (!gr_u64map_put(&smap, key, si))
+                st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
         }
         x->stream = (int)si;
         int64_t tag = 0, oi;
         if (x->kernel && g->corr && gr_u64map_get(&c->ext_by_corr, g->corr, &tag) &&
-            gr_u64map_get(&c->op_by_tag, (uint64_t)tag, &oi) && gr_trace_str(t, t->op.v[oi].kernel)[0])
+            gr_u64map_get(&c->op_by_tag, (uint64_t)tag, &oi) &&
+            gr_trace_str(t, t->op.v[oi].kernel)[0])
             snprintf(x->label, sizeof(x->label), "%s", gr_trace_str(t, t->op.v[oi].kernel));
         else if (x->kernel)
             short_name(gr_trace_str(t, g->name), x->label, sizeof(x->label));
         else
-            snprintf(x->label, sizeof(x->label), "%s %s", g->kind == GR_GPU_MEMCPY ? "memcpy" : "memset",
+            snprintf(x->label, sizeof(x->label), "%s %s",
+                     g->kind == GR_GPU_MEMCPY ? "memcpy" : "memset",
                      g->kind == GR_GPU_MEMCPY ? gr_trace_str(t, g->name) : "");
-        if (x->kernel) ps->kernels++;
-        else ps->memops++;
+        if (x->kernel)
+            ps->kernels++;
+        else
+            ps->memops++;
         n++;
     }
     gr_u64map_free(&smap);
@@ -487,17 +517,25 @@ static gr_status predict_scope(const pctx *c, const gr_ls_scope *sc, gr_pred_sco
         free(it);
         return GR_OK;
     }
+    if (st == GR_OK && (uint64_t)ps->steps > n) {
+        snprintf(ps->why, sizeof(ps->why),
+                 "more steps (%lld, %s) than kernels, copies and memsets (%zu): check --steps",
+                 (long long)ps->steps, ps->steps_from, n);
+        free(it);
+        return GR_OK;
+    }
     if (st == GR_OK) {
         qsort(it, n, sizeof(item), cmp_item);
         for (size_t i = 0; i < n; i++) {
-            it[i].step = (int)((int64_t)((double)i * (double)ps->steps / (double)n));
+            it[i].step = (int64_t)((double)i * (double)ps->steps / (double)n);
             ps->kernel_us += it[i].dur;
         }
         ps->kernel_us /= (double)ps->steps;
         ps->nodes_per_step = (double)n / (double)ps->steps;
         /* PDL already in use: kernels of one stream overlap in the eager run */
         int64_t *last_e = calloc(nstreams + 1, sizeof(int64_t));
-        if (!last_e) st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory in the prediction");
+        if (!last_e)
+            st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory in the prediction");
         for (size_t i = 0; st == GR_OK && i < n; i++) {
             const gr_tr_gpu *g = &t->gpu.v[it[i].gi];
             if (last_e[it[i].stream] && g->s < last_e[it[i].stream]) ps->pdl_seen = 1;
@@ -514,8 +552,10 @@ static gr_status predict_scope(const pctx *c, const gr_ls_scope *sc, gr_pred_sco
         if (!ps->pdl_seen) ps->pred_pdl_us = simulate(it, n, nstreams, ps->steps, cal, 1, &hit2);
         st = find_chains(c, ps, it, n, nstreams, err);
     }
-    if (st == GR_OK && ps->nchains > 0) ps->pred_fused_us = simulate(it, n, nstreams, ps->steps, cal, 2, &hit2);
-    for (size_t i = 0; i < n; i++) free(it[i].dep);
+    if (st == GR_OK && ps->nchains > 0)
+        ps->pred_fused_us = simulate(it, n, nstreams, ps->steps, cal, 2, &hit2);
+    for (size_t i = 0; i < n; i++)
+        free(it[i].dep);
     free(it);
     if (st != GR_OK) return st;
     if (isnan(ps->pred_us) || isnan(ps->pred_pdl_us) || isnan(ps->pred_fused_us))
@@ -538,21 +578,27 @@ void gr_pred_set_truth(gr_pred_scope *ps, const gr_ls_scope *g, const char *labe
     ps->truth_us = v;
     ps->truth_traced = !(g->untraced_step_us > 0);
     ps->error_pct = ps->ok ? 100.0 * (ps->pred_us - v) / v : 0;
-    /* a traced graph step is often set by the traced host (graph launch calls inflated several-fold):
-     * the GPU span of one launch, when a launch is a step, is the figure tracing leaves alone */
-    if (g->graph.launches > 0 && g->steps > 0 && (int64_t)g->graph.launches == g->steps && g->graph.span_us.n > 0) {
+    /* a traced graph step is often set by the traced host (graph launch calls inflated
+     * several-fold): the GPU span of one launch, when a launch is a step, is the figure tracing
+     * leaves alone */
+    if (g->graph.launches > 0 && g->steps > 0 && (int64_t)g->graph.launches == g->steps &&
+        g->graph.span_us.n > 0) {
         ps->truth_gpu_us = g->graph.span_us.median;
-        ps->error_gpu_pct = ps->ok ? 100.0 * (ps->pred_us - ps->truth_gpu_us) / ps->truth_gpu_us : 0;
+        ps->error_gpu_pct =
+            ps->ok ? 100.0 * (ps->pred_us - ps->truth_gpu_us) / ps->truth_gpu_us : 0;
     }
 }
 
-gr_status gr_pred_run(const gr_ls_report *r, const gr_pred_opts *o, gr_pred_report **out, gr_error *err) {
+gr_status gr_pred_run(const gr_ls_report *r, const gr_pred_opts *o, gr_pred_report **out,
+                      gr_error *err) {
     *out = NULL;
     const gr_trace *t = r->tr;
     gr_pred_report *p = calloc(1, sizeof(*p));
     if (!p) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory in the prediction");
-    if (o) p->opts = *o;
-    else gr_pred_opts_default(&p->opts);
+    if (o)
+        p->opts = *o;
+    else
+        gr_pred_opts_default(&p->opts);
     /* the device: the header's name, else the first context's */
     const char *dev = t->device, *cc = t->cc;
     if (!dev[0] && t->ctx.n > 0) {
@@ -565,13 +611,15 @@ gr_status gr_pred_run(const gr_ls_report *r, const gr_pred_opts *o, gr_pred_repo
     p->calib_exact = exact;
     if (!exact)
         snprintf(p->calib_note, sizeof(p->calib_note),
-                 "no graph calibration for %s (cc %s): using the %s row, the nearest compute capability; "
+                 "no graph calibration for %s (cc %s): using the %s row, the nearest compute "
+                 "capability; "
                  "measure this GPU (docs/predict.md) or give --graph-node-us and --graph-launch-us",
                  p->device, cc[0] ? cc : "unknown", p->calib.gpu);
     if (p->opts.node_us >= 0 || p->opts.launch_us >= 0) {
         if (p->opts.node_us >= 0) p->calib.node_us = p->opts.node_us;
         if (p->opts.launch_us >= 0) p->calib.launch_us = p->opts.launch_us;
-        p->calib.source = "given on the command line (--graph-node-us / --graph-launch-us); the rest from the table";
+        p->calib.source = "given on the command line (--graph-node-us / --graph-launch-us); the "
+                          "rest from the table";
         p->calib_exact = 2;
         p->calib_note[0] = '\0';
     }
@@ -584,19 +632,23 @@ gr_status gr_pred_run(const gr_ls_report *r, const gr_pred_opts *o, gr_pred_repo
     gr_u64map_init(&c.op_by_tag);
     gr_status st = GR_OK;
     c.outer = malloc((t->api.n + 1) * sizeof(int32_t));
-    if (!c.outer || gr_trace_api_outermost(t, c.outer) != 0) st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+    if (!c.outer || gr_trace_api_outermost(t, c.outer) != 0)
+        st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
     for (size_t i = 0; st == GR_OK && i < t->api.n; i++) {
         int64_t prev;
         uint32_t corr = t->api.v[i].corr;
         if (!corr) continue;
         if (gr_u64map_get(&c.api_by_corr, corr, &prev) && c.outer[prev] < 0) continue;
-        if (!gr_u64map_put(&c.api_by_corr, corr, (int64_t)i)) st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+        if (!gr_u64map_put(&c.api_by_corr, corr, (int64_t)i))
+            st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
     }
     for (size_t i = 0; st == GR_OK && i < t->ext.n; i++)
-        if (!gr_u64map_put_new(&c.ext_by_corr, t->ext.v[i].corr, (int64_t)t->ext.v[i].id) && c.ext_by_corr.oom)
+        if (!gr_u64map_put_new(&c.ext_by_corr, t->ext.v[i].corr, (int64_t)t->ext.v[i].id) &&
+            c.ext_by_corr.oom)
             st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
     for (size_t i = 0; st == GR_OK && i < t->op.n; i++)
-        if (!gr_u64map_put(&c.op_by_tag, t->op.v[i].tag, (int64_t)i)) st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+        if (!gr_u64map_put(&c.op_by_tag, t->op.v[i].tag, (int64_t)i))
+            st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
     size_t ns = r->nregions ? r->nregions : 1;
     if (st == GR_OK) {
         p->scopes = calloc(ns, sizeof(gr_pred_scope));
@@ -610,7 +662,8 @@ gr_status gr_pred_run(const gr_ls_report *r, const gr_pred_opts *o, gr_pred_repo
         if (st == GR_OK && p->scopes[k].ok && sc->variant[0])
             for (size_t j = 0; j < r->nregions; j++) {
                 const gr_ls_scope *g = &r->regions[j];
-                if (g != sc && !strcmp(g->variant, sc->variant) && !strcmp(g->mode, "graph") && g->graph_kernels > 0)
+                if (g != sc && !strcmp(g->variant, sc->variant) && !strcmp(g->mode, "graph") &&
+                    g->graph_kernels > 0)
                     gr_pred_set_truth(&p->scopes[k], g, g->name);
             }
     }
@@ -643,29 +696,41 @@ static const char *num(double v) {
     static unsigned next;
     char *b = bufs[next++ % 16];
     double a = fabs(v);
-    if (a >= 1000 || a == 0) snprintf(b, 32, "%.0f", v);
-    else if (a >= 100) snprintf(b, 32, "%.1f", v);
-    else if (a >= 10) snprintf(b, 32, "%.2f", v);
-    else snprintf(b, 32, "%.3f", v);
+    if (a >= 1000 || a == 0)
+        snprintf(b, 32, "%.0f", v);
+    else if (a >= 100)
+        snprintf(b, 32, "%.1f", v);
+    else if (a >= 10)
+        snprintf(b, 32, "%.2f", v);
+    else
+        snprintf(b, 32, "%.3f", v);
     return b;
 }
 
 static void bytes_str(double b, char *out, size_t size) {
-    if (b >= 1e9) snprintf(out, size, "%.2f GB", b / 1e9);
-    else if (b >= 1e6) snprintf(out, size, "%.2f MB", b / 1e6);
-    else if (b >= 1e3) snprintf(out, size, "%.1f KB", b / 1e3);
-    else snprintf(out, size, "%.0f B", b);
+    if (b >= 1e9)
+        snprintf(out, size, "%.2f GB", b / 1e9);
+    else if (b >= 1e6)
+        snprintf(out, size, "%.2f MB", b / 1e6);
+    else if (b >= 1e3)
+        snprintf(out, size, "%.1f KB", b / 1e3);
+    else
+        snprintf(out, size, "%.0f B", b);
 }
 
 void gr_pred_print(FILE *f, const gr_pred_report *p) {
     const gr_pred_calib *c = &p->calib;
     fprintf(f, "graph prediction (from the eager trace; docs/predict.md)\n");
-    fprintf(f, "  model     per step: one graph launch (%s us) + per node (kernel, copy, memset) its own traced duration "
-               "+ %s us; streams overlap unless the trace shows a wait; no step under the host's %s us graph submit\n",
+    fprintf(f,
+            "  model     per step: one graph launch (%s us) + per node (kernel, copy, memset) its "
+            "own traced duration "
+            "+ %s us; streams overlap unless the trace shows a wait; no step under the host's %s "
+            "us graph submit\n",
             num(c->launch_us), num(c->node_us), num(c->launch_host_us));
     fprintf(f, "  costs     %s\n", c->source);
     if (p->calib_note[0]) fprintf(f, "  WARNING   %s\n", p->calib_note);
-    fprintf(f, "  assumes   the same kernels in the same order, their traced durations (tracing does not stretch "
+    fprintf(f, "  assumes   the same kernels in the same order, their traced durations (tracing "
+               "does not stretch "
                "kernels), no host work inside the step; traced launch gaps are not used\n");
     for (size_t i = 0; i < p->n; i++) {
         const gr_pred_scope *s = &p->scopes[i];
@@ -674,61 +739,82 @@ void gr_pred_print(FILE *f, const gr_pred_report *p) {
             fprintf(f, "    not predicted: %s\n", s->why);
             continue;
         }
-        fprintf(f, "    steps                 %lld (%s); %s nodes per step (%zu kernels, %zu copies/memsets in the "
-                   "scope), %zu stream%s\n",
-                (long long)s->steps, s->steps_from, num(s->nodes_per_step), s->kernels, s->memops, s->streams,
-                s->streams == 1 ? "" : "s");
-        fprintf(f, "    kernel time           %s us per step (own durations, traced)\n", num(s->kernel_us));
+        fprintf(f,
+                "    steps                 %lld (%s); %s nodes per step (%zu kernels, %zu "
+                "copies/memsets in the "
+                "scope), %zu stream%s\n",
+                (long long)s->steps, s->steps_from, num(s->nodes_per_step), s->kernels, s->memops,
+                s->streams, s->streams == 1 ? "" : "s");
+        fprintf(f, "    kernel time           %s us per step (own durations, traced)\n",
+                num(s->kernel_us));
         if (s->measured_us > 0)
             fprintf(f, "    eager step, measured  %s us %s\n", num(s->measured_us),
-                    s->measured_traced ? "TRACED (host span / steps: tracing inflates eager launches, so the gain "
-                                         "below is overstated; time the program untraced)"
-                                       : "untraced (graphrun's measurement)");
+                    s->measured_traced
+                        ? "TRACED (host span / steps: tracing inflates eager launches, so the gain "
+                          "below is overstated; time the program untraced)"
+                        : "untraced (graphrun's measurement)");
         fprintf(f, "    graph step, predicted %s us", num(s->pred_us));
         if (s->measured_us > 0)
-            fprintf(f, ": %.2fx, %s us saved per step (%.1f%%)", s->speedup, num(s->saved_us), 100 * s->gain_frac);
+            fprintf(f, ": %.2fx, %s us saved per step (%.1f%%)", s->speedup, num(s->saved_us),
+                    100 * s->gain_frac);
         fprintf(f, "\n");
         if (s->has_truth)
-            fprintf(f, "    graph step, measured  %s us %s (%s): prediction %+.1f%%\n", num(s->truth_us),
-                    s->truth_traced ? "TRACED, host span / steps" : "untraced", s->truth_name, s->error_pct);
+            fprintf(f, "    graph step, measured  %s us %s (%s): prediction %+.1f%%\n",
+                    num(s->truth_us), s->truth_traced ? "TRACED, host span / steps" : "untraced",
+                    s->truth_name, s->error_pct);
         if (s->has_truth && s->truth_traced && s->truth_gpu_us > 0)
-            fprintf(f, "    graph GPU span        %s us per launch, traced (first node start .. last node end): "
-                       "prediction %+.1f%%\n",
+            fprintf(f,
+                    "    graph GPU span        %s us per launch, traced (first node start .. last "
+                    "node end): "
+                    "prediction %+.1f%%\n",
                     num(s->truth_gpu_us), s->error_gpu_pct);
         if (s->measured_us > 0)
             fprintf(f, "    verdict               %s\n",
-                    s->verdict == GR_PRED_HELPS ? "a CUDA graph would help"
-                                                : "graphs would not help: the predicted gain is within noise (< 3% "
-                                                  "of the step)");
+                    s->verdict == GR_PRED_HELPS
+                        ? "a CUDA graph would help"
+                        : "graphs would not help: the predicted gain is within noise (< 3% "
+                          "of the step)");
         if (s->host_floor_hit > 0)
-            fprintf(f, "    host-bound            %.0f%% of steps are set by the host's graph submit, not the GPU\n",
+            fprintf(f,
+                    "    host-bound            %.0f%% of steps are set by the host's graph submit, "
+                    "not the GPU\n",
                     100 * s->host_floor_hit);
         if (s->pdl_seen)
-            fprintf(f, "    with PDL              not modelled: kernels of one stream already overlap (PDL in use)\n");
+            fprintf(f, "    with PDL              not modelled: kernels of one stream already "
+                       "overlap (PDL in use)\n");
         else
-            fprintf(f, "    with PDL              %s us (each dependent kernel pair on a stream overlaps by min(%s us, "
-                       "half of either kernel): an upper bound, kernels must call cudaGridDependencySynchronize)\n",
+            fprintf(f,
+                    "    with PDL              %s us (each dependent kernel pair on a stream "
+                    "overlaps by min(%s us, "
+                    "half of either kernel): an upper bound, kernels must call "
+                    "cudaGridDependencySynchronize)\n",
                     num(s->pred_pdl_us), num(c->pdl_us));
         if (s->streams > 1)
-            fprintf(f, "    streams               %s\n",
-                    s->cross_deps ? "cross-stream waits seen in the trace are kept as dependencies"
-                    : s->deps_recorded ? "no cross-stream wait seen: streams overlap within a step"
-                                       : "the trace records no event calls: streams are assumed to overlap within a "
-                                         "step");
+            fprintf(
+                f, "    streams               %s\n",
+                s->cross_deps ? "cross-stream waits seen in the trace are kept as dependencies"
+                : s->deps_recorded
+                    ? "no cross-stream wait seen: streams overlap within a step"
+                    : "the trace records no event calls: streams are assumed to overlap within a "
+                      "step");
         if (s->nbreaks) {
             fprintf(f, "    breaks the assumption (capture checker's categories):\n");
             for (size_t b = 0; b < s->nbreaks; b++) {
                 const gr_pred_break *x = &s->breaks[b];
-                fprintf(f, "      %-14s %-28s %zu (%s per step)%s\n", gr_find_kind_name(x->kind), x->api, x->count,
-                        num(x->per_step),
-                        x->uncertain ? ": pinned or pageable is not recorded; a pageable copy breaks capture"
-                        : x->in_step ? ": inside the step, remove it or move it out"
-                                     : ": fewer than one per step, likely between steps (the timing loop)");
+                fprintf(f, "      %-14s %-28s %zu (%s per step)%s\n", gr_find_kind_name(x->kind),
+                        x->api, x->count, num(x->per_step),
+                        x->uncertain
+                            ? ": pinned or pageable is not recorded; a pageable copy breaks capture"
+                        : x->in_step
+                            ? ": inside the step, remove it or move it out"
+                            : ": fewer than one per step, likely between steps (the timing loop)");
             }
         }
         if (s->nchains) {
-            fprintf(f, "    fusion what-if (ESTIMATE): %zu chain%s of small kernels on one stream, fused at the "
-                       "memory floor (%s GB/s) but no faster than the chain's shortest kernel:\n",
+            fprintf(f,
+                    "    fusion what-if (ESTIMATE): %zu chain%s of small kernels on one stream, "
+                    "fused at the "
+                    "memory floor (%s GB/s) but no faster than the chain's shortest kernel:\n",
                     s->nchains, s->nchains == 1 ? "" : "s", num(c->hbm_gbps));
             int top = p->opts.top > 0 ? p->opts.top : 5;
             for (size_t k = 0; k < s->nchains && k < (size_t)top; k++) {
@@ -736,15 +822,22 @@ void gr_pred_print(FILE *f, const gr_pred_report *p) {
                 char bu[32], bf[32];
                 bytes_str(ch->bytes_unfused, bu, sizeof(bu));
                 bytes_str(ch->bytes_fused, bf, sizeof(bf));
-                fprintf(f, "      %s per step: %s\n        %s -> %s us each (nodes included), saves %s us/step; bytes "
-                           "assumed %s -> %s (%.0f elements x %.0f B)\n",
-                        num(ch->per_step), ch->names, num(ch->unfused_us), num(ch->fused_us), num(ch->saved_us), bu, bf,
-                        ch->elems, p->opts.elem_bytes);
+                fprintf(f,
+                        "      %s per step: %s\n        %s -> %s us each (nodes included), saves "
+                        "%s us/step; bytes "
+                        "assumed %s -> %s (%.0f elements x %.0f B)\n",
+                        num(ch->per_step), ch->names, num(ch->unfused_us), num(ch->fused_us),
+                        num(ch->saved_us), bu, bf, ch->elems, p->opts.elem_bytes);
             }
-            if (s->nchains > (size_t)top) fprintf(f, "      (%zu more)\n", s->nchains - (size_t)top);
-            fprintf(f, "      graph step with them fused: %s us (estimate)\n", num(s->pred_fused_us));
-            fprintf(f, "      bytes assume each kernel reads two and writes one tensor of the chain's largest launch "
-                       "(one element per thread), and that each output is read only by the next kernel\n");
+            if (s->nchains > (size_t)top)
+                fprintf(f, "      (%zu more)\n", s->nchains - (size_t)top);
+            fprintf(f, "      graph step with them fused: %s us (estimate)\n",
+                    num(s->pred_fused_us));
+            fprintf(
+                f,
+                "      bytes assume each kernel reads two and writes one tensor of the chain's "
+                "largest launch "
+                "(one element per thread), and that each output is read only by the next kernel\n");
         }
     }
 }
@@ -753,14 +846,15 @@ void *gr_pred_json(const gr_pred_report *p) {
     const gr_pred_calib *c = &p->calib;
     json_t *j = json_object();
     json_object_set_new(j, "device", json_string(p->device));
-    json_object_set_new(j, "calibration",
-                        json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:s, s:s}", "gpu", c->gpu, "from",
-                                  p->calib_exact == 2   ? "user"
-                                  : p->calib_exact == 1 ? "table"
-                                                        : "nearest",
-                                  "node_us", c->node_us, "launch_us", c->launch_us, "launch_host_us", c->launch_host_us,
-                                  "pdl_us", c->pdl_us, "hbm_gbps", c->hbm_gbps, "source", c->source, "warning",
-                                  p->calib_note));
+    json_object_set_new(
+        j, "calibration",
+        json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:s, s:s}", "gpu", c->gpu, "from",
+                  p->calib_exact == 2   ? "user"
+                  : p->calib_exact == 1 ? "table"
+                                        : "nearest",
+                  "node_us", c->node_us, "launch_us", c->launch_us, "launch_host_us",
+                  c->launch_host_us, "pdl_us", c->pdl_us, "hbm_gbps", c->hbm_gbps, "source",
+                  c->source, "warning", p->calib_note));
     json_object_set_new(j, "noise_frac", json_real(p->opts.noise_frac));
     json_t *arr = json_array();
     for (size_t i = 0; i < p->n; i++) {
@@ -771,21 +865,26 @@ void *gr_pred_json(const gr_pred_report *p) {
             json_array_append_new(arr, o);
             continue;
         }
-        json_t *more = json_pack("{s:I, s:s, s:f, s:I, s:I, s:I, s:f, s:f, s:b, s:f, s:f, s:f, s:f, s:s, s:f, s:b, s:b, s:I}",
-                         "steps", (json_int_t)s->steps, "steps_from", s->steps_from, "nodes_per_step",
-                         s->nodes_per_step, "kernels", (json_int_t)s->kernels, "copies_memsets", (json_int_t)s->memops,
-                         "streams", (json_int_t)s->streams, "kernel_us_per_step", s->kernel_us, "eager_measured_us",
-                         s->measured_us, "eager_measured_traced", s->measured_traced, "graph_predicted_us", s->pred_us,
-                         "speedup", s->speedup, "saved_us_per_step", s->saved_us, "gain_frac", s->gain_frac, "verdict",
-                         s->verdict == GR_PRED_HELPS ? "helps" : "no_gain", "host_bound_steps", s->host_floor_hit,
-                         "pdl_seen", s->pdl_seen, "deps_recorded", s->deps_recorded, "cross_stream_deps",
-                         (json_int_t)s->cross_deps);
+        json_t *more = json_pack(
+            "{s:I, s:s, s:f, s:I, s:I, s:I, s:f, s:f, s:b, s:f, s:f, s:f, s:f, s:s, s:f, s:b, s:b, "
+            "s:I}",
+            "steps", (json_int_t)s->steps, "steps_from", s->steps_from, "nodes_per_step",
+            s->nodes_per_step, "kernels", (json_int_t)s->kernels, "copies_memsets",
+            (json_int_t)s->memops, "streams", (json_int_t)s->streams, "kernel_us_per_step",
+            s->kernel_us, "eager_measured_us", s->measured_us, "eager_measured_traced",
+            s->measured_traced, "graph_predicted_us", s->pred_us, "speedup", s->speedup,
+            "saved_us_per_step", s->saved_us, "gain_frac", s->gain_frac, "verdict",
+            s->verdict == GR_PRED_HELPS ? "helps" : "no_gain", "host_bound_steps",
+            s->host_floor_hit, "pdl_seen", s->pdl_seen, "deps_recorded", s->deps_recorded,
+            "cross_stream_deps", (json_int_t)s->cross_deps);
         json_object_update(o, more);
         json_decref(more);
-        json_object_set_new(o, "graph_pdl_predicted_us", s->pdl_seen ? json_null() : json_real(s->pred_pdl_us));
+        json_object_set_new(o, "graph_pdl_predicted_us",
+                            s->pdl_seen ? json_null() : json_real(s->pred_pdl_us));
         if (s->has_truth) {
-            json_t *gm = json_pack("{s:s, s:f, s:b, s:f}", "scope", s->truth_name, "us", s->truth_us, "traced",
-                                   s->truth_traced, "error_pct", s->error_pct);
+            json_t *gm =
+                json_pack("{s:s, s:f, s:b, s:f}", "scope", s->truth_name, "us", s->truth_us,
+                          "traced", s->truth_traced, "error_pct", s->error_pct);
             if (s->truth_gpu_us > 0) {
                 json_object_set_new(gm, "gpu_span_us", json_real(s->truth_gpu_us));
                 json_object_set_new(gm, "gpu_span_error_pct", json_real(s->error_gpu_pct));
@@ -795,23 +894,26 @@ void *gr_pred_json(const gr_pred_report *p) {
         json_t *br = json_array();
         for (size_t b = 0; b < s->nbreaks; b++) {
             const gr_pred_break *x = &s->breaks[b];
-            json_array_append_new(br, json_pack("{s:s, s:s, s:I, s:f, s:b, s:b}", "kind", gr_find_kind_name(x->kind),
-                                                "api", x->api, "count", (json_int_t)x->count, "per_step", x->per_step,
+            json_array_append_new(br, json_pack("{s:s, s:s, s:I, s:f, s:b, s:b}", "kind",
+                                                gr_find_kind_name(x->kind), "api", x->api, "count",
+                                                (json_int_t)x->count, "per_step", x->per_step,
                                                 "in_step", x->in_step, "uncertain", x->uncertain));
         }
         json_object_set_new(o, "breaks", br);
         json_t *fu = json_object();
         json_object_set_new(fu, "estimate", json_true());
-        json_object_set_new(fu, "graph_fused_predicted_us", s->nchains ? json_real(s->pred_fused_us) : json_null());
+        json_object_set_new(fu, "graph_fused_predicted_us",
+                            s->nchains ? json_real(s->pred_fused_us) : json_null());
         json_object_set_new(fu, "saved_us_per_step", json_real(s->fused_saved_us));
         json_t *ch = json_array();
         for (size_t k = 0; k < s->nchains; k++) {
             const gr_pred_chain *x = &s->chains[k];
-            json_array_append_new(ch, json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "kernels", x->names,
-                                                "len", x->len, "per_step", x->per_step, "unfused_us", x->unfused_us,
-                                                "fused_us", x->fused_us, "saved_us_per_step", x->saved_us,
-                                                "bytes_unfused", x->bytes_unfused, "bytes_fused", x->bytes_fused,
-                                                "elements", x->elems));
+            json_array_append_new(
+                ch, json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "kernels", x->names,
+                              "len", x->len, "per_step", x->per_step, "unfused_us", x->unfused_us,
+                              "fused_us", x->fused_us, "saved_us_per_step", x->saved_us,
+                              "bytes_unfused", x->bytes_unfused, "bytes_fused", x->bytes_fused,
+                              "elements", x->elems));
         }
         json_object_set_new(fu, "chains", ch);
         json_object_set_new(o, "fusion", fu);

@@ -45,9 +45,12 @@ static void pb_printf(pb *b, const char *fmt, ...) {
 
 static void pb_init(pb *b, const char *device, int steps) {
     memset(b, 0, sizeof(*b));
-    pb_printf(b, "{\"t\":\"header\",\"schema_version\":1,\"tool\":\"test\",\"tool_version\":\"0\",\"mode\":\"injection\","
-                 "\"t0\":1000000000,\"command\":\"./app\",\"device\":\"%s\",\"cc\":\"8.0\",\"driver_version\":13000,"
-                 "\"latency\":false,\"steps\":%d}",
+    pb_printf(b,
+              "{\"t\":\"header\",\"schema_version\":1,\"tool\":\"test\",\"tool_version\":\"0\","
+              "\"mode\":\"injection\","
+              "\"t0\":1000000000,\"command\":\"./"
+              "app\",\"device\":\"%s\",\"cc\":\"8.0\",\"driver_version\":13000,"
+              "\"latency\":false,\"steps\":%d}",
               device, steps);
 }
 
@@ -60,17 +63,22 @@ static int pb_name(pb *b, const char *name) {
 }
 
 static void pb_api(pb *b, const char *name, long long s, long long e, unsigned corr) {
-    pb_printf(b, "{\"t\":\"api\",\"d\":\"rt\",\"cb\":1,\"n\":%d,\"s\":%lld,\"e\":%lld,\"tid\":7,\"corr\":%u,\"ret\":0}",
+    pb_printf(b,
+              "{\"t\":\"api\",\"d\":\"rt\",\"cb\":1,\"n\":%d,\"s\":%lld,\"e\":%lld,\"tid\":7,"
+              "\"corr\":%u,\"ret\":0}",
               pb_name(b, name), s, e, corr);
     b->records++;
 }
 
 /* A kernel launched by cudaLaunchKernel at `ls` (ns) that ran [s, e) on `stream`. */
-static void pb_kernel(pb *b, const char *name, long long ls, long long s, long long e, unsigned stream, unsigned corr) {
+static void pb_kernel(pb *b, const char *name, long long ls, long long s, long long e,
+                      unsigned stream, unsigned corr) {
     pb_api(b, "cudaLaunchKernel", ls, ls + 500, corr);
-    pb_printf(b, "{\"t\":\"k\",\"n\":%d,\"s\":%lld,\"e\":%lld,\"dev\":0,\"ctx\":1,\"str\":%u,\"corr\":%u,"
-                 "\"g\":[4,1,1],\"b\":[256,1,1]}",
-              pb_name(b, name), s, e, stream, corr);
+    pb_printf(
+        b,
+        "{\"t\":\"k\",\"n\":%d,\"s\":%lld,\"e\":%lld,\"dev\":0,\"ctx\":1,\"str\":%u,\"corr\":%u,"
+        "\"g\":[4,1,1],\"b\":[256,1,1]}",
+        pb_name(b, name), s, e, stream, corr);
     b->records++;
 }
 
@@ -190,7 +198,8 @@ static void test_breaks(void) {
         pb_api(&b, "cudaStreamSynchronize_v3020", t + 2000, t + 8000, 200 + s);
     }
     pb_api(&b, "cudaMemcpyAsync", 150000, 150500, 300);
-    pb_printf(&b, "{\"t\":\"cpy\",\"kind\":\"HtoD\",\"bytes\":4096,\"s\":151000,\"e\":152000,\"dev\":0,\"ctx\":1,"
+    pb_printf(&b, "{\"t\":\"cpy\",\"kind\":\"HtoD\",\"bytes\":4096,\"s\":151000,\"e\":152000,"
+                  "\"dev\":0,\"ctx\":1,"
                   "\"str\":1,\"corr\":300}");
     b.records++;
     loaded l;
@@ -200,8 +209,10 @@ static void test_breaks(void) {
     int alloc = 0, sync = 0, copy = 0;
     for (size_t i = 0; i < s->nbreaks; i++) {
         const gr_pred_break *x = &s->breaks[i];
-        if (x->kind == GR_FK_ALLOC && !strcmp(x->api, "cudaMalloc") && x->count == 2 && x->in_step) alloc = 1;
-        if (x->kind == GR_FK_SYNC && !strcmp(x->api, "cudaStreamSynchronize") && x->in_step) sync = 1;
+        if (x->kind == GR_FK_ALLOC && !strcmp(x->api, "cudaMalloc") && x->count == 2 && x->in_step)
+            alloc = 1;
+        if (x->kind == GR_FK_SYNC && !strcmp(x->api, "cudaStreamSynchronize") && x->in_step)
+            sync = 1;
         if (x->kind == GR_FK_PAGEABLE_COPY && x->uncertain && !x->in_step) copy = 1;
     }
     CU_ASSERT(alloc);
@@ -231,7 +242,8 @@ static void test_calibration(void) {
     const gr_pred_calib *c = gr_pred_calib_lookup("NVIDIA H200", "9.0", &exact);
     CU_ASSERT_EQUAL(exact, 1);
     CU_ASSERT_STRING_EQUAL(c->gpu, "NVIDIA H200");
-    CU_ASSERT(c->node_us > 0 && c->launch_us > 0 && c->launch_host_us > 0 && c->pdl_us > 0 && c->hbm_gbps > 0);
+    CU_ASSERT(c->node_us > 0 && c->launch_us > 0 && c->launch_host_us > 0 && c->pdl_us > 0 &&
+              c->hbm_gbps > 0);
     GR_ASSERT_CONTAINS(c->source, "run5");
     c = gr_pred_calib_lookup("Some Future GPU", "12.0", &exact);
     CU_ASSERT_EQUAL(exact, 0);
@@ -284,9 +296,11 @@ static void test_not_predicted(void) {
     pb b;
     pb_init(&b, "NVIDIA H200", 0);
     pb_api(&b, "cudaGraphLaunch", 100000, 101000, 10);
-    pb_printf(&b, "{\"t\":\"k\",\"n\":%d,\"s\":105000,\"e\":106000,\"dev\":0,\"ctx\":1,\"str\":1,\"corr\":10,"
-                  "\"g\":[1,1,1],\"b\":[32,1,1],\"gid\":1,\"nid\":5}",
-              pb_name(&b, "k_kernel"));
+    pb_printf(
+        &b,
+        "{\"t\":\"k\",\"n\":%d,\"s\":105000,\"e\":106000,\"dev\":0,\"ctx\":1,\"str\":1,\"corr\":10,"
+        "\"g\":[1,1,1],\"b\":[32,1,1],\"gid\":1,\"nid\":5}",
+        pb_name(&b, "k_kernel"));
     b.records++;
     loaded l;
     CU_ASSERT_FATAL(predict_text(pb_end(&b), -1, -1, &l));
@@ -302,14 +316,23 @@ static void test_not_predicted(void) {
     GR_ASSERT_CONTAINS(l.p->scopes[0].steps_from, "none");
     loaded_free(&l);
     free(b.p);
+    /* more steps than nodes: a wrong --steps, not a prediction */
+    pb_init(&b, "NVIDIA H200", 1000000);
+    pb_kernel(&b, "k_kernel", 100000, 105000, 115000, 1, 10);
+    CU_ASSERT_FATAL(predict_text(pb_end(&b), -1, -1, &l));
+    CU_ASSERT_FALSE(l.p->scopes[0].ok);
+    GR_ASSERT_CONTAINS(l.p->scopes[0].why,
+                       "more steps (1000000, header) than kernels, copies and memsets (1)");
+    loaded_free(&l);
+    free(b.p);
 }
 
 /* ---- the proof on the recorded H200 fixtures (docs/predict.md, "Proof") ---- */
 
 typedef struct fixture_row {
     const char *file, *region;
-    double predicted;  /* us per step, as docs/predict.md records it */
-    double bound_pct;  /* the error this model achieves on the row, asserted */
+    double predicted; /* us per step, as docs/predict.md records it */
+    double bound_pct; /* the error this model achieves on the row, asserted */
 } fixture_row;
 
 /* Each graphrun fixture's eager regions: predicted from the eager region, measured by graphrun
@@ -339,7 +362,8 @@ static int load_fixture(const char *file, loaded *l) {
     memset(l, 0, sizeof(*l));
     char path[1024];
     snprintf(path, sizeof(path), "%s/%s", gr_test_src("tests/data"), file);
-    if (gr_trace_load(path, 0, &l->t, &e) != GR_OK || gr_ls_analyze(l->t, NULL, &l->r, &e) != GR_OK ||
+    if (gr_trace_load(path, 0, &l->t, &e) != GR_OK ||
+        gr_ls_analyze(l->t, NULL, &l->r, &e) != GR_OK ||
         gr_pred_run(l->r, NULL, &l->p, &e) != GR_OK) {
         fprintf(stderr, "\n    %s: %s\n", file, e.msg);
         return 0;
@@ -368,17 +392,20 @@ static void test_fixtures_graphrun(void) {
         double err = 100 * (s->pred_us - s->truth_us) / s->truth_us;
         NEAR(s->error_pct, err, 1e-9);
         int ok = fabs(err) <= fr->bound_pct;
-        if (!ok) fprintf(stderr, "\n    %s %s: predicted %.3f, measured %.3f: %+.1f%%\n", fr->file, fr->region, s->pred_us,
-                         s->truth_us, err);
+        if (!ok)
+            fprintf(stderr, "\n    %s %s: predicted %.3f, measured %.3f: %+.1f%%\n", fr->file,
+                    fr->region, s->pred_us, s->truth_us, err);
         CU_ASSERT(ok);
         /* the figure docs/predict.md records */
         CU_ASSERT(fabs(s->pred_us - fr->predicted) <= 0.001 * fr->predicted + 0.001);
         /* the sign: a gain the measurement shows beyond the noise band is predicted, and a gain
          * within it is not */
         double measured_gain = (s->measured_us - s->truth_us) / s->measured_us;
-        CU_ASSERT_EQUAL(s->verdict, measured_gain >= l.p->opts.noise_frac ? GR_PRED_HELPS : GR_PRED_NO_GAIN);
+        CU_ASSERT_EQUAL(s->verdict,
+                        measured_gain >= l.p->opts.noise_frac ? GR_PRED_HELPS : GR_PRED_NO_GAIN);
         /* the sync calls in graphrun's regions are its timing loop, between steps */
-        for (size_t k = 0; k < s->nbreaks; k++) CU_ASSERT_FALSE(s->breaks[k].in_step);
+        for (size_t k = 0; k < s->nbreaks; k++)
+            CU_ASSERT_FALSE(s->breaks[k].in_step);
     }
     loaded_free(&l);
 }
@@ -439,7 +466,8 @@ static char out[1 << 20];
 
 static int ls(const char *args) {
     char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s 2>&1", GR_SOURCE_DIR, gr_test_bin("cupti-launchstat"), args);
+    snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s 2>&1", GR_SOURCE_DIR,
+             gr_test_bin("cupti-launchstat"), args);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
     size_t n = fread(out, 1, sizeof(out) - 1, p);
@@ -453,8 +481,10 @@ static void test_cli_errors(void) {
     char a[512];
     snprintf(a, sizeof(a), "report %s --graph-node-us abc", t);
     CU_ASSERT_EQUAL(ls(a), 2);
-    GR_ASSERT_CONTAINS(out, "--graph-node-us takes a number of microseconds from 0 to 1e6 (GPU time per graph node), "
-                            "got \"abc\"");
+    GR_ASSERT_CONTAINS(
+        out,
+        "--graph-node-us takes a number of microseconds from 0 to 1e6 (GPU time per graph node), "
+        "got \"abc\"");
     snprintf(a, sizeof(a), "report %s --graph-launch-us=-1", t);
     CU_ASSERT_EQUAL(ls(a), 2);
     GR_ASSERT_CONTAINS(out, "--graph-launch-us takes a number of microseconds");
@@ -463,7 +493,9 @@ static void test_cli_errors(void) {
     GR_ASSERT_CONTAINS(out, "option --graph-launch-us needs a value");
     snprintf(a, sizeof(a), "report %s --no-predict --graph-node-us 0.3", t);
     CU_ASSERT_EQUAL(ls(a), 2);
-    GR_ASSERT_CONTAINS(out, "--graph-node-us and --graph-launch-us shape the prediction, which --no-predict turns off");
+    GR_ASSERT_CONTAINS(
+        out,
+        "--graph-node-us and --graph-launch-us shape the prediction, which --no-predict turns off");
     snprintf(a, sizeof(a), "report %s --predict --no-predict", t);
     CU_ASSERT_EQUAL(ls(a), 2);
     GR_ASSERT_CONTAINS(out, "--predict and --no-predict contradict each other");
@@ -488,15 +520,20 @@ static void test_cli_report(void) {
     CU_ASSERT_EQUAL(ls("report tests/data/pointwise_fusion_n4096.jsonl"), 0);
     CU_ASSERT_PTR_NULL(strstr(out, "graph prediction"));
     CU_ASSERT_EQUAL(ls("report tests/data/pointwise_fusion_n4096.jsonl --predict"), 0);
-    GR_ASSERT_CONTAINS(out, "graph step, measured  4.592 us untraced (unfused graph): prediction -0.7%");
+    GR_ASSERT_CONTAINS(out,
+                       "graph step, measured  4.592 us untraced (unfused graph): prediction -0.7%");
     GR_ASSERT_CONTAINS(out, "fusion what-if (ESTIMATE)");
     GR_ASSERT_CONTAINS(out, "not predicted: already a graph run");
     /* user-given costs */
-    CU_ASSERT_EQUAL(ls("report tests/data/pointwise_fusion_n4096.jsonl --graph-node-us 0 --graph-launch-us 0"), 0);
+    CU_ASSERT_EQUAL(
+        ls("report tests/data/pointwise_fusion_n4096.jsonl --graph-node-us 0 --graph-launch-us 0"),
+        0);
     GR_ASSERT_CONTAINS(out, "given on the command line");
     GR_ASSERT_CONTAINS(out, "graph step, predicted 3.001 us");
     /* --compare with the graph trace: its scope is the truth */
-    CU_ASSERT_EQUAL(ls("report tests/data/torch_mlp_eager.jsonl --compare tests/data/torch_mlp_graph.jsonl"), 0);
+    CU_ASSERT_EQUAL(
+        ls("report tests/data/torch_mlp_eager.jsonl --compare tests/data/torch_mlp_graph.jsonl"),
+        0);
     GR_ASSERT_CONTAINS(out, "graph GPU span        33.66 us per launch, traced");
 
     /* JSON */
@@ -508,7 +545,8 @@ static void test_cli_report(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
     json_t *p = json_object_get(j, "prediction");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(p, "calibration"), "from")), "table");
+    CU_ASSERT_STRING_EQUAL(
+        json_string_value(json_object_get(json_object_get(p, "calibration"), "from")), "table");
     json_t *sc = json_object_get(p, "scopes");
     CU_ASSERT_EQUAL_FATAL(json_array_size(sc), 8);
     json_t *s0 = json_array_get(sc, 0);
@@ -523,15 +561,16 @@ static void test_cli_report(void) {
     CU_ASSERT(json_array_size(json_object_get(fu, "chains")) >= 1);
     CU_ASSERT(json_is_array(json_object_get(s0, "breaks")));
     CU_ASSERT(json_is_false(json_object_get(json_array_get(sc, 1), "predicted")));
-    json_t *s7 = json_array_get(sc, 6);
-    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(s7, "scope")), "gemv_stream eager");
-    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(s7, "verdict")), "no_gain");
+    json_t *s6 = json_array_get(sc, 6);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(s6, "scope")), "gemv_stream eager");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(s6, "verdict")), "no_gain");
     json_decref(j);
 
     /* HTML: the bars */
     const char *html = gr_test_tmpfile(".html", "", 0);
     char a[1024];
-    snprintf(a, sizeof(a), "report tests/data/pointwise_fusion_n4096.jsonl --predict --html %s", html);
+    snprintf(a, sizeof(a), "report tests/data/pointwise_fusion_n4096.jsonl --predict --html %s",
+             html);
     CU_ASSERT_EQUAL(ls(a), 0);
     FILE *f = fopen(html, "r");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -545,19 +584,21 @@ static void test_cli_report(void) {
     GR_ASSERT_CONTAINS(doc, "graph + fusion, estimate");
 }
 
-static CU_TestInfo model_tests[] = {{"streams overlap without a recorded wait", test_streams_overlap},
-                                    {"a recorded wait is a dependency", test_wait_is_a_dependency},
-                                    {"PDL what-if, and PDL already in use", test_pdl},
-                                    {"what breaks the model", test_breaks},
-                                    {"host floor", test_host_floor},
-                                    {"calibration table, unknown GPU", test_calibration},
-                                    {"fusion chains", test_fusion},
-                                    {"graph scope, no steps", test_not_predicted},
-                                    CU_TEST_INFO_NULL};
-static CU_TestInfo proof_tests[] = {{"graphrun fixtures: eager predicted vs graph measured", test_fixtures_graphrun},
-                                    {"torch_mlp eager vs graph", test_fixture_torch},
-                                    {"fusion what-if vs the fused variant", test_fixture_fusion},
-                                    CU_TEST_INFO_NULL};
+static CU_TestInfo model_tests[] = {
+    {"streams overlap without a recorded wait", test_streams_overlap},
+    {"a recorded wait is a dependency", test_wait_is_a_dependency},
+    {"PDL what-if, and PDL already in use", test_pdl},
+    {"what breaks the model", test_breaks},
+    {"host floor", test_host_floor},
+    {"calibration table, unknown GPU", test_calibration},
+    {"fusion chains", test_fusion},
+    {"graph scope, no steps", test_not_predicted},
+    CU_TEST_INFO_NULL};
+static CU_TestInfo proof_tests[] = {
+    {"graphrun fixtures: eager predicted vs graph measured", test_fixtures_graphrun},
+    {"torch_mlp eager vs graph", test_fixture_torch},
+    {"fusion what-if vs the fused variant", test_fixture_fusion},
+    CU_TEST_INFO_NULL};
 static CU_TestInfo cli_tests[] = {{"option errors", test_cli_errors},
                                   {"report, JSON and HTML", test_cli_report},
                                   CU_TEST_INFO_NULL};
