@@ -1081,14 +1081,15 @@ static void pred_bars(out *o, const gr_html_pred_row *rows, int nrows, const cha
             const char *what, *color;
             double us;
             int traced;
-        } b[5] = {{"eager, measured", "#c0504d", r->eager_us, r->eager_traced},
+        } b[6] = {{"eager, measured", "#c0504d", r->eager_us, r->eager_traced},
                   {"graph, predicted", "#4f81bd", r->graph_us, 0},
                   {"graph + PDL, predicted", "#7fa7d6", r->pdl_us, 0},
                   {"graph + fusion, estimate", "#9bbb59", r->fused_us, 0},
-                  {"graph, measured", "#1f497d", r->truth_us, r->truth_traced}};
+                  {"graph, measured", "#1f497d", r->truth_us, r->truth_traced},
+                  {"graph GPU span per launch", "#5a6f8f", r->truth_gpu_us, 1}};
         double mx = 0;
         int nb = 0;
-        for (int k = 0; k < 5; k++)
+        for (int k = 0; k < 6; k++)
             if (b[k].us > 0) {
                 nb++;
                 if (b[k].us > mx) mx = b[k].us;
@@ -1098,7 +1099,7 @@ static void pred_bars(out *o, const gr_html_pred_row *rows, int nrows, const cha
         esc(o, r->label);
         put(o, "</h3>\n<svg width=\"%d\" height=\"%d\" role=\"img\">\n", L + W + 90, nb * (BH + 6) + 4);
         int y = 2;
-        for (int k = 0; k < 5; k++) {
+        for (int k = 0; k < 6; k++) {
             if (!(b[k].us > 0)) continue;
             double w = b[k].us / mx * W;
             put(o, "<text class=\"lane\" x=\"%d\" y=\"%d\">%s%s</text>", L - 6, y + BH - 3, b[k].what,

@@ -100,6 +100,7 @@ typedef struct gr_html_pred_row {
     double pdl_us, fused_us;   /* predicted with PDL, with the fusion what-if (estimate) */
     double truth_us;           /* measured graph step */
     int truth_traced;
+    double truth_gpu_us;       /* traced graph runs: GPU span of one launch */
 } gr_html_pred_row;
 
 /* gr_html_write with a "predicted vs measured" section of bars above the step-time table;

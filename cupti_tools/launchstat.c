@@ -486,6 +486,7 @@ static int export_timeline(const opts *o, const char *trace_path, int partial, c
                 w->fused_us = s->pred_fused_us;
                 w->truth_us = s->has_truth ? s->truth_us : 0;
                 w->truth_traced = s->truth_traced;
+                w->truth_gpu_us = s->has_truth ? s->truth_gpu_us : 0;
             }
         }
         char pnote[700] = "";
