@@ -12,6 +12,8 @@ typedef struct gr_knob {
     const char *name;
     const char *where; /* the file that reads it */
     const char *what;  /* what it sets */
+    int report;        /* 1: graphrun's own, a report lists it when set; 0: a general variable
+                          (HOME, TMPDIR, XDG_*, CUDA's own) read as a fallback or set for a child */
 } gr_knob;
 
 /* The table, NULL-name terminated. */

@@ -3,6 +3,7 @@
  * elements failing, and what the run report says about its checks (docs/verification.md). */
 #define _GNU_SOURCE /* open_memstream, setenv */
 #include <CUnit/CUnit.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "core/plan_print.h"
 #include "core/workload.h"
 #include "kernels/registry.h"
+#include "replay/knobs.h"
 #include "replay/run.h"
 #include "replay/session.h"
 #include "replay/verify.h"
@@ -406,10 +408,11 @@ static void test_report_says_what_was_checked(void) {
     CU_ASSERT_TRUE(v->checks.v[0].passed);
     GR_ASSERT_CONTAINS(v->checks.v[0].note, "not bitwise identical; written by");
     GR_ASSERT_CONTAINS(v->checks.v[0].note, "(decode_down)");
-    /* the report lists the plumbing environment variables that are set (replay/knobs.c) */
-    const char *tmpdir = getenv("TMPDIR");
-    char *old_tmpdir = tmpdir ? strdup(tmpdir) : NULL;
-    setenv("TMPDIR", "/tmp/gr-knob-test", 1);
+    /* the report lists graphrun's environment variables that are set (replay/knobs.c: all
+     * plumbing, none changes a kernel) */
+    const char *nccl = getenv("GR_NCCL_LIBRARY");
+    char *old_nccl = nccl ? strdup(nccl) : NULL;
+    setenv("GR_NCCL_LIBRARY", "/knob-test/libnccl.so.2", 1);
     unsetenv("GRAPHRUN_SOCKET");
     char *text = NULL;
     size_t len = 0;
@@ -424,12 +427,12 @@ static void test_report_says_what_was_checked(void) {
     GR_ASSERT_CONTAINS(text, "tolerance rtol ");
     GR_ASSERT_CONTAINS(text, "(derived)");
     GR_ASSERT_CONTAINS(text, "not bitwise identical; written by");
-    GR_ASSERT_CONTAINS(text, "TMPDIR=/tmp/gr-knob-test");
+    GR_ASSERT_CONTAINS(text, "GR_NCCL_LIBRARY=/knob-test/libnccl.so.2");
     free(text);
     json_t *j = gr_report_json(r);
     CU_ASSERT_TRUE(json_is_false(json_object_get(j, "cpu_reference")));
     GR_ASSERT_CONTAINS(json_string_value(json_object_get(j, "checked_against")), "graph against eager");
-    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(j, "knobs"), "TMPDIR")), "/tmp/gr-knob-test");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(j, "knobs"), "GR_NCCL_LIBRARY")), "/knob-test/libnccl.so.2");
     CU_ASSERT_PTR_NULL(json_object_get(json_object_get(j, "knobs"), "GRAPHRUN_SOCKET"));
     json_t *jv = json_array_get(json_object_get(j, "variants"), 0);
     CU_ASSERT_EQUAL(json_array_size(json_object_get(jv, "outputs_poisoned_nan")), 0);
@@ -448,15 +451,74 @@ static void test_report_says_what_was_checked(void) {
     fclose(f);
     GR_ASSERT_CONTAINS(text, "verification: each variant's outputs against its CPU reference");
     free(text);
-    if (old_tmpdir)
-        setenv("TMPDIR", old_tmpdir, 1);
+    if (old_nccl)
+        setenv("GR_NCCL_LIBRARY", old_nccl, 1);
     else
-        unsetenv("TMPDIR");
-    free(old_tmpdir);
+        unsetenv("GR_NCCL_LIBRARY");
+    free(old_nccl);
     gr_run_report_destroy(r);
     free(x);
     free(y);
     gr_plan_destroy(p);
+}
+
+
+/* The knobs table is whole: every environment variable the sources read (getenv, and the
+ * injection library's env_long) is in replay/knobs.c's table, and kernels/ reads none but the
+ * plumbing ones the table names for it (no variable changes a kernel choice: issue #23). */
+static int knob_listed(const char *name) {
+    for (const gr_knob *k = gr_knobs(); k->name; k++)
+        if (!strcmp(k->name, name)) return 1;
+    return 0;
+}
+
+static void test_knobs_table_whole(void) {
+    static const char *const dirs[] = {"core", "kernels", "capture", "cupti_tools", "replay", "cli"};
+    static const char *const calls[] = {"getenv(\"", "env_long(\""};
+    int files = 0, reads = 0;
+    for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
+        char dir[1024];
+        snprintf(dir, sizeof(dir), "%s", gr_test_src(dirs[d]));
+        DIR *dp = opendir(dir);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dp);
+        for (struct dirent *de; (de = readdir(dp));) {
+            const char *dot = strrchr(de->d_name, '.');
+            if (!dot || (strcmp(dot, ".c") && strcmp(dot, ".cu") && strcmp(dot, ".h") &&
+                         strcmp(dot, ".cuh")))
+                continue;
+            char path[2048];
+            snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+            FILE *f = fopen(path, "rb");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+            static char text[1 << 21];
+            size_t n = fread(text, 1, sizeof(text) - 1, f);
+            text[n] = 0;
+            fclose(f);
+            files++;
+            for (size_t c = 0; c < 2; c++)
+                for (const char *q = strstr(text, calls[c]); q; q = strstr(q + 1, calls[c])) {
+                    char name[96];
+                    const char *b = q + strlen(calls[c]), *e = strchr(b, '"');
+                    if (!e || e - b >= (long)sizeof(name)) continue;
+                    snprintf(name, sizeof(name), "%.*s", (int)(e - b), b);
+                    reads++;
+                    if (!knob_listed(name))
+                        fprintf(stderr, "\n    %s/%s reads %s, which replay/knobs.c does not list",
+                                dirs[d], de->d_name, name);
+                    CU_ASSERT_TRUE(knob_listed(name));
+                }
+        }
+        closedir(dp);
+    }
+    CU_ASSERT_TRUE(files > 50);
+    CU_ASSERT_TRUE(reads >= 10);
+    /* none of the former kernel-choice overrides is read or listed */
+    static const char *const gone[] = {"GR_DEC_CARVEOUT", "GR_IX_RB",       "GR_IX_REG",
+                                       "GR_MI_RB",        "GR_LIN_TC_CFG",  "GR_LIN_WG_CFG",
+                                       "GR_LIN_WG_REGA",  "GR_LIN_WG_BULK", "GR_LIN_WG_TALL",
+                                       "GR_STEP_TIMES",   "GR_DEC_S_INFLIGHT"};
+    for (size_t g = 0; g < sizeof(gone) / sizeof(gone[0]); g++)
+        CU_ASSERT_FALSE(knob_listed(gone[g]));
 }
 
 static CU_TestInfo verify_tests[] = {
@@ -470,6 +532,7 @@ static CU_TestInfo verify_tests[] = {
     {"bundled tolerances carry their reasons", test_bundled_tolerances_documented},
     {"decode: corrupted x fails (small)", test_decode_corrupt_small},
     {"report says what was checked", test_report_says_what_was_checked},
+    {"knobs table lists every environment variable read", test_knobs_table_whole},
     CU_TEST_INFO_NULL,
 };
 

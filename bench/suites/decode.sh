@@ -1,7 +1,7 @@
 # decode_step targets (issue #3). Sourced by bench/run.sh; `one LABEL graphrun-args...` runs and
 # summarises. Each run takes well under a minute on an H200.
 #   - default size (bf16, L16 d2048 f8192 r16 B1), every variant (fused_persistent: the step as
-#     one persistent kernel, fused_stream and fused_splitk: the comparisons of docs/decode_step.md):
+#     one persistent kernel, the comparison of docs/decode_step.md):
 #     graph-fused <= 500 us per step;
 #     the HBM floor (weights + activations over the copy bandwidth of the same run) is ~395 us.
 #     Once more with --pdl (programmatic dependent launch; labelled in the report).
