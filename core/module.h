@@ -24,8 +24,9 @@ typedef struct gr_module {
     char name[64];
     char path[96]; /* JSON path, "modules.mine" */
     gr_module_kind kind;
-    char given[512]; /* the file as the workload names it (compiler messages use it) */
-    char file[1024]; /* the file to read: relative to the workload's directory */
+    char given[512];   /* the file as the workload names it (compiler messages use it) */
+    char file[1024];   /* the file to read: relative to the workload's directory */
+    int arch_specific; /* "arch_specific": true: compile for sm_XYa (wgmma, setmaxnreg) */
     int noptions;
     char *options[GR_MODULE_MAX_OPTIONS]; /* NVRTC options; "include" dirs become -I<dir> */
     int refs;             /* the workload and every plan with an op of this module */

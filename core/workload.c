@@ -195,6 +195,7 @@ static void load_module(gr_workload *wl, const char *name, json_t *val, gr_error
         {"options", GR_JT_ARRAY, 0, "an array of NVRTC options, e.g. [\"--use_fast_math\"]"},
         {"include", GR_JT_ARRAY, 0,
          "an array of include directories, relative to the workload file"},
+        {"arch_specific", GR_JT_BOOL, 0, NULL},
         {"doc", GR_JT_STRING, 0, NULL},
         {NULL, 0, 0, NULL}};
     if (!valid_ident(name)) {
@@ -225,10 +226,11 @@ static void load_module(gr_workload *wl, const char *name, json_t *val, gr_error
         return;
     }
     json_t *options = json_object_get(val, "options"), *include = json_object_get(val, "include");
-    if (kind != GR_MOD_SOURCE && (options || include)) {
+    json_t *archsp = json_object_get(val, "arch_specific");
+    if (kind != GR_MOD_SOURCE && (options || include || archsp)) {
         gr_error_set(err, GR_ERR_INPUT, path,
                      "\"%s\" applies to \"source\" modules only (a %s is already compiled)",
-                     options ? "options" : "include", kinds[kind]);
+                     options ? "options" : include ? "include" : "arch_specific", kinds[kind]);
         return;
     }
     if (wl->nmodules >= GR_MAX_MODULES) {
@@ -243,6 +245,7 @@ static void load_module(gr_workload *wl, const char *name, json_t *val, gr_error
     pthread_mutex_init(&m->lock, NULL);
     m->refs = 1;
     m->kind = (gr_module_kind)kind;
+    m->arch_specific = archsp && json_is_true(archsp);
     snprintf(m->name, sizeof(m->name), "%s", name);
     snprintf(m->path, sizeof(m->path), "%s", path);
     const char *given = json_string_value(json_object_get(val, kinds[kind]));

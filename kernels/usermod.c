@@ -805,8 +805,8 @@ static gr_status compile_source(gr_module *m, uimpl *u, const char *arch) {
     snprintf(m->status, sizeof(m->status), "NVRTC %s for %s, compiled in %.2f s%s", nv_version,
              arch, secs,
              !use_cache ? " (cache off)"
-             : cached   ? " (cached)"
-                        : " (cache not writable)");
+             : cached   ? ", saved in the cache"
+                        : " (the cache is not writable: not saved)");
     return GR_OK;
 }
 
@@ -848,8 +848,8 @@ static gr_status read_image(gr_module *m, uimpl *u, const char *arch) {
             set_failed(u,
                        "\"%s\" is a cubin for sm_%d; the target is %s (a cubin runs on its own "
                        "major architecture, same or newer minor): rebuild it with -arch=%s, or "
-                       "ship PTX or a fatbin%s",
-                       m->given, sm, arch, arch, want ? "" : "");
+                       "ship PTX or a fatbin",
+                       m->given, sm, arch, arch);
             return GR_ERR_INPUT;
         }
         snprintf(m->status, sizeof(m->status), "cubin for sm_%d", sm);
@@ -970,6 +970,19 @@ static gr_status check_user(gr_op *op, const gr_plan *plan, gr_error *err) {
     gr_module *m = u->module;
     char arch[16];
     target_arch(&plan->target, arch, sizeof(arch));
+    /* "arch_specific": the architecture's own features (wgmma, setmaxnreg on sm_90a) */
+    size_t al = strlen(arch);
+    if (m->arch_specific && arch_sm(arch) < 90) {
+        char apath[128];
+        snprintf(apath, sizeof(apath), "%s.arch_specific", m->path);
+        return gr_error_set(err, GR_ERR_INPUT, apath,
+                            "the target is %s; architecture-specific code (sm_90a and newer) needs "
+                            "compute capability 9.0 or newer",
+                            arch);
+    }
+    if (m->arch_specific && al && arch[al - 1] != 'a' && arch[al - 1] != 'f' &&
+        al + 1 < sizeof(arch))
+        arch[al] = 'a', arch[al + 1] = '\0';
     gr_status st = gr_usermod_prepare(m, arch, err);
     if (st != GR_OK) return st;
     pthread_mutex_lock(&m->lock);

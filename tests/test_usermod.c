@@ -403,7 +403,7 @@ static void test_nvrtc_compile_and_cache(void) {
     CU_ASSERT_EQUAL(s1.cache_writes, s0.cache_writes + 2);
     GR_ASSERT_CONTAINS(wl->modules[0]->status, "NVRTC");
     GR_ASSERT_CONTAINS(wl->modules[0]->status, "sm_90");
-    GR_ASSERT_CONTAINS(wl->modules[0]->status, "(cached)");
+    GR_ASSERT_CONTAINS(wl->modules[0]->status, "saved in the cache");
     gr_plan_destroy(p);
     gr_workload_destroy(wl);
     /* a second load (a new process would be the same): from the cache, no compilation */
@@ -433,7 +433,7 @@ static void test_nvrtc_compile_and_cache(void) {
     p = load_plan(workload(SCALE_OP("[\"x\", \"y\", {\"i32\": \"n\"}, {\"f32\": 2}]"), NULL), NULL,
                   NULL, &wl, &e);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    GR_ASSERT_CONTAINS(wl->modules[0]->status, "cache not writable");
+    GR_ASSERT_CONTAINS(wl->modules[0]->status, "the cache is not writable: not saved");
     gr_plan_destroy(p);
     gr_workload_destroy(wl);
     gr_usermod_set_cache_dir("");
@@ -465,6 +465,40 @@ static void test_nvrtc_toolkit_headers(void) {
         " \"args\": [\"x\", \"y\", {\"i32\": 256}], \"inputs\": [\"x\"], \"outputs\": [\"y\"]}]}",
         NULL);
     CU_ASSERT_STRING_EQUAL(m, "(no error)");
+}
+
+/* "arch_specific": true compiles for sm_90a, where the architecture's own instructions are */
+static void test_arch_specific(void) {
+    char ver[1100];
+    if (gr_usermod_nvrtc_version(ver, sizeof(ver)) != 0) {
+        gr_test_skip(__func__, "%s", ver);
+        return;
+    }
+    put("a.cu", "extern \"C\" __global__ void setmax(float *y) {\n"
+                "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
+                "    asm volatile(\"setmaxnreg.inc.sync.aligned.u32 240;\");\n"
+                "#else\n"
+                "    y[0] = not_sm90a;\n"
+                "#endif\n}\n");
+    const char *tmpl =
+        "{\"name\": \"a\", \"modules\": {\"m\": {\"source\": \"a.cu\"%s}},"
+        " \"buffers\": [{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [4]}],"
+        " \"outputs\": [\"y\"], \"ops\": [{\"module\": \"m\", \"function\": "
+        "\"setmax\", \"grid\": [1], \"block\": [128], \"args\": [\"y\"], \"inputs\": [],"
+        " \"outputs\": [\"y\"]}]}";
+    char json[1024];
+    snprintf(json, sizeof(json), tmpl, ", \"arch_specific\": true");
+    const char *m = fail_msg(json, NULL);
+    CU_ASSERT_STRING_EQUAL(m, "(no error)");
+    gr_target t = gr_target_default();
+    gr_error e;
+    gr_error_clear(&e);
+    gr_target_set_arch(&t, "sm_86", &e);
+    GR_ASSERT_CONTAINS(fail_msg(json, &t), "modules.m.arch_specific: the target is sm_86; "
+                                           "architecture-specific code");
+    snprintf(json, sizeof(json), tmpl, "");
+    GR_ASSERT_CONTAINS(fail_msg(json, NULL),
+                       "a.cu:5: error: identifier \"not_sm90a\" is undefined");
 }
 
 /* ---------- the argument check ---------- */
@@ -830,6 +864,7 @@ static CU_TestInfo usermod_tests[] = {
     {"cubin_params", test_cubin_params},
     {"nvrtc_compile_and_cache", test_nvrtc_compile_and_cache},
     {"nvrtc_toolkit_headers", test_nvrtc_toolkit_headers},
+    {"arch_specific", test_arch_specific},
     {"arg_check", test_arg_check},
     {"errors_files_and_modules", test_errors_files_and_modules},
     {"errors_compile", test_errors_compile},
