@@ -1309,7 +1309,8 @@ static gr_status tmap_resolve(const gr_op *op, gr_error *err) {
         cudaGetLastError();
         return gr_error_set(err, GR_ERR_CUDA, op->path,
                             "linear_act (wg bulk): the driver has no cuTensorMapEncodeTiled (%s): "
-                            "update the NVIDIA driver, or set GR_LIN_WG_BULK=0 (register-A form)",
+                            "update the NVIDIA driver, or set the op's attr config to \"w64\" or "
+                            "\"w128\" (the shared-memory forms)",
                             cudaGetErrorString(rc));
     }
     tmap_encode_fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);

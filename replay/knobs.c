@@ -35,6 +35,10 @@ static const gr_knob knobs[] = {
      0},
     {"GRAPHRUN_SERVICE_TEST_HOOKS", "cli/cmd_service.c", "tests only: the service's test hooks", 1},
     {"GR_FIXTURE_DIR", "tests/", "tests only: where cupti_fixtures reads recorded traces", 1},
+    {"GR_CAPCHECK_FIXTURES", "tests/", "tests only: where capcheck records its fixtures", 1},
+    {"GR_BUILD_DIR", "tests/", "tests only: the build tree (CTest sets it)", 1},
+    {"GR_SOURCE_DIR", "tests/", "tests only: the source tree (CTest sets it)", 1},
+    {"GR_NVTX_REC_OUT", "tests/nvtx/", "tests only: the NVTX recorder's output", 1},
     {NULL, NULL, NULL, 0},
 };
 
