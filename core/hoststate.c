@@ -65,6 +65,12 @@ gr_status gr_reference_step(const gr_plan *plan, gr_hoststate *hs, gr_error *err
     for (int i = 0; i < plan->nops; i++) {
         const gr_op *op = &plan->ops[i];
         if (op->kind != GR_OP_KERNEL) continue;
+        if (op->user) /* callers check plan->has_cpu_reference first; this names the fix */
+            return gr_error_set(err, GR_ERR_USAGE, op->path,
+                                "op \"%s\" runs the user kernel \"%s\", which has no CPU "
+                                "reference: mark a variant \"reference\": true, give outputs "
+                                "\"expect\" files, or run with --no-cpu-ref",
+                                op->name, op->user->function);
         if (!op->kernel->reference)
             return gr_error_set(err, GR_ERR_INTERNAL, op->path, "kernel \"%s\" has no CPU reference",
                                 op->kernel->name);

@@ -14,6 +14,7 @@
 #include "capture/capture.h"
 #include "core/device.h"
 #include "core/expect.h"
+#include "core/hoststate.h"
 #include "core/plan_print.h"
 #include "core/workload.h"
 #include "kernels/registry.h"
@@ -216,6 +217,15 @@ static void test_parse_user_op(void) {
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(u, "function")), "big");
     CU_ASSERT_EQUAL(json_array_size(json_object_get(u, "args")), 4);
     json_decref(j);
+    /* no CPU reference: the executor says so and what to do, by the op's path */
+    gr_hoststate *hs = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_hoststate_create(p, &hs, &e), GR_OK);
+    gr_error re;
+    gr_error_clear(&re);
+    CU_ASSERT_EQUAL(gr_reference_step(p, hs, &re), GR_ERR_USAGE);
+    GR_ASSERT_CONTAINS(re.msg, "ops[0]: op \"s\" runs the user kernel \"scale\", which has no CPU "
+                               "reference: mark a variant \"reference\": true");
+    gr_hoststate_destroy(hs);
     /* a copy of the ops (kernels/breakers.c's fixed plan) owns its user ops: both destroyable */
     gr_plan *cp = malloc(sizeof(*cp));
     CU_ASSERT_PTR_NOT_NULL_FATAL(cp);
