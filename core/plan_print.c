@@ -384,7 +384,13 @@ void *gr_plan_to_json(const gr_plan *p) {
                     v = json_pack("{s:I}", "i64", (json_int_t)x->v.i64);
                     break;
                 case GR_ARG_U64:
-                    v = json_pack("{s:f}", "u64", (double)x->v.u64);
+                    if (x->v.u64 <= (uint64_t)INT64_MAX) {
+                        v = json_pack("{s:I}", "u64", (json_int_t)x->v.u64);
+                    } else { /* past JSON integers of jansson: the digits, exactly */
+                        char d[24];
+                        snprintf(d, sizeof(d), "%llu", (unsigned long long)x->v.u64);
+                        v = json_pack("{s:s}", "u64", d);
+                    }
                     break;
                 case GR_ARG_F32:
                     v = json_pack("{s:f}", "f32", (double)x->v.f32);
