@@ -461,6 +461,7 @@ static gr_status predict_scope(const pctx *c, const gr_ls_scope *sc, gr_pred_sco
     ps->steps_from = sc->steps > 0 ? sc->steps_from : "none (the scope as one step)";
     ps->measured_us = sc->untraced_step_us > 0 ? sc->untraced_step_us : sc->step_us;
     ps->measured_traced = !(sc->untraced_step_us > 0);
+    ps->measured_host = sc->has_host_span;
     if (sc->graph_kernels > 0) {
         snprintf(ps->why, sizeof(ps->why), "already a graph run (%zu kernels in graphs)",
                  sc->graph_kernels);
@@ -750,8 +751,12 @@ void gr_pred_print(FILE *f, const gr_pred_report *p) {
         if (s->measured_us > 0)
             fprintf(f, "    eager step, measured  %s us %s\n", num(s->measured_us),
                     s->measured_traced
-                        ? "TRACED (host span / steps: tracing inflates eager launches, so the gain "
-                          "below is overstated; time the program untraced)"
+                        ? (s->measured_host ? "TRACED (host span / steps: tracing inflates eager "
+                                              "launches, so the gain below is overstated; time "
+                                              "the program untraced)"
+                                            : "TRACED (GPU span / steps: tracing inflates eager "
+                                              "launches, so the gain below is overstated; time "
+                                              "the program untraced)")
                         : "untraced (graphrun's measurement)");
         fprintf(f, "    graph step, predicted %s us", num(s->pred_us));
         if (s->measured_us > 0)
@@ -877,6 +882,10 @@ void *gr_pred_json(const gr_pred_report *p) {
             s->verdict == GR_PRED_HELPS ? "helps" : "no_gain", "host_bound_steps",
             s->host_floor_hit, "pdl_seen", s->pdl_seen, "deps_recorded", s->deps_recorded,
             "cross_stream_deps", (json_int_t)s->cross_deps);
+        json_object_set_new(more, "eager_measured_from",
+                            json_string(!s->measured_traced ? "untraced (graphrun)"
+                                        : s->measured_host  ? "traced host span / steps"
+                                                            : "traced GPU span / steps"));
         json_object_update(o, more);
         json_decref(more);
         json_object_set_new(o, "graph_pdl_predicted_us",

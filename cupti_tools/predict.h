@@ -81,6 +81,7 @@ typedef struct gr_pred_scope {
     double nodes_per_step;
     double measured_us; /* the eager step: untraced when the trace has it, else traced */
     int measured_traced;
+    int measured_host;     /* traced: from the region's host span (else the GPU span) */
     double kernel_us;      /* per step: sum of the kernels' and copies' own durations */
     double pred_us;        /* predicted graph step */
     double pred_pdl_us;    /* ... with PDL between dependent kernels (0: not modelled) */

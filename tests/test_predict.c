@@ -134,6 +134,8 @@ static void test_streams_overlap(void) {
     CU_ASSERT_EQUAL(s->streams, 2);
     CU_ASSERT_EQUAL(s->steps, 2);
     CU_ASSERT_EQUAL(s->cross_deps, 0);
+    CU_ASSERT(s->measured_traced); /* the whole trace: its GPU span / steps, traced */
+    CU_ASSERT_FALSE(s->measured_host);
     NEAR(s->kernel_us, 14.0, 1e-9);
     NEAR(s->pred_us, 2.0 + 1.0 + 10.0, 1e-9); /* launch + node + the 10 us kernel */
     CU_ASSERT_EQUAL(l.p->calib_exact, 2);
