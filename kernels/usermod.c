@@ -483,7 +483,7 @@ static int cmp_str(const void *a, const void *b) {
 static void hfeed_dir(hash128 *h, const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
-    char *names[512];
+    char *names[512] = {NULL};
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)) && n < 512)
