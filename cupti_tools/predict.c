@@ -396,59 +396,101 @@ static gr_status find_breaks(const pctx *c, gr_pred_scope *ps, const gr_ls_scope
 /* Cross-stream waits as seen: a cudaStreamWaitEvent on the launching thread between an item's
  * previous launch on its stream and its own makes it depend, on every other stream, on the latest
  * item launched before the wait that had ended when it started in the eager run. */
+typedef struct wait_rec {
+    int64_t s;
+    uint32_t tid;
+} wait_rec;
+
+static int cmp_wait(const void *x, const void *y) {
+    const wait_rec *a = x, *b = y;
+    return (a->s > b->s) - (a->s < b->s);
+}
+
 static gr_status find_deps(const pctx *c, gr_pred_scope *ps, const gr_ls_scope *sc, item *it,
                            size_t n, size_t nstreams, gr_error *err) {
     const gr_trace *t = c->t;
     size_t nw = 0;
-    int64_t *ws = malloc((sc->napi_idx + 1) * sizeof(int64_t));
-    uint32_t *wt = malloc((sc->napi_idx + 1) * sizeof(uint32_t));
+    wait_rec *w = malloc((sc->napi_idx + 1) * sizeof(wait_rec));
     int64_t *prev_ls = malloc((nstreams + 1) * sizeof(int64_t));
-    if (!ws || !wt || !prev_ls) {
-        free(ws), free(wt), free(prev_ls);
-        return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory in the prediction");
+    size_t *off = calloc(nstreams + 2, sizeof(size_t)),
+           *fill = calloc(nstreams + 1, sizeof(size_t));
+    size_t *by_stream = malloc((n + 1) * sizeof(size_t));
+    gr_status st = GR_OK;
+    if (!w || !prev_ls || !off || !fill || !by_stream) {
+        st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory in the prediction");
+        goto done;
     }
     for (size_t k = 0; k < sc->napi_idx; k++) {
         const gr_tr_api *x = &t->api.v[sc->api_idx[k]];
         char nm[128];
         gr_api_strip_version(gr_trace_str(t, x->name), nm, sizeof(nm));
         if (x->cat == GR_API_EVENT || is_wait_api(nm)) ps->deps_recorded = 1;
-        if (is_wait_api(nm) && c->outer[sc->api_idx[k]] < 0) {
-            ws[nw] = x->s;
-            wt[nw++] = x->tid;
-        }
+        if (is_wait_api(nm) && c->outer[sc->api_idx[k]] < 0) w[nw++] = (wait_rec){x->s, x->tid};
     }
     if (!ps->deps_recorded && strstr(t->apis, "event")) ps->deps_recorded = 1;
-    for (size_t s = 0; s < nstreams; s++)
+    if (nw == 0 || nstreams < 2) goto done;
+    qsort(w, nw, sizeof(wait_rec), cmp_wait);
+    /* per stream, its launched items in launch order (ascending launch entry) */
+    for (size_t i = 0; i < n; i++)
+        if (it[i].ls) off[it[i].stream + 1]++;
+    for (size_t s = 0; s < nstreams; s++) {
+        off[s + 1] += off[s];
         prev_ls[s] = INT64_MIN;
-    for (size_t i = 0; i < n && nw > 0 && nstreams > 1; i++) {
+    }
+    for (size_t i = 0; i < n; i++)
+        if (it[i].ls) by_stream[off[it[i].stream] + fill[it[i].stream]++] = i;
+    for (size_t i = 0; i < n; i++) {
         item *x = &it[i];
         if (!x->ls) continue;
+        /* the latest wait on its thread after the stream's previous launch, before this one */
+        size_t lo = 0, hi = nw;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (w[mid].s < x->ls)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
         int64_t wait = INT64_MIN;
-        for (size_t w = 0; w < nw; w++)
-            if (wt[w] == x->tid && ws[w] > prev_ls[x->stream] && ws[w] < x->ls && ws[w] > wait)
-                wait = ws[w];
+        for (size_t k = lo; k-- > 0 && w[k].s > prev_ls[x->stream];)
+            if (w[k].tid == x->tid) {
+                wait = w[k].s;
+                break;
+            }
         prev_ls[x->stream] = x->ls;
         if (wait == INT64_MIN) continue;
         const gr_tr_gpu *g = &t->gpu.v[x->gi];
         x->dep = malloc(nstreams * sizeof(size_t));
         if (!x->dep) {
-            free(ws), free(wt), free(prev_ls);
-            return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory in the prediction");
+            st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory in the prediction");
+            goto done;
         }
         for (size_t o = 0; o < nstreams; o++) {
-            if ((int)o == x->stream) continue;
-            for (size_t j = i; j-- > 0;) {
-                if (it[j].stream != (int)o || !it[j].ls || it[j].ls >= wait) continue;
-                if (t->gpu.v[it[j].gi].e <= g->s) {
-                    x->dep[x->ndep++] = j;
-                    ps->cross_deps++;
-                }
-                break;
+            if ((int)o == x->stream || off[o + 1] == off[o]) continue;
+            /* the latest item of stream o launched before the wait */
+            size_t a = off[o], b = off[o + 1];
+            while (a < b) {
+                size_t mid = (a + b) / 2;
+                if (it[by_stream[mid]].ls < wait)
+                    a = mid + 1;
+                else
+                    b = mid;
+            }
+            if (a == off[o]) continue;
+            size_t j = by_stream[a - 1];
+            if (t->gpu.v[it[j].gi].e <= g->s) {
+                x->dep[x->ndep++] = j;
+                ps->cross_deps++;
             }
         }
     }
-    free(ws), free(wt), free(prev_ls);
-    return GR_OK;
+done:
+    free(w);
+    free(prev_ls);
+    free(off);
+    free(fill);
+    free(by_stream);
+    return st;
 }
 
 static gr_status predict_scope(const pctx *c, const gr_ls_scope *sc, gr_pred_scope *ps,

@@ -159,6 +159,22 @@ static void test_wait_is_a_dependency(void) {
     NEAR(s->pred_us, 2.0 + 11.0 + 5.0, 1e-9);
     loaded_free(&l);
     free(b.p);
+    /* a wait made by another thread does not order this thread's launches */
+    pb_init(&b, "NVIDIA H200", 1);
+    pb_kernel(&b, "long_kernel", 100000, 105000, 115000, 1, 10);
+    pb_printf(&b,
+              "{\"t\":\"api\",\"d\":\"rt\",\"cb\":1,\"n\":%d,\"s\":100600,\"e\":100700,\"tid\":8,"
+              "\"corr\":11,\"ret\":0}",
+              pb_name(&b, "cudaStreamWaitEvent"));
+    b.records++;
+    pb_kernel(&b, "short_kernel", 101000, 116000, 120000, 2, 12);
+    CU_ASSERT_FATAL(predict_text(pb_end(&b), 1.0, 2.0, &l));
+    s = &l.p->scopes[0];
+    CU_ASSERT(s->deps_recorded);
+    CU_ASSERT_EQUAL(s->cross_deps, 0);
+    NEAR(s->pred_us, 2.0 + 11.0, 1e-9);
+    loaded_free(&l);
+    free(b.p);
 }
 
 /* PDL: a dependent pair overlaps by min(pdl_us, half of either kernel); kernels that already
