@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/expr.h"
+#include "replay/bucket.h"
 #include "replay/client.h"
 #include "replay/load.h"
 #include "replay/protocol.h"
@@ -49,6 +50,10 @@ static const char *usage_capture =
     "  --skip-bad-lines       with --input: skip malformed rows (named) instead of failing\n"
     "  --no-capture-check     capture without the capture checker (by default it runs first, and\n"
     "                         a capture that breaks or lets work escape is not held)\n"
+    "  --buckets P=V1,V2,...  one graph per value of param P (e.g. B=1,2,4,8,16,32,64), held as\n"
+    "                         NAME.PV1, ... over one set of device buffers (weights once, the\n"
+    "                         others at their largest size); `replay NAME --batch N` runs the\n"
+    "                         smallest bucket >= N\n"
     "  --json FILE|-          the capture report as JSON (the `graphrun run --json` schema)\n"
     "  --socket PATH          the service's socket (default $GRAPHRUN_SOCKET, else\n"
     "                         $XDG_RUNTIME_DIR/graphrun/graphrun.sock or /tmp/graphrun-UID/)\n"
@@ -70,6 +75,8 @@ static const char *usage_replay =
     "  --warmup N             untimed steps first (default iters/10, at least 3)\n"
     "  --batches N            timed batches (default 20)\n"
     "  --compare-eager        time eager launches of the same step too (speedup, saved us/krn)\n"
+    "  --batch N              a graph captured with --buckets: run its smallest bucket >= N; with\n"
+    "                         --input/--output the files hold N rows (padded / trimmed)\n"
     "  --input BUF=FILE       serve one step: copy FILE (.npy, or raw little-endian) into buffer\n"
     "                         BUF first (repeatable; checked against BUF's dtype and shape)\n"
     "  --output BUF=FILE      ... and write buffer BUF after the step to FILE (.npy when the name\n"
@@ -171,6 +178,8 @@ typedef struct sopts {
     const char *io_in[GR_PROTO_MAX_IO], *io_out[GR_PROTO_MAX_IO]; /* replay BUF=FILE */
     int nio_in, nio_out;
     int timing_given; /* replay: --iters, --warmup, --batches or --compare-eager given */
+    const char *buckets; /* capture --buckets PARAM=V1,V2,... */
+    long long batch;     /* replay --batch N: the smallest bucket >= N */
     int iters, warmup, batches;
     gr_service_opts serve;
     char *pass[32]; /* serve options passed on to the background service */
@@ -220,10 +229,11 @@ static int parse_size(const char *s, double *out) {
 static const char *const capture_opts[] = {"--name=", "--set=", "--variant=", "--capture-mode=",
                                            "--force", "--no-cpu-ref", "--json=", "--socket=",
                                            "--quiet", "--pdl", "--unroll=", "--input=",
-                                           "--skip-bad-lines", "--no-capture-check", NULL};
+                                           "--skip-bad-lines", "--no-capture-check", "--buckets=",
+                                           NULL};
 static const char *const replay_opts[] = {"--iters=", "--warmup=", "--batches=", "--compare-eager",
                                           "--json=", "--socket=", "--quiet", "--input=",
-                                          "--output=", NULL};
+                                          "--output=", "--batch=", NULL};
 static const char *const serve_opts[] = {"--socket=", "--foreground", "--max-graphs=",
                                          "--max-memory=", "--client-timeout=", "--max-clients=",
                                          "--max-queue=", "--device=", "--notify-fd=", NULL};
@@ -310,6 +320,17 @@ static int parse(int argc, char **argv, sopts *o) {
         } else if (!strcmp(name, "--input")) {
             if (!val[0]) return usage_error(o, "--input takes a Criteo TSV file%s", "");
             o->input = val;
+        } else if (!strcmp(name, "--buckets")) {
+            gr_bucket_spec bs;
+            gr_error e;
+            gr_error_clear(&e);
+            if (gr_bucket_parse(val, "--buckets", &bs, &e) != GR_OK) return usage_error(o, "%s", e.msg);
+            o->buckets = val;
+        } else if (!strcmp(name, "--batch")) {
+            int b = 0;
+            if (!parse_int(val, 1, 1 << 30, &b))
+                return usage_error(o, "--batch takes a whole number >= 1, got \"%s\"", val);
+            o->batch = b;
         } else if (!strcmp(name, "--pdl")) o->pdl = 1;
         else if (!strcmp(name, "--skip-bad-lines")) o->skip_bad_lines = 1;
         else if (!strcmp(name, "--no-capture-check")) o->no_capture_check = 1;
@@ -483,6 +504,40 @@ static void socket_hint(const gr_service_paths *p, char *buf, size_t size) {
 
 /* ---------------------------------------------------------------- commands */
 
+/* --buckets, before any service: every bucket's plan resolves and they can share buffers. */
+static gr_status check_buckets(const sopts *o, const char *abs, const char *input, gr_error *e) {
+    gr_bucket_spec bs;
+    if (gr_bucket_parse(o->buckets, "--buckets", &bs, e) != GR_OK) return e->code;
+    gr_loaded *ld = calloc((size_t)bs.n, sizeof(*ld));
+    const gr_plan **plans = calloc((size_t)bs.n, sizeof(*plans));
+    gr_status st = ld && plans ? GR_OK : gr_error_set(e, GR_ERR_NOMEM, NULL, "out of memory");
+    gr_target t = gr_target_default();
+    for (int i = 0; i < bs.n && st == GR_OK; i++) {
+        const char *sets[MAX_SETS + 1];
+        int ns = 0;
+        for (int k = 0; k < o->nsets; k++) sets[ns++] = o->sets[k];
+        char bset[96];
+        snprintf(bset, sizeof(bset), "%s=%lld", bs.param, (long long)bs.values[i]);
+        sets[ns++] = bset; /* the last --set of a name wins */
+        gr_load_req lr = {abs, o->variant, sets, ns, NULL, 1, input[0] ? input : NULL, o->skip_bad_lines};
+        st = gr_load_resolve(&lr, &t, &ld[i], e);
+        if (st == GR_OK && !gr_workload_param(ld[i].wl, bs.param))
+            st = gr_error_set(e, GR_ERR_USAGE, "--buckets", "workload %s has no param \"%s\"",
+                              ld[i].wl->name, bs.param);
+        if (st != GR_OK) gr_error_prefix(e, "bucket %s: ", bset);
+        else plans[i] = ld[i].plans[0];
+    }
+    if (st == GR_OK) {
+        gr_bucket_layout l;
+        st = gr_bucket_layout_make(plans, bs.n, &bs, &l, e);
+        gr_bucket_layout_free(&l);
+    }
+    for (int i = 0; ld && i < bs.n; i++) gr_loaded_free(&ld[i]); /* zeroed ones too */
+    free(ld);
+    free(plans);
+    return st;
+}
+
 static int cmd_capture(sopts *o, const gr_service_paths *paths) {
     char abs[PATH_MAX];
     if (!realpath(o->positional, abs)) {
@@ -512,6 +567,7 @@ static int cmd_capture(sopts *o, const gr_service_paths *paths) {
     gr_status vs = gr_load_resolve(&lr, &t, &ld, &e);
     gr_loaded_free(&ld);
     if (vs != GR_OK) return fail(&e);
+    if (o->buckets && check_buckets(o, abs, input_abs, &e) != GR_OK) return fail(&e);
     json_t *req = request("capture");
     json_object_set_new(req, "workload", json_string(abs));
     if (o->name) json_object_set_new(req, "name", json_string(o->name));
@@ -530,6 +586,7 @@ static int cmd_capture(sopts *o, const gr_service_paths *paths) {
     if (o->unroll > 1) json_object_set_new(req, "unroll", json_integer(o->unroll));
     if (input_abs[0]) json_object_set_new(req, "input", json_string(input_abs));
     if (o->skip_bad_lines) json_object_set_new(req, "skip_bad_lines", json_true());
+    if (o->buckets) json_object_set_new(req, "buckets", json_string(o->buckets));
     json_object_set_new(req, "progress", json_boolean(!o->quiet && isatty(2)));
     gr_reply r;
     int rc = call(o, paths, 1, req, -1, &r, NULL);
@@ -542,6 +599,28 @@ static int cmd_capture(sopts *o, const gr_service_paths *paths) {
     }
     json_t *b = r.body;
     int to_stdout_json = o->json_path && !strcmp(o->json_path, "-");
+    if (json_object_get(b, "buckets")) { /* --buckets: one graph per bucket */
+        if (!to_stdout_json) {
+            size_t i;
+            json_t *g;
+            printf("captured %zu buckets as \"%s\" over shared buffers: %.1f MB on the device "
+                   "instead of %.1f MB with a copy per bucket\n",
+                   json_array_size(json_object_get(b, "buckets")), jstr(b, "name"),
+                   jnum(b, "shared_bytes") / 1e6, jnum(b, "separate_bytes") / 1e6);
+            json_array_foreach(json_object_get(b, "buckets"), i, g)
+                printf("  %-28s %s (%s), %.0f nodes, %.0f kernels\n", jstr(g, "name"),
+                       jstr(g, "variant"), jstr(g, "params"), jnum(g, "nodes"), jnum(g, "kernel_nodes"));
+            printf("replay a batch with: graphrun replay %s --batch N --iters 10000\n", jstr(b, "name"));
+        }
+        if (o->json_path) {
+            json_object_del(b, "schema_version");
+            json_object_del(b, "ok");
+            json_object_del(b, "cmd");
+            rc = write_json(o->json_path, b);
+        }
+        gr_reply_clear(&r);
+        return rc;
+    }
     if (!to_stdout_json) {
         char hint[160];
         socket_hint(paths, hint, sizeof(hint));
@@ -603,6 +682,7 @@ static int cmd_serve_step(sopts *o, const gr_service_paths *paths) {
     }
     json_t *req = request("replay");
     if (o->positional) json_object_set_new(req, "name", json_string(o->positional));
+    if (o->batch > 0) json_object_set_new(req, "batch", json_integer(o->batch));
     json_t *ins = json_array(), *outs = json_array();
     char why[PATH_MAX + 256];
     for (int k = 0; k < 2; k++)
@@ -657,6 +737,7 @@ static int cmd_replay(sopts *o, const gr_service_paths *paths) {
     if (o->nio_in || o->nio_out) return cmd_serve_step(o, paths);
     json_t *req = request("replay");
     if (o->positional) json_object_set_new(req, "name", json_string(o->positional));
+    if (o->batch > 0) json_object_set_new(req, "batch", json_integer(o->batch));
     json_object_set_new(req, "iters", json_integer(o->iters));
     if (o->warmup >= 0) json_object_set_new(req, "warmup", json_integer(o->warmup));
     json_object_set_new(req, "batches", json_integer(o->batches));

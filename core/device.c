@@ -66,6 +66,11 @@ static int plan_needs_library(const gr_plan *plan) {
 }
 
 gr_status gr_devstate_create(const gr_plan *plan, int sm_count, gr_devstate **out, gr_error *err) {
+    return gr_devstate_create_ext(plan, sm_count, NULL, out, err);
+}
+
+gr_status gr_devstate_create_ext(const gr_plan *plan, int sm_count, void *const *external,
+                                 gr_devstate **out, gr_error *err) {
     *out = NULL;
     gr_devstate *dev = calloc(1, sizeof(*dev));
     if (!dev) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
@@ -74,7 +79,8 @@ gr_status gr_devstate_create(const gr_plan *plan, int sm_count, gr_devstate **ou
     dev->dptr = calloc((size_t)plan->nbufs + 1, sizeof(void *));
     dev->events = calloc((size_t)plan->nevents + 1, sizeof(void *));
     dev->op_state = calloc((size_t)plan->nops + 1, sizeof(void *));
-    if (!dev->dptr || !dev->events || !dev->op_state) {
+    dev->borrowed = calloc((size_t)plan->nbufs + 1, 1);
+    if (!dev->dptr || !dev->events || !dev->op_state || !dev->borrowed) {
         gr_devstate_destroy(dev);
         return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
     }
@@ -82,6 +88,11 @@ gr_status gr_devstate_create(const gr_plan *plan, int sm_count, gr_devstate **ou
     for (int b = 0; b < plan->nbufs && st == GR_OK; b++) {
         const gr_buffer *buf = &plan->bufs[b];
         if (!buf->used) continue;
+        if (external && external[b]) { /* the caller's (shared by bucket graphs): not freed here */
+            dev->dptr[b] = external[b];
+            dev->borrowed[b] = 1;
+            continue;
+        }
         cudaError_t rc = cudaMalloc(&dev->dptr[b], buf->bytes ? buf->bytes : 1);
         if (rc != cudaSuccess) {
             cudaGetLastError();
@@ -159,7 +170,7 @@ void gr_devstate_destroy(gr_devstate *dev) {
                 plan->ops[i].kernel->teardown(dev->op_state[i]);
     if (dev->dptr)
         for (int b = 0; b < plan->nbufs; b++)
-            if (dev->dptr[b]) cudaFree(dev->dptr[b]);
+            if (dev->dptr[b] && !(dev->borrowed && dev->borrowed[b])) cudaFree(dev->dptr[b]);
     for (int s = 0; s < GR_MAX_STREAMS; s++)
         if (dev->streams[s]) cudaStreamDestroy((cudaStream_t)dev->streams[s]);
     if (dev->events)
@@ -169,6 +180,7 @@ void gr_devstate_destroy(gr_devstate *dev) {
     if (dev->cublaslt) cublasLtDestroy((cublasLtHandle_t)dev->cublaslt);
     if (dev->workspace) cudaFree(dev->workspace);
     free(dev->dptr);
+    free(dev->borrowed);
     free(dev->events);
     free(dev->op_state);
     free(dev);
@@ -207,14 +219,24 @@ gr_status gr_devstate_download(const gr_devstate *dev, int buf, void *host, gr_e
 }
 
 gr_status gr_devstate_upload(const gr_devstate *dev, int buf, const void *host, gr_error *err) {
+    return gr_devstate_upload_part(dev, buf, host, dev->plan->bufs[buf].bytes, err);
+}
+
+gr_status gr_devstate_upload_part(const gr_devstate *dev, int buf, const void *host, size_t bytes,
+                                  gr_error *err) {
     const gr_buffer *b = &dev->plan->bufs[buf];
     if (!dev->dptr[buf])
         return gr_error_set(err, GR_ERR_INPUT, b->path, "buffer \"%s\" is not used by variant %s",
                             b->name, dev->plan->variant);
+    if (bytes > b->bytes)
+        return gr_error_set(err, GR_ERR_INTERNAL, b->path, "%zu bytes into buffer \"%s\" of %zu",
+                            bytes, b->name, b->bytes);
     /* on the main stream, in order with the launches around it */
-    GR_CUDA(cudaMemcpyAsync(dev->dptr[buf], host, b->bytes, cudaMemcpyHostToDevice,
-                            (cudaStream_t)dev->streams[0]), err);
-    GR_CUDA(cudaStreamSynchronize((cudaStream_t)dev->streams[0]), err);
+    cudaStream_t s = (cudaStream_t)dev->streams[0];
+    if (bytes) GR_CUDA(cudaMemcpyAsync(dev->dptr[buf], host, bytes, cudaMemcpyHostToDevice, s), err);
+    if (bytes < b->bytes)
+        GR_CUDA(cudaMemsetAsync((char *)dev->dptr[buf] + bytes, 0, b->bytes - bytes, s), err);
+    GR_CUDA(cudaStreamSynchronize(s), err);
     return GR_OK;
 }
 

@@ -38,6 +38,7 @@ typedef struct gr_devstate {
     void *workspace;                   /* cuBLAS workspaces, one per stream */
     size_t workspace_bytes;            /* per stream */
     void **op_state;                   /* per op, from kernel setup() */
+    unsigned char *borrowed;           /* per buffer: 1 when dptr is the caller's (not freed) */
     int sm_count;
     size_t allocated_bytes;
     int pdl;                           /* launch GR_KF_PDL kernels with PDL (--pdl) */
@@ -46,6 +47,11 @@ typedef struct gr_devstate {
 } gr_devstate;
 
 gr_status gr_devstate_create(const gr_plan *plan, int sm_count, gr_devstate **out, gr_error *err);
+/* As gr_devstate_create, with buffer b at external[b] when that is not NULL (allocated by the
+ * caller, at least the buffer's bytes, not freed by gr_devstate_destroy): the replay service's
+ * bucket graphs share their buffers this way. */
+gr_status gr_devstate_create_ext(const gr_plan *plan, int sm_count, void *const *external,
+                                 gr_devstate **out, gr_error *err);
 void gr_devstate_destroy(gr_devstate *dev);
 /* (Re)initialise every used buffer from its init spec; buffers without one are poisoned with
  * 0xFF bytes (NaN for floats) so unwritten outputs fail verification. Synchronizes. */
@@ -55,6 +61,9 @@ gr_status gr_devstate_poison(gr_devstate *dev, gr_error *err);
 gr_status gr_devstate_download(const gr_devstate *dev, int buf, void *host, gr_error *err);
 /* Host bytes (the buffer's size) into buffer buf, on the main stream, synchronised. */
 gr_status gr_devstate_upload(const gr_devstate *dev, int buf, const void *host, gr_error *err);
+/* The first `bytes` of buffer buf from host, the rest zeroed (a bucket's padding rows). */
+gr_status gr_devstate_upload_part(const gr_devstate *dev, int buf, const void *host, size_t bytes,
+                                  gr_error *err);
 gr_launch_ctx gr_devstate_ctx(const gr_devstate *dev, const gr_op *op);
 
 /* Fill device memory per an init spec (core/init.cu). */

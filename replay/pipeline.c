@@ -83,7 +83,7 @@ static gr_status need_session(gr_pipe *p, gr_error *err) {
 
 static gr_status st_session(gr_pipe *p, gr_error *err) {
     if (p->s) return GR_OK; /* handed in (the service's held graphs) */
-    GR_TRY(gr_session_create(p->plan, p->sm_count, &p->s, err));
+    GR_TRY(gr_session_create_ext(p->plan, p->sm_count, p->external, &p->s, err));
     p->s->dev->pdl = p->o.pdl;
     p->s->steps = p->o.steps;
     p->s->rtol = p->o.rtol;

@@ -113,6 +113,7 @@ struct gr_pipe {
     gr_session *s;         /* made by gr_stage_session or handed in; owned by the pipe */
     gr_variant_run *v;     /* results go here */
     int piecewise;         /* the capture check ran the variant piecewise: no full graph */
+    void *const *external; /* device buffers the session uses instead of its own (buckets) */
 };
 
 /* A pipe over plan p writing into v (not owned). */

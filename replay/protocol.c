@@ -30,6 +30,7 @@ static const field_spec capture_fields[] = {
     {"unroll", F_INT, 0, 1, 1024},
     {"input", F_STR, 0, 0, GR_PROTO_PATH_MAX - 1},
     {"skip_bad_lines", F_BOOL, 0, 0, 0},
+    {"buckets", F_STR, 0, 0, 511},
     {"progress", F_BOOL, 0, 0, 0},
     {NULL, F_STR, 0, 0, 0}};
 static const field_spec replay_fields[] = {
@@ -40,6 +41,7 @@ static const field_spec replay_fields[] = {
     {"compare_eager", F_BOOL, 0, 0, 0},
     {"output_digest", F_BOOL, 0, 0, 0},
     {"inputs", F_IOARR, 0, 0, GR_PROTO_MAX_IO},
+    {"batch", F_INT, 0, 1, 1LL << 30},
     {"outputs", F_IOARR, 0, 0, GR_PROTO_MAX_IO},
     {"progress", F_BOOL, 0, 0, 0},
     {NULL, F_STR, 0, 0, 0}};
@@ -144,6 +146,11 @@ static void store(gr_request *req, const char *name, const json_t *v, gr_error *
                          "must be an absolute path (the service runs in /), got \"%.200s\"", s);
         else
             snprintf(req->input, sizeof(req->input), "%s", s);
+    } else if (!strcmp(name, "buckets")) {
+        gr_error e;
+        gr_error_clear(&e);
+        if (gr_bucket_parse(json_string_value(v), NULL, &req->buckets, &e) != GR_OK)
+            gr_error_set(err, GR_ERR_PROTOCOL, name, "%s", e.msg);
     } else if (!strcmp(name, "variant")) {
         snprintf(req->variant, sizeof(req->variant), "%s", json_string_value(v));
     } else if (!strcmp(name, "capture_mode")) {
@@ -181,6 +188,7 @@ static void store(gr_request *req, const char *name, const json_t *v, gr_error *
     else if (!strcmp(name, "pdl")) req->pdl = json_is_true(v);
     else if (!strcmp(name, "skip_bad_lines")) req->skip_bad_lines = json_is_true(v);
     else if (!strcmp(name, "unroll")) req->unroll = (int)json_integer_value(v);
+    else if (!strcmp(name, "batch")) req->batch = json_integer_value(v);
     else if (!strcmp(name, "compare_eager")) req->compare_eager = json_is_true(v);
     else if (!strcmp(name, "output_digest")) req->output_digest = json_is_true(v);
     else if (!strcmp(name, "hang")) req->hang = json_is_true(v);

@@ -9,6 +9,7 @@
 
 #include "capture/capture.h"
 #include "core/error.h"
+#include "replay/bucket.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,6 +63,7 @@ typedef struct gr_request {
     int unroll;         /* steps per held graph (1..1024); replay times per step */
     char input[GR_PROTO_PATH_MAX]; /* Criteo rows bound to a DLRM workload, "" for none */
     int skip_bad_lines;
+    gr_bucket_spec buckets; /* "buckets": "B=1,2,4,8": one graph per value over shared buffers */
     /* replay */
     int iters, warmup, batches; /* warmup -1: iters / 10, at least 3 (as `graphrun run`) */
     int compare_eager;
@@ -69,6 +71,7 @@ typedef struct gr_request {
     /* serving: copy these in, replay one step, copy those out (replaces the timing loop) */
     gr_io_spec inputs[GR_PROTO_MAX_IO], outputs[GR_PROTO_MAX_IO];
     int ninputs, noutputs;
+    long long batch; /* replay: run the smallest bucket >= batch (0: the graph named) */
     int progress; /* send progress lines */
     /* debug_sleep */
     int ms;

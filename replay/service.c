@@ -32,6 +32,7 @@
 #include "core/device.h"
 #include "core/timer.h"
 #include "kernels/registry.h"
+#include "replay/bucket.h"
 #include "replay/client.h"
 #include "replay/load.h"
 #include "replay/protocol.h"
@@ -125,7 +126,29 @@ typedef struct held {
     gr_variant_run *vr;    /* capture results: checks, graph counts and times */
     char *report_text;     /* the capture's report */
     json_t *report_json;
+    struct bucket_group *group; /* a bucket of `graphrun capture --buckets`, NULL otherwise */
+    int64_t bucket;             /* its param's value */
 } held;
+
+/* The buffers a capture's bucket graphs share (one allocation per buffer, at its largest size),
+ * freed with the last of them. Worker-owned; `base` and `spec` are read under the mutex. */
+typedef struct bucket_group {
+    int refs;
+    char base[GR_PROTO_NAME_MAX + 1];
+    gr_bucket_spec spec;
+    gr_bucket_layout layout;
+    void **ptrs;  /* per layout entry */
+    double bytes; /* allocated: layout.shared_bytes */
+} bucket_group;
+
+static void group_release(bucket_group *g) {
+    if (!g || --g->refs > 0) return;
+    for (int i = 0; g->ptrs && i < g->layout.nb; i++)
+        if (g->ptrs[i]) cudaFree(g->ptrs[i]);
+    free(g->ptrs);
+    gr_bucket_layout_free(&g->layout);
+    free(g);
+}
 
 typedef struct job {
     uint64_t conn;
@@ -241,9 +264,17 @@ static void post(svc *v, uint64_t conn_id, char *line, int final) {
     wake(v);
 }
 
+/* Device bytes of everything held: each graph's own, and each bucket group's shared buffers
+ * once. */
 static double held_bytes_locked(const svc *v) {
     double b = 0;
-    for (int i = 0; i < v->ngraphs; i++) b += v->graphs[i]->device_bytes;
+    for (int i = 0; i < v->ngraphs; i++) {
+        const held *h = v->graphs[i];
+        b += h->device_bytes;
+        int first = h->group != NULL;
+        for (int k = 0; k < i && first; k++) first = v->graphs[k]->group != h->group;
+        if (first) b += h->group->bytes;
+    }
     return b;
 }
 
@@ -306,13 +337,25 @@ static json_t *held_json(const svc *v, const held *h) {
                                                   buf->is_output));
         }
         json_object_set_new(j, "buffers", bufs);
+        if (h->group) {
+            json_t *vals = json_array();
+            for (int i = 0; i < h->group->spec.n; i++)
+                json_array_append_new(vals, json_integer(h->group->spec.values[i]));
+            json_object_set_new(
+                j, "bucket",
+                json_pack("{s:s, s:s, s:I, s:o, s:f, s:f}", "group", h->group->base, "param",
+                          h->group->spec.param, "value", (json_int_t)h->bucket, "values", vals,
+                          "shared_bytes", h->group->layout.shared_bytes, "separate_bytes",
+                          h->group->layout.separate_bytes));
+        }
     }
     return j;
 }
 
 static void held_free(held *h) {
     if (!h) return;
-    gr_session_destroy(h->s);
+    gr_session_destroy(h->s); /* before the group: its graphs use the shared buffers */
+    group_release(h->group);
     gr_loaded_free(&h->ld);
     gr_variant_run_clear(h->vr);
     free(h->vr);
@@ -555,8 +598,248 @@ static gr_status before_stage(void *user, gr_pipe *p, const gr_stage *s, int *sk
     return GR_OK;
 }
 
+/* `capture --buckets PARAM=V1,V2,...`: one plan per value, one shared allocation per buffer at
+ * its largest size, each bucket captured through the capture stages over those buffers and held
+ * as BASE.PARAMV (e.g. decode_step.B8); the group's buffers go with the last of them. */
+static gr_status job_capture_buckets(svc *v, job *j, json_t **body, gr_error *err) {
+    gr_request *r = &j->req;
+    const gr_bucket_spec *spec = &r->buckets;
+    pthread_mutex_lock(&v->mu);
+    int ready = v->dev_state == DEV_READY;
+    gr_device_info dev = v->dev;
+    double max_memory = v->max_memory;
+    char dev_error[1024];
+    snprintf(dev_error, sizeof(dev_error), "%s", v->dev_error);
+    pthread_mutex_unlock(&v->mu);
+    int n = spec->n;
+    held **hs = calloc((size_t)n, sizeof(*hs));
+    bucket_group *g = calloc(1, sizeof(*g));
+    if (!hs || !g) {
+        free(hs), free(g);
+        return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+    }
+    g->refs = 0;
+    g->spec = *spec;
+    gr_status st = GR_OK;
+    gr_target t = ready ? gr_target_from_info(&dev) : gr_target_default();
+    progress(v, j, "load", 0, n);
+    /* every bucket's plan, then the shared layout: bad input is found before any device work */
+    for (int i = 0; i < n && st == GR_OK; i++) {
+        hs[i] = calloc(1, sizeof(held));
+        if (hs[i]) hs[i]->vr = calloc(1, sizeof(gr_variant_run));
+        if (!hs[i] || !hs[i]->vr) {
+            st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+            break;
+        }
+        const char *sets[GR_PROTO_MAX_SETS + 1];
+        int ns = 0;
+        for (int k = 0; k < r->nsets; k++)
+            if (strncmp(r->sets[k], spec->param, strlen(spec->param)) ||
+                r->sets[k][strlen(spec->param)] != '=')
+                sets[ns++] = r->sets[k];
+        char bset[96];
+        snprintf(bset, sizeof(bset), "%s=%lld", spec->param, (long long)spec->values[i]);
+        sets[ns++] = bset;
+        gr_load_req lr = {r->workload, r->variant[0] ? r->variant : NULL, sets, ns, NULL, 1,
+                          r->input[0] ? r->input : NULL, r->skip_bad_lines};
+        st = gr_load_resolve(&lr, &t, &hs[i]->ld, err);
+        if (st != GR_OK) {
+            load_error_field(r, err);
+            if (hs[i]->ld.wl && !gr_workload_param(hs[i]->ld.wl, spec->param))
+                snprintf(err->path, sizeof(err->path), "buckets");
+            gr_error_prefix(err, "bucket %s: ", bset);
+        }
+    }
+    if (st == GR_OK && !gr_workload_param(hs[0]->ld.wl, spec->param))
+        st = gr_error_set(err, GR_ERR_INPUT, "buckets", "workload %s has no param \"%s\"",
+                          hs[0]->ld.wl->name, spec->param);
+    const gr_plan **plans = calloc((size_t)n, sizeof(*plans));
+    if (!plans && st == GR_OK) st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+    for (int i = 0; i < n && st == GR_OK; i++) plans[i] = hs[i]->ld.plans[0];
+    if (st == GR_OK) st = gr_bucket_layout_make(plans, n, spec, &g->layout, err);
+    free(plans);
+    /* names, limits */
+    char base[GR_PROTO_NAME_MAX + 1] = "";
+    if (st == GR_OK) {
+        held *h0 = hs[0];
+        snprintf(h0->workload, sizeof(h0->workload), "%s", h0->ld.wl->name);
+        snprintf(h0->variant, sizeof(h0->variant), "%s", h0->ld.plans[0]->variant);
+        pthread_mutex_lock(&v->mu);
+        if (r->name[0]) snprintf(base, sizeof(base), "%.40s", r->name);
+        else default_name(v, h0, base, sizeof(base));
+        base[40] = '\0';
+        snprintf(g->base, sizeof(g->base), "%s", base);
+        for (int i = 0; i < n && st == GR_OK; i++) {
+            held *h = hs[i];
+            const gr_plan *p = h->ld.plans[0];
+            snprintf(h->name, sizeof(h->name), "%s.%.8s%lld", base, spec->param,
+                     (long long)spec->values[i]);
+            snprintf(h->workload, sizeof(h->workload), "%s", h->ld.wl->name);
+            snprintf(h->source, sizeof(h->source), "%s", r->workload);
+            snprintf(h->variant, sizeof(h->variant), "%s", p->variant);
+            snprintf(h->params, sizeof(h->params), "%s", p->params);
+            h->mode = r->mode;
+            h->bucket = spec->values[i];
+            uint64_t hv = gr_fnv1a(GR_FNV_OFFSET, &h->ld.source_hash, sizeof(h->ld.source_hash));
+            hv = gr_fnv1a(hv, p->params, strlen(p->params) + 1);
+            hv = gr_fnv1a(hv, h->name, strlen(h->name) + 1);
+            snprintf(h->hash, sizeof(h->hash), "%016llx", (unsigned long long)hv);
+            if (!gr_proto_valid_name(h->name))
+                st = gr_error_set(err, GR_ERR_USAGE, "name", "bucket graph name \"%s\" is not valid",
+                                  h->name);
+            else if (find_name_locked(v, h->name))
+                st = gr_error_set(err, GR_ERR_USAGE, "name",
+                                  "a graph named \"%s\" is already held: drop it with `graphrun "
+                                  "drop %s` (or pick another --name)",
+                                  h->name, h->name);
+        }
+        if (st == GR_OK && v->ngraphs + n > v->o.max_graphs)
+            st = gr_error_set(err, GR_ERR_SERVICE, "max_graphs",
+                              "graph limit: %d buckets and the %d graphs held exceed the limit of %d: "
+                              "drop graphs, use fewer buckets, or restart the service with a larger "
+                              "--max-graphs",
+                              n, v->ngraphs, v->o.max_graphs);
+        double held_b = held_bytes_locked(v);
+        if (st == GR_OK && max_memory > 0 && held_b + g->layout.shared_bytes > max_memory) {
+            char need[32], have[32], lim[32];
+            fmt_bytes(g->layout.shared_bytes, need, sizeof(need));
+            fmt_bytes(held_b, have, sizeof(have));
+            fmt_bytes(max_memory, lim, sizeof(lim));
+            st = gr_error_set(err, GR_ERR_SERVICE, "max_memory",
+                              "device memory limit: the buckets' shared buffers need %s, the graphs "
+                              "held use %s and the limit is %s",
+                              need, have, lim);
+        }
+        pthread_mutex_unlock(&v->mu);
+    }
+    for (int i = 0; i < n && st == GR_OK; i++)
+        st = check_host_memory(hs[i], hs[i]->ld.plans[0], r->cpu_reference, err);
+    if (st == GR_OK && !ready)
+        st = gr_error_set(err, GR_ERR_NODEV, NULL,
+                          "%s: the workload and its %d buckets are valid (shared buffers %.1f MB "
+                          "instead of %.1f MB) but nothing was captured",
+                          dev_error, n, g->layout.shared_bytes / 1e6,
+                          g->layout.separate_bytes / 1e6);
+    /* the shared buffers, then each bucket through the capture stages over them */
+    if (st == GR_OK) {
+        g->ptrs = calloc((size_t)g->layout.nb + 1, sizeof(void *));
+        if (!g->ptrs) st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+        for (int k = 0; k < g->layout.nb && st == GR_OK; k++) {
+            cudaError_t rc = cudaMalloc(&g->ptrs[k], g->layout.b[k].bytes ? g->layout.b[k].bytes : 1);
+            if (rc != cudaSuccess) {
+                g->ptrs[k] = NULL;
+                cudaGetLastError();
+                st = gr_error_set(err, GR_ERR_SERVICE, "buckets",
+                                  "cannot allocate the shared buffer \"%s\" (%.1f MB): %s",
+                                  g->layout.b[k].name, (double)g->layout.b[k].bytes / 1e6,
+                                  cudaGetErrorName(rc));
+            }
+        }
+        g->bytes = g->layout.shared_bytes;
+    }
+    json_t *reports = json_array();
+    for (int i = 0; i < n && st == GR_OK; i++) {
+        held *h = hs[i];
+        const gr_plan *p = h->ld.plans[0];
+        void **ext = calloc((size_t)p->nbufs + 1, sizeof(void *));
+        if (!ext) {
+            st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+            break;
+        }
+        for (int b = 0; b < p->nbufs; b++) {
+            if (!p->bufs[b].used) continue;
+            for (int k = 0; k < g->layout.nb; k++)
+                if (!strcmp(g->layout.b[k].name, p->bufs[b].name)) ext[b] = g->ptrs[k];
+        }
+        size_t free0 = 0, free1 = 0, total = 0;
+        cudaMemGetInfo(&free0, &total);
+        capture_opts(r, &h->opts);
+        gr_pipe pipe;
+        gr_pipe_init(&pipe, p, dev.sm_count, &h->opts, h->vr);
+        pipe.external = ext;
+        stage_ctx sc = {v, j};
+        gr_pipe_hooks hooks = {before_stage, NULL, NULL, NULL, &sc};
+        pipe.hooks = &hooks;
+        st = gr_pipe_run(&pipe, gr_pipe_capture_stages, gr_pipe_capture_nstages, err);
+        h->s = gr_pipe_detach(&pipe);
+        free(ext);
+        h->group = g; /* from here held_free releases it */
+        g->refs++;
+        cudaMemGetInfo(&free1, &total);
+        if (st != GR_OK) {
+            gr_error_prefix(err, "bucket %s=%lld: ", spec->param, (long long)h->bucket);
+            if (h->vr->checks.n > 0 || h->vr->captured) {
+                json_t *rep = json_object();
+                add_report(rep, v, h, h->vr, 0, 0);
+                json_array_append_new(reports, rep);
+            }
+            break;
+        }
+        gr_hoststate_destroy(h->s->ref);
+        h->s->ref = NULL;
+        for (int b = 0; b < p->nbufs; b++) {
+            free(h->s->eager_out[b]);
+            h->s->eager_out[b] = NULL;
+        }
+        /* its own bytes: what the session allocated besides the shared buffers */
+        double measured = free0 > free1 ? (double)(free0 - free1) : 0;
+        h->device_bytes = (double)h->s->dev->allocated_bytes > measured
+                              ? (double)h->s->dev->allocated_bytes
+                              : measured;
+        h->nodes = h->vr->graph.nodes;
+        h->kernel_nodes = h->vr->graph.kernel_nodes;
+        h->edges = h->vr->graph.edges;
+        h->created = time(NULL);
+        h->last_used_us = gr_now_us();
+        json_t *rep = json_object();
+        if (rep) {
+            add_report(rep, v, h, h->vr, 0, 0);
+            json_t *text = json_object_get(rep, "report_text");
+            if (json_is_string(text)) h->report_text = strdup(json_string_value(text));
+            h->report_json = json_incref(json_object_get(rep, "report"));
+            json_array_append_new(reports, rep);
+        }
+    }
+    if (st != GR_OK) {
+        if (json_array_size(reports) > 0) {
+            *body = json_object();
+            if (*body) json_object_set_new(*body, "reports", reports);
+            else json_decref(reports);
+        } else {
+            json_decref(reports);
+        }
+        int took = g->refs; /* the buckets that hold it free it with the last of them */
+        for (int i = 0; i < n; i++) held_free(hs[i]);
+        if (!took) {
+            g->refs = 1;
+            group_release(g);
+        }
+        free(hs);
+        return st;
+    }
+    pthread_mutex_lock(&v->mu);
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++) {
+        hs[i]->seq = ++v->seq;
+        v->graphs[v->ngraphs++] = hs[i];
+    }
+    snprintf(v->latest, sizeof(v->latest), "%s", hs[n - 1]->name);
+    for (int i = 0; i < n; i++) json_array_append_new(list, held_json(v, hs[i]));
+    pthread_mutex_unlock(&v->mu);
+    *body = json_pack("{s:s, s:o, s:f, s:f, s:b, s:o}", "name", base, "buckets", list,
+                      "shared_bytes", g->layout.shared_bytes, "separate_bytes",
+                      g->layout.separate_bytes, "reused", 0, "reports", reports);
+    slog("captured %d buckets of %s (%s = %lld..%lld) as %s.*: %.1f MB shared instead of %.1f MB",
+         n, hs[0]->workload, spec->param, (long long)spec->values[0],
+         (long long)spec->values[n - 1], base, g->layout.shared_bytes / 1e6,
+         g->layout.separate_bytes / 1e6);
+    free(hs);
+    return GR_OK;
+}
+
 static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
     gr_request *r = &j->req;
+    if (r->buckets.n > 0) return job_capture_buckets(v, j, body, err);
     pthread_mutex_lock(&v->mu);
     int ready = v->dev_state == DEV_READY;
     gr_device_info dev = v->dev;
@@ -810,6 +1093,8 @@ static gr_status output_digests(const held *h, json_t **out, gr_error *err) {
 typedef struct io_buf {
     const gr_io_spec *sp;
     int b;          /* plan buffer */
+    gr_buffer view; /* the buffer as the request sees it: its first `batch` rows for a bucket
+                       request smaller than its bucket, else the buffer itself */
     void *host;     /* file input: its bytes; file output: the staging copy */
     void *map;      /* shm: the mapping */
     size_t map_len;
@@ -833,7 +1118,7 @@ static int ends_with(const char *s, const char *suffix) {
  * is used, each file matches its buffer (size, or the .npy dtype and shape) or can be written,
  * each shared-memory segment exists and holds offset + the buffer's bytes. */
 static gr_status io_prepare(const held *h, const gr_io_spec *sp, int n, int out, io_buf *io,
-                            gr_error *err) {
+                            long long batch, gr_error *err) {
     const gr_plan *p = h->ld.plans[0];
     const char *side = out ? "outputs" : "inputs";
     for (int i = 0; i < n; i++) {
@@ -857,7 +1142,22 @@ static gr_status io_prepare(const held *h, const gr_io_spec *sp, int n, int out,
                                 h->workload, h->variant, names);
         }
         io[i].b = b;
-        const gr_buffer *buf = &p->bufs[b];
+        io[i].view = p->bufs[b];
+        const gr_bucket_buffer *bb =
+            h->group && batch > 0 && batch < h->bucket ? gr_bucket_find(&h->group->layout, sp[i].buffer)
+                                                        : NULL;
+        if (bb && bb->batch_dim > 0)
+            return gr_error_set(err, GR_ERR_INPUT, field,
+                                "buffer \"%s\" changes with %s in dimension %d, so a request for "
+                                "batch %lld cannot be padded to bucket %lld: send the whole bucket",
+                                sp[i].buffer, h->group->spec.param, bb->batch_dim, batch,
+                                (long long)h->bucket);
+        if (bb && bb->batch_dim == 0) { /* the request's rows: the rest is padding */
+            io[i].view.numel = io[i].view.numel / io[i].view.shape[0] * batch;
+            io[i].view.shape[0] = batch;
+            io[i].view.bytes = (size_t)batch * bb->row_bytes;
+        }
+        const gr_buffer *buf = &io[i].view;
         if (sp[i].shm[0]) {
             int fd = shm_open(sp[i].shm, out ? O_RDWR : O_RDONLY, 0);
             if (fd < 0)
@@ -887,7 +1187,7 @@ static gr_status io_prepare(const held *h, const gr_io_spec *sp, int n, int out,
             io[i].map = m;
             continue;
         }
-        io[i].host = malloc(buf->bytes ? buf->bytes : 1);
+        io[i].host = malloc(p->bufs[b].bytes ? p->bufs[b].bytes : 1);
         if (!io[i].host)
             return gr_error_set(err, GR_ERR_NOMEM, field, "out of host memory for %zu bytes",
                                 buf->bytes);
@@ -917,11 +1217,10 @@ static gr_status io_prepare(const held *h, const gr_io_spec *sp, int n, int out,
     return GR_OK;
 }
 
-static json_t *io_json(const held *h, const io_buf *io, int n) {
-    const gr_plan *p = h->ld.plans[0];
+static json_t *io_json(const io_buf *io, int n) {
     json_t *a = json_array();
     for (int i = 0; i < n; i++) {
-        const gr_buffer *b = &p->bufs[io[i].b];
+        const gr_buffer *b = &io[i].view;
         json_t *shape = json_array();
         for (int d = 0; d < b->ndim; d++) json_array_append_new(shape, json_integer(b->shape[d]));
         json_t *e = json_pack("{s:s, s:s, s:o, s:I}", "buffer", b->name, "dtype",
@@ -959,9 +1258,10 @@ static gr_status serve_step(held *h, io_buf *in, int nin, io_buf *out, int nout,
         st = gr_cuda_fail(cudaGetLastError(), "cudaEventCreate", __FILE__, __LINE__, err);
     double t0 = gr_now_us();
     for (int i = 0; i < nin && st == GR_OK; i++)
-        st = gr_devstate_upload(dev, in[i].b,
-                                in[i].map ? (const char *)in[i].map + in[i].sp->offset : in[i].host,
-                                err);
+        st = gr_devstate_upload_part(dev, in[i].b,
+                                     in[i].map ? (const char *)in[i].map + in[i].sp->offset
+                                               : in[i].host,
+                                     in[i].view.bytes, err);
     double t1 = gr_now_us();
     if (st == GR_OK && cudaEventRecord(e0, stream) != cudaSuccess)
         st = gr_cuda_fail(cudaGetLastError(), "cudaEventRecord", __FILE__, __LINE__, err);
@@ -974,8 +1274,17 @@ static gr_status serve_step(held *h, io_buf *in, int nin, io_buf *out, int nout,
     float graph_ms = 0;
     if (st == GR_OK) cudaEventElapsedTime(&graph_ms, e0, e1);
     for (int i = 0; i < nout && st == GR_OK; i++) {
-        const gr_buffer *b = &p->bufs[out[i].b];
+        const gr_buffer *b = &out[i].view; /* trimmed to the request's rows */
+        size_t whole = p->bufs[out[i].b].bytes;
         void *dst = out[i].map ? (char *)out[i].map + out[i].sp->offset : out[i].host;
+        if (out[i].map && b->bytes < whole) { /* the segment holds the trimmed rows only */
+            void *tmp = malloc(whole ? whole : 1);
+            if (!tmp) st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+            if (st == GR_OK) st = gr_devstate_download(dev, out[i].b, tmp, err);
+            if (st == GR_OK) memcpy(dst, tmp, b->bytes);
+            free(tmp);
+            continue;
+        }
         st = gr_devstate_download(dev, out[i].b, dst, err);
         if (st == GR_OK && !out[i].map) {
             if (out[i].npy) st = gr_npy_write(out[i].sp->file, b->dtype, b->ndim, b->shape, dst, err);
@@ -988,8 +1297,8 @@ static gr_status serve_step(held *h, io_buf *in, int nin, io_buf *out, int nout,
     if (st != GR_OK) return st;
     *served = json_pack("{s:i, s:f, s:f, s:f, s:f, s:o, s:o, s:s}", "steps", 1, "graph_us",
                         graph_ms * 1e3, "copy_in_us", t1 - t0, "copy_out_us", t3 - t2,
-                        "request_us", t3 - t0, "inputs", io_json(h, in, nin), "outputs",
-                        io_json(h, out, nout), "method",
+                        "request_us", t3 - t0, "inputs", io_json(in, nin), "outputs",
+                        io_json(out, nout), "method",
                         "graph_us: CUDA events around the one graph launch; the others: host clock "
                         "in the service (copies synchronous on the graph's stream)");
     return GR_OK;
@@ -1000,8 +1309,8 @@ static gr_status job_serve(svc *v, held *h, job *j, json_t **body, gr_error *err
     io_buf in[GR_PROTO_MAX_IO], out[GR_PROTO_MAX_IO];
     memset(in, 0, sizeof(in));
     memset(out, 0, sizeof(out));
-    gr_status st = io_prepare(h, r->inputs, r->ninputs, 0, in, err);
-    if (st == GR_OK) st = io_prepare(h, r->outputs, r->noutputs, 1, out, err);
+    gr_status st = io_prepare(h, r->inputs, r->ninputs, 0, in, r->batch, err);
+    if (st == GR_OK) st = io_prepare(h, r->outputs, r->noutputs, 1, out, r->batch, err);
     if (st == GR_OK && cancelled(j)) st = cancel_error(j, err);
     json_t *served = NULL;
     if (st == GR_OK) {
@@ -1016,10 +1325,44 @@ static gr_status job_serve(svc *v, held *h, job *j, json_t **body, gr_error *err
     h->last_used_us = gr_now_us();
     *body = held_json(v, h);
     pthread_mutex_unlock(&v->mu);
+    if (*body && r->batch > 0 && h->group)
+        json_object_set_new(*body, "bucket_run",
+                            json_pack("{s:s, s:I, s:I}", "param", h->group->spec.param, "value",
+                                      (json_int_t)h->bucket, "asked", (json_int_t)r->batch));
     if (*body) json_object_set_new(*body, "served", served);
     else json_decref(served);
     slog("served \"%s\": %d input%s, %d output%s", h->name, r->ninputs, r->ninputs == 1 ? "" : "s",
          r->noutputs, r->noutputs == 1 ? "" : "s");
+    return GR_OK;
+}
+
+/* `batch`: the smallest bucket >= batch of the group named `want` (its base name, or one of its
+ * buckets' names). */
+static gr_status pick_bucket_locked(svc *v, const char *want, long long batch, held **h,
+                                    long long *value, gr_error *err) {
+    bucket_group *g = *h ? (*h)->group : NULL;
+    for (int i = 0; i < v->ngraphs && !g; i++)
+        if (v->graphs[i]->group && !strcmp(v->graphs[i]->group->base, want)) g = v->graphs[i]->group;
+    if (!g)
+        return gr_error_set(err, GR_ERR_USAGE, "batch",
+                            "\"%s\" was not captured with --buckets, so there is no bucket to pick "
+                            "for batch %lld",
+                            want, batch);
+    int k = gr_bucket_pick(&g->spec, batch);
+    if (k < 0)
+        return gr_error_set(err, GR_ERR_INPUT, "batch",
+                            "batch %lld is larger than every bucket of \"%s\" (largest %s = %lld): "
+                            "split the request, or capture a larger bucket",
+                            batch, g->base, g->spec.param, (long long)g->spec.values[g->spec.n - 1]);
+    *h = NULL;
+    for (int want_k = k; want_k < g->spec.n && !*h; want_k++) /* a dropped bucket: the next one */
+        for (int i = 0; i < v->ngraphs && !*h; i++)
+            if (v->graphs[i]->group == g && v->graphs[i]->bucket == g->spec.values[want_k])
+                *h = v->graphs[i];
+    if (!*h)
+        return gr_error_set(err, GR_ERR_USAGE, "batch",
+                            "the buckets of \"%s\" that fit batch %lld were dropped", g->base, batch);
+    *value = (*h)->bucket;
     return GR_OK;
 }
 
@@ -1043,7 +1386,11 @@ static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
     held *h = want[0] ? find_name_locked(v, want) : NULL;
     char names[1024];
     names_locked(v, names, sizeof(names));
+    gr_status bst = GR_OK;
+    long long bucket_value = 0;
+    if (r->batch > 0) bst = pick_bucket_locked(v, want, r->batch, &h, &bucket_value, err);
     pthread_mutex_unlock(&v->mu);
+    if (bst != GR_OK) return bst;
     if (!ready) return gr_error_set(err, GR_ERR_NODEV, NULL, "%s: nothing to replay", dev_error);
     if (!h && r->name[0])
         return gr_error_set(err, GR_ERR_USAGE, "name", "no graph named \"%s\" is held (%s%s)",
@@ -1106,6 +1453,10 @@ static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
         h->last_used_us = gr_now_us();
         *body = held_json(v, h);
         pthread_mutex_unlock(&v->mu);
+        if (*body && r->batch > 0 && h->group)
+            json_object_set_new(*body, "bucket_run",
+                                json_pack("{s:s, s:I, s:I}", "param", h->group->spec.param, "value",
+                                          (json_int_t)h->bucket, "asked", (json_int_t)r->batch));
         if (*body) {
             json_object_set_new(*body, "iters", json_integer(vr->graph_t.batches * vr->graph_t.steps_per_batch));
             if (digests) json_object_set_new(*body, "outputs", digests);
@@ -1123,19 +1474,44 @@ static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
 
 static gr_status job_drop(svc *v, job *j, json_t **body, gr_error *err) {
     pthread_mutex_lock(&v->mu);
+    held *victims[HARD_MAX_GRAPHS];
+    int nv = 0;
     held *h = find_name_locked(v, j->req.name);
-    if (!h) {
+    if (h) victims[nv++] = h;
+    else /* a bucket group's base name drops every bucket of it */
+        for (int i = 0; i < v->ngraphs; i++)
+            if (v->graphs[i]->group && !strcmp(v->graphs[i]->group->base, j->req.name))
+                victims[nv++] = v->graphs[i];
+    if (nv == 0) {
         char names[1024];
         names_locked(v, names, sizeof(names));
         pthread_mutex_unlock(&v->mu);
         return gr_error_set(err, GR_ERR_USAGE, "name", "no graph named \"%s\" is held (%s%s)",
                             j->req.name, names[0] ? "graphs: " : "none is held", names);
     }
-    unregister_locked(v, h);
+    double freed = 0;
+    json_t *names = json_array();
+    for (int i = 0; i < nv; i++) {
+        held *x = victims[i];
+        unregister_locked(v, x);
+        freed += x->device_bytes;
+        json_array_append_new(names, json_string(x->name));
+    }
+    /* a group's shared buffers go with its last bucket: when every holder of it is dropped */
+    for (int i = 0; i < nv; i++) {
+        bucket_group *g = victims[i]->group;
+        int first = g != NULL, count = 0;
+        for (int k = 0; k < i && first; k++) first = victims[k]->group != g;
+        for (int k = 0; k < nv && first; k++) count += victims[k]->group == g;
+        if (first && count == g->refs) freed += g->bytes;
+    }
     pthread_mutex_unlock(&v->mu);
-    *body = json_pack("{s:s, s:f}", "dropped", h->name, "freed_bytes", h->device_bytes);
-    slog("dropped \"%s\" (hash %s)", h->name, h->hash);
-    held_free(h);
+    *body = json_pack("{s:s, s:f, s:o}", "dropped", nv == 1 ? victims[0]->name : j->req.name,
+                      "freed_bytes", freed, "graphs", names);
+    for (int i = 0; i < nv; i++) {
+        slog("dropped \"%s\" (hash %s)", victims[i]->name, victims[i]->hash);
+        held_free(victims[i]);
+    }
     /* make the free visible (and any error of it) before the next request */
     GR_CUDA(cudaDeviceSynchronize(), err);
     return GR_OK;

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/npy.h"
 #include "core/timer.h"
 #include "service_util.h"
 #include "tests.h"
@@ -533,6 +534,113 @@ static void test_sigterm_during_replay(void) {
     svc_env_done(&s);
 }
 
+/* Floats of a .npy file written by the service (header skipped), NULL on error. */
+static float *npy_floats(const char *path, size_t *n) {
+    char *raw = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    raw = malloc((size_t)size);
+    if (!raw || fread(raw, 1, (size_t)size, f) != (size_t)size || size < 10) {
+        fclose(f);
+        free(raw);
+        return NULL;
+    }
+    fclose(f);
+    size_t head = 10 + (size_t)(unsigned char)raw[8] + 256 * (size_t)(unsigned char)raw[9];
+    *n = ((size_t)size - head) / sizeof(float);
+    float *out = malloc(*n * sizeof(float) + 1);
+    memcpy(out, raw + head, *n * sizeof(float));
+    free(raw);
+    return out;
+}
+
+/* decode_step (fused, fp32, small) in buckets B = 1, 2, 8 over one set of buffers: the weights
+ * held once; --batch picks the bucket; a 5-row request served by bucket 8 (padded, trimmed)
+ * equals the same 5 rows served by a graph captured at B = 5. */
+static void test_buckets_share_and_serve(void) {
+    GR_REQUIRE_GPU();
+    svc_env s;
+    svc_env_make(&s);
+    CU_ASSERT_EQUAL_FATAL(svc_start_service(&s, NULL, ""), 0);
+    const char *small = "--variant fused --set L=2 --set d=256 --set f=512 --set r=8 --set dtype=fp32";
+    char args[2048], path[256], x5[256], y5[256], r5[256];
+    snprintf(path, sizeof(path), "%s/b.json", s.dir);
+    snprintf(args, sizeof(args), "capture workloads/decode_step.json %s --buckets B=1,2,8 --name dec "
+             "--socket %s --quiet --json %s", small, s.sock, path);
+    int rc = svc_grun(NULL, args, svc_out, sizeof(svc_out));
+    if (rc) fprintf(stderr, "\n%s", svc_out);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    json_error_t je;
+    json_t *cap = json_load_file(path, 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cap);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(cap, "buckets")), 3);
+    double shared = json_number_value(json_object_get(cap, "shared_bytes"));
+    double separate = json_number_value(json_object_get(cap, "separate_bytes"));
+    printf("\n    buckets B = 1, 2, 8: %.2f MB shared vs %.2f MB separate\n", shared / 1e6, separate / 1e6);
+    CU_ASSERT_TRUE(shared > 0 && shared < 0.5 * separate);
+    json_decref(cap);
+    /* the bucket a batch runs */
+    int fd = svc_raw_connect(s.sock);
+    CU_ASSERT_TRUE_FATAL(fd >= 0);
+    json_t *r = svc_raw_call(fd, "{\"schema_version\":1,\"cmd\":\"replay\",\"name\":\"dec\",\"batch\":5,"
+                             "\"iters\":50,\"batches\":2}", 60000);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_TRUE(json_is_true(json_object_get(r, "ok")));
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(r, "bucket_run"), "value")), 8);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r, "name")), "dec.B8");
+    json_decref(r);
+    r = svc_raw_call(fd, "{\"schema_version\":1,\"cmd\":\"replay\",\"name\":\"dec\",\"batch\":9}", 60000);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_STRING_EQUAL(svc_err_field(r), "batch");
+    json_decref(r);
+    close(fd);
+    /* 5 rows through bucket 8, and through a B = 5 graph with the same weights */
+    snprintf(x5, sizeof(x5), "%s/x5.npy", s.dir);
+    snprintf(y5, sizeof(y5), "%s/y5.npy", s.dir);
+    snprintf(r5, sizeof(r5), "%s/r5.npy", s.dir);
+    float x[5 * 256];
+    for (int i = 0; i < 5 * 256; i++) x[i] = (float)sin(0.37 * i) * 0.5f;
+    int64_t shape[2] = {5, 256};
+    gr_error e;
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL_FATAL(gr_npy_write(x5, GR_FP32, 2, shape, x, &e), GR_OK);
+    snprintf(args, sizeof(args), "replay dec --batch 5 --input x=%s --output x=%s --socket %s", x5, y5, s.sock);
+    rc = svc_grun(NULL, args, svc_out, sizeof(svc_out));
+    if (rc) fprintf(stderr, "\n%s", svc_out);
+    CU_ASSERT_EQUAL(rc, 0);
+    snprintf(args, sizeof(args), "capture workloads/decode_step.json %s --set B=5 --name ref5 --socket %s --quiet",
+             small, s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    snprintf(args, sizeof(args), "replay ref5 --input x=%s --output x=%s --socket %s", x5, r5, s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    size_t n1 = 0, n2 = 0;
+    float *a = npy_floats(y5, &n1), *b = npy_floats(r5, &n2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_EQUAL(n1, 5 * 256);
+    CU_ASSERT_EQUAL(n2, 5 * 256);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n1 && i < n2; i++) {
+        num += (a[i] - b[i]) * (double)(a[i] - b[i]);
+        den += (double)b[i] * b[i];
+    }
+    printf("    5 rows through bucket 8 vs a B = 5 graph: rel L2 %.2e\n", sqrt(num / (den > 0 ? den : 1)));
+    CU_ASSERT_TRUE(den > 0 && sqrt(num / den) < 1e-4);
+    free(a);
+    free(b);
+    /* dropping the group frees its buckets and the shared buffers */
+    snprintf(args, sizeof(args), "drop dec --socket %s", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    snprintf(args, sizeof(args), "list --socket %s", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    CU_ASSERT_EQUAL(svc_count_of(svc_out, "dec.B"), 0);
+    GR_ASSERT_CONTAINS(svc_out, "ref5");
+    svc_env_done(&s);
+}
+
 static CU_TestInfo gpu_service_tests[] = {
     {"capture + replay == run", test_capture_replay_like_run},
     {"kill -9 of a client mid-replay", test_killed_client_mid_replay},
@@ -541,6 +649,7 @@ static CU_TestInfo gpu_service_tests[] = {
     {"sticky CUDA error: reply, exit, restart", test_cuda_error_exits},
     {"faults keep a held graph's outputs; stop mid-replay", test_faults_keep_held_graph},
     {"SIGTERM during a 10^8-step replay", test_sigterm_during_replay},
+    {"buckets share buffers; a batch is served padded", test_buckets_share_and_serve},
     CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_gpu_service_suites[] = {{"gpu_service", gpu_service_tests, 1}, {NULL, NULL, 0}};

@@ -9,7 +9,10 @@
 
 #include "core/expect.h"
 #include "core/npy.h"
+#include "replay/bucket.h"
+#include "replay/load.h"
 #include "replay/protocol.h"
+#include "service_util.h"
 #include "tests.h"
 
 static gr_status parse(const char *line, gr_request *r, gr_error *e) {
@@ -158,7 +161,136 @@ static void test_replay_io_flags(void) {
     GR_ASSERT_CONTAINS(out, "--input BUF=FILE");
 }
 
+static void test_bucket_parse_pick(void) {
+    gr_bucket_spec s;
+    gr_error e;
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL_FATAL(gr_bucket_parse("B=8,1,64,2", "--buckets", &s, &e), GR_OK);
+    CU_ASSERT_STRING_EQUAL(s.param, "B");
+    CU_ASSERT_EQUAL(s.n, 4);
+    CU_ASSERT_EQUAL(s.values[0], 1);
+    CU_ASSERT_EQUAL(s.values[3], 64);
+    CU_ASSERT_EQUAL(gr_bucket_pick(&s, 1), 0);
+    CU_ASSERT_EQUAL(gr_bucket_pick(&s, 3), 2); /* 3 -> 8 */
+    CU_ASSERT_EQUAL(gr_bucket_pick(&s, 8), 2);
+    CU_ASSERT_EQUAL(gr_bucket_pick(&s, 64), 3);
+    CU_ASSERT_EQUAL(gr_bucket_pick(&s, 65), -1);
+    CU_ASSERT_EQUAL(gr_bucket_pick(&s, 0), -1);
+    const char *bad[][2] = {{"8,16", "expected PARAM=V1,V2"},   {"=1,2", "expected PARAM=V1,V2"},
+                            {"B=1,x", "\"x\" in \"B=1,x\" is not one"}, {"B=0,2", "is not one"},
+                            {"B=2,2", "bucket 2 is given twice"}, {"B=1,2,", "ends with a comma"},
+                            {"B=", "no bucket values"},       {"B=1;2", "is not one"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        gr_error_clear(&e);
+        CU_ASSERT_EQUAL(gr_bucket_parse(bad[i][0], "--buckets", &s, &e), GR_ERR_USAGE);
+        GR_ASSERT_CONTAINS(e.msg, bad[i][1]);
+        CU_ASSERT_STRING_EQUAL(e.path, "--buckets");
+    }
+}
+
+/* decode_step at B = 1, 2, 8: the weights are the same in every bucket and exist once; x and the
+ * per-row scratch change along dimension 0 and are sized for B = 8 */
+static void test_bucket_layout(void) {
+    gr_bucket_spec s;
+    gr_error e;
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL_FATAL(gr_bucket_parse("B=1,2,8", "--buckets", &s, &e), GR_OK);
+    gr_target t = gr_target_default();
+    gr_loaded ld[3];
+    const gr_plan *plans[3];
+    for (int i = 0; i < 3; i++) {
+        char set[32];
+        snprintf(set, sizeof(set), "B=%lld", (long long)s.values[i]);
+        const char *sets[] = {"L=2", "d=256", "f=512", "r=8", set};
+        gr_load_req req = {gr_test_src("workloads/decode_step.json"), "fused", sets, 5, NULL, 0, NULL, 0};
+        CU_ASSERT_EQUAL_FATAL(gr_load_resolve(&req, &t, &ld[i], &e), GR_OK);
+        plans[i] = ld[i].plans[0];
+    }
+    gr_bucket_layout l;
+    CU_ASSERT_EQUAL_FATAL(gr_bucket_layout_make(plans, 3, &s, &l, &e), GR_OK);
+    const gr_bucket_buffer *w = gr_bucket_find(&l, "W_gate.0"), *x = gr_bucket_find(&l, "x");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_TRUE(w->same);
+    CU_ASSERT_EQUAL(w->batch_dim, -1);
+    size_t es = gr_dtype_size(w->dtype); /* the workload's dtype (bf16 by default) */
+    CU_ASSERT_EQUAL(w->bytes, (size_t)512 * 256 * es);
+    CU_ASSERT_FALSE(x->same);
+    CU_ASSERT_EQUAL(x->batch_dim, 0);
+    CU_ASSERT_EQUAL(x->bytes, (size_t)8 * 256 * es);
+    CU_ASSERT_EQUAL(x->row_bytes, (size_t)256 * es);
+    /* one copy of the weights instead of three */
+    double weights = gr_plan_input_bytes(plans[0]);
+    CU_ASSERT_TRUE(l.shared_bytes < 1.2 * weights + plans[2]->used_bytes - gr_plan_input_bytes(plans[2]));
+    CU_ASSERT_TRUE(l.separate_bytes > 2.9 * weights);
+    CU_ASSERT_PTR_NULL(gr_bucket_find(&l, "no_such"));
+    gr_bucket_layout_free(&l);
+    /* plans that do not share buffers (another rank of L) are refused by name */
+    gr_loaded other;
+    const char *sets[] = {"L=3", "d=256", "f=512", "r=8", "B=4"};
+    gr_load_req req = {gr_test_src("workloads/decode_step.json"), "fused", sets, 5, NULL, 0, NULL, 0};
+    CU_ASSERT_EQUAL_FATAL(gr_load_resolve(&req, &t, &other, &e), GR_OK);
+    const gr_plan *mixed[2] = {plans[0], other.plans[0]};
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_bucket_layout_make(mixed, 2, &s, &l, &e), GR_ERR_INPUT);
+    GR_ASSERT_CONTAINS(e.msg, "every bucket must use the same ones");
+    gr_bucket_layout_free(&l);
+    gr_loaded_free(&other);
+    for (int i = 0; i < 3; i++) gr_loaded_free(&ld[i]);
+}
+
+/* capture --buckets: bad specs and unshareable plans refused before a service starts; without a
+ * device the service validates every bucket and says what sharing would save */
+static void test_buckets_cli(void) {
+    char out[8192];
+    CU_ASSERT_EQUAL(gr_test_graphrun("capture workloads/decode_step.json --buckets B=2,x", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "--buckets: bucket values are whole numbers");
+    CU_ASSERT_EQUAL(gr_test_graphrun("capture workloads/launch_bound.json --buckets B=1,2 --socket /tmp/gr-never/s.sock",
+                                     out, sizeof(out)),
+                    2);
+    GR_ASSERT_CONTAINS(out, "bucket B=1: ");
+    GR_ASSERT_CONTAINS(out, "unknown param \"B\"");
+    CU_ASSERT_NOT_EQUAL(access("/tmp/gr-never/s.sock", F_OK), 0); /* no service was started */
+    CU_ASSERT_EQUAL(gr_test_graphrun("replay --batch 0", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "--batch takes a whole number >= 1");
+    if (gr_test_have_gpu()) return; /* gpu_service captures buckets for real */
+    svc_env s;
+    svc_env_make(&s);
+    char args[1024];
+    snprintf(args, sizeof(args), "capture workloads/decode_step.json --variant fused --set L=2 --set d=256 "
+             "--set f=512 --set r=8 --buckets B=1,2,8 --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 3);
+    GR_ASSERT_CONTAINS(svc_out, "the workload and its 3 buckets are valid (shared buffers");
+    snprintf(args, sizeof(args), "replay nothing --batch 3 --socket %s", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 2);
+    GR_ASSERT_CONTAINS(svc_out, "\"nothing\" was not captured with --buckets");
+    svc_env_done(&s);
+}
+
+static void test_bucket_fields(void) {
+    gr_request r;
+    gr_error e;
+    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"buckets\":\"B=4,1\"}", &r, &e), GR_OK);
+    CU_ASSERT_EQUAL(r.buckets.n, 2);
+    CU_ASSERT_EQUAL(r.buckets.values[0], 1);
+    gr_request_clear(&r);
+    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"buckets\":\"B=4,4\"}", &r, &e), GR_ERR_PROTOCOL);
+    GR_ASSERT_CONTAINS(e.msg, "buckets: bucket 4 is given twice");
+    CU_ASSERT_STRING_EQUAL(e.path, "buckets");
+    gr_request_clear(&r);
+    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"replay\",\"batch\":5}", &r, &e), GR_OK);
+    CU_ASSERT_EQUAL(r.batch, 5);
+    gr_request_clear(&r);
+    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"replay\",\"batch\":0}", &r, &e), GR_ERR_PROTOCOL);
+    GR_ASSERT_CONTAINS(e.msg, "batch: 0 is outside");
+    gr_request_clear(&r);
+}
+
 static CU_TestInfo serve_tests[] = {
+    {"request fields: buckets, batch", test_bucket_fields},
+    {"capture --buckets / replay --batch from the CLI", test_buckets_cli},
+    {"bucket specs parsed, buckets picked", test_bucket_parse_pick},
+    {"bucket layout: weights once, batch rows for the largest", test_bucket_layout},
     {"replay request: inputs and outputs, errors by field", test_io_fields},
     {".npy written as the input check reads it", test_npy_roundtrip},
     {"graphrun replay --input/--output checked locally", test_replay_io_flags},

@@ -113,7 +113,7 @@ static const bad_case bad_cases[] = {
     {"{\"schema_version\": 1, \"cmd\": 3}", "cmd", "expected a string"},
     {"{\"schema_version\": 1, \"cmd\": \"frobnicate\"}", "cmd", "unknown command \"frobnicate\""},
     {"{\"schema_version\": 1, \"cmd\": \"status\", \"iters\": 3}", "iters", "unknown key for command status"},
-    {"{\"schema_version\": 1, \"cmd\": \"replay\", \"itres\": 3}", "itres", "unknown key for command replay (keys: name, iters, warmup, batches, compare_eager, output_digest, inputs, outputs, progress)"},
+    {"{\"schema_version\": 1, \"cmd\": \"replay\", \"itres\": 3}", "itres", "unknown key for command replay (keys: name, iters, warmup, batches, compare_eager, output_digest, inputs, batch, outputs, progress)"},
     {"{\"schema_version\": 1, \"cmd\": \"replay\", \"iters\": \"many\"}", "iters", "expected an integer, got a string"},
     {"{\"schema_version\": 1, \"cmd\": \"replay\", \"iters\": 1.5}", "iters", "expected an integer, got a number"},
     {"{\"schema_version\": 1, \"cmd\": \"replay\", \"iters\": 0}", "iters", "0 is outside [1, 100000000]"},
