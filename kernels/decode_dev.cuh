@@ -1,4 +1,4 @@
-// Device helpers of the fused decode kernels (decode_gemv.cu, decode_splitk.cu): element
+// Device helpers of the fused decode kernels (decode_gemv.cu): element
 // conversions, 16-byte weight loads, the 4-row pipeline step (issue / consume), the LoRA-B rows
 // and the warp reduce-scatter. Everything is in an anonymous namespace: each kernel file gets its
 // own inline copies. Design: docs/decode_step.md.
@@ -60,9 +60,9 @@ template <> __device__ __forceinline__ __half from_f<__half>(float v) {
 
 // One element that another block of the grid may have written, read through L2 (ld.global.cg).
 // CUDA's own __ldcg for __nv_bfloat16 and __half is a non-volatile asm with no memory clobber,
-// which the compiler may merge with an earlier load of the same address: decode_step_stream read
-// layer 0's x again in its last layer's residual, in 2-byte dtypes only (runs 32-34); the
-// unsigned-short overload is volatile.
+// which the compiler may merge with an earlier load of the same address: a persistent step kernel
+// (decode_step_stream, since removed) read layer 0's x again in its last layer's residual, in
+// 2-byte dtypes only (runs 32-34); the unsigned-short overload is volatile.
 template <typename T> __device__ __forceinline__ T ldcg_elem(const T *p) {
     if constexpr (sizeof(T) == 2) {
         const unsigned short u = __ldcg(reinterpret_cast<const unsigned short *>(p));

@@ -1,7 +1,6 @@
 // Shared-memory mbarriers and bulk copies (cp.async.bulk, the TMA unit; plain and tensor-map
-// forms): the pieces the kernels that stream operands through a ring of shared-memory slots have
-// in common (decode_step_stream in decode_gemv.cu, the wgmma Linear kernel's bulk form in
-// dlrm_wg_sm90a.cu). Every wait is bounded: one that has not finished after 10 s is a bug (a lost
+// forms) for the kernels that stream operands through a ring of shared-memory slots (the wgmma
+// Linear kernel's bulk form in dlrm_wg_sm90a.cu). Every wait is bounded: one that has not finished after 10 s is a bug (a lost
 // arrival, a wrong byte count), so it traps and the launch fails with an error instead of hanging
 // the device.
 #ifndef GR_KERNELS_MBARRIER_CUH
