@@ -714,6 +714,56 @@ typedef struct err_case {
     const char *bufs, *op, *want;
 } err_case;
 
+/* The interactions' attr rows_per_block: a named value is taken as named (launch dims, shared
+ * memory, form), one that needs more than 48 KB of shared memory is refused naming the op, the
+ * value and the fix, and a value that is not a choice is refused with the choices. */
+static void test_interaction_rows_attr(void) {
+    char json[4096];
+    const char *bufs = "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [8, 128], \"init\": \"normal\"},"
+                       "{\"name\": \"E\", \"dtype\": \"fp32\", \"shape\": [8, 26, 128], \"init\": \"normal\"},"
+                       "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [8, 479]}";
+    static const struct {
+        const char *rb;
+        int want; /* rows per block, 0: refused */
+        const char *msg;
+    } cases[] = {
+        {"auto", 1, NULL},
+        {"2", 2, NULL},
+        {"1", 1, NULL},
+        /* 4 rows of 27 vectors of 128 floats (slots of 132) and 479 outputs: 66800 bytes */
+        {"4", 0,
+         "ops[0]: kernel \"dot_interaction\": rows_per_block 4 needs 66800 bytes of shared memory "
+         "per block (27 vectors of 128 floats and the output row per batch row); at most 48 KB: "
+         "use a smaller rows_per_block or \"auto\""},
+        {"3", 0, "ops[0].attrs.rows_per_block: \"3\" is not one of: auto, 1, 2, 4"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char op[256];
+        snprintf(op, sizeof(op),
+                 "{\"kernel\": \"dot_interaction\", \"inputs\": [\"x\", \"E\"], \"outputs\": "
+                 "[\"y\"], \"attrs\": {\"rows_per_block\": \"%s\"}}",
+                 cases[i].rb);
+        snprintf(json, sizeof(json), "%s", one_op(bufs, "\"y\"", op));
+        if (!cases[i].want) {
+            GR_ASSERT_CONTAINS(gr_test_plan_error(json, NULL), cases[i].msg);
+            continue;
+        }
+        gr_error e;
+        gr_error_clear(&e);
+        gr_plan *p = gr_test_plan(json, NULL, &e);
+        if (!p) fprintf(stderr, "\n    rows_per_block %s: %s", cases[i].rb, e.msg);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        const gr_op *o = &p->ops[0];
+        char form[32];
+        snprintf(form, sizeof(form), "rows_per_block %d", cases[i].want);
+        CU_ASSERT_EQUAL(o->ip[GR_INT_RB], cases[i].want);
+        CU_ASSERT_EQUAL(o->grid[0], (unsigned)((8 + cases[i].want - 1) / cases[i].want));
+        CU_ASSERT_EQUAL(o->smem, (size_t)gr_ix_floats(cases[i].want, 26, 128) * sizeof(float));
+        CU_ASSERT_STRING_EQUAL(o->form, form);
+        gr_plan_destroy(p);
+    }
+}
+
 static void test_check_errors(void) {
     static const err_case cases[] = {
         /* embedding bags */
@@ -1867,6 +1917,7 @@ static CU_TestInfo dlrm_tests[] = {
     {"linear wg register-A form: index maps emulated", test_linear_wgr_layout},
     {"linear wg bulk form: folded tensor-map boxes emulated", test_linear_wgb_fold},
     {"check errors name the op", test_check_errors},
+    {"interaction rows_per_block attr", test_interaction_rows_attr},
     {"dlrm_small accounting and impl choice", test_dlrm_accounting},
     {"whole model reference vs naive forward", test_whole_model_reference},
     {"fused_tf32 tolerances vs emulated TF32", test_tf32_tolerances},
