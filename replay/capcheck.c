@@ -100,6 +100,8 @@ static gr_status run_fixed(gr_session *s, const gr_run_opts *o, const gr_piecewi
     st = gr_session_create(fp, s->dev->sm_count, &fs, err);
     if (st == GR_OK) {
         fs->dev->pdl = s->dev->pdl;
+        fs->ref_plan = s->ref_plan;
+        fs->steps = s->steps;
         if (s->ref) st = gr_session_reference(fs, err);
     }
     if (st == GR_OK) st = gr_session_verify_eager(fs, err);

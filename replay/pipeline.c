@@ -8,6 +8,7 @@
 
 #include "core/cuda_check.h"
 #include "core/timer.h"
+#include "kernels/registry.h"
 #include "replay/nvtx.h"
 
 void gr_run_opts_default(gr_run_opts *o) {
@@ -61,6 +62,30 @@ void gr_pipe_init(gr_pipe *p, const gr_plan *plan, int sm_count, const gr_run_op
     v->plan = plan;
 }
 
+gr_status gr_pipe_reference_plan(const gr_plan *p, const gr_plan *const *plans, int n,
+                                 const gr_workload *wl, const gr_target *t, const gr_plan **ref,
+                                 gr_plan **owned, gr_error *err) {
+    *ref = NULL;
+    *owned = NULL;
+    if (p->has_cpu_reference || p->is_reference_variant || !p->reference_variant[0]) return GR_OK;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(plans[i]->variant, p->reference_variant)) {
+            *ref = plans[i];
+            return GR_OK;
+        }
+    if (!wl)
+        return gr_error_set(err, GR_ERR_INTERNAL, NULL, "variant %s: reference variant %s not loaded",
+                            p->variant, p->reference_variant);
+    gr_status st = gr_plan_resolve(wl, p->reference_variant, t, gr_kernel_find, gr_kernel_all_names,
+                                   owned, err);
+    if (st != GR_OK) {
+        gr_error_prefix(err, "reference variant %s of %s: ", p->reference_variant, p->variant);
+        return st;
+    }
+    *ref = *owned;
+    return GR_OK;
+}
+
 gr_session *gr_pipe_detach(gr_pipe *p) {
     gr_session *s = p->s;
     p->s = NULL;
@@ -87,6 +112,7 @@ static gr_status st_session(gr_pipe *p, gr_error *err) {
     p->s->dev->pdl = p->o.pdl;
     p->s->steps = p->o.steps;
     p->s->rtol = p->o.rtol;
+    p->s->ref_plan = p->ref_plan;
     return GR_OK;
 }
 

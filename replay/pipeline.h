@@ -7,6 +7,7 @@
 
 #include "capture/capture.h"
 #include "core/device.h"
+#include "core/workload.h"
 #include "replay/capcheck.h"
 #include "replay/session.h"
 #include "replay/timing.h"
@@ -114,6 +115,7 @@ struct gr_pipe {
     gr_variant_run *v;     /* results go here */
     int piecewise;         /* the capture check ran the variant piecewise: no full graph */
     void *const *external; /* device buffers the session uses instead of its own (buckets) */
+    const gr_plan *ref_plan; /* a user plan's reference variant (gr_pipe_reference_plan) */
 };
 
 /* A pipe over plan p writing into v (not owned). */
@@ -122,6 +124,12 @@ void gr_pipe_init(gr_pipe *p, const gr_plan *plan, int sm_count, const gr_run_op
 /* Runs the stages in order, stopping at the first error; records each in v->stages, moves the
  * session's checks into v->checks, and sets v->status and v->error. */
 gr_status gr_pipe_run(gr_pipe *p, const gr_stage *const *stages, int n, gr_error *err);
+/* The plan of p's "reference": true variant (user kernels: docs/verification.md): one of
+ * `plans` when it is there, else resolved from wl for target t into *owned (the caller destroys
+ * it). *ref is NULL when p has a CPU reference, is the reference, or names none. */
+gr_status gr_pipe_reference_plan(const gr_plan *p, const gr_plan *const *plans, int n,
+                                 const gr_workload *wl, const gr_target *t, const gr_plan **ref,
+                                 gr_plan **owned, gr_error *err);
 /* Hands the session to the caller (the service keeps it); the pipe no longer owns it. */
 gr_session *gr_pipe_detach(gr_pipe *p);
 void gr_pipe_free(gr_pipe *p); /* destroys the session it still owns */

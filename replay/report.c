@@ -73,7 +73,7 @@ static void pdl_hint(FILE *f, const gr_run_report *r) {
         int n = 0;
         for (int k = 0; k < v->plan->nops; k++) {
             const gr_op *op = &v->plan->ops[k];
-            n += op->kind == GR_OP_KERNEL && op->kernel && (op->kernel->flags & GR_KF_PDL) &&
+            n += op->kind == GR_OP_KERNEL && op->kernel && gr_op_pdl_capable(op) &&
                  op->launches > 0;
         }
         if (n > most) {
@@ -90,9 +90,12 @@ static void pdl_hint(FILE *f, const gr_run_report *r) {
 
 /* What the outputs were checked against, in words. */
 static void checked_against(const gr_run_report *r, char *out, size_t size) {
+    int user = 0; /* variants with user kernels: their own references (per variant, below) */
+    for (int i = 0; i < r->nv; i++) user |= !r->v[i].plan->has_cpu_reference;
     if (r->opts.cpu_reference)
-        snprintf(out, size, "each variant's outputs against its CPU reference (from the device's "
-                            "initial data), graph against eager%s",
+        snprintf(out, size, "each variant's outputs against its %s, graph against eager%s",
+                 user ? "reference (per variant below)"
+                      : "CPU reference (from the device's initial data)",
                  r->nv > 1 ? ", and eager against the first variant's eager outputs" : "");
     else
         snprintf(out, size, "graph against eager%s only; nothing checks that eager is right",
@@ -150,6 +153,12 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
         init_lists(v->plan, pois, sizeof(pois), seed, sizeof(seed));
         fprintf(f, "  %-16s before each run: %s%s\n", v->plan->variant,
                 pois[0] ? "outputs poisoned with NaN: " : "no output is poisoned", pois);
+        if (!v->plan->has_cpu_reference) { /* user kernels: what their outputs were checked against */
+            char what[512];
+            gr_plan_checks_text(v->plan, what, sizeof(what), NULL);
+            fprintf(f, "  %-16s verified against: %s\n", "", r->opts.cpu_reference ? what :
+                    "graph == eager only (--no-cpu-ref)");
+        }
         if (seed[0])
             fprintf(f, "  %-16s re-seeded from their init, not poisoned (in-place): %s\n", "", seed);
         for (int b = 0; b < v->plan->nbufs; b++) {
@@ -355,6 +364,15 @@ void *gr_report_json(const gr_run_report *r) {
         json_object_set_new(jv, "flops_per_step", json_real(p->flops));
         json_object_set_new(jv, "round_trips", json_integer(p->intermediates));
         json_object_set_new(jv, "verified", json_boolean(v->checks.verified));
+        {
+            char what[512];
+            const char *kind = "cpu";
+            gr_plan_checks_text(p, what, sizeof(what), &kind);
+            if (!r->opts.cpu_reference) kind = "none";
+            json_object_set_new(jv, "reference", json_pack("{s:s, s:s}", "kind", kind, "text",
+                                                           r->opts.cpu_reference ? what
+                                                           : "graph == eager only (--no-cpu-ref)"));
+        }
         json_t *pois = json_array(), *seeded = json_array(), *tols = json_object();
         for (int b = 0; b < p->nbufs; b++) {
             const gr_buffer *buf = &p->bufs[b];

@@ -760,8 +760,15 @@ static gr_status job_capture_buckets(svc *v, job *j, json_t **body, gr_error *er
         stage_ctx sc = {v, j};
         gr_pipe_hooks hooks = {before_stage, NULL, NULL, NULL, &sc};
         pipe.hooks = &hooks;
-        st = gr_pipe_run(&pipe, gr_pipe_capture_stages, gr_pipe_capture_nstages, err);
+        gr_target tgt = gr_target_from_info(&dev);
+        gr_plan *owned_ref = NULL;
+        st = gr_pipe_reference_plan(p, (const gr_plan *const *)h->ld.plans, h->ld.nplans, h->ld.wl,
+                                    &tgt, &pipe.ref_plan, &owned_ref, err);
+        if (st == GR_OK)
+            st = gr_pipe_run(&pipe, gr_pipe_capture_stages, gr_pipe_capture_nstages, err);
         h->s = gr_pipe_detach(&pipe);
+        if (h->s) h->s->ref_plan = NULL;
+        gr_plan_destroy(owned_ref);
         free(ext);
         h->group = g; /* from here held_free releases it */
         g->refs++;
@@ -993,8 +1000,14 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
     stage_ctx sc = {v, j};
     gr_pipe_hooks hooks = {before_stage, NULL, NULL, NULL, &sc};
     pipe.hooks = &hooks;
-    st = gr_pipe_run(&pipe, gr_pipe_capture_stages, gr_pipe_capture_nstages, err);
+    gr_target tgt = gr_target_from_info(&dev);
+    gr_plan *owned_ref = NULL; /* a user plan's reference variant: used during the capture only */
+    st = gr_pipe_reference_plan(p, (const gr_plan *const *)h->ld.plans, h->ld.nplans, h->ld.wl,
+                                &tgt, &pipe.ref_plan, &owned_ref, err);
+    if (st == GR_OK) st = gr_pipe_run(&pipe, gr_pipe_capture_stages, gr_pipe_capture_nstages, err);
     h->s = gr_pipe_detach(&pipe);
+    if (h->s) h->s->ref_plan = NULL;
+    gr_plan_destroy(owned_ref);
     if (st == GR_OK && cudaMemGetInfo(&free1, &total) != cudaSuccess)
         st = gr_cuda_fail(cudaGetLastError(), "cudaMemGetInfo", __FILE__, __LINE__, err);
     vr->status = st;

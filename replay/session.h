@@ -17,7 +17,10 @@ extern "C" {
 typedef struct gr_session {
     const gr_plan *plan;
     gr_devstate *dev;
-    gr_hoststate *ref;  /* CPU reference results (NULL when skipped) */
+    gr_hoststate *ref;  /* reference results (NULL when skipped or when there is none) */
+    unsigned char *ref_valid; /* per buffer: ref holds its reference (user plans: the outputs
+                                 with an expect file or a reference variant's output) */
+    const gr_plan *ref_plan;  /* a user plan's "reference": true variant, or NULL */
     void **eager_out;   /* eager outputs per output buffer (host), for graph vs eager */
     gr_graph graph;
     int captured;
@@ -36,7 +39,8 @@ gr_status gr_session_create_ext(const gr_plan *plan, int sm_count, void *const *
 void gr_session_destroy(gr_session *s);
 
 /* Initialise device buffers, copy the inputs to the host and run the CPU reference there
- * (s->steps steps). */
+ * (s->steps steps). A plan with user ops (no CPU reference) takes its outputs' expect files and
+ * the eager outputs of s->ref_plan instead; with neither, s->ref stays NULL. */
 gr_status gr_session_reference(gr_session *s, gr_error *err);
 /* Re-initialise (outputs without an init poisoned with NaN, in-place outputs re-seeded from
  * their init), run s->steps eager steps, compare outputs to the reference; the outputs are kept

@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "kernels/usermod.h"
+#include "replay/load.h"
 #include "replay/pipeline.h"
 #include "replay/protocol.h"
 #include "replay/report.h"
@@ -282,7 +285,74 @@ static void test_capture_flags(void) {
     GR_ASSERT_CONTAINS(out, "option --pdl takes no value");
 }
 
+/* user kernels: the reference variant is found among the plans (or resolved), and the report
+ * says per variant what its outputs were checked against */
+static void test_user_reference(void) {
+    char cache[128];
+    snprintf(cache, sizeof(cache), "/tmp/gr_pipe_cache_%d", (int)getpid());
+    gr_usermod_set_cache_dir(cache);
+    gr_target t = gr_target_default();
+    gr_error e;
+    gr_error_clear(&e);
+    gr_load_req req = {gr_test_src("workloads/examples/add_mul_act.json"), NULL, NULL, 0, NULL, 0, NULL, 0};
+    gr_loaded l;
+    gr_status st = gr_load_resolve(&req, &t, &l, &e);
+    if (st != GR_OK) fprintf(stderr, "\n    %s", e.msg);
+    CU_ASSERT_EQUAL_FATAL(st, GR_OK);
+    const gr_plan *fused = NULL, *unfused = NULL;
+    for (int i = 0; i < l.nplans; i++) {
+        if (!strcmp(l.plans[i]->variant, "fused")) fused = l.plans[i];
+        if (!strcmp(l.plans[i]->variant, "unfused")) unfused = l.plans[i];
+    }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fused);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(unfused);
+    CU_ASSERT_FALSE(fused->has_cpu_reference);
+    const gr_plan *ref = NULL;
+    gr_plan *owned = NULL;
+    CU_ASSERT_EQUAL(gr_pipe_reference_plan(fused, (const gr_plan *const *)l.plans, l.nplans, l.wl, &t,
+                                           &ref, &owned, &e), GR_OK);
+    CU_ASSERT_PTR_EQUAL(ref, unfused);
+    CU_ASSERT_PTR_NULL(owned);
+    /* not among the plans (--variant fused): resolved from the workload */
+    CU_ASSERT_EQUAL(gr_pipe_reference_plan(fused, &fused, 1, l.wl, &t, &ref, &owned, &e), GR_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(owned);
+    CU_ASSERT_PTR_EQUAL(ref, owned);
+    CU_ASSERT_STRING_EQUAL(owned->variant, "unfused");
+    gr_plan_destroy(owned);
+    /* the reference itself has none */
+    CU_ASSERT_EQUAL(gr_pipe_reference_plan(unfused, (const gr_plan *const *)l.plans, l.nplans, l.wl, &t,
+                                           &ref, &owned, &e), GR_OK);
+    CU_ASSERT_PTR_NULL(ref);
+    /* the report */
+    gr_run_report *r = gr_run_report_create(l.wl, NULL, NULL);
+    gr_run_report_add(r, fused);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    gr_report_text(f, r);
+    fclose(f);
+    GR_ASSERT_CONTAINS(text, "verified against: ");
+    GR_ASSERT_CONTAINS(text, "unfused");
+    GR_ASSERT_CONTAINS(text, "against its reference (per variant below)");
+    free(text);
+    json_t *j = gr_report_json(r);
+    json_t *refj = json_object_get(json_array_get(json_object_get(j, "variants"), 0), "reference");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(refj, "kind")), "variant");
+    json_decref(j);
+    r->opts.cpu_reference = 0;
+    j = gr_report_json(r);
+    refj = json_object_get(json_array_get(json_object_get(j, "variants"), 0), "reference");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(refj, "kind")), "none");
+    json_decref(j);
+    gr_run_report_destroy(r);
+    gr_loaded_free(&l);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", cache);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 static CU_TestInfo pipeline_tests[] = {
+    {"user kernels: the reference variant, and the report's line", test_user_reference},
     {"stages in order; the first error stops the list", test_order_and_error},
     {"before hook skips, after hook fails a stage", test_hooks},
     {"built-in stages' conditions and the commands' lists", test_builtin_conditions},
