@@ -293,6 +293,19 @@ static void test_linear_tiled(void) {
     for (int c = 0; c < ns; c++)
         CU_ASSERT_TRUE(
             linear_acts_ok(shapes[c][0], shapes[c][1], shapes[c][2], "\"impl\": \"tiled\"", 1e-4));
+    /* every configuration the attr config can name, also where the check would not take it
+     * (t64w on K = 13, 367 and 1: the 4-byte copies; t16 on a wide layer) */
+    static const char *const tcfgs[] = {"t64", "t64w", "t32", "t16"};
+    static const int forced[][3] = {
+        {2048, 512, 13}, {2000, 300, 367}, {257, 70, 130}, {65, 63, 1}, {2048, 256, 512}};
+    for (int f = 0; f < 4; f++)
+        for (size_t c = 0; c < sizeof(forced) / sizeof(forced[0]); c++) {
+            char attrs[96];
+            snprintf(attrs, sizeof(attrs), "\"impl\": \"tiled\", \"config\": \"%s\"", tcfgs[f]);
+            int ok = linear_acts_ok(forced[c][0], forced[c][1], forced[c][2], attrs, 1e-4);
+            if (!ok) fprintf(stderr, "\n    failed: tiled configuration %s", tcfgs[f]);
+            CU_ASSERT_TRUE(ok);
+        }
     const char *json =
         "{\"name\": \"tiled_w\", \"buffers\": ["
         "{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [2048, 367], \"init\": \"normal\"},"
