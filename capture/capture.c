@@ -186,3 +186,37 @@ void gr_graph_destroy(gr_graph *g) {
     g->exec = NULL;
     g->graph = NULL;
 }
+
+gr_status gr_graph_exec_update(gr_graph *into, gr_graph *from, gr_graph_update *u, gr_error *err) {
+    memset(u, 0, sizeof(*u));
+    if (!into->exec || !from->graph)
+        return gr_error_set(err, GR_ERR_INTERNAL, NULL, "graph update without an exec or a graph");
+    cudaGraphExecUpdateResultInfo info;
+    memset(&info, 0, sizeof(info));
+    double t0 = gr_now_us();
+    cudaError_t rc = cudaGraphExecUpdate((cudaGraphExec_t)into->exec, (cudaGraph_t)from->graph, &info);
+    u->update_us = gr_now_us() - t0;
+    if (rc == cudaSuccess && info.result == cudaGraphExecUpdateSuccess) {
+        /* into keeps its exec (now from's work); the graph it describes is from's */
+        if (into->graph) cudaGraphDestroy((cudaGraph_t)into->graph);
+        if (from->exec) cudaGraphExecDestroy((cudaGraphExec_t)from->exec);
+        gr_graph keep = *into;
+        *into = *from;
+        into->exec = keep.exec;
+        memset(from, 0, sizeof(*from));
+        u->updated = 1;
+        return GR_OK;
+    }
+    cudaGetLastError(); /* an incompatible update leaves a non-sticky error */
+    static const char *const results[] = {"success", "error", "topology changed",
+                                          "node type changed", "kernel function changed",
+                                          "parameters changed", "not supported",
+                                          "unsupported function change", "attributes changed"};
+    int r = (int)info.result;
+    snprintf(u->why, sizeof(u->why), "cudaGraphExecUpdate: %s (%s)%s",
+             r >= 0 && r < (int)(sizeof(results) / sizeof(results[0])) ? results[r] : "unknown",
+             cudaGetErrorName(rc), info.errorNode ? ", at a node of the new graph" : "");
+    if (rc != cudaSuccess && rc != cudaErrorGraphExecUpdateFailure)
+        return gr_cuda_fail(rc, "cudaGraphExecUpdate", __FILE__, __LINE__, err);
+    return GR_OK;
+}

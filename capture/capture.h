@@ -55,6 +55,19 @@ gr_status gr_graph_launch(const gr_graph *g, gr_stream_t stream, gr_error *err);
 gr_status gr_graph_dot(const gr_graph *g, const char *path, gr_error *err);
 void gr_graph_destroy(gr_graph *g);
 
+/* What cudaGraphExecUpdate did with a held graph's instantiated form. */
+typedef struct gr_graph_update {
+    int updated;      /* 1: `into`'s exec now runs `from`'s graph; 0: the topology differs */
+    double update_us; /* host clock around cudaGraphExecUpdate */
+    char why[256];    /* when not updated: CUDA's result and the node it names */
+} gr_graph_update;
+
+/* Updates into->exec in place to run from->graph (cudaGraphExecUpdate): same topology, new
+ * kernel parameters (scalars, buffer pointers). On success `into` takes from's graph and keeps its
+ * exec, and from's own exec is destroyed (from is left empty); otherwise both are unchanged and
+ * u->why says why. GR_ERR_CUDA only for a failure other than an incompatible graph. */
+gr_status gr_graph_exec_update(gr_graph *into, gr_graph *from, gr_graph_update *u, gr_error *err);
+
 #ifdef __cplusplus
 }
 #endif

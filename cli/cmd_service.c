@@ -50,6 +50,10 @@ static const char *usage_capture =
     "  --skip-bad-lines       with --input: skip malformed rows (named) instead of failing\n"
     "  --no-capture-check     capture without the capture checker (by default it runs first, and\n"
     "                         a capture that breaks or lets work escape is not held)\n"
+    "  --update               with --name N of a held graph: capture this one and update N's\n"
+    "                         instantiated graph in place (cudaGraphExecUpdate) when the topology\n"
+    "                         is the same (new params, new buffers), else replace it; says which\n"
+    "                         and both times (update vs instantiate)\n"
     "  --buckets P=V1,V2,...  one graph per value of param P (e.g. B=1,2,4,8,16,32,64), held as\n"
     "                         NAME.PV1, ... over one set of device buffers (weights once, the\n"
     "                         others at their largest size); `replay NAME --batch N` runs the\n"
@@ -179,6 +183,7 @@ typedef struct sopts {
     int nio_in, nio_out;
     int timing_given; /* replay: --iters, --warmup, --batches or --compare-eager given */
     const char *buckets; /* capture --buckets PARAM=V1,V2,... */
+    int update;          /* capture --update (with --name) */
     long long batch;     /* replay --batch N: the smallest bucket >= N */
     int iters, warmup, batches;
     gr_service_opts serve;
@@ -230,7 +235,7 @@ static const char *const capture_opts[] = {"--name=", "--set=", "--variant=", "-
                                            "--force", "--no-cpu-ref", "--json=", "--socket=",
                                            "--quiet", "--pdl", "--unroll=", "--input=",
                                            "--skip-bad-lines", "--no-capture-check", "--buckets=",
-                                           NULL};
+                                           "--update", NULL};
 static const char *const replay_opts[] = {"--iters=", "--warmup=", "--batches=", "--compare-eager",
                                           "--json=", "--socket=", "--quiet", "--input=",
                                           "--output=", "--batch=", NULL};
@@ -332,6 +337,7 @@ static int parse(int argc, char **argv, sopts *o) {
                 return usage_error(o, "--batch takes a whole number >= 1, got \"%s\"", val);
             o->batch = b;
         } else if (!strcmp(name, "--pdl")) o->pdl = 1;
+        else if (!strcmp(name, "--update")) o->update = 1;
         else if (!strcmp(name, "--skip-bad-lines")) o->skip_bad_lines = 1;
         else if (!strcmp(name, "--no-capture-check")) o->no_capture_check = 1;
         else if (!strcmp(name, "--force")) o->force = 1;
@@ -587,6 +593,15 @@ static int cmd_capture(sopts *o, const gr_service_paths *paths) {
     if (input_abs[0]) json_object_set_new(req, "input", json_string(input_abs));
     if (o->skip_bad_lines) json_object_set_new(req, "skip_bad_lines", json_true());
     if (o->buckets) json_object_set_new(req, "buckets", json_string(o->buckets));
+    if (o->update) {
+        if (!o->name || o->buckets) {
+            json_decref(req);
+            fprintf(stderr, "graphrun capture: --update needs --name NAME of the held graph to "
+                            "update (and no --buckets)\n");
+            return 2;
+        }
+        json_object_set_new(req, "update", json_true());
+    }
     json_object_set_new(req, "progress", json_boolean(!o->quiet && isatty(2)));
     gr_reply r;
     int rc = call(o, paths, 1, req, -1, &r, NULL);
@@ -634,6 +649,14 @@ static int cmd_capture(sopts *o, const gr_service_paths *paths) {
             printf("\ncaptured as \"%s\" (content hash %s); the replay service holds it. Replay "
                    "with:\n  graphrun replay %s --iters 10000%s\n",
                    jstr(b, "name"), jstr(b, "hash"), jstr(b, "name"), hint);
+        json_t *u = json_object_get(b, "update");
+        if (u)
+            printf("%s: cudaGraphExecUpdate %.1f us (host clock) vs cudaGraphInstantiate %.1f us%s%s\n",
+                   !strcmp(jstr(u, "result"), "updated")
+                       ? "updated in place (the held exec runs the new graph)"
+                       : "re-instantiated (the topology differs)",
+                   jnum(u, "update_us"), jnum(u, "instantiate_us"), jstr(u, "why")[0] ? "; " : "",
+                   jstr(u, "why"));
     }
     if (o->json_path) {
         json_t *rep = json_object_get(b, "report");

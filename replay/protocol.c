@@ -31,6 +31,7 @@ static const field_spec capture_fields[] = {
     {"input", F_STR, 0, 0, GR_PROTO_PATH_MAX - 1},
     {"skip_bad_lines", F_BOOL, 0, 0, 0},
     {"buckets", F_STR, 0, 0, 511},
+    {"update", F_BOOL, 0, 0, 0},
     {"progress", F_BOOL, 0, 0, 0},
     {NULL, F_STR, 0, 0, 0}};
 static const field_spec replay_fields[] = {
@@ -189,6 +190,7 @@ static void store(gr_request *req, const char *name, const json_t *v, gr_error *
     else if (!strcmp(name, "skip_bad_lines")) req->skip_bad_lines = json_is_true(v);
     else if (!strcmp(name, "unroll")) req->unroll = (int)json_integer_value(v);
     else if (!strcmp(name, "batch")) req->batch = json_integer_value(v);
+    else if (!strcmp(name, "update")) req->update = json_is_true(v);
     else if (!strcmp(name, "compare_eager")) req->compare_eager = json_is_true(v);
     else if (!strcmp(name, "output_digest")) req->output_digest = json_is_true(v);
     else if (!strcmp(name, "hang")) req->hang = json_is_true(v);
@@ -438,6 +440,10 @@ gr_status gr_request_parse(const char *line, size_t len, gr_request *req, gr_err
             if (s->required && !json_object_get(root, s->name))
                 gr_error_set(err, GR_ERR_PROTOCOL, s->name, "missing (command %s needs it)",
                              spec->name);
+        if (req->update && !req->name[0])
+            gr_error_set(err, GR_ERR_PROTOCOL, "update", "needs \"name\": the held graph to update");
+        if (req->update && req->buckets.n)
+            gr_error_set(err, GR_ERR_PROTOCOL, "update", "does not go with \"buckets\"");
         if (req->ninputs || req->noutputs)
             for (const char *const *k = (const char *const[]){"iters", "warmup", "batches",
                                                               "compare_eager", NULL};

@@ -64,6 +64,8 @@ typedef struct gr_request {
     char input[GR_PROTO_PATH_MAX]; /* Criteo rows bound to a DLRM workload, "" for none */
     int skip_bad_lines;
     gr_bucket_spec buckets; /* "buckets": "B=1,2,4,8": one graph per value over shared buffers */
+    int update; /* with name: the held graph of that name is updated in place (cudaGraphExecUpdate)
+                   with the new capture when the topology allows, else replaced */
     /* replay */
     int iters, warmup, batches; /* warmup -1: iters / 10, at least 3 (as `graphrun run`) */
     int compare_eager;

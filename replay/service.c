@@ -898,6 +898,7 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
     h->mode = r->mode;
 
     held *victims[2] = {NULL, NULL};
+    held *update_from = NULL; /* --update: the held graph whose exec takes the new graph */
     pthread_mutex_lock(&v->mu);
     held *same = find_hash_locked(v, h->hash);
     if (same && !r->force) {
@@ -921,7 +922,20 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
     if (r->force) victims[0] = same;
     if (r->name[0]) {
         held *byname = find_name_locked(v, r->name);
-        if (byname && byname != same) {
+        if (r->update && (!byname || byname->group)) {
+            st = gr_error_set(err, GR_ERR_USAGE, "update",
+                              byname ? "\"%s\" is a bucket of a --buckets capture: buckets are not "
+                                       "updated one by one"
+                                     : "no graph named \"%s\" is held to update (capture it first, "
+                                       "or leave out --update)",
+                              r->name);
+            pthread_mutex_unlock(&v->mu);
+            held_free(h);
+            return st;
+        }
+        if (r->update && byname != same) {
+            update_from = byname; /* kept until the new capture verified, then updated in place */
+        } else if (byname && byname != same) {
             if (!r->force) {
                 st = gr_error_set(err, GR_ERR_USAGE, "name",
                                   "a different graph is already held as \"%s\" (workload %s, "
@@ -941,7 +955,7 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
     } else {
         default_name(v, h, h->name, sizeof(h->name));
     }
-    int count = v->ngraphs;
+    int count = v->ngraphs - (update_from != NULL);
     double bytes = held_bytes_locked(v);
     for (int i = 0; i < 2; i++)
         if (victims[i]) {
@@ -1008,6 +1022,34 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
     h->s = gr_pipe_detach(&pipe);
     if (h->s) h->s->ref_plan = NULL;
     gr_plan_destroy(owned_ref);
+    json_t *update = NULL;
+    if (update_from) { /* the held graph's exec takes the new graph when the topology allows */
+        gr_graph_update u;
+        memset(&u, 0, sizeof(u));
+        if (st == GR_OK) st = gr_graph_exec_update(&update_from->s->graph, &h->s->graph, &u, err);
+        if (st == GR_OK && u.updated) {
+            h->s->graph = update_from->s->graph; /* the new nodes in the old exec */
+            memset(&update_from->s->graph, 0, sizeof(update_from->s->graph));
+            st = gr_session_verify_graph(h->s, err); /* the updated exec, replayed and checked */
+            gr_checks_take(&vr->checks, &h->s->checks);
+            if (st == GR_OK && !vr->checks.verified)
+                st = gr_error_set(err, GR_ERR_VERIFY, NULL,
+                                  "the graph updated in place (cudaGraphExecUpdate) does not verify");
+        }
+        if (st == GR_OK)
+            update = json_pack("{s:s, s:s, s:f, s:f, s:s}", "result",
+                               u.updated ? "updated" : "reinstantiated", "from", update_from->hash,
+                               "update_us", u.update_us, "instantiate_us", vr->graph.instantiate_us,
+                               "why", u.updated ? "" : u.why);
+        /* the old graph goes either way: replaced by this one */
+        pthread_mutex_lock(&v->mu);
+        unregister_locked(v, update_from);
+        pthread_mutex_unlock(&v->mu);
+        slog("capture --update: \"%s\" %s (cudaGraphExecUpdate %.1f us%s%s)", update_from->name,
+             u.updated ? "updated in place" : "re-instantiated", u.update_us, u.updated ? "" : ": ",
+             u.why);
+        held_free(update_from);
+    }
     if (st == GR_OK && cudaMemGetInfo(&free1, &total) != cudaSuccess)
         st = gr_cuda_fail(cudaGetLastError(), "cudaMemGetInfo", __FILE__, __LINE__, err);
     vr->status = st;
@@ -1053,7 +1095,10 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
         json_object_set_new(*body, "reused", json_false());
         if (h->report_text) json_object_set_new(*body, "report_text", json_string(h->report_text));
         if (h->report_json) json_object_set_new(*body, "report", json_deep_copy(h->report_json));
+        if (update) json_object_set_new(*body, "update", update);
+        update = NULL;
     }
+    json_decref(update);
     char mem[32];
     fmt_bytes(h->device_bytes, mem, sizeof(mem));
     slog("captured \"%s\": %s variant %s (%s), %zu nodes, %s of device memory, hash %s", h->name,

@@ -641,6 +641,42 @@ static void test_buckets_share_and_serve(void) {
     svc_env_done(&s);
 }
 
+/* capture --update: pointwise at another n (same topology, new buffers and launch dims) updates
+ * the held exec in place; launch_bound with another K (another topology) is re-instantiated;
+ * both replay and verify. */
+static void test_update_in_place(void) {
+    GR_REQUIRE_GPU();
+    svc_env s;
+    svc_env_make(&s);
+    CU_ASSERT_EQUAL_FATAL(svc_start_service(&s, NULL, ""), 0);
+    char args[1024], path[256];
+    snprintf(path, sizeof(path), "%s/u.json", s.dir);
+    snprintf(args, sizeof(args), "capture workloads/pointwise_fusion.json --variant unfused --set n=4096 "
+             "--name pw --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL_FATAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    snprintf(args, sizeof(args), "capture workloads/pointwise_fusion.json --variant unfused --set n=8192 "
+             "--name pw --update --socket %s --quiet", s.sock);
+    int rc = svc_grun(NULL, args, svc_out, sizeof(svc_out));
+    if (rc) fprintf(stderr, "\n%s", svc_out);
+    CU_ASSERT_EQUAL(rc, 0);
+    GR_ASSERT_CONTAINS(svc_out, "updated in place");
+    printf("\n    %s", strstr(svc_out, "updated in place") ? strstr(svc_out, "updated in place") : svc_out);
+    snprintf(args, sizeof(args), "replay pw --iters 200 --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    GR_ASSERT_CONTAINS(svc_out, "n=8192");
+    snprintf(args, sizeof(args), "capture workloads/launch_bound.json --set K=20 --name lb --socket %s --quiet",
+             s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    snprintf(args, sizeof(args), "capture workloads/launch_bound.json --set K=40 --name lb --update "
+             "--socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    GR_ASSERT_CONTAINS(svc_out, "re-instantiated (the topology differs)");
+    snprintf(args, sizeof(args), "list --socket %s", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    CU_ASSERT_EQUAL(svc_count_of(svc_out, " lb "), 1);
+    svc_env_done(&s);
+}
+
 static CU_TestInfo gpu_service_tests[] = {
     {"capture + replay == run", test_capture_replay_like_run},
     {"kill -9 of a client mid-replay", test_killed_client_mid_replay},
@@ -650,6 +686,7 @@ static CU_TestInfo gpu_service_tests[] = {
     {"faults keep a held graph's outputs; stop mid-replay", test_faults_keep_held_graph},
     {"SIGTERM during a 10^8-step replay", test_sigterm_during_replay},
     {"buckets share buffers; a batch is served padded", test_buckets_share_and_serve},
+    {"capture --update: in place or re-instantiated", test_update_in_place},
     CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_gpu_service_suites[] = {{"gpu_service", gpu_service_tests, 1}, {NULL, NULL, 0}};

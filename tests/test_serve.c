@@ -251,6 +251,10 @@ static void test_buckets_cli(void) {
     GR_ASSERT_CONTAINS(out, "bucket B=1: ");
     GR_ASSERT_CONTAINS(out, "unknown param \"B\"");
     CU_ASSERT_NOT_EQUAL(access("/tmp/gr-never/s.sock", F_OK), 0); /* no service was started */
+    CU_ASSERT_EQUAL(gr_test_graphrun("capture workloads/launch_bound.json --update --socket /tmp/gr-never/s.sock",
+                                     out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "--update needs --name NAME");
+    CU_ASSERT_NOT_EQUAL(access("/tmp/gr-never/s.sock", F_OK), 0);
     CU_ASSERT_EQUAL(gr_test_graphrun("replay --batch 0", out, sizeof(out)), 2);
     GR_ASSERT_CONTAINS(out, "--batch takes a whole number >= 1");
     if (gr_test_have_gpu()) return; /* gpu_service captures buckets for real */
@@ -277,6 +281,17 @@ static void test_bucket_fields(void) {
     CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"buckets\":\"B=4,4\"}", &r, &e), GR_ERR_PROTOCOL);
     GR_ASSERT_CONTAINS(e.msg, "buckets: bucket 4 is given twice");
     CU_ASSERT_STRING_EQUAL(e.path, "buckets");
+    gr_request_clear(&r);
+    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"update\":true}", &r, &e), GR_ERR_PROTOCOL);
+    GR_ASSERT_CONTAINS(e.msg, "update: needs \"name\"");
+    gr_request_clear(&r);
+    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"name\":\"g\","
+                          "\"update\":true,\"buckets\":\"B=1,2\"}", &r, &e), GR_ERR_PROTOCOL);
+    GR_ASSERT_CONTAINS(e.msg, "update: does not go with \"buckets\"");
+    gr_request_clear(&r);
+    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"name\":\"g\","
+                          "\"update\":true}", &r, &e), GR_OK);
+    CU_ASSERT_EQUAL(r.update, 1);
     gr_request_clear(&r);
     CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"replay\",\"batch\":5}", &r, &e), GR_OK);
     CU_ASSERT_EQUAL(r.batch, 5);
