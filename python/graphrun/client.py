@@ -194,24 +194,36 @@ class Client:
         return reply.get("graphs", [])
 
     def capture(self, workload, name=None, sets=None, variant=None, capture_mode=None, force=False,
-                cpu_reference=True, pdl=False, unroll=1, input=None, capture_check=True):
-        """Captures WORKLOAD (a path) in the service; sets: {"B": 8} or ["B=8"]. Returns the
-        reply: name, hash, nodes, buffers, report_text, report (`graphrun run --json`)."""
+                cpu_reference=True, pdl=False, unroll=1, input=None, capture_check=True,
+                buckets=None, update=False):
+        """Captures WORKLOAD (a path) in the service; sets: {"B": 8} or ["B=8"]. buckets:
+        "B=1,2,4,8" or ("B", [1, 2, 4, 8]): one graph per value over shared buffers. update: with
+        name of a held graph, update it in place (cudaGraphExecUpdate) when the topology allows.
+        Returns the reply: name, hash, nodes, buffers, report_text, report (`graphrun run
+        --json`), update; with buckets: name, buckets (their graph objects), shared_bytes."""
         if isinstance(sets, dict):
             sets = [f"{k}={v}" for k, v in sets.items()]
+        if isinstance(buckets, (tuple, list)):
+            buckets = f"{buckets[0]}=" + ",".join(str(v) for v in buckets[1])
         reply = self.request(
             "capture", workload=os.path.abspath(workload), name=name, sets=sets, variant=variant,
             capture_mode=capture_mode, force=force, cpu_reference=cpu_reference, pdl=pdl,
             unroll=unroll, input=os.path.abspath(input) if input else None,
-            capture_check=capture_check)
-        self._graphs[reply["name"]] = reply.get("buffers", [])
+            capture_check=capture_check, buckets=buckets, update=update or None)
+        for g in reply.get("buckets", []):
+            self._graphs[g["name"]] = g.get("buffers", [])
+        if "buckets" not in reply:
+            self._graphs[reply["name"]] = reply.get("buffers", [])
         return reply
 
-    def replay(self, name=None, iters=1000, warmup=None, batches=20, compare_eager=False):
-        """Times replays of graph NAME (default: the latest capture); returns the reply, whose
-        "report" has run's timing ("graph_replay", and "eager" with compare_eager)."""
+    def replay(self, name=None, iters=1000, warmup=None, batches=20, compare_eager=False,
+               batch=None):
+        """Times replays of graph NAME (default: the latest capture); with batch, NAME is a
+        --buckets group and its smallest bucket >= batch runs (the reply's "bucket_run"). Returns
+        the reply, whose "report" has run's timing ("graph_replay", and "eager" with
+        compare_eager)."""
         return self.request("replay", name=name, iters=iters, warmup=warmup, batches=batches,
-                            compare_eager=compare_eager)
+                            compare_eager=compare_eager, batch=batch)
 
     def drop(self, name):
         self._graphs.pop(name, None)
@@ -223,25 +235,31 @@ class Client:
     # ---- serving ----
 
     def _buffers(self, name):
-        if name not in self._graphs:
-            self.list()
-        if name not in self._graphs:
-            raise BadInputError("usage", "name", f"no graph named \"{name}\" is held")
-        return {b["name"]: b for b in self._graphs[name]}
+        """The buffers of graph NAME, or of the largest bucket of the group NAME."""
+        graphs = self.list() if name not in self._graphs else None
+        if name in self._graphs:
+            return {b["name"]: b for b in self._graphs[name]}
+        group = [g for g in graphs or [] if (g.get("bucket") or {}).get("group") == name]
+        if group:
+            g = max(group, key=lambda g: g["bucket"]["value"])
+            return {b["name"]: b for b in g.get("buffers", [])}
+        raise BadInputError("usage", "name", f"no graph named \"{name}\" is held")
 
-    def serve_files(self, name=None, inputs=None, outputs=None):
+    def serve_files(self, name=None, inputs=None, outputs=None, batch=None):
         """One served step with files: inputs {buffer: path (.npy or raw)}, outputs {buffer:
         path}. Returns the reply's "served" object (timings, buffers)."""
         ins = [{"buffer": b, "file": os.path.abspath(p)} for b, p in (inputs or {}).items()]
         outs = [{"buffer": b, "file": os.path.abspath(p)} for b, p in (outputs or {}).items()]
         return self.request("replay", name=name, inputs=ins or None,
-                            outputs=outs or None)["served"]
+                            outputs=outs or None, batch=batch)["served"]
 
-    def serve(self, name=None, inputs=None, outputs=()):
+    def serve(self, name=None, inputs=None, outputs=(), batch=None):
         """One served step with numpy arrays: inputs {buffer: array} are copied into the graph's
         buffers (their dtype and shape must match the buffer's), the step is replayed once, and
         the buffers named in outputs come back as arrays. Data travels through POSIX shared
-        memory. Returns (outputs dict, the reply's "served" object)."""
+        memory. With batch (a --buckets group NAME), the smallest bucket >= batch runs: inputs
+        carry `batch` rows (padded by the service), outputs come back with `batch` rows. Returns
+        (outputs dict, the reply's "served" object)."""
         import numpy as np  # optional dependency, needed only here
         from multiprocessing import shared_memory
 
@@ -268,7 +286,7 @@ class Client:
                 out_segs[b] = seg
                 outs.append({"buffer": b, "shm": "/" + seg.name})
             served = self.request("replay", name=name or None, inputs=ins or None,
-                                  outputs=outs or None)["served"]
+                                  outputs=outs or None, batch=batch)["served"]
             result = {}
             for e in served.get("outputs", []):
                 seg = out_segs[e["buffer"]]

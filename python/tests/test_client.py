@@ -248,3 +248,36 @@ def test_real_service_capture_without_device_validates_first(service):
     with pytest.raises(graphrun.NoDeviceError) as ei:
         service.capture(os.path.join(REPO, "workloads", "launch_bound.json"), sets={"K": 20})
     assert "the workload is valid" in ei.value.message
+
+
+def test_buckets_and_update_encoding(fake):
+    np = pytest.importorskip("numpy")
+    from multiprocessing import shared_memory
+
+    bufs = lambda b: [{"name": "x", "dtype": "fp32", "shape": [b, 4], "bytes": 16 * b,
+                       "output": True}]
+    graphs = [{"name": f"g.B{b}", "buffers": bufs(b), "bucket": {"group": "g", "value": b}}
+              for b in (1, 8)]
+
+    def handler(req):
+        if req["cmd"] == "capture":
+            return [ok("capture", name="g", buckets=graphs, shared_bytes=128, separate_bytes=144)]
+        if req["cmd"] == "list":
+            return [ok("list", graphs=graphs)]
+        # a served step of 3 rows through bucket 8: the output segment must hold 3 rows
+        out = req["outputs"][0]
+        seg = shared_memory.SharedMemory(name=out["shm"][1:])
+        assert seg.size >= 3 * 16
+        np.ndarray((3, 4), np.float32, buffer=seg.buf)[...] = 7
+        seg.close()
+        e = {"buffer": "x", "dtype": "fp32", "shape": [3, 4], "bytes": 48, "shm": out["shm"]}
+        return [ok("replay", served={"steps": 1, "graph_us": 1.0, "outputs": [e], "inputs": []},
+                   bucket_run={"param": "B", "value": 8, "asked": 3})]
+
+    svc = fake(handler)
+    c = graphrun.Client(svc.path, autostart=False)
+    c.capture("w.json", buckets=("B", [1, 8]), name="g")
+    assert svc.requests[0]["buckets"] == "B=1,8" and "update" not in svc.requests[0]
+    out, _ = c.serve("g", outputs=["x"], batch=3)
+    assert out["x"].shape == (3, 4) and (out["x"] == 7).all()
+    assert svc.requests[-1]["batch"] == 3
