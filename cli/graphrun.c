@@ -163,13 +163,15 @@ static const char *usage_validate =
     "  graphrun validate workloads/pointwise_fusion.json --set n=4096\n";
 
 static const char *usage_kernels =
-    "usage: graphrun kernels [NAME...]\n"
+    "usage: graphrun kernels [NAME...] [--json FILE|-]\n"
     "\n"
     "Lists the kernel registry: name, inputs, outputs, attributes. With NAMEs, those kernels only\n"
-    "(an unknown name is exit 2).\n"
+    "(an unknown name is exit 2). --json writes the same as JSON (schema_version 1; `-`: stdout,\n"
+    "nothing else on it).\n"
     "\n"
     "example:\n"
-    "  graphrun kernels add_mul_act_vec\n";
+    "  graphrun kernels add_mul_act_vec\n"
+    "  graphrun kernels --json - | python3 -m json.tool\n";
 
 /* An argument echoed in a message: at most 120 bytes, then "..." (a hostile argument can be
  * megabytes long). */
@@ -401,13 +403,17 @@ static gr_status load_and_resolve(const cli *c, const gr_target *target, gr_load
     return gr_load_resolve(&req, target, l, e);
 }
 
-static void print_plans(const gr_loaded *l, int max_ops) {
+static void print_plans_to(FILE *f, const gr_loaded *l, int max_ops) {
     for (int i = 0; i < l->nplans; i++) {
-        if (i) printf("\n");
-        gr_plan_print(stdout, l->plans[i], max_ops);
+        if (i) fprintf(f, "\n");
+        gr_plan_print(f, l->plans[i], max_ops);
     }
-    printf("\n");
-    gr_accounting_print(stdout, (const gr_plan *const *)l->plans, l->nplans);
+    fprintf(f, "\n");
+    gr_accounting_print(f, (const gr_plan *const *)l->plans, l->nplans);
+}
+
+static void print_plans(const gr_loaded *l, int max_ops) {
+    print_plans_to(stdout, l, max_ops);
 }
 
 static json_t *plans_json(const gr_loaded *l, int single) {
@@ -452,18 +458,18 @@ static int cmd_validate(cli *c) {
 }
 
 /* --timeline / --html from the traced run (replay/timeline.c). */
-static void export_timelines(const cli *c, const gr_run_report *r, const gr_trace_result *tr,
-                             const char *command, gr_error *te) {
+static void export_timelines(FILE *out, const cli *c, const gr_run_report *r,
+                             const gr_trace_result *tr, const char *command, gr_error *te) {
     gr_export_result x;
     if (gr_export_timelines(r, tr, c->timeline_path, c->html_path, command, &x, te) != GR_OK) return;
-    printf("\ntimelines of the traced run (CUPTI tracing on, %d steps per mode; the untraced numbers above stay the "
+    fprintf(out, "\ntimelines of the traced run (CUPTI tracing on, %d steps per mode; the untraced numbers above stay the "
            "measurement): %zu kernels, %zu launch-to-kernel flows, %zu NVTX ranges\n",
            tr->iters, x.kernels, x.flows, x.nvtx);
     if (c->timeline_path)
-        printf("  Chrome Trace Event JSON: %s (%zu processes; open it in ui.perfetto.dev or chrome://tracing)\n",
+        fprintf(out, "  Chrome Trace Event JSON: %s (%zu processes; open it in ui.perfetto.dev or chrome://tracing)\n",
                c->timeline_path, x.procs);
     if (c->html_path)
-        printf("  HTML report: %s (%d variant%s, eager vs graph; one self-contained file)\n",
+        fprintf(out, "  HTML report: %s (%d variant%s, eager vs graph; one self-contained file)\n",
                c->html_path, x.figures, x.figures == 1 ? "" : "s");
 }
 
@@ -483,9 +489,11 @@ static int cmd_run(cli *c) {
         gr_loaded_free(&l);
         return fail(&e);
     }
-    print_input(stdout, &l);
+    /* --json -: stdout carries the JSON document only; the text report goes to stderr */
+    FILE *out = c->json_path && !strcmp(c->json_path, "-") ? stderr : stdout;
+    print_input(out, &l);
     if (dst != GR_OK) {
-        print_plans(&l, c->full ? 0 : 60);
+        print_plans_to(out, &l, c->full ? 0 : 60);
         fprintf(stderr, "\ngraphrun: %s\ngraphrun: the workload is valid and its plan is above; "
                         "nothing was run (exit 3)\n",
                 deverr.msg);
@@ -493,10 +501,10 @@ static int cmd_run(cli *c) {
         return gr_exit_code(deverr.code);
     }
     if (c->show_plan) {
-        print_plans(&l, c->full ? 0 : 60);
-        printf("\n");
+        print_plans_to(out, &l, c->full ? 0 : 60);
+        fprintf(out, "\n");
     } else {
-        printf("workload %s (%s)\nparams   %s\n", l.wl->name, c->workload, l.plans[0]->params);
+        fprintf(out, "workload %s (%s)\nparams   %s\n", l.wl->name, c->workload, l.plans[0]->params);
     }
     if (!isatty(2)) c->run.progress = 0;
     gr_run_report *r = gr_run_report_create(l.wl, &info, &c->run);
@@ -506,7 +514,7 @@ static int cmd_run(cli *c) {
         return 1;
     }
     gr_status st = gr_run_plans((const gr_plan *const *)l.plans, l.nplans, r, &e);
-    gr_report_text(stdout, r);
+    gr_report_text(out, r);
     for (int i = 0; i < r->nv; i++) { /* the capture check's verdicts, in short (the report has the findings) */
         const gr_capcheck_variant *cv = &r->v[i].cc;
         char first[1400] = "";
@@ -520,9 +528,9 @@ static int cmd_run(cli *c) {
                     cv->piecewise ? (cv->pw_verified ? "; ran piecewise, verified" : "; piecewise run not verified")
                                   : "");
     }
-    printf("\n");
-    gr_accounting_print(stdout, (const gr_plan *const *)l.plans, l.nplans);
-    fflush(stdout);
+    fprintf(out, "\n");
+    gr_accounting_print(out, (const gr_plan *const *)l.plans, l.nplans);
+    fflush(out);
     /* --trace: the same variants again, traced (replay/trace.c) */
     gr_trace_result *tr = NULL;
     gr_error te;
@@ -543,10 +551,10 @@ static int cmd_run(cli *c) {
         tr = calloc(1, sizeof(*tr));
         if (!tr) gr_error_set(&te, GR_ERR_NOMEM, "--trace", "out of host memory");
         else if (gr_trace_run(r, &c->run, &topt, tr, &te) == GR_OK) {
-            if (c->trace_path) gr_trace_print(stdout, tr);
-            if (exports) export_timelines(c, r, tr, command, &te);
+            if (c->trace_path) gr_trace_print(out, tr);
+            if (exports) export_timelines(out, c, r, tr, command, &te);
         }
-        fflush(stdout);
+        fflush(out);
         if (tr && tr->cupti.dropped)
             fprintf(stderr, "graphrun: warning: CUPTI dropped %llu activity records; the traced counts and gaps "
                             "are incomplete\n", (unsigned long long)tr->cupti.dropped);
@@ -595,8 +603,39 @@ static void print_kernel(const gr_kernel_def *k) {
 
 /* graphrun kernels [NAME...]: every kernel, or each one named (all names are checked first, so
  * a typo anywhere is exit 2 with nothing printed). */
+static json_t *kernel_json(const gr_kernel_def *k) {
+    json_t *attrs = json_array();
+    for (int a = 0; a < k->nattrs; a++) {
+        const gr_attr_spec *sp = &k->attrs[a];
+        json_t *ja = json_pack("{s:s, s:s, s:b, s:s}", "name", sp->name, "type",
+                               sp->type == GR_ATTR_INT     ? "int"
+                               : sp->type == GR_ATTR_FLOAT ? "float"
+                               : sp->type == GR_ATTR_BOOL  ? "bool"
+                                                           : "enum",
+                               "required", sp->required, "help", sp->help ? sp->help : "");
+        if (sp->type == GR_ATTR_ENUM) {
+            json_t *ch = json_array();
+            for (const char *const *c = sp->choices; c && *c; c++) json_array_append_new(ch, json_string(*c));
+            json_object_set_new(ja, "choices", ch);
+            if (sp->def_str) json_object_set_new(ja, "default", json_string(sp->def_str));
+        } else if (!sp->required) {
+            json_object_set_new(ja, "default", json_real(sp->def_num));
+        }
+        json_array_append_new(attrs, ja);
+    }
+    return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:o, s:b, s:b, s:b}", "name", k->name,
+                     "summary", k->summary ? k->summary : "", "inputs", k->inputs_doc ? k->inputs_doc : "",
+                     "outputs", k->outputs_doc ? k->outputs_doc : "", "min_inputs", k->min_inputs,
+                     "max_inputs", k->max_inputs, "min_outputs", k->min_outputs, "max_outputs",
+                     k->max_outputs, "attrs", attrs, "library", (k->flags & GR_KF_LIBRARY) != 0,
+                     "host_work", (k->flags & GR_KF_HOST) != 0, "pdl", (k->flags & GR_KF_PDL) != 0);
+}
+
 static int cmd_kernels(int argc, char **argv) {
     int bad = 0;
+    const char *json_path = NULL;
+    const char *names[256];
+    int nnames = 0;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage_kernels, stdout);
@@ -605,20 +644,41 @@ static int cmd_kernels(int argc, char **argv) {
     }
     for (int i = 2; i < argc; i++) {
         char c[128];
-        if (argv[i][0] == '-') {
-            return usage_error(usage_kernels, "unknown option %s (kernels takes kernel names)",
-                               argv[i]);
+        if (!strcmp(argv[i], "--json") || !strncmp(argv[i], "--json=", 7)) {
+            if (json_path) return usage_error(usage_kernels, "--json given twice%s", "");
+            json_path = argv[i][6] == '=' ? argv[i] + 7 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!json_path || !json_path[0])
+                return usage_error(usage_kernels, "--json needs FILE or -%s", "");
+        } else if (argv[i][0] == '-') {
+            return usage_error(usage_kernels, "unknown option %s (kernels takes kernel names and --json)",
+                               clip(argv[i], c, sizeof(c)));
         } else if (!gr_kernel_find(argv[i])) {
             fprintf(stderr,
                     "graphrun: kernels: no kernel \"%s\" (run `graphrun kernels` for the list)\n",
                     clip(argv[i], c, sizeof(c)));
             bad = 1;
+        } else if (nnames < 256) {
+            names[nnames++] = argv[i];
         }
     }
     if (bad) return 2;
-    if (argc > 2) {
-        for (int i = 2; i < argc; i++)
-            print_kernel(gr_kernel_find(argv[i]));
+    if (json_path) {
+        json_t *root = json_object(), *arr = json_array();
+        json_object_set_new(root, "schema_version", json_integer(1));
+        json_object_set_new(root, "graphrun_version", json_string(GR_VERSION));
+        if (nnames)
+            for (int i = 0; i < nnames; i++) json_array_append_new(arr, kernel_json(gr_kernel_find(names[i])));
+        else
+            for (const gr_kernel_def *const *k = gr_kernel_all(); *k; k++) json_array_append_new(arr, kernel_json(*k));
+        json_object_set_new(root, "kernels", arr);
+        gr_error e;
+        gr_error_clear(&e);
+        int rc = write_json(json_path, root, &e) == 0 ? 0 : fail(&e);
+        json_decref(root);
+        if (rc || !strcmp(json_path, "-")) return rc;
+    }
+    if (nnames) {
+        for (int i = 0; i < nnames; i++) print_kernel(gr_kernel_find(names[i]));
         return 0;
     }
     for (const gr_kernel_def *const *k = gr_kernel_all(); *k; k++) print_kernel(*k);

@@ -351,7 +351,45 @@ static void test_user_reference(void) {
     CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
+/* --json - puts the JSON document alone on stdout (text to stderr), for every command: kernels,
+ * validate, and run (here without a device: the plan goes to stderr, stdout stays empty) */
+static void test_json_stdout_only(void) {
+    static char out[1 << 20];
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "'%s' kernels --json - 2>/dev/null", gr_test_bin("graphrun"));
+    CU_ASSERT_EQUAL(gr_test_popen(NULL, cmd, out, sizeof(out)), 0);
+    json_error_t je;
+    json_t *j = json_loads(out, 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_TRUE(json_array_size(json_object_get(j, "kernels")) > 10);
+    json_t *k0 = json_array_get(json_object_get(j, "kernels"), 0);
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(k0, "attrs"));
+    json_decref(j);
+    snprintf(cmd, sizeof(cmd), "'%s' kernels add relu --json - 2>/dev/null", gr_test_bin("graphrun"));
+    CU_ASSERT_EQUAL(gr_test_popen(NULL, cmd, out, sizeof(out)), 0);
+    j = json_loads(out, 0, &je);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(j, "kernels")), 2);
+    json_decref(j);
+    snprintf(cmd, sizeof(cmd), "'%s' validate workloads/launch_bound.json --set K=10 --json - 2>/dev/null",
+             gr_test_bin("graphrun"));
+    int rc = gr_test_popen(NULL, cmd, out, sizeof(out));
+    if (rc) fprintf(stderr, "\n    rc %d: %.300s", rc, out);
+    CU_ASSERT_EQUAL(rc, 0);
+    j = json_loads(out, 0, &je);
+    CU_ASSERT_PTR_NOT_NULL(j);
+    json_decref(j);
+    if (gr_test_have_gpu()) return; /* with a device run writes its report; gpu suites check it */
+    snprintf(cmd, sizeof(cmd), "'%s' run workloads/launch_bound.json --json - 2>/dev/null",
+             gr_test_bin("graphrun"));
+    CU_ASSERT_EQUAL(gr_test_popen(NULL, cmd, out, sizeof(out)), 3);
+    CU_ASSERT_STRING_EQUAL(out, "");
+    CU_ASSERT_EQUAL(gr_test_graphrun("kernels --json", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "--json needs FILE or -");
+}
+
 static CU_TestInfo pipeline_tests[] = {
+    {"--json - writes only JSON to stdout", test_json_stdout_only},
     {"user kernels: the reference variant, and the report's line", test_user_reference},
     {"stages in order; the first error stops the list", test_order_and_error},
     {"before hook skips, after hook fails a stage", test_hooks},
