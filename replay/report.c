@@ -117,16 +117,18 @@ static void init_lists(const gr_plan *p, char *pois, size_t psize, char *seed, s
     }
 }
 
+/* graphrun's own environment variables that are set (replay/knobs.c: plumbing only; none
+ * changes a kernel choice, which is plan data). */
 static void knobs_text(FILE *f) {
     int n = 0;
     for (const gr_knob *k = gr_knobs(); k->name; k++) {
         const char *v = gr_knob_value(k);
-        if (!v) continue;
-        fprintf(f, "%s %s=%s (%s)", n++ ? "," : "knobs    environment overrides of kernel choices:",
-                k->name, v, k->what);
+        if (!v || !k->report) continue;
+        fprintf(f, "%s %s=%s (%s)", n++ ? "," : "env      graphrun environment (plumbing):", k->name,
+                v, k->what);
     }
     if (n) fprintf(f, "\n");
-    else fprintf(f, "knobs    no environment override of a kernel choice is set\n");
+    else fprintf(f, "env      no graphrun environment variable is set (kernel choices are plan attrs)\n");
 }
 
 void gr_report_text(FILE *f, const gr_run_report *r) {
@@ -342,7 +344,7 @@ void *gr_report_json(const gr_run_report *r) {
     json_object_set_new(root, "checked_against", json_string(against));
     json_t *knobs = json_object();
     for (const gr_knob *k = gr_knobs(); k->name; k++)
-        if (gr_knob_value(k)) json_object_set_new(knobs, k->name, json_string(gr_knob_value(k)));
+        if (k->report && gr_knob_value(k)) json_object_set_new(knobs, k->name, json_string(gr_knob_value(k)));
     json_object_set_new(root, "knobs", knobs);
     if (r->have_bw)
         json_object_set_new(root, "copy_bandwidth",

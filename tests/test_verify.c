@@ -428,6 +428,8 @@ static void test_report_says_what_was_checked(void) {
     GR_ASSERT_CONTAINS(text, "(derived)");
     GR_ASSERT_CONTAINS(text, "not bitwise identical; written by");
     GR_ASSERT_CONTAINS(text, "GR_NCCL_LIBRARY=/knob-test/libnccl.so.2");
+    CU_ASSERT_PTR_NULL(strstr(text, "HOME=")); /* general variables are read, not reported */
+    CU_ASSERT_PTR_NULL(strstr(text, "kernel choice"));
     free(text);
     json_t *j = gr_report_json(r);
     CU_ASSERT_TRUE(json_is_false(json_object_get(j, "cpu_reference")));
