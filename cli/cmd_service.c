@@ -510,6 +510,20 @@ static void socket_hint(const gr_service_paths *p, char *buf, size_t size) {
 
 /* ---------------------------------------------------------------- commands */
 
+/* Sends req (consumed) and waits for the final reply; 0 with an ok reply in *r (the caller
+ * clears it), else the exit code, the failure printed and r cleared. */
+static int ask(sopts *o, const gr_service_paths *paths, int may_start, json_t *req, gr_reply *r) {
+    int rc = call(o, paths, may_start, req, -1, r, NULL);
+    json_decref(req);
+    if (rc) return rc;
+    if (!r->ok) {
+        rc = reply_failed(r);
+        gr_reply_clear(r);
+        return rc;
+    }
+    return 0;
+}
+
 /* --buckets, before any service: every bucket's plan resolves and they can share buffers. */
 static gr_status check_buckets(const sopts *o, const char *abs, const char *input, gr_error *e) {
     gr_bucket_spec bs;
@@ -604,14 +618,8 @@ static int cmd_capture(sopts *o, const gr_service_paths *paths) {
     }
     json_object_set_new(req, "progress", json_boolean(!o->quiet && isatty(2)));
     gr_reply r;
-    int rc = call(o, paths, 1, req, -1, &r, NULL);
-    json_decref(req);
+    int rc = ask(o, paths, 1, req, &r);
     if (rc) return rc;
-    if (!r.ok) {
-        rc = reply_failed(&r);
-        gr_reply_clear(&r);
-        return rc;
-    }
     json_t *b = r.body;
     int to_stdout_json = o->json_path && !strcmp(o->json_path, "-");
     if (json_object_get(b, "buckets")) { /* --buckets: one graph per bucket */
@@ -723,14 +731,8 @@ static int cmd_serve_step(sopts *o, const gr_service_paths *paths) {
     if (json_array_size(outs)) json_object_set_new(req, "outputs", outs);
     else json_decref(outs);
     gr_reply r;
-    int rc = call(o, paths, 0, req, -1, &r, NULL);
-    json_decref(req);
+    int rc = ask(o, paths, 0, req, &r);
     if (rc) return rc;
-    if (!r.ok) {
-        rc = reply_failed(&r);
-        gr_reply_clear(&r);
-        return rc;
-    }
     json_t *b = r.body;
     json_t *sv = json_object_get(b, "served");
     if (!o->json_path || strcmp(o->json_path, "-") != 0) {
@@ -767,14 +769,8 @@ static int cmd_replay(sopts *o, const gr_service_paths *paths) {
     json_object_set_new(req, "compare_eager", json_boolean(o->compare_eager));
     json_object_set_new(req, "progress", json_boolean(!o->quiet && isatty(2)));
     gr_reply r;
-    int rc = call(o, paths, 0, req, -1, &r, NULL);
-    json_decref(req);
+    int rc = ask(o, paths, 0, req, &r);
     if (rc) return rc;
-    if (!r.ok) {
-        rc = reply_failed(&r);
-        gr_reply_clear(&r);
-        return rc;
-    }
     json_t *b = r.body;
     if (!o->json_path || strcmp(o->json_path, "-") != 0) {
         printf("graph    \"%s\" held by the replay service: workload %s (%s), variant %s, "
@@ -894,14 +890,8 @@ static int cmd_drop(sopts *o, const gr_service_paths *paths) {
     json_t *req = request("drop");
     json_object_set_new(req, "name", json_string(o->positional));
     gr_reply r;
-    int rc = call(o, paths, 0, req, -1, &r, NULL);
-    json_decref(req);
+    int rc = ask(o, paths, 0, req, &r);
     if (rc) return rc;
-    if (!r.ok) {
-        rc = reply_failed(&r);
-        gr_reply_clear(&r);
-        return rc;
-    }
     char mem[32];
     gr_fmt_bytes(jnum(r.body, "freed_bytes"), mem, sizeof(mem));
     printf("dropped \"%s\" (%s of device memory freed)\n", jstr(r.body, "dropped"), mem);

@@ -328,22 +328,10 @@ static void check_field(gr_request *req, const field_spec *f, json_t *v, gr_erro
         store(req, f->name, v, err);
         return;
     case F_STRARR:
-        if (!json_is_array(v)) {
-            gr_error_set(err, GR_ERR_PROTOCOL, f->name, "expected an array of strings, got %s",
-                         type_word(v));
-            return;
-        }
-        if ((long long)json_array_size(v) > f->hi) {
-            gr_error_set(err, GR_ERR_PROTOCOL, f->name, "at most %lld entries, got %zu", f->hi,
-                         json_array_size(v));
-            return;
-        }
-        store(req, f->name, v, err);
-        return;
     case F_IOARR:
         if (!json_is_array(v)) {
-            gr_error_set(err, GR_ERR_PROTOCOL, f->name, "expected an array of objects, got %s",
-                         type_word(v));
+            gr_error_set(err, GR_ERR_PROTOCOL, f->name, "expected an array of %s, got %s",
+                         f->type == F_IOARR ? "objects" : "strings", type_word(v));
             return;
         }
         if ((long long)json_array_size(v) > f->hi) {
@@ -351,7 +339,8 @@ static void check_field(gr_request *req, const field_spec *f, json_t *v, gr_erro
                          json_array_size(v));
             return;
         }
-        store_io(req, f->name, v, err);
+        if (f->type == F_IOARR) store_io(req, f->name, v, err);
+        else store(req, f->name, v, err);
         return;
     }
 }

@@ -1362,6 +1362,21 @@ static gr_status serve_step(held *h, io_buf *in, int nin, io_buf *out, int nout,
     return GR_OK;
 }
 
+/* A replay (timed or served) happened: count it, and the reply's graph object, with the bucket
+ * that ran for a `batch` request. */
+static json_t *replayed(svc *v, held *h, const gr_request *r) {
+    pthread_mutex_lock(&v->mu);
+    h->replays++;
+    h->last_used_us = gr_now_us();
+    json_t *body = held_json(v, h);
+    pthread_mutex_unlock(&v->mu);
+    if (body && r->batch > 0 && h->group)
+        json_object_set_new(body, "bucket_run",
+                            json_pack("{s:s, s:I, s:I}", "param", h->group->spec.param, "value",
+                                      (json_int_t)h->bucket, "asked", (json_int_t)r->batch));
+    return body;
+}
+
 static gr_status job_serve(svc *v, held *h, job *j, json_t **body, gr_error *err) {
     gr_request *r = &j->req;
     io_buf in[GR_PROTO_MAX_IO], out[GR_PROTO_MAX_IO];
@@ -1378,15 +1393,7 @@ static gr_status job_serve(svc *v, held *h, job *j, json_t **body, gr_error *err
     io_free(in, r->ninputs);
     io_free(out, r->noutputs);
     if (st != GR_OK) return st;
-    pthread_mutex_lock(&v->mu);
-    h->replays++;
-    h->last_used_us = gr_now_us();
-    *body = held_json(v, h);
-    pthread_mutex_unlock(&v->mu);
-    if (*body && r->batch > 0 && h->group)
-        json_object_set_new(*body, "bucket_run",
-                            json_pack("{s:s, s:I, s:I}", "param", h->group->spec.param, "value",
-                                      (json_int_t)h->bucket, "asked", (json_int_t)r->batch));
+    *body = replayed(v, h, r);
     if (*body) json_object_set_new(*body, "served", served);
     else json_decref(served);
     slog("served \"%s\": %d input%s, %d output%s", h->name, r->ninputs, r->ninputs == 1 ? "" : "s",
@@ -1506,15 +1513,7 @@ static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
     if (st == GR_OK && r->output_digest) st = output_digests(h, &digests, err);
     if (st == GR_OK) {
         vr->timed = 1;
-        pthread_mutex_lock(&v->mu);
-        h->replays++;
-        h->last_used_us = gr_now_us();
-        *body = held_json(v, h);
-        pthread_mutex_unlock(&v->mu);
-        if (*body && r->batch > 0 && h->group)
-            json_object_set_new(*body, "bucket_run",
-                                json_pack("{s:s, s:I, s:I}", "param", h->group->spec.param, "value",
-                                          (json_int_t)h->bucket, "asked", (json_int_t)r->batch));
+        *body = replayed(v, h, r);
         if (*body) {
             json_object_set_new(*body, "iters", json_integer(vr->graph_t.batches * vr->graph_t.steps_per_batch));
             if (digests) json_object_set_new(*body, "outputs", digests);
