@@ -598,6 +598,36 @@ static gr_status before_stage(void *user, gr_pipe *p, const gr_stage *s, int *sk
     return GR_OK;
 }
 
+/* A verified capture becomes a held graph: the host copies that served verification are given
+ * back, its device bytes (the session's allocations, or what the device lost meanwhile, the
+ * larger), graph counts and times are noted, and its report kept; the report ({report_text,
+ * report}) is returned for the reply. */
+static json_t *held_finish(svc *v, held *h, size_t free0, size_t free1) {
+    const gr_plan *p = h->ld.plans[0];
+    gr_hoststate_destroy(h->s->ref);
+    h->s->ref = NULL;
+    for (int b = 0; b < p->nbufs; b++) {
+        free(h->s->eager_out[b]);
+        h->s->eager_out[b] = NULL;
+    }
+    double measured = free0 > free1 ? (double)(free0 - free1) : 0;
+    double own = (double)h->s->dev->allocated_bytes;
+    h->device_bytes = own > measured ? own : measured;
+    h->nodes = h->vr->graph.nodes;
+    h->kernel_nodes = h->vr->graph.kernel_nodes;
+    h->edges = h->vr->graph.edges;
+    h->created = time(NULL);
+    h->last_used_us = gr_now_us();
+    json_t *rep = json_object();
+    if (rep) {
+        add_report(rep, v, h, h->vr, 0, 0);
+        json_t *text = json_object_get(rep, "report_text");
+        if (json_is_string(text)) h->report_text = strdup(json_string_value(text));
+        h->report_json = json_incref(json_object_get(rep, "report"));
+    }
+    return rep;
+}
+
 /* `capture --buckets PARAM=V1,V2,...`: one plan per value, one shared allocation per buffer at
  * its largest size, each bucket captured through the capture stages over those buffers and held
  * as BASE.PARAMV (e.g. decode_step.B8); the group's buffers go with the last of them. */
@@ -782,30 +812,8 @@ static gr_status job_capture_buckets(svc *v, job *j, json_t **body, gr_error *er
             }
             break;
         }
-        gr_hoststate_destroy(h->s->ref);
-        h->s->ref = NULL;
-        for (int b = 0; b < p->nbufs; b++) {
-            free(h->s->eager_out[b]);
-            h->s->eager_out[b] = NULL;
-        }
-        /* its own bytes: what the session allocated besides the shared buffers */
-        double measured = free0 > free1 ? (double)(free0 - free1) : 0;
-        h->device_bytes = (double)h->s->dev->allocated_bytes > measured
-                              ? (double)h->s->dev->allocated_bytes
-                              : measured;
-        h->nodes = h->vr->graph.nodes;
-        h->kernel_nodes = h->vr->graph.kernel_nodes;
-        h->edges = h->vr->graph.edges;
-        h->created = time(NULL);
-        h->last_used_us = gr_now_us();
-        json_t *rep = json_object();
-        if (rep) {
-            add_report(rep, v, h, h->vr, 0, 0);
-            json_t *text = json_object_get(rep, "report_text");
-            if (json_is_string(text)) h->report_text = strdup(json_string_value(text));
-            h->report_json = json_incref(json_object_get(rep, "report"));
-            json_array_append_new(reports, rep);
-        }
+        json_t *rep = held_finish(v, h, free0, free1); /* its own bytes, besides the shared */
+        if (rep) json_array_append_new(reports, rep);
     }
     if (st != GR_OK) {
         if (json_array_size(reports) > 0) {
@@ -1063,28 +1071,7 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
         return st;
     }
     /* the host copies only served verification: give their memory back */
-    gr_hoststate_destroy(h->s->ref);
-    h->s->ref = NULL;
-    for (int b = 0; b < p->nbufs; b++) {
-        free(h->s->eager_out[b]);
-        h->s->eager_out[b] = NULL;
-    }
-    double measured = free0 > free1 ? (double)(free0 - free1) : 0;
-    h->device_bytes = (double)h->s->dev->allocated_bytes > measured ? (double)h->s->dev->allocated_bytes
-                                                                     : measured;
-    h->nodes = vr->graph.nodes;
-    h->kernel_nodes = vr->graph.kernel_nodes;
-    h->edges = vr->graph.edges;
-    h->created = time(NULL);
-    h->last_used_us = gr_now_us();
-    json_t *rep = json_object();
-    if (rep) {
-        add_report(rep, v, h, vr, 0, 0);
-        json_t *text = json_object_get(rep, "report_text");
-        if (json_is_string(text)) h->report_text = strdup(json_string_value(text));
-        h->report_json = json_incref(json_object_get(rep, "report"));
-        json_decref(rep);
-    }
+    json_decref(held_finish(v, h, free0, free1));
     pthread_mutex_lock(&v->mu);
     h->seq = ++v->seq;
     v->graphs[v->ngraphs++] = h;
