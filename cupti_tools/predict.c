@@ -334,7 +334,7 @@ static gr_status find_chains(const pctx *c, gr_pred_scope *ps, item *it, size_t 
         ch->elems /= k;
         ps->fused_saved_us += ch->saved_us;
     }
-    qsort(ps->chains, ps->nchains, sizeof(gr_pred_chain), cmp_chain);
+    if (ps->nchains > 1) qsort(ps->chains, ps->nchains, sizeof(gr_pred_chain), cmp_chain);
     return GR_OK;
 }
 
