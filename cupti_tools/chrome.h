@@ -123,8 +123,11 @@ const gr_tr_op *gr_tl_gpu_op(const gr_timeline *tl, size_t gpu);
 int gr_tl_find_proc(const gr_timeline *tl, const char *name, gr_error *err);
 
 /* Writes the Chrome Trace Event JSON ("traceEvents" with processes, threads, X slices, flow
- * events s/f, timestamps in us with ns precision). GR_ERR_IO names the file when it cannot be
- * written. */
+ * events s/f, timestamps in us with ns precision). It is also a PyTorch-profiler (Kineto) trace
+ * as Holistic Trace Analysis reads one: "schemaVersion", "distributedInfo" (rank 0),
+ * "deviceProperties"; GPU work carries args "stream", "device" and "correlation" (its launch
+ * call carries the same "correlation"), memcpys and memsets are named "Memcpy ..."/"Memset ..."
+ * (cat gpu_memcpy, gpu_memset). GR_ERR_IO names the file when it cannot be written. */
 gr_status gr_chrome_write(const gr_timeline *tl, const char *path, gr_error *err);
 gr_status gr_chrome_write_file(const gr_timeline *tl, FILE *f, const char *label, gr_error *err);
 
