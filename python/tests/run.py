@@ -1,5 +1,5 @@
-"""ctest's entry to the Python client tests: `run.py cpu` runs test_client.py, `run.py gpu`
-test_gpu.py. Exit 77 (ctest's skip) when pytest is missing, or when every GPU test skipped."""
+"""ctest's entry to the Python client tests: `run.py cpu` runs test_client.py and test_hta.py
+(the Chrome trace export in Holistic Trace Analysis), `run.py gpu` test_gpu.py. Exit 77 (ctest's skip) when pytest is missing, or when every GPU test skipped."""
 import os
 import subprocess
 import sys
@@ -13,8 +13,8 @@ except ImportError:
     sys.exit(77)
 env = dict(os.environ)
 env["PYTHONPATH"] = os.path.dirname(here) + os.pathsep + env.get("PYTHONPATH", "")
-target = os.path.join(here, "test_client.py" if which == "cpu" else "test_gpu.py")
-p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", target],
+targets = [os.path.join(here, t) for t in (["test_client.py", "test_hta.py"] if which == "cpu" else ["test_gpu.py"])]
+p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"] + targets,
                    env=env, capture_output=True, text=True)
 sys.stdout.write(p.stdout)
 sys.stderr.write(p.stderr)
