@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/args.h"
 #include "core/expr.h"
 #include "replay/bucket.h"
 #include "replay/client.h"
@@ -203,34 +204,6 @@ static int fail(const gr_error *e) {
     return gr_exit_code(e->code);
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out) {
-    double v;
-    if (!gr_parse_number(s, &v) || v != (double)(long long)v || v < lo || v > hi) return 0;
-    *out = (int)v;
-    return 1;
-}
-
-/* "8G", "512M", "2GiB", "1000000": bytes (K/M/G/T are powers of 1000, KiB/MiB/GiB/TiB of 1024) */
-static int parse_size(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v <= 0) return 0;
-    static const struct {
-        const char *suffix;
-        double mult;
-    } units[] = {{"", 1},          {"B", 1},          {"K", 1e3},        {"KB", 1e3},
-                 {"M", 1e6},       {"MB", 1e6},       {"G", 1e9},        {"GB", 1e9},
-                 {"T", 1e12},      {"TB", 1e12},      {"KiB", 1024.0},   {"MiB", 1048576.0},
-                 {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-        if (!strcmp(end, units[i].suffix)) {
-            *out = v * units[i].mult;
-            return *out >= 1;
-        }
-    return 0;
-}
-
 static const char *const capture_opts[] = {"--name=", "--set=", "--variant=", "--capture-mode=",
                                            "--force", "--no-cpu-ref", "--json=", "--socket=",
                                            "--quiet", "--pdl", "--unroll=", "--input=",
@@ -310,7 +283,7 @@ static int parse(int argc, char **argv, sopts *o) {
             if (gr_capture_mode_parse(val, &m, &e) != GR_OK) return usage_error(o, "%s", e.msg);
             o->mode = val;
         } else if (!strcmp(name, "--unroll")) {
-            if (!parse_int(val, 1, 1024, &o->unroll))
+            if (!gr_arg_int32(val, 1, 1024, &o->unroll))
                 return usage_error(o, "--unroll takes a whole number of steps in [1, 1024], got \"%s\"", val);
         } else if (!strcmp(name, "--input") && !strcmp(o->cmd, "replay")) {
             if (!strchr(val, '=') || val[0] == '=' || !strchr(val, '=')[1])
@@ -333,7 +306,7 @@ static int parse(int argc, char **argv, sopts *o) {
             o->buckets = val;
         } else if (!strcmp(name, "--batch")) {
             int b = 0;
-            if (!parse_int(val, 1, 1 << 30, &b))
+            if (!gr_arg_int32(val, 1, 1 << 30, &b))
                 return usage_error(o, "--batch takes a whole number >= 1, got \"%s\"", val);
             o->batch = b;
         } else if (!strcmp(name, "--pdl")) o->pdl = 1;
@@ -348,21 +321,21 @@ static int parse(int argc, char **argv, sopts *o) {
         else if (!strcmp(name, "--foreground")) o->foreground = 1;
         else if (!strcmp(name, "--iters")) {
             o->timing_given = 1;
-            if (!parse_int(val, 1, 100000000, &o->iters))
+            if (!gr_arg_int32(val, 1, 100000000, &o->iters))
                 return usage_error(o, "--iters takes a whole number in [1, 100000000], got \"%s\"", val);
         } else if (!strcmp(name, "--warmup")) {
             o->timing_given = 1;
-            if (!parse_int(val, 0, 100000000, &o->warmup))
+            if (!gr_arg_int32(val, 0, 100000000, &o->warmup))
                 return usage_error(o, "--warmup takes a whole number >= 0, got \"%s\"", val);
         } else if (!strcmp(name, "--batches")) {
             o->timing_given = 1;
-            if (!parse_int(val, 1, 100000, &o->batches))
+            if (!gr_arg_int32(val, 1, 100000, &o->batches))
                 return usage_error(o, "--batches takes a whole number in [1, 100000], got \"%s\"", val);
         } else if (!strcmp(name, "--max-graphs")) {
-            if (!parse_int(val, 1, 1024, &o->serve.max_graphs))
+            if (!gr_arg_int32(val, 1, 1024, &o->serve.max_graphs))
                 return usage_error(o, "--max-graphs takes a whole number in [1, 1024], got \"%s\"", val);
         } else if (!strcmp(name, "--max-memory")) {
-            if (!parse_size(val, &o->serve.max_memory))
+            if (!gr_arg_bytes(val, &o->serve.max_memory))
                 return usage_error(o, "--max-memory takes a size such as 8G, 512M or 2GiB, got \"%s\"", val);
         } else if (!strcmp(name, "--client-timeout")) {
             double s;
@@ -370,16 +343,16 @@ static int parse(int argc, char **argv, sopts *o) {
                 return usage_error(o, "--client-timeout takes seconds in [0.1, 86400], got \"%s\"", val);
             o->serve.client_timeout_ms = (int)(s * 1000);
         } else if (!strcmp(name, "--max-clients")) {
-            if (!parse_int(val, 1, 1000, &o->serve.max_clients))
+            if (!gr_arg_int32(val, 1, 1000, &o->serve.max_clients))
                 return usage_error(o, "--max-clients takes a whole number in [1, 1000], got \"%s\"", val);
         } else if (!strcmp(name, "--max-queue")) {
-            if (!parse_int(val, 1, 100000, &o->serve.max_queue))
+            if (!gr_arg_int32(val, 1, 100000, &o->serve.max_queue))
                 return usage_error(o, "--max-queue takes a whole number in [1, 100000], got \"%s\"", val);
         } else if (!strcmp(name, "--device")) {
-            if (!parse_int(val, 0, 1024, &o->serve.device))
+            if (!gr_arg_int32(val, 0, 1024, &o->serve.device))
                 return usage_error(o, "--device takes a device ordinal, got \"%s\"", val);
         } else if (!strcmp(name, "--notify-fd")) {
-            if (!parse_int(val, 3, 1 << 20, &o->serve.notify_fd))
+            if (!gr_arg_int32(val, 3, 1 << 20, &o->serve.notify_fd))
                 return usage_error(o, "--notify-fd takes a file descriptor >= 3, got \"%s\"", val);
         }
         /* limits given to a background `serve` go on to the service it starts */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/args.h"
 #include "core/expr.h"
 #include "core/plan_print.h"
 #include "kernels/tp.h"
@@ -98,28 +99,6 @@ static int usage_error(const char *fmt, const char *arg) {
     return 2;
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out) {
-    double v;
-    if (!gr_parse_number(s, &v) || v != (double)(long long)v || v < lo || v > hi) return 0;
-    *out = (int)v;
-    return 1;
-}
-
-/* "1,2,4" into out (at most max, each in [lo, hi], no repeats). Returns the count, -1 if bad. */
-static int parse_list(const char *s, int lo, int hi, int *out, int max) {
-    int n = 0;
-    char buf[256];
-    snprintf(buf, sizeof(buf), "%s", s);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        int v;
-        if (n >= max || !parse_int(tok, lo, hi, &v)) return -1;
-        for (int i = 0; i < n; i++)
-            if (out[i] == v) return -1;
-        out[n++] = v;
-    }
-    return n > 0 ? n : -1;
-}
-
 /* Returns -1 to continue, else an exit code. */
 static int parse_args(int argc, char **argv, tp_cli *c) {
     static const char *with_value[] = {
@@ -159,7 +138,7 @@ static int parse_args(int argc, char **argv, tp_cli *c) {
                 c->nP = 0;
             } else {
                 c->tp_auto = 0;
-                c->nP = parse_list(val, 1, GR_TP_MAX_RANKS, c->Ps, GR_TP_MAX_RUNS);
+                c->nP = gr_arg_list(val, 1, GR_TP_MAX_RANKS, c->Ps, GR_TP_MAX_RUNS);
                 if (c->nP < 0)
                     return usage_error("--tp takes auto or up to 8 different degrees in [1, 64] "
                                        "separated by commas, e.g. --tp 1,2,4,8; got \"%s\"",
@@ -173,13 +152,13 @@ static int parse_args(int argc, char **argv, tp_cli *c) {
         } else if (!strcmp(name, "--seed"))
             c->seed = val;
         else if (!strcmp(name, "--iters")) {
-            if (!parse_int(val, 1, 100000000, &c->o.run.iters))
+            if (!gr_arg_int32(val, 1, 100000000, &c->o.run.iters))
                 return usage_error("--iters takes a whole number >= 1, got \"%s\"", val);
         } else if (!strcmp(name, "--warmup")) {
-            if (!parse_int(val, 0, 100000000, &c->o.run.warmup))
+            if (!gr_arg_int32(val, 0, 100000000, &c->o.run.warmup))
                 return usage_error("--warmup takes a whole number >= 0, got \"%s\"", val);
         } else if (!strcmp(name, "--batches")) {
-            if (!parse_int(val, 1, 100000, &c->o.run.batches))
+            if (!gr_arg_int32(val, 1, 100000, &c->o.run.batches))
                 return usage_error("--batches takes a whole number >= 1, got \"%s\"", val);
         } else if (!strcmp(name, "--capture-mode")) {
             gr_error e;
@@ -187,13 +166,13 @@ static int parse_args(int argc, char **argv, tp_cli *c) {
             if (gr_capture_mode_parse(val, &c->o.run.mode, &e) != GR_OK)
                 return usage_error("%s", e.msg);
         } else if (!strcmp(name, "--devices")) {
-            c->o.ndevices = parse_list(val, 0, 1023, c->o.devices, GR_TP_MAX_RANKS);
+            c->o.ndevices = gr_arg_list(val, 0, 1023, c->o.devices, GR_TP_MAX_RANKS);
             if (c->o.ndevices < 0)
                 return usage_error("--devices takes different device ordinals separated by commas, "
                                    "e.g. --devices 4,5,6,7; got \"%s\"",
                                    val);
         } else if (!strcmp(name, "--steps")) {
-            if (!parse_int(val, 1, 1000, &c->o.run.steps))
+            if (!gr_arg_int32(val, 1, 1000, &c->o.run.steps))
                 return usage_error("--steps takes a whole number in [1, 1000], got \"%s\"", val);
         } else if (!strcmp(name, "--rtol")) {
             double v;

@@ -12,6 +12,7 @@
 #include "capture/capture.h"
 #include "core/criteo.h"
 #include "core/device.h"
+#include "core/args.h"
 #include "core/expr.h"
 #include "core/plan_print.h"
 #include "core/workload.h"
@@ -199,16 +200,6 @@ static int usage_error(const char *cmd_usage, const char *fmt, const char *arg) 
     return 2;
 }
 
-/* A whole number in [lo, hi]: digits with an optional exponent ("1e3"), no trailing junk; the
- * range is checked before any conversion to int (1e99 must not overflow). */
-static int parse_int(const char *s, int lo, int hi, int *out) {
-    double v;
-    if (!gr_parse_number(s, &v) || !(v >= (double)lo && v <= (double)hi) || v != (double)(int)v)
-        return 0;
-    *out = (int)v;
-    return 1;
-}
-
 static int bad_int(const char *cmd_usage, const char *opt, int lo, int hi, const char *val) {
     char fmt[160];
     snprintf(fmt, sizeof(fmt), "%s takes a whole number in [%d, %d], got \"%%s\"", opt, lo, hi);
@@ -315,13 +306,13 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         }
         else if (!strcmp(name, "--plan")) c->show_plan = 1;
         else if (!strcmp(name, "--iters")) {
-            if (!parse_int(val, 1, 100000000, &c->run.iters))
+            if (!gr_arg_int32(val, 1, 100000000, &c->run.iters))
                 return bad_int(cmd_usage, name, 1, 100000000, val);
         } else if (!strcmp(name, "--warmup")) {
-            if (!parse_int(val, 0, 100000000, &c->run.warmup))
+            if (!gr_arg_int32(val, 0, 100000000, &c->run.warmup))
                 return bad_int(cmd_usage, name, 0, 100000000, val);
         } else if (!strcmp(name, "--batches")) {
-            if (!parse_int(val, 1, 100000, &c->run.batches))
+            if (!gr_arg_int32(val, 1, 100000, &c->run.batches))
                 return bad_int(cmd_usage, name, 1, 100000, val);
         } else if (!strcmp(name, "--capture-mode")) {
             gr_error e;
@@ -331,11 +322,11 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         } else if (!strcmp(name, "--dot")) c->run.dot_path = val;
         else if (!strcmp(name, "--pdl")) c->run.pdl = 1;
         else if (!strcmp(name, "--unroll")) {
-            if (!parse_int(val, 1, 10000, &c->run.unroll))
+            if (!gr_arg_int32(val, 1, 10000, &c->run.unroll))
                 return bad_int(cmd_usage, name, 1, 10000, val);
         }
         else if (!strcmp(name, "--device")) {
-            if (!parse_int(val, 0, 1024, &c->device)) return bad_int(cmd_usage, name, 0, 1024, val);
+            if (!gr_arg_int32(val, 0, 1024, &c->device)) return bad_int(cmd_usage, name, 0, 1024, val);
         } else if (!strcmp(name, "--no-cpu-ref")) c->run.cpu_reference = 0;
         else if (!strcmp(name, "--no-bandwidth")) c->run.bandwidth = 0;
         else if (!strcmp(name, "--quiet")) c->run.progress = 0;
@@ -349,7 +340,7 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         else if (!strcmp(name, "--timeline")) c->timeline_path = val;
         else if (!strcmp(name, "--html")) c->html_path = val;
         else if (!strcmp(name, "--trace-iters")) {
-            if (!parse_int(val, 1, 100000000, &c->trace_iters))
+            if (!gr_arg_int32(val, 1, 100000000, &c->trace_iters))
                 return bad_int(cmd_usage, name, 1, 100000000, val);
         }
         else return usage_error(cmd_usage, "unknown option %s (see --help)", name);

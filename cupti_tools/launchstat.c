@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/args.h"
 #include "core/expr.h"
 #include "cupti_tools/analysis.h"
 #include "cupti_tools/chrome.h"
@@ -138,9 +139,9 @@ static int usage_error(const char *usage, const char *fmt, const char *arg) {
     return 2;
 }
 
-static int parse_long(const char *s, long lo, long hi, long *out) {
-    double v;
-    if (!s || !gr_parse_number(s, &v) || v != (double)(long long)v || v < (double)lo || v > (double)hi) return 0;
+static int parse_long(const char *s, long lo, long hi, long *out) { /* core/args.h, for longs */
+    long long v;
+    if (!gr_arg_int(s, lo, hi, &v)) return 0;
     *out = (long)v;
     return 1;
 }
