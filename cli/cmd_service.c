@@ -227,40 +227,37 @@ static int parse(int argc, char **argv, sopts *o) {
     else if (!strcmp(o->cmd, "serve")) allowed = serve_opts;
     else if (!strcmp(o->cmd, "list") || !strcmp(o->cmd, "status")) allowed = list_opts;
     else if (!strcmp(o->cmd, "drop")) positional = 2;
+    /* the command's options, split into those with a value ("--name=") and flags */
+    char names[64][64];
+    const char *wv[65], *fl[65];
+    int nw = 0, nf = 0;
+    for (const char *const *s = allowed; *s && nw + nf < 64; s++) {
+        size_t n = strlen(*s);
+        int with = (*s)[n - 1] == '=';
+        char *slot = names[nw + nf];
+        snprintf(slot, 64, "%.*s", (int)(n - (size_t)with), *s);
+        if (with) wv[nw++] = slot;
+        else fl[nf++] = slot;
+    }
+    wv[nw] = fl[nf] = NULL;
     for (int i = 2; i < argc; i++) {
-        char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        gr_arg ta;
+        gr_arg_take(argc, argv, &i, wv, fl, &ta);
+        if (ta.kind == GR_ARG_ERROR) return usage_error(o, "%s", ta.error);
+        if (ta.kind == GR_ARG_POSITIONAL) {
+            if (!positional || o->positional)
+                return usage_error(o, "unexpected argument \"%s\"", ta.value);
+            o->positional = ta.value;
+            continue;
+        }
+        const char *name = ta.name, *val = ta.value;
+        if (!strcmp(name, "--help")) {
             fputs(o->usage, stdout);
             return 0;
         }
-        if (a[0] != '-' || a[1] != '-') {
-            if (!positional || o->positional)
-                return usage_error(o, "unexpected argument \"%s\"", a);
-            o->positional = a;
-            continue;
-        }
-        char name[64];
-        char *eq = strchr(a, '=');
-        size_t len = eq ? (size_t)(eq - a) : strlen(a);
-        if (len >= sizeof(name)) return usage_error(o, "unknown option %s (see --help)", a);
-        memcpy(name, a, len);
-        name[len] = '\0';
-        const char *val = eq ? eq + 1 : NULL;
-        int known = 0, needs = 0;
-        for (const char *const *s = allowed; *s; s++) {
-            size_t n = strlen(*s);
-            int with = (*s)[n - 1] == '=';
-            if (strlen(name) == n - (size_t)with && !strncmp(*s, name, n - (size_t)with)) {
-                known = 1;
-                needs = with;
-            }
-        }
+        int known = 0;
+        for (int k = 0; k < nw + nf; k++) known |= !strcmp(names[k], name);
         if (!known) return usage_error(o, "unknown option %s (see --help)", name);
-        if (needs && !val) {
-            if (i + 1 >= argc) return usage_error(o, "option %s needs a value", name);
-            val = argv[++i];
-        }
-        if (!needs && val) return usage_error(o, "option %s takes no value", name);
         if (!strcmp(name, "--socket")) o->socket = val;
         else if (!strcmp(name, "--name")) {
             if (!gr_proto_valid_name(val))
@@ -359,7 +356,7 @@ static int parse(int argc, char **argv, sopts *o) {
         if (!strcmp(o->cmd, "serve") && strcmp(name, "--socket") != 0 &&
             strcmp(name, "--foreground") != 0 && strcmp(name, "--notify-fd") != 0 && o->npass + 2 < 32) {
             o->pass[o->npass++] = strdup(name);
-            if (needs) o->pass[o->npass++] = strdup(val);
+            if (val) o->pass[o->npass++] = strdup(val);
         }
     }
     if (positional == 2 && !o->positional)

@@ -101,34 +101,19 @@ static int usage_error(const char *fmt, const char *arg) {
 
 /* Returns -1 to continue, else an exit code. */
 static int parse_args(int argc, char **argv, tp_cli *c) {
-    static const char *with_value[] = {
+    static const char *const with_value[] = {
         "--tp",           "--base",    "--set",   "--seed", "--iters", "--warmup", "--batches",
         "--capture-mode", "--devices", "--steps", "--rtol", "--json",  NULL};
     for (int i = 2; i < argc; i++) {
-        char *a = argv[i], *val = NULL;
-        char name[64];
-        if (a[0] == '-' && a[1] == '-') {
-            char *eq = strchr(a, '=');
-            size_t len = eq ? (size_t)(eq - a) : strlen(a);
-            if (len >= sizeof(name)) return usage_error("unknown option %s", a);
-            memcpy(name, a, len);
-            name[len] = '\0';
-            if (eq) val = eq + 1;
-        } else if (!strcmp(a, "-h")) {
-            snprintf(name, sizeof(name), "--help");
-        } else {
-            if (c->workload) return usage_error("unexpected argument \"%s\"", a);
-            c->workload = a;
+        gr_arg ta;
+        gr_arg_take(argc, argv, &i, with_value, NULL, &ta);
+        if (ta.kind == GR_ARG_ERROR) return usage_error("%s", ta.error);
+        if (ta.kind == GR_ARG_POSITIONAL) {
+            if (c->workload) return usage_error("unexpected argument \"%s\"", ta.value);
+            c->workload = ta.value;
             continue;
         }
-        int needs = 0;
-        for (const char **w = with_value; *w; w++)
-            if (!strcmp(*w, name)) needs = 1;
-        if (needs && !val) {
-            if (i + 1 >= argc) return usage_error("option %s needs a value", name);
-            val = argv[++i];
-        }
-        if (!needs && val) return usage_error("option %s takes no value", name);
+        const char *name = ta.name, *val = ta.value;
         if (!strcmp(name, "--help")) {
             fputs(usage, stdout);
             return 0;

@@ -221,23 +221,21 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
     int is_validate = !strcmp(argv[1], "validate");
     const char *seen[32] = {NULL}; /* valued options given so far (each at most once) */
     int nseen = 0;
+    static const char *const with_value[] = {
+        "--variant", "--set",   "--json",       "--seed",  "--iters", "--warmup",
+        "--batches", "--capture-mode", "--dot", "--device", "--unroll", "--input",
+        "--trace",   "--trace-iters",  "--timeline", "--html", "--capture-check-record", "--arch",
+        NULL};
     for (int i = 2; i < argc; i++) {
-        char *a = argv[i];
-        char *val = NULL;
-        char name[64];
-        if (a[0] == '-' && a[1] == '-') {
-            char *eq = strchr(a, '=');
-            size_t len = eq ? (size_t)(eq - a) : strlen(a);
-            if (len >= sizeof(name)) return usage_error(cmd_usage, "unknown option %s", a);
-            memcpy(name, a, len);
-            name[len] = '\0';
-            if (eq) val = eq + 1;
-        } else if (!strcmp(a, "-h")) {
-            snprintf(name, sizeof(name), "--help");
-        } else if (a[0] == '-' && a[1]) {
+        gr_arg ta;
+        gr_arg_take(argc, argv, &i, with_value, NULL, &ta);
+        if (ta.kind == GR_ARG_ERROR) return usage_error(cmd_usage, "%s", ta.error);
+        const char *name = ta.name, *val = ta.value;
+        if (ta.kind == GR_ARG_OPTION && name[1] != '-')
             return usage_error(cmd_usage, "unknown option %s (options start with --; see --help)",
-                               a);
-        } else {
+                               name);
+        if (ta.kind == GR_ARG_POSITIONAL) {
+            const char *a = ta.value;
             if (c->workload)
                 return usage_error(cmd_usage, "unexpected argument \"%s\" (one WORKLOAD only)", a);
             if (!a[0])
@@ -247,19 +245,9 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
                 strcmp(a, "-") ? a : gr_load_stdin; /* - : stdin, bounded (replay/load.c) */
             continue;
         }
-        static const char *with_value[] = {"--variant", "--set", "--json", "--seed", "--iters",
-                                           "--warmup", "--batches", "--capture-mode", "--dot",
-                                           "--device", "--unroll", "--input", "--trace",
-                                           "--trace-iters", "--timeline", "--html", "--capture-check-record", "--arch", NULL};
         int needs = 0;
-        for (const char **w = with_value; *w; w++)
+        for (const char *const *w = with_value; *w; w++)
             if (!strcmp(*w, name)) needs = 1;
-        if (needs && !val) {
-            if (i + 1 >= argc) return usage_error(cmd_usage, "option %s needs a value", name);
-            val = argv[++i];
-        }
-        if (!needs && val) return usage_error(cmd_usage, "option %s takes no value", name);
-        if (needs && !val[0]) return usage_error(cmd_usage, "option %s has an empty value", name);
         if (is_validate && run_only(name)) {
             int known = needs;
             static const char *flags[] = {"--plan",         "--pdl",          "--no-cpu-ref",
@@ -275,7 +263,7 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
             for (int k = 0; k < nseen; k++)
                 if (!strcmp(seen[k], name))
                     return usage_error(cmd_usage, "option %s is given twice; give it once", name);
-            for (const char **w = with_value; *w; w++)
+            for (const char *const *w = with_value; *w; w++)
                 if (!strcmp(*w, name) && nseen < (int)(sizeof(seen) / sizeof(seen[0])))
                     seen[nseen++] = *w;
         }

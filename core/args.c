@@ -60,3 +60,58 @@ int gr_arg_list(const char *s, int lo, int hi, int *out, int max) {
     }
     return n > 0 ? n : -1;
 }
+
+static int is_option_text(const char *v) {
+    /* "-x" or "--x", but not a negative number such as -1 or -.5 */
+    return v[0] == '-' && v[1] && !(v[1] >= '0' && v[1] <= '9') && v[1] != '.';
+}
+
+void gr_arg_take(int argc, char **argv, int *i, const char *const *with_value,
+                 const char *const *flags, gr_arg *a) {
+    memset(a, 0, sizeof(*a));
+    const char *t = argv[*i];
+    if (!(t[0] == '-' && t[1]) || !strcmp(t, "-")) { /* "-" is a positional (stdin) */
+        a->kind = GR_ARG_POSITIONAL;
+        a->value = t;
+        return;
+    }
+    a->kind = GR_ARG_OPTION;
+    const char *eq = t[1] == '-' ? strchr(t, '=') : NULL;
+    size_t n = eq ? (size_t)(eq - t) : strlen(t);
+    if (n >= sizeof(a->name)) {
+        a->kind = GR_ARG_ERROR;
+        snprintf(a->error, sizeof(a->error), "unknown option %.60s...", t);
+        return;
+    }
+    memcpy(a->name, t, n);
+    a->name[n] = '\0';
+    if (!strcmp(a->name, "-h")) snprintf(a->name, sizeof(a->name), "--help");
+    if (eq) a->value = eq + 1;
+    int needs = 0, flag = 0;
+    for (const char *const *w = with_value; w && *w; w++) needs |= !strcmp(*w, a->name);
+    for (const char *const *f = flags; f && *f; f++) flag |= !strcmp(*f, a->name);
+    if (flags && !needs && !flag && strcmp(a->name, "--help") != 0) return; /* unknown: caller's */
+    if (needs && !a->value) {
+        if (*i + 1 >= argc) {
+            a->kind = GR_ARG_ERROR;
+            snprintf(a->error, sizeof(a->error), "option %s needs a value", a->name);
+            return;
+        }
+        a->value = argv[++*i];
+        if (is_option_text(a->value)) {
+            a->kind = GR_ARG_ERROR;
+            snprintf(a->error, sizeof(a->error),
+                     "option %s needs a value, got the option %.60s (write %s=VALUE for a value "
+                     "that starts with -)",
+                     a->name, a->value, a->name);
+            return;
+        }
+    }
+    if (needs && !a->value[0]) {
+        a->kind = GR_ARG_ERROR;
+        snprintf(a->error, sizeof(a->error), "option %s needs a value, got an empty one", a->name);
+    } else if (!needs && a->value) {
+        a->kind = GR_ARG_ERROR;
+        snprintf(a->error, sizeof(a->error), "option %s takes no value", a->name);
+    }
+}

@@ -149,47 +149,26 @@ static int parse_long(const char *s, long lo, long hi, long *out) { /* core/args
 /* Returns -1 to go on, else an exit code. `run` parses the run form (stops at "--"). */
 static int parse(int argc, char **argv, int first, int run, opts *o) {
     const char *usage = run ? usage_main : usage_report;
+    static const char *const with_value[] = {
+        "-o",       "--output",       "--json",    "--steps",  "--buffer-mb",       "--max-buffers",
+        "--short-gap-us", "--top",    "--compare", "--region", "--compare-region", "--chrome",
+        "--html",   "--graph-node-us", "--graph-launch-us", NULL};
     for (int i = first; i < argc; i++) {
-        const char *a = argv[i];
-        if (run && !strcmp(a, "--")) {
+        if (run && !strcmp(argv[i], "--")) {
             o->cmd = argv + i + 1;
             o->ncmd = argc - i - 1;
             return -1;
         }
-        const char *val = NULL;
-        char name[64];
-        const char *eq = strchr(a, '=');
-        if (a[0] == '-' && a[1] == '-' && eq) {
-            size_t n = (size_t)(eq - a);
-            if (n >= sizeof(name)) return usage_error(usage, "unknown option %s (see --help)", a);
-            memcpy(name, a, n);
-            name[n] = '\0';
-            val = eq + 1;
-        } else {
-            snprintf(name, sizeof(name), "%s", a);
-        }
-        if (!strcmp(name, "-h") || !strcmp(name, "--help")) {
+        gr_arg ta;
+        gr_arg_take(argc, argv, &i, with_value, NULL, &ta);
+        if (ta.kind == GR_ARG_ERROR) return usage_error(usage, "%s", ta.error);
+        /* a positional argument goes by its text (TRACE), an option by its name */
+        const char *a = ta.kind == GR_ARG_POSITIONAL ? ta.value : ta.name;
+        const char *name = a, *val = ta.kind == GR_ARG_OPTION ? ta.value : NULL;
+        if (!strcmp(name, "--help")) {
             fputs(usage, stdout);
             return 0;
         }
-        static const char *with_value[] = {"-o", "--output", "--json", "--steps", "--buffer-mb", "--max-buffers",
-                                           "--short-gap-us", "--top", "--compare", "--region", "--compare-region",
-                                           "--chrome", "--html", "--graph-node-us", "--graph-launch-us", NULL};
-        int needs = 0;
-        for (const char **w = with_value; *w; w++) needs |= !strcmp(*w, name);
-        if (needs && !val) {
-            if (i + 1 >= argc) return usage_error(usage, "option %s needs a value", name);
-            val = argv[++i];
-            /* `--chrome --json x` would write a file named --json */
-            if (val[0] == '-' && val[1] && !(val[1] >= '0' && val[1] <= '9') && val[1] != '.') {
-                fprintf(stderr, "cupti-launchstat: option %s needs a value, got the option %s "
-                                "(write %s=VALUE for a value that starts with -)\n\n%s",
-                        name, val, name, usage);
-                return 2;
-            }
-        }
-        if (needs && !val[0]) return usage_error(usage, "option %s needs a value, got an empty one", name);
-        if (!needs && val) return usage_error(usage, "option %s takes no value", name);
         if (!run && !strcmp(a, "-"))
             return usage_error(usage, "TRACE must be a file: a trace is not read from stdin (%s); save it to a file "
                                       "first", a);

@@ -41,7 +41,80 @@ static void test_arg_list(void) {
     CU_ASSERT_EQUAL(gr_arg_list("1,2,3", 1, 64, v, 2), -1); /* more than max */
 }
 
-static CU_TestInfo args_tests[] = {{"whole numbers in a range", test_arg_int},
+static gr_arg take(const char *const *argv, int argc, int *i, const char *const *flags) {
+    static const char *const wv[] = {"--iters", "--json", "-o", NULL};
+    gr_arg a;
+    gr_arg_take(argc, (char **)argv, i, wv, flags, &a);
+    return a;
+}
+
+/* the one tokenizer of the four tools' command lines */
+static void test_arg_take(void) {
+    const char *v1[] = {"x", "--iters=5", "--iters", "7", "--json", "-", "-o", "f", "-h", "-", "W",
+                        "--quiet", "--iters", "-3"};
+    int n = (int)(sizeof(v1) / sizeof(v1[0])), i = 1;
+    gr_arg a = take(v1, n, &i, NULL);
+    CU_ASSERT_EQUAL(a.kind, GR_ARG_OPTION);
+    CU_ASSERT_STRING_EQUAL(a.name, "--iters");
+    CU_ASSERT_STRING_EQUAL(a.value, "5");
+    i++;
+    a = take(v1, n, &i, NULL);
+    CU_ASSERT_STRING_EQUAL(a.value, "7");
+    CU_ASSERT_EQUAL(i, 3); /* the value was taken */
+    i++;
+    a = take(v1, n, &i, NULL);
+    CU_ASSERT_STRING_EQUAL(a.value, "-"); /* "--json -": stdout */
+    i++;
+    a = take(v1, n, &i, NULL);
+    CU_ASSERT_STRING_EQUAL(a.name, "-o");
+    CU_ASSERT_STRING_EQUAL(a.value, "f");
+    i++;
+    a = take(v1, n, &i, NULL);
+    CU_ASSERT_STRING_EQUAL(a.name, "--help");
+    i++;
+    a = take(v1, n, &i, NULL);
+    CU_ASSERT_EQUAL(a.kind, GR_ARG_POSITIONAL);
+    CU_ASSERT_STRING_EQUAL(a.value, "-");
+    i++;
+    a = take(v1, n, &i, NULL);
+    CU_ASSERT_EQUAL(a.kind, GR_ARG_POSITIONAL);
+    i++;
+    a = take(v1, n, &i, NULL);
+    CU_ASSERT_STRING_EQUAL(a.name, "--quiet");
+    CU_ASSERT_PTR_NULL(a.value);
+    i++;
+    a = take(v1, n, &i, NULL);
+    CU_ASSERT_STRING_EQUAL(a.value, "-3"); /* a negative number is a value */
+    /* errors */
+    const char *v2[] = {"x", "--iters", "--json", "f"};
+    i = 1;
+    a = take(v2, 4, &i, NULL);
+    CU_ASSERT_EQUAL(a.kind, GR_ARG_ERROR);
+    CU_ASSERT_STRING_EQUAL(a.error, "option --iters needs a value, got the option --json (write "
+                                    "--iters=VALUE for a value that starts with -)");
+    const char *v3[] = {"x", "--iters"};
+    i = 1;
+    a = take(v3, 2, &i, NULL);
+    CU_ASSERT_STRING_EQUAL(a.error, "option --iters needs a value");
+    const char *v4[] = {"x", "--iters=", "--quiet=1", "--bogus=1"};
+    i = 1;
+    a = take(v4, 4, &i, NULL);
+    CU_ASSERT_STRING_EQUAL(a.error, "option --iters needs a value, got an empty one");
+    i = 2;
+    a = take(v4, 4, &i, NULL);
+    CU_ASSERT_STRING_EQUAL(a.error, "option --quiet takes no value");
+    /* with the flags listed, an unknown option comes back for the caller to name */
+    static const char *const flags[] = {"--quiet", NULL};
+    i = 3;
+    a = take(v4, 4, &i, flags);
+    CU_ASSERT_EQUAL(a.kind, GR_ARG_OPTION);
+    CU_ASSERT_STRING_EQUAL(a.name, "--bogus");
+    i = 2;
+    a = take(v4, 4, &i, flags);
+    CU_ASSERT_EQUAL(a.kind, GR_ARG_ERROR);
+}
+
+static CU_TestInfo args_tests[] = {{"one tokenizer: values, flags, positionals, errors", test_arg_take},{"whole numbers in a range", test_arg_int},
                                    {"byte sizes with units", test_arg_bytes},
                                    {"comma lists", test_arg_list},
                                    CU_TEST_INFO_NULL};

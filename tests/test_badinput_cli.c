@@ -379,7 +379,7 @@ static void test_cli_sweep(void) {
         GR_ASSERT_CONTAINS(out, want);
     }
     EXPECT_RC(gr_test_graphrun("run workloads/launch_bound.json --json=", out, sizeof(out)), 2);
-    GR_ASSERT_CONTAINS(out, "option --json has an empty value");
+    GR_ASSERT_CONTAINS(out, "option --json needs a value, got an empty one");
     EXPECT_RC(
         gr_test_graphrun("validate workloads/launch_bound.json --variant tiny --variant empty", out,
                          sizeof(out)),
