@@ -615,29 +615,28 @@ static int cmd_kernels(int argc, char **argv) {
     const char *json_path = NULL;
     const char *names[256];
     int nnames = 0;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage_kernels, stdout);
-            return 0;
-        }
-    }
+    static const char *const with_value[] = {"--json", NULL};
     for (int i = 2; i < argc; i++) {
         char c[128];
-        if (!strcmp(argv[i], "--json") || !strncmp(argv[i], "--json=", 7)) {
-            if (json_path) return usage_error(usage_kernels, "--json given twice%s", "");
-            json_path = argv[i][6] == '=' ? argv[i] + 7 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!json_path || !json_path[0])
-                return usage_error(usage_kernels, "--json needs FILE or -%s", "");
-        } else if (argv[i][0] == '-') {
+        gr_arg ta;
+        gr_arg_take(argc, argv, &i, with_value, NULL, &ta);
+        if (ta.kind == GR_ARG_ERROR) return usage_error(usage_kernels, "%s", ta.error);
+        if (ta.kind == GR_ARG_OPTION && !strcmp(ta.name, "--help")) {
+            fputs(usage_kernels, stdout);
+            return 0;
+        } else if (ta.kind == GR_ARG_OPTION && !strcmp(ta.name, "--json")) {
+            if (json_path) return usage_error(usage_kernels, "option --json is given twice%s", "");
+            json_path = ta.value;
+        } else if (ta.kind == GR_ARG_OPTION) {
             return usage_error(usage_kernels, "unknown option %s (kernels takes kernel names and --json)",
-                               clip(argv[i], c, sizeof(c)));
-        } else if (!gr_kernel_find(argv[i])) {
+                               clip(ta.name, c, sizeof(c)));
+        } else if (!gr_kernel_find(ta.value)) {
             fprintf(stderr,
                     "graphrun: kernels: no kernel \"%s\" (run `graphrun kernels` for the list)\n",
-                    clip(argv[i], c, sizeof(c)));
+                    clip(ta.value, c, sizeof(c)));
             bad = 1;
         } else if (nnames < 256) {
-            names[nnames++] = argv[i];
+            names[nnames++] = ta.value;
         }
     }
     if (bad) return 2;

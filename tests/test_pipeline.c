@@ -385,7 +385,7 @@ static void test_json_stdout_only(void) {
     CU_ASSERT_EQUAL(gr_test_popen(NULL, cmd, out, sizeof(out)), 3);
     CU_ASSERT_STRING_EQUAL(out, "");
     CU_ASSERT_EQUAL(gr_test_graphrun("kernels --json", out, sizeof(out)), 2);
-    GR_ASSERT_CONTAINS(out, "--json needs FILE or -");
+    GR_ASSERT_CONTAINS(out, "option --json needs a value");
 }
 
 static CU_TestInfo pipeline_tests[] = {
