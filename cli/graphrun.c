@@ -16,6 +16,7 @@
 #include "core/expr.h"
 #include "core/plan_print.h"
 #include "core/workload.h"
+#include "cupti_tools/cupti_check.h"
 #include "cupti_tools/report.h"
 #include "kernels/registry.h"
 #include "replay/load.h"
@@ -471,6 +472,10 @@ static int cmd_run(cli *c) {
     /* --json -: stdout carries the JSON document only; the text report goes to stderr */
     FILE *out = c->json_path && !strcmp(c->json_path, "-") ? stderr : stdout;
     print_input(out, &l);
+    char other[640]; /* --trace under another CUPTI client: say so now, not after the run */
+    if ((c->trace_path || c->timeline_path || c->html_path) &&
+        gr_cupti_other_client(NULL, other, sizeof(other)))
+        fprintf(stderr, "graphrun: warning: --trace/--timeline/--html: %s\n", other);
     if (dst != GR_OK) {
         print_plans_to(out, &l, c->full ? 0 : 60);
         fprintf(stderr, "\ngraphrun: %s\ngraphrun: the workload is valid and its plan is above; "

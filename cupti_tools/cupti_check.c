@@ -3,6 +3,7 @@
 #include "cupti_tools/cupti_check.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *gr_cupti_result_name(int r) {
@@ -83,4 +84,38 @@ gr_status gr_cupti_fail(int result, const char *expr, const char *detail, const 
 
 int gr_cupti_other_subscriber(const gr_error *err) {
     return err && !strcmp(err->api_error, "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED");
+}
+
+int gr_cupti_other_client(const char *ours, char *why, size_t size) {
+    static const char *const nsight[] = {"NSYS_PROFILING_SESSION_ID", "NSYS_LAUNCH_ID",
+                                         "NV_COMPUTE_PROFILER_PERFWORKS_DIR", "NSIGHT_SYSTEMS_DIR",
+                                         NULL};
+    for (const char *const *v = nsight; *v; v++) {
+        const char *x = getenv(*v);
+        if (x && x[0]) {
+            snprintf(why, size, "Nsight is profiling this process (%s is set): it holds the CUPTI "
+                                "subscription, so CUPTI tracing here would fail or be empty. Run "
+                                "outside nsys/ncu, or use Nsight's own trace",
+                     *v);
+            return 1;
+        }
+    }
+    const char *inj = getenv("CUDA_INJECTION64_PATH");
+    if (inj && inj[0] && (!ours || strcmp(inj, ours) != 0)) {
+        snprintf(why, size, "CUDA_INJECTION64_PATH=%.300s is another tool's injection library: it "
+                            "may hold the CUPTI subscription. Unset it (or run without that tool) "
+                            "for a complete trace",
+                 inj);
+        return 1;
+    }
+    const char *pre = getenv("LD_PRELOAD");
+    static const char *const libs[] = {"libcupti", "ToolsInjection", "libnvperf", "nsys", "ncu", NULL};
+    for (const char *const *l = libs; pre && *l; l++)
+        if (strstr(pre, *l)) {
+            snprintf(why, size, "LD_PRELOAD=%.300s preloads a profiler (%s) that may hold the CUPTI "
+                                "subscription: run without it for a complete trace",
+                     pre, *l);
+            return 1;
+        }
+    return 0;
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/args.h"
+#include "cupti_tools/cupti_check.h"
 #include "core/expr.h"
 #include "cupti_tools/analysis.h"
 #include "cupti_tools/chrome.h"
@@ -725,10 +726,10 @@ static int cmd_run(opts *o) {
     if (find_injection(inj, sizeof(inj), &e) != GR_OK) return fail(&e);
     if (prepare_output(o->out ? o->out : o->capture_check ? "capcheck.jsonl" : "launchstat.jsonl", path, sizeof(path), &e) != GR_OK) return fail(&e);
     join_command(o->cmd, o->ncmd, cmdline, sizeof(cmdline));
-    const char *prev = getenv("CUDA_INJECTION64_PATH");
-    if (prev && prev[0] && strcmp(prev, inj) != 0)
-        fprintf(stderr, "cupti-launchstat: warning: CUDA_INJECTION64_PATH was %s (another tool's injection); "
-                        "replaced for CMD\n", prev);
+    char other[640];
+    if (gr_cupti_other_client(inj, other, sizeof(other))) /* before CMD runs, not after */
+        fprintf(stderr, "cupti-launchstat: warning: %s (for CMD, CUDA_INJECTION64_PATH is ours)\n",
+                other);
     time_t started = time(NULL) - 1;
     fflush(stdout);
     fflush(stderr);

@@ -2072,7 +2072,13 @@ static void test_cli_run_fake_program(void) {
     /* an old CUDA_INJECTION64_PATH is replaced, with a warning */
     snprintf(args, sizeof(args), "-o %s -- sh -c 'cp %s \"$GR_LAUNCHSTAT_OUT\"'", o, prep);
     CU_ASSERT_EQUAL(run_tool("cupti-launchstat", "CUDA_INJECTION64_PATH=/opt/other/libinject.so", args), 0);
-    GR_ASSERT_CONTAINS(out, "warning: CUDA_INJECTION64_PATH was /opt/other/libinject.so");
+    GR_ASSERT_CONTAINS(out, "warning: CUDA_INJECTION64_PATH=/opt/other/libinject.so is another tool's "
+                            "injection library");
+    /* Nsight, or a preloaded profiler, is named before CMD runs too */
+    CU_ASSERT_EQUAL(run_tool("cupti-launchstat", "NSYS_PROFILING_SESSION_ID=7", args), 0);
+    GR_ASSERT_CONTAINS(out, "warning: Nsight is profiling this process (NSYS_PROFILING_SESSION_ID is set)");
+    CU_ASSERT_EQUAL(run_tool("cupti-launchstat", "LD_PRELOAD=/opt/nvidia/nsys/libToolsInjection64.so", args), 0);
+    GR_ASSERT_CONTAINS(out, "preloads a profiler");
     unlink(o), unlink(envf), unlink(prep), unlink(untraced), unlink(partial), unlink(dropped), unlink(corrupt);
 }
 
