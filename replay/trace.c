@@ -243,12 +243,19 @@ gr_status gr_trace_run(const gr_run_report *untraced, const gr_run_opts *o, cons
         gr_ls_opts_default(&lo);
         st = gr_ls_analyze(out->trace, &lo, &out->analysis, err);
     }
+    if (st == GR_OK) { /* what the eager trace alone predicts a graph gives, checked right here */
+        gr_pred_opts po;
+        gr_pred_opts_default(&po);
+        st = gr_pred_run(out->analysis, &po, &out->prediction, err);
+    }
     if (st != GR_OK) gr_error_prefix(err, "reading back the trace: ");
     return st;
 }
 
 void gr_trace_result_free(gr_trace_result *r) {
     if (!r) return;
+    gr_pred_report_destroy(r->prediction);
+    r->prediction = NULL;
     gr_ls_report_destroy(r->analysis);
     gr_trace_destroy(r->trace);
     free(r->v);
@@ -299,6 +306,10 @@ void gr_trace_print(FILE *f, const gr_trace_result *r) {
         fprintf(f, "\n");
         gr_ls_print_compare(f, e[i]->name, e[i], g[i]->name, g[i]);
     }
+    if (r->prediction) {
+        fprintf(f, "\n");
+        gr_pred_print(f, r->prediction);
+    }
     fprintf(f, "\nfull traced report: cupti-launchstat report %s\n", r->path);
 }
 
@@ -333,5 +344,6 @@ void *gr_trace_json(const gr_trace_result *r) {
     }
     json_object_set_new(j, "variants", vs);
     if (r->analysis) json_object_set_new(j, "analysis", (json_t *)gr_ls_json(r->analysis));
+    if (r->prediction) json_object_set_new(j, "prediction", (json_t *)gr_pred_json(r->prediction));
     return j;
 }

@@ -10,6 +10,7 @@
 
 #include "cupti_tools/analysis.h"
 #include "cupti_tools/collector.h"
+#include "cupti_tools/predict.h"
 #include "cupti_tools/trace.h"
 #include "replay/report.h"
 
@@ -41,6 +42,8 @@ typedef struct gr_trace_result {
     gr_cupti_result cupti;
     gr_trace *trace;        /* the written trace, read back */
     gr_ls_report *analysis; /* and analysed */
+    gr_pred_report *prediction; /* each variant's graph step predicted from its traced eager
+                                   region, against its untraced graph step (cupti_tools/predict) */
 } gr_trace_result;
 
 /* GR_ERR_IO when FILE cannot be written there (checked before the long untraced run). */

@@ -13,6 +13,7 @@
 #include "replay/pipeline.h"
 #include "replay/protocol.h"
 #include "replay/report.h"
+#include "replay/trace.h"
 #include "tests.h"
 
 typedef struct trail {
@@ -388,7 +389,40 @@ static void test_json_stdout_only(void) {
     GR_ASSERT_CONTAINS(out, "option --json needs a value");
 }
 
+/* graphrun run --trace's report predicts each variant's graph from its traced eager region and
+ * sets it against the untraced graph step (a recorded graphrun trace stands in for the run) */
+static void test_trace_prediction(void) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_trace_result *tr = calloc(1, sizeof(*tr));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tr);
+    CU_ASSERT_EQUAL_FATAL(gr_trace_load(gr_test_src("tests/data/pointwise_fusion_n4096.jsonl"), 0, &tr->trace, &e),
+                          GR_OK);
+    gr_ls_opts lo;
+    gr_ls_opts_default(&lo);
+    CU_ASSERT_EQUAL_FATAL(gr_ls_analyze(tr->trace, &lo, &tr->analysis, &e), GR_OK);
+    gr_pred_opts po;
+    gr_pred_opts_default(&po);
+    CU_ASSERT_EQUAL_FATAL(gr_pred_run(tr->analysis, &po, &tr->prediction, &e), GR_OK);
+    snprintf(tr->path, sizeof(tr->path), "pointwise.jsonl");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    gr_trace_print(f, tr);
+    fclose(f);
+    GR_ASSERT_CONTAINS(text, "graph prediction (from the eager trace");
+    GR_ASSERT_CONTAINS(text, "graph step, predicted");
+    GR_ASSERT_CONTAINS(text, "untraced (unfused graph)");
+    free(text);
+    json_t *j = gr_trace_json(tr);
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(j, "prediction"));
+    json_decref(j);
+    gr_trace_result_free(tr);
+    free(tr);
+}
+
 static CU_TestInfo pipeline_tests[] = {
+    {"run --trace predicts each variant's graph", test_trace_prediction},
     {"--json - writes only JSON to stdout", test_json_stdout_only},
     {"user kernels: the reference variant, and the report's line", test_user_reference},
     {"stages in order; the first error stops the list", test_order_and_error},
