@@ -808,8 +808,31 @@ static int cmd_list(sopts *o, const gr_service_paths *paths) {
                jstr(g, "variant"), jnum(g, "nodes"), jnum(g, "kernel_nodes"), mem,
                jnum(g, "replays"), jstr(g, "hash"), jstr(g, "source"), jstr(g, "params"));
     }
+    /* bucket groups: the buffers their graphs share, once */
+    json_array_foreach(graphs, i, g) {
+        json_t *bk = json_object_get(g, "bucket");
+        if (!bk) continue;
+        int first = 1;
+        for (size_t k = 0; k < i && first; k++) {
+            json_t *o2 = json_object_get(json_array_get(graphs, k), "bucket");
+            first = !o2 || strcmp(jstr(o2, "group"), jstr(bk, "group")) != 0;
+        }
+        if (!first) continue;
+        char shared[32], separate[32], vals[256] = "";
+        size_t vi, vl = 0;
+        json_t *val;
+        json_array_foreach(json_object_get(bk, "values"), vi, val)
+            if (vl < sizeof(vals))
+                vl += (size_t)snprintf(vals + vl, sizeof(vals) - vl, "%s%lld", vi ? ", " : "",
+                                       (long long)json_integer_value(val));
+        gr_fmt_bytes(jnum(bk, "shared_bytes"), shared, sizeof(shared));
+        gr_fmt_bytes(jnum(bk, "separate_bytes"), separate, sizeof(separate));
+        printf("  buckets of \"%s\" (%s = %s): %s of shared buffers, where a copy per bucket would "
+               "take %s\n", jstr(bk, "group"), jstr(bk, "param"), vals, shared, separate);
+    }
     printf("(* = the most recent capture, which `graphrun replay` replays without a NAME; memory = "
-           "device buffers of the graph)\n");
+           "device buffers of the graph; a bucket's shared buffers are counted once, below the "
+           "table)\n");
     gr_reply_clear(&r);
     return 0;
 }

@@ -631,6 +631,10 @@ static void test_buckets_share_and_serve(void) {
     CU_ASSERT_TRUE(den > 0 && sqrt(num / den) < 1e-4);
     free(a);
     free(b);
+    /* list names the group and what sharing saves */
+    snprintf(args, sizeof(args), "list --socket %s", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    GR_ASSERT_CONTAINS(svc_out, "buckets of \"dec\" (B = 1, 2, 8)");
     /* dropping the group frees its buckets and the shared buffers */
     snprintf(args, sizeof(args), "drop dec --socket %s", s.sock);
     CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
