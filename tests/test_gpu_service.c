@@ -681,6 +681,51 @@ static void test_update_in_place(void) {
     svc_env_done(&s);
 }
 
+/* User kernels through the service (issue 24): the add_mul_act example captured (its reference
+ * variant checks it), replayed, and served with fresh inputs checked against the same numbers
+ * computed on the host. */
+static void test_user_kernels_in_service(void) {
+    GR_REQUIRE_GPU();
+    svc_env s;
+    svc_env_make(&s);
+    CU_ASSERT_EQUAL_FATAL(svc_start_service(&s, NULL, ""), 0);
+    char args[1024], a[256], y[256];
+    snprintf(args, sizeof(args), "capture workloads/examples/add_mul_act.json --variant fused --set n=1000 "
+             "--name amr --socket %s --quiet", s.sock);
+    int rc = svc_grun(NULL, args, svc_out, sizeof(svc_out));
+    if (rc) fprintf(stderr, "\n%s", svc_out);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    GR_ASSERT_CONTAINS(svc_out, "verified against: ");
+    snprintf(args, sizeof(args), "replay amr --iters 200 --socket %s --quiet", s.sock);
+    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    float x[1000];
+    for (int i = 0; i < 1000; i++) x[i] = (float)(i % 17) * 0.25f - 2.0f;
+    int64_t n = 1000;
+    gr_error e;
+    gr_error_clear(&e);
+    snprintf(a, sizeof(a), "%s/a.npy", s.dir);
+    snprintf(y, sizeof(y), "%s/y.npy", s.dir);
+    CU_ASSERT_EQUAL_FATAL(gr_npy_write(a, GR_FP32, 1, &n, x, &e), GR_OK);
+    snprintf(args, sizeof(args), "replay amr --input a=%s --input b=%s --input c=%s --output y=%s --socket %s",
+             a, a, a, y, s.sock);
+    rc = svc_grun(NULL, args, svc_out, sizeof(svc_out));
+    if (rc) fprintf(stderr, "\n%s", svc_out);
+    CU_ASSERT_EQUAL(rc, 0);
+    size_t got = 0;
+    float *out = npy_floats(y, &got);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    CU_ASSERT_EQUAL(got, 1000);
+    int bad = 0;
+    for (int i = 0; i < 1000 && i < (int)got; i++) {
+        float want = (x[i] + x[i]) * x[i];
+        if (want < 0) want = 0;
+        bad += fabsf(out[i] - want) > 1e-5f * (1 + fabsf(want));
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    free(out);
+    svc_env_done(&s);
+}
+
 static CU_TestInfo gpu_service_tests[] = {
     {"capture + replay == run", test_capture_replay_like_run},
     {"kill -9 of a client mid-replay", test_killed_client_mid_replay},
@@ -691,6 +736,7 @@ static CU_TestInfo gpu_service_tests[] = {
     {"SIGTERM during a 10^8-step replay", test_sigterm_during_replay},
     {"buckets share buffers; a batch is served padded", test_buckets_share_and_serve},
     {"capture --update: in place or re-instantiated", test_update_in_place},
+    {"user kernels captured, replayed and served", test_user_kernels_in_service},
     CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_gpu_service_suites[] = {{"gpu_service", gpu_service_tests, 1}, {NULL, NULL, 0}};
