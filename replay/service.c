@@ -598,6 +598,23 @@ static gr_status before_stage(void *user, gr_pipe *p, const gr_stage *s, int *sk
     return GR_OK;
 }
 
+/* The device as the worker sees it when a job starts (the I/O thread may change it under mu). */
+typedef struct dev_view {
+    int ready;
+    gr_device_info dev;
+    double max_memory;
+    char error[1024];
+} dev_view;
+
+static void dev_view_get(svc *v, dev_view *d) {
+    pthread_mutex_lock(&v->mu);
+    d->ready = v->dev_state == DEV_READY;
+    d->dev = v->dev;
+    d->max_memory = v->max_memory;
+    snprintf(d->error, sizeof(d->error), "%s", v->dev_error);
+    pthread_mutex_unlock(&v->mu);
+}
+
 /* A verified capture becomes a held graph: the host copies that served verification are given
  * back, its device bytes (the session's allocations, or what the device lost meanwhile, the
  * larger), graph counts and times are noted, and its report kept; the report ({report_text,
@@ -634,13 +651,12 @@ static json_t *held_finish(svc *v, held *h, size_t free0, size_t free1) {
 static gr_status job_capture_buckets(svc *v, job *j, json_t **body, gr_error *err) {
     gr_request *r = &j->req;
     const gr_bucket_spec *spec = &r->buckets;
-    pthread_mutex_lock(&v->mu);
-    int ready = v->dev_state == DEV_READY;
-    gr_device_info dev = v->dev;
-    double max_memory = v->max_memory;
-    char dev_error[1024];
-    snprintf(dev_error, sizeof(dev_error), "%s", v->dev_error);
-    pthread_mutex_unlock(&v->mu);
+    dev_view dv;
+    dev_view_get(v, &dv);
+    int ready = dv.ready;
+    gr_device_info dev = dv.dev;
+    double max_memory = dv.max_memory;
+    const char *dev_error = dv.error;
     int n = spec->n;
     held **hs = calloc((size_t)n, sizeof(*hs));
     bucket_group *g = calloc(1, sizeof(*g));
@@ -855,13 +871,12 @@ static gr_status job_capture_buckets(svc *v, job *j, json_t **body, gr_error *er
 static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
     gr_request *r = &j->req;
     if (r->buckets.n > 0) return job_capture_buckets(v, j, body, err);
-    pthread_mutex_lock(&v->mu);
-    int ready = v->dev_state == DEV_READY;
-    gr_device_info dev = v->dev;
-    double max_memory = v->max_memory;
-    char dev_error[1024];
-    snprintf(dev_error, sizeof(dev_error), "%s", v->dev_error);
-    pthread_mutex_unlock(&v->mu);
+    dev_view dv;
+    dev_view_get(v, &dv);
+    int ready = dv.ready;
+    gr_device_info dev = dv.dev;
+    double max_memory = dv.max_memory;
+    const char *dev_error = dv.error;
 
     held *h = calloc(1, sizeof(*h));
     if (h) h->vr = calloc(1, sizeof(*h->vr));
