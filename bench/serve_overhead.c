@@ -1,0 +1,193 @@
+/* What a served step costs from a C client (issue 25; bench/serve_overhead.py is the Python
+ * side): captures a workload in the replay service (decode_step fused, B = 1 by default), then
+ * sends N served steps through replay/client.h, input x and output x in POSIX shared memory,
+ * and prints, per request, the client's wall time, the service's host time and the graph launch
+ * (CUDA events), median [p10, p90] after warm-up; JSON with --json FILE. Needs a GPU.
+ *   gr_serve_bench [--socket PATH] [--workload W] [--variant V] [--set k=v]... [--n N] [--json F] */
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/args.h"
+#include "replay/client.h"
+#include "replay/protocol.h"
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void stats(double *v, int n, double *med, double *p10, double *p90) {
+    qsort(v, (size_t)n, sizeof(double), cmp);
+    *med = v[n / 2];
+    *p10 = v[n / 10];
+    *p90 = v[(n * 9) / 10];
+}
+
+static int call(gr_client *c, json_t *req, gr_reply *r) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_status st = gr_client_call(c, req, -1, NULL, NULL, r, &e);
+    json_decref(req);
+    if (st != GR_OK) {
+        fprintf(stderr, "gr_serve_bench: %s\n", e.msg);
+        return 1;
+    }
+    if (!r->ok) {
+        fprintf(stderr, "gr_serve_bench: %s%s%s\n", r->field, r->field[0] ? ": " : "", r->message);
+        gr_reply_clear(r);
+        return 1;
+    }
+    return 0;
+}
+
+/* a segment of `bytes` named /gr-bench-PID-tag, mapped read-write */
+static void *segment(const char *tag, size_t bytes, char *name, size_t size) {
+    snprintf(name, size, "/gr-bench-%d-%s", (int)getpid(), tag);
+    int fd = shm_open(name, O_CREAT | O_RDWR | O_TRUNC, 0600);
+    if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0) return NULL;
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+int main(int argc, char **argv) {
+    const char *sock = NULL, *workload = "workloads/decode_step.json", *variant = "fused", *json = NULL;
+    const char *sets[32];
+    int nsets = 0, n = 2000, warm = 200;
+    static const char *const with_value[] = {"--socket", "--workload", "--variant", "--set", "--n",
+                                             "--json", NULL};
+    for (int i = 1; i < argc; i++) {
+        gr_arg a;
+        gr_arg_take(argc, argv, &i, with_value, NULL, &a);
+        if (a.kind != GR_ARG_OPTION || !strcmp(a.name, "--help")) {
+            fprintf(stderr, "%s\nusage: gr_serve_bench [--socket PATH] [--workload W] [--variant V] "
+                            "[--set k=v]... [--n N] [--json FILE]\n",
+                    a.kind == GR_ARG_ERROR ? a.error : "");
+            return a.kind == GR_ARG_OPTION ? 0 : 2;
+        }
+        if (!strcmp(a.name, "--socket")) sock = a.value;
+        else if (!strcmp(a.name, "--workload")) workload = a.value;
+        else if (!strcmp(a.name, "--variant")) variant = a.value;
+        else if (!strcmp(a.name, "--json")) json = a.value;
+        else if (!strcmp(a.name, "--set") && nsets < 32) sets[nsets++] = a.value;
+        else if (!strcmp(a.name, "--n") && !gr_arg_int32(a.value, 10, 10000000, &n)) {
+            fprintf(stderr, "gr_serve_bench: --n takes a whole number >= 10\n");
+            return 2;
+        } else if (strcmp(a.name, "--n") != 0 && strcmp(a.name, "--set") != 0) {
+            fprintf(stderr, "gr_serve_bench: unknown option %s\n", a.name);
+            return 2;
+        }
+    }
+    if (!nsets) sets[nsets++] = "B=1";
+    char abs[4096];
+    if (!realpath(workload, abs)) {
+        fprintf(stderr, "gr_serve_bench: %s: cannot open\n", workload);
+        return 2;
+    }
+    gr_error e;
+    gr_error_clear(&e);
+    gr_service_paths paths;
+    gr_client *c = NULL;
+    /* the service is graphrun's (beside this binary in the build), started when none runs */
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 16);
+    if (len <= 0) {
+        fprintf(stderr, "gr_serve_bench: cannot find my own path\n");
+        return 1;
+    }
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    snprintf(slash ? slash + 1 : exe, 16, "graphrun");
+    int pid = 0, already = 0;
+    if (gr_service_paths_resolve(sock, &paths, &e) != GR_OK ||
+        gr_service_spawn(&paths, exe, NULL, &pid, &already, &e) != GR_OK ||
+        gr_client_connect(&paths, 0, &c, &e) != GR_OK) {
+        fprintf(stderr, "gr_serve_bench: %s\n", e.msg);
+        return 1;
+    }
+    json_t *jsets = json_array();
+    for (int i = 0; i < nsets; i++) json_array_append_new(jsets, json_string(sets[i]));
+    gr_reply r;
+    if (call(c, json_pack("{s:i, s:s, s:s, s:s, s:s, s:o, s:b}", "schema_version", 1, "cmd", "capture",
+                          "workload", abs, "name", "served_c", "variant", variant, "sets", jsets,
+                          "force", 1),
+             &r))
+        return 1;
+    size_t xbytes = 0;
+    size_t bi;
+    json_t *b;
+    json_array_foreach(json_object_get(r.body, "buffers"), bi, b)
+        if (!strcmp(json_string_value(json_object_get(b, "name")), "x"))
+            xbytes = (size_t)json_integer_value(json_object_get(b, "bytes"));
+    gr_reply_clear(&r);
+    if (!xbytes) {
+        fprintf(stderr, "gr_serve_bench: the workload has no buffer x\n");
+        return 2;
+    }
+    char in_name[64], out_name[64];
+    unsigned char *in = segment("in", xbytes, in_name, sizeof(in_name));
+    unsigned char *out = segment("out", xbytes, out_name, sizeof(out_name));
+    if (!in || !out) {
+        fprintf(stderr, "gr_serve_bench: cannot make the shared-memory segments\n");
+        return 1;
+    }
+    double *wall = calloc((size_t)n, sizeof(double)), *req = calloc((size_t)n, sizeof(double)),
+           *graph = calloc((size_t)n, sizeof(double));
+    int rc = 0;
+    for (int k = 0; k < warm + n && !rc; k++) {
+        for (size_t q = 0; q < xbytes; q++) in[q] = (unsigned char)(k * 31 + q * 7); /* fresh input */
+        json_t *rq = json_pack("{s:i, s:s, s:s, s:[{s:s, s:s}], s:[{s:s, s:s}]}", "schema_version", 1,
+                               "cmd", "replay", "name", "served_c", "inputs", "buffer", "x", "shm",
+                               in_name, "outputs", "buffer", "x", "shm", out_name);
+        double t0 = now_us();
+        rc = call(c, rq, &r);
+        double t1 = now_us();
+        if (rc) break;
+        json_t *sv = json_object_get(r.body, "served");
+        if (k >= warm) {
+            wall[k - warm] = t1 - t0;
+            req[k - warm] = json_number_value(json_object_get(sv, "request_us"));
+            graph[k - warm] = json_number_value(json_object_get(sv, "graph_us"));
+        }
+        gr_reply_clear(&r);
+    }
+    if (!rc) {
+        double wm, w10, w90, rm, r10, r90, gm, g10, g90;
+        stats(wall, n, &wm, &w10, &w90);
+        stats(req, n, &rm, &r10, &r90);
+        stats(graph, n, &gm, &g10, &g90);
+        printf("served steps from C (%s %s", workload, variant);
+        for (int i = 0; i < nsets; i++) printf(" %s", sets[i]);
+        printf("), %d requests after %d warm-up, shared memory in and out:\n", n, warm);
+        printf("  client wall      median %8.2f us [p10 %.2f, p90 %.2f]\n", wm, w10, w90);
+        printf("  service request  median %8.2f us [p10 %.2f, p90 %.2f]\n", rm, r10, r90);
+        printf("  graph (events)   median %8.2f us [p10 %.2f, p90 %.2f]\n", gm, g10, g90);
+        if (json) {
+            json_t *j = json_pack("{s:s, s:s, s:i, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}",
+                                  "workload", workload, "variant", variant, "n", n, "client_wall_us",
+                                  "median", wm, "p10", w10, "p90", w90, "service_request_us", "median", rm,
+                                  "p10", r10, "p90", r90, "graph_us", "median", gm, "p10", g10, "p90", g90);
+            if (json_dump_file(j, json, JSON_INDENT(2)) != 0) rc = 1;
+            json_decref(j);
+        }
+    }
+    munmap(in, xbytes);
+    munmap(out, xbytes);
+    shm_unlink(in_name);
+    shm_unlink(out_name);
+    free(wall), free(req), free(graph);
+    gr_client_close(c);
+    return rc;
+}
