@@ -89,13 +89,16 @@ gr_status gr_pipe_reference_plan(const gr_plan *p, const gr_plan *const *plans, 
 gr_session *gr_pipe_detach(gr_pipe *p) {
     gr_session *s = p->s;
     p->s = NULL;
+    if (s) s->ref_plan = NULL; /* the pipe's to free: the held session needs it no more */
     return s;
 }
 
 void gr_pipe_free(gr_pipe *p) {
     if (!p) return;
-    gr_session_destroy(p->s);
+    gr_session_destroy(p->s); /* before the reference plan its session may point at */
     p->s = NULL;
+    gr_plan_destroy(p->ref_owned);
+    p->ref_owned = NULL;
 }
 
 /* ---- the stages ---- */
@@ -112,7 +115,6 @@ static gr_status st_session(gr_pipe *p, gr_error *err) {
     p->s->dev->pdl = p->o.pdl;
     p->s->steps = p->o.steps;
     p->s->rtol = p->o.rtol;
-    p->s->ref_plan = p->ref_plan;
     return GR_OK;
 }
 
@@ -123,6 +125,9 @@ static gr_status st_init(gr_pipe *p, gr_error *err) {
 
 static gr_status st_reference(gr_pipe *p, gr_error *err) {
     GR_TRY(need_session(p, err));
+    if (!p->plan->has_cpu_reference && !p->s->ref_plan) /* user kernels: their reference variant */
+        GR_TRY(gr_pipe_reference_plan(p->plan, p->peers, p->npeers, p->wl, &p->plan->target,
+                                      &p->s->ref_plan, &p->ref_owned, err));
     gr_status st = gr_session_reference(p->s, err);
     p->v->reference_ms = p->s->reference_ms;
     return st;

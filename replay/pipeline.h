@@ -49,7 +49,7 @@ typedef struct gr_stage_record {
     double host_ms;    /* host time the stage took */
 } gr_stage_record;
 
-/* The result of one variant: heap-grown, made by gr_run_report_add or gr_variant_run_create. */
+/* The result of one variant: heap-grown (gr_run_report_add, or zeroed by the caller). */
 typedef struct gr_variant_run {
     const gr_plan *plan;
     int status; /* gr_status of this variant */
@@ -115,7 +115,12 @@ struct gr_pipe {
     gr_variant_run *v;     /* results go here */
     int piecewise;         /* the capture check ran the variant piecewise: no full graph */
     void *const *external; /* device buffers the session uses instead of its own (buckets) */
-    const gr_plan *ref_plan; /* a user plan's reference variant (gr_pipe_reference_plan) */
+    /* where a user plan's "reference": true variant is found (the reference stage): among the
+     * run's plans, else resolved from wl for the plan's target into ref_owned */
+    const gr_workload *wl;
+    const gr_plan *const *peers;
+    int npeers;
+    gr_plan *ref_owned;
 };
 
 /* A pipe over plan p writing into v (not owned). */
@@ -132,7 +137,8 @@ gr_status gr_pipe_reference_plan(const gr_plan *p, const gr_plan *const *plans, 
                                  gr_plan **owned, gr_error *err);
 /* Hands the session to the caller (the service keeps it); the pipe no longer owns it. */
 gr_session *gr_pipe_detach(gr_pipe *p);
-void gr_pipe_free(gr_pipe *p); /* destroys the session it still owns */
+/* Destroys the session it still owns and the reference plan it resolved. */
+void gr_pipe_free(gr_pipe *p);
 
 /* The stage lists of the commands (counts alongside). */
 extern const gr_stage *const gr_pipe_run_stages[];    /* graphrun run */

@@ -76,14 +76,11 @@ gr_status gr_run_plans(const gr_plan *const *plans, int nplans, gr_run_report *r
         p.hooks = &hooks;
         gr_error e;
         gr_error_clear(&e);
-        gr_target t = gr_target_from_info(&r->dev);
-        gr_plan *owned = NULL;
-        gr_status st = gr_pipe_reference_plan(plans[i], plans, nplans, r->wl, &t, &p.ref_plan,
-                                              &owned, &e);
-        if (st == GR_OK) st = gr_pipe_run(&p, gr_pipe_run_stages, gr_pipe_run_nstages, &e);
-        else v->status = st, snprintf(v->error, sizeof(v->error), "%s", e.msg);
+        p.wl = r->wl;
+        p.peers = plans;
+        p.npeers = nplans;
+        gr_status st = gr_pipe_run(&p, gr_pipe_run_stages, gr_pipe_run_nstages, &e);
         gr_pipe_free(&p);
-        gr_plan_destroy(owned);
         if (st != GR_OK) {
             gr_error_set(err, st, NULL, "variant %s: %s", plans[i]->variant, e.msg);
             if (worst == GR_OK || worst == GR_ERR_VERIFY) worst = st;

@@ -806,15 +806,12 @@ static gr_status job_capture_buckets(svc *v, job *j, json_t **body, gr_error *er
         stage_ctx sc = {v, j};
         gr_pipe_hooks hooks = {before_stage, NULL, NULL, NULL, &sc};
         pipe.hooks = &hooks;
-        gr_target tgt = gr_target_from_info(&dev);
-        gr_plan *owned_ref = NULL;
-        st = gr_pipe_reference_plan(p, (const gr_plan *const *)h->ld.plans, h->ld.nplans, h->ld.wl,
-                                    &tgt, &pipe.ref_plan, &owned_ref, err);
-        if (st == GR_OK)
-            st = gr_pipe_run(&pipe, gr_pipe_capture_stages, gr_pipe_capture_nstages, err);
+        pipe.wl = h->ld.wl;
+        pipe.peers = (const gr_plan *const *)h->ld.plans;
+        pipe.npeers = h->ld.nplans;
+        st = gr_pipe_run(&pipe, gr_pipe_capture_stages, gr_pipe_capture_nstages, err);
         h->s = gr_pipe_detach(&pipe);
-        if (h->s) h->s->ref_plan = NULL;
-        gr_plan_destroy(owned_ref);
+        gr_pipe_free(&pipe);
         free(ext);
         h->group = g; /* from here held_free releases it */
         g->refs++;
@@ -1037,14 +1034,12 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
     stage_ctx sc = {v, j};
     gr_pipe_hooks hooks = {before_stage, NULL, NULL, NULL, &sc};
     pipe.hooks = &hooks;
-    gr_target tgt = gr_target_from_info(&dev);
-    gr_plan *owned_ref = NULL; /* a user plan's reference variant: used during the capture only */
-    st = gr_pipe_reference_plan(p, (const gr_plan *const *)h->ld.plans, h->ld.nplans, h->ld.wl,
-                                &tgt, &pipe.ref_plan, &owned_ref, err);
-    if (st == GR_OK) st = gr_pipe_run(&pipe, gr_pipe_capture_stages, gr_pipe_capture_nstages, err);
+    pipe.wl = h->ld.wl;
+    pipe.peers = (const gr_plan *const *)h->ld.plans;
+    pipe.npeers = h->ld.nplans;
+    st = gr_pipe_run(&pipe, gr_pipe_capture_stages, gr_pipe_capture_nstages, err);
     h->s = gr_pipe_detach(&pipe);
-    if (h->s) h->s->ref_plan = NULL;
-    gr_plan_destroy(owned_ref);
+    gr_pipe_free(&pipe); /* the reference variant's plan, when one was resolved */
     json_t *update = NULL;
     if (update_from) { /* the held graph's exec takes the new graph when the topology allows */
         gr_graph_update u;
@@ -1406,7 +1401,7 @@ static gr_status job_serve(svc *v, held *h, job *j, json_t **body, gr_error *err
 /* `batch`: the smallest bucket >= batch of the group named `want` (its base name, or one of its
  * buckets' names). */
 static gr_status pick_bucket_locked(svc *v, const char *want, long long batch, held **h,
-                                    long long *value, gr_error *err) {
+                                    gr_error *err) {
     bucket_group *g = *h ? (*h)->group : NULL;
     for (int i = 0; i < v->ngraphs && !g; i++)
         if (v->graphs[i]->group && !strcmp(v->graphs[i]->group->base, want)) g = v->graphs[i]->group;
@@ -1429,7 +1424,6 @@ static gr_status pick_bucket_locked(svc *v, const char *want, long long batch, h
     if (!*h)
         return gr_error_set(err, GR_ERR_USAGE, "batch",
                             "the buckets of \"%s\" that fit batch %lld were dropped", g->base, batch);
-    *value = (*h)->bucket;
     return GR_OK;
 }
 
@@ -1454,8 +1448,7 @@ static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
     char names[1024];
     names_locked(v, names, sizeof(names));
     gr_status bst = GR_OK;
-    long long bucket_value = 0;
-    if (r->batch > 0) bst = pick_bucket_locked(v, want, r->batch, &h, &bucket_value, err);
+    if (r->batch > 0) bst = pick_bucket_locked(v, want, r->batch, &h, err);
     pthread_mutex_unlock(&v->mu);
     if (bst != GR_OK) return bst;
     if (!ready) return gr_error_set(err, GR_ERR_NODEV, NULL, "%s: nothing to replay", dev_error);
