@@ -482,8 +482,9 @@ static void socket_hint(const gr_service_paths *p, char *buf, size_t size) {
 
 /* Sends req (consumed) and waits for the final reply; 0 with an ok reply in *r (the caller
  * clears it), else the exit code, the failure printed and r cleared. */
-static int ask(sopts *o, const gr_service_paths *paths, int may_start, json_t *req, gr_reply *r) {
-    int rc = call(o, paths, may_start, req, -1, r, NULL);
+static int ask(sopts *o, const gr_service_paths *paths, int may_start, json_t *req, int timeout_ms,
+               gr_reply *r) {
+    int rc = call(o, paths, may_start, req, timeout_ms, r, NULL);
     json_decref(req);
     if (rc) return rc;
     if (!r->ok) {
@@ -588,7 +589,7 @@ static int cmd_capture(sopts *o, const gr_service_paths *paths) {
     }
     json_object_set_new(req, "progress", json_boolean(!o->quiet && isatty(2)));
     gr_reply r;
-    int rc = ask(o, paths, 1, req, &r);
+    int rc = ask(o, paths, 1, req, -1, &r);
     if (rc) return rc;
     json_t *b = r.body;
     int to_stdout_json = o->json_path && !strcmp(o->json_path, "-");
@@ -701,7 +702,7 @@ static int cmd_serve_step(sopts *o, const gr_service_paths *paths) {
     if (json_array_size(outs)) json_object_set_new(req, "outputs", outs);
     else json_decref(outs);
     gr_reply r;
-    int rc = ask(o, paths, 0, req, &r);
+    int rc = ask(o, paths, 0, req, -1, &r);
     if (rc) return rc;
     json_t *b = r.body;
     json_t *sv = json_object_get(b, "served");
@@ -739,7 +740,7 @@ static int cmd_replay(sopts *o, const gr_service_paths *paths) {
     json_object_set_new(req, "compare_eager", json_boolean(o->compare_eager));
     json_object_set_new(req, "progress", json_boolean(!o->quiet && isatty(2)));
     gr_reply r;
-    int rc = ask(o, paths, 0, req, &r);
+    int rc = ask(o, paths, 0, req, -1, &r);
     if (rc) return rc;
     json_t *b = r.body;
     if (!o->json_path || strcmp(o->json_path, "-") != 0) {
@@ -762,15 +763,8 @@ static int cmd_replay(sopts *o, const gr_service_paths *paths) {
 static int ask_or_json(sopts *o, const gr_service_paths *paths, const char *cmd, gr_reply *r,
                        int *done) {
     *done = 1;
-    json_t *req = request(cmd);
-    int rc = call(o, paths, 0, req, 30000, r, NULL);
-    json_decref(req);
+    int rc = ask(o, paths, 0, request(cmd), 30000, r);
     if (rc) return rc;
-    if (!r->ok) {
-        rc = reply_failed(r);
-        gr_reply_clear(r);
-        return rc;
-    }
     if (o->json_path) {
         json_t *b = r->body;
         json_object_del(b, "schema_version");
@@ -883,7 +877,7 @@ static int cmd_drop(sopts *o, const gr_service_paths *paths) {
     json_t *req = request("drop");
     json_object_set_new(req, "name", json_string(o->positional));
     gr_reply r;
-    int rc = ask(o, paths, 0, req, &r);
+    int rc = ask(o, paths, 0, req, -1, &r);
     if (rc) return rc;
     char mem[32];
     gr_fmt_bytes(jnum(r.body, "freed_bytes"), mem, sizeof(mem));
