@@ -77,12 +77,12 @@ gr_status gr_bucket_layout_make(const gr_plan *const *plans, int n, const gr_buc
     const gr_plan *p0 = plans[0];
     out->b = calloc((size_t)p0->nbufs + 1, sizeof(*out->b));
     if (!out->b) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+    int used0 = 0;
+    for (int b = 0; b < p0->nbufs; b++) used0 += p0->bufs[b].used;
     for (int i = 0; i < n; i++) {
         out->separate_bytes += plans[i]->used_bytes;
         int used = 0;
         for (int b = 0; b < plans[i]->nbufs; b++) used += plans[i]->bufs[b].used;
-        int used0 = 0;
-        for (int b = 0; b < p0->nbufs; b++) used0 += p0->bufs[b].used;
         if (used != used0)
             return gr_error_set(err, GR_ERR_INPUT, "buckets",
                                 "%s=%lld uses %d buffers and %s=%lld uses %d: buckets share buffers "
