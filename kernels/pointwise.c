@@ -4,11 +4,15 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/common.h"
 
 static const char *const act_choices[] = {"relu", "gelu", "silu", "none", NULL};
+/* add_mul_act_vec's forms, in GR_PW_* order, and its vectors per operand per thread */
+static const char *const form_choices[] = {"grid_stride", "tile", "tile_cs", NULL};
+static const char *const vecs_choices[] = {"auto", "1", "2", "4", NULL};
 
 int gr_act_parse(const char *name) {
     if (!strcmp(name, "relu")) return GR_ACT_RELU;
@@ -46,6 +50,42 @@ static int op_act(const gr_op *op) {
     return a < 0 ? GR_ACT_NONE : a;
 }
 
+/* add_mul_act_vec's form and vectors per thread (attrs "form", "vecs"; "auto": 4 for grid_stride,
+ * today's unroll, 2 for the tile forms, Inductor's 8 floats per thread) and its launch dims:
+ * grid_stride caps the grid at 2048 threads per SM and loops; a tile form launches one block per
+ * tile of threads x vecs x 16 bytes per operand, cdiv(n, tile) blocks, no loop. The bytes an op
+ * moves do not depend on its form. */
+static gr_status vec_form(gr_op *op, const gr_plan *plan, int64_t n, int threads, int per_vec,
+                          gr_error *err) {
+    const char *fs = gr_op_attr_str(op, "form", "grid_stride");
+    int form = GR_PW_GRID_STRIDE;
+    for (int k = 0; form_choices[k]; k++)
+        if (!strcmp(fs, form_choices[k])) form = k;
+    const char *vs = gr_op_attr_str(op, "vecs", "auto");
+    int v = strcmp(vs, "auto") ? atoi(vs) : (form == GR_PW_GRID_STRIDE ? 4 : 2);
+    op->ip[2] = form;
+    op->ip[3] = v;
+    if (form == GR_PW_GRID_STRIDE) {
+        gr_grid_stride(op, plan, n, threads, per_vec, 2048 / threads);
+        snprintf(op->form, sizeof(op->form), "grid_stride, %d vec, cs", v);
+        return GR_OK;
+    }
+    int64_t tile = (int64_t)threads * v * per_vec, blocks = (n + tile - 1) / tile;
+    if (blocks > 2147483647)
+        return gr_error_set(err, GR_ERR_INPUT, op->path,
+                            "kernel \"%s\": form %s needs %lld blocks of %lld elements for n = %lld; "
+                            "at most 2147483647 (more threads or vecs, or form grid_stride)",
+                            op->kernel->name, fs, (long long)blocks, (long long)tile, (long long)n);
+    op->grid[0] = (unsigned)(blocks < 1 ? 1 : blocks);
+    op->grid[1] = op->grid[2] = 1;
+    op->block[0] = (unsigned)threads;
+    op->block[1] = op->block[2] = 1;
+    op->smem = 0;
+    snprintf(op->form, sizeof(op->form), "tile %lld, %d vec%s", (long long)tile, v,
+             form == GR_PW_TILE_CS ? ", cs" : "");
+    return GR_OK;
+}
+
 static gr_status check_pointwise(gr_op *op, const gr_plan *plan, gr_error *err) {
     gr_status st = gr_check_elementwise(op, plan, err);
     if (st != GR_OK) return st;
@@ -73,7 +113,12 @@ static gr_status check_pointwise(gr_op *op, const gr_plan *plan, gr_error *err) 
         return gr_error_set(err, GR_ERR_INPUT, op->path,
                             "kernel \"%s\": threads must be a multiple of 32 in [32, 1024], got %g",
                             kn, threads);
-    gr_grid_stride(op, plan, n, (int)threads, per_thread, 2048 / (int)threads);
+    if (!strcmp(kn, "add_mul_act_vec")) {
+        gr_status vs = vec_form(op, plan, n, (int)threads, per_thread, err);
+        if (vs != GR_OK) return vs;
+    } else {
+        gr_grid_stride(op, plan, n, (int)threads, per_thread, 2048 / (int)threads);
+    }
     op->bytes_read = gr_bytes_in(op, plan);
     op->bytes_written = gr_bytes_out(op, plan);
     op->flops = flops_per * (double)n;
@@ -122,6 +167,15 @@ static const gr_attr_spec fn_attr[] = {
     {"fn", GR_ATTR_ENUM, 1, 0, NULL, act_choices, "activation: relu, gelu (erf), silu or none"},
     THREADS_ATTR};
 static const gr_attr_spec threads_attr[] = {THREADS_ATTR};
+static const gr_attr_spec vec_attrs[] = {
+    {"act", GR_ATTR_ENUM, 0, 0, "relu", act_choices, "activation: relu, gelu (erf), silu or none"},
+    THREADS_ATTR,
+    {"form", GR_ATTR_ENUM, 0, 0, "grid_stride", form_choices,
+     "grid_stride (loop over an SM-sized grid, streaming hints), tile (one tile per block, "
+     "cdiv(n, tile) blocks, default caching: Inductor's shape) or tile_cs (tile, streaming hints)"},
+    {"vecs", GR_ATTR_ENUM, 0, 0, "auto", vecs_choices,
+     "16-byte vectors per operand each thread loads before the first use: 1, 2, 4 or auto "
+     "(4 for grid_stride, 2 for the tile forms)"}};
 
 #define BINARY(NAME, SUMMARY)                                                                      \
     static const gr_kernel_def k_##NAME = {#NAME, SUMMARY, "a, b", "y", 2, 2, 1, 1, threads_attr, 1, \
@@ -147,8 +201,9 @@ static const gr_kernel_def k_add_mul_act = {
     NULL};
 static const gr_kernel_def k_add_mul_act_vec = {
     "add_mul_act_vec",
-    "y = act((a + b) * c), fused, 16-byte loads (float4 / 8 x bf16), scalar tail", "a, b, c", "y",
-    3, 3, 1, 1, act_attr, 2, GR_KF_INPLACE | GR_KF_PDL, check_pointwise, gr_launch_add_mul_act_vec,
+    "y = act((a + b) * c), fused, 16-byte loads (float4 / 8 x bf16), scalar tail; forms "
+    "grid_stride, tile, tile_cs", "a, b, c", "y",
+    3, 3, 1, 1, vec_attrs, 4, GR_KF_INPLACE | GR_KF_PDL, check_pointwise, gr_launch_add_mul_act_vec,
     ref_pointwise, NULL, NULL};
 
 const gr_kernel_def *const gr_pointwise_kernels[] = {

@@ -60,7 +60,7 @@ static void test_bad_input_exit_codes(void) {
     CU_ASSERT_EQUAL(run("validate workloads/pointwise_fusion.json --variant nope", out, sizeof(out)), 2);
     GR_ASSERT_CONTAINS(out, "--variant: pointwise_fusion has no variant \"nope\"");
     CU_ASSERT_EQUAL(run("validate workloads/pointwise_fusion.json --set m=3", out, sizeof(out)), 2);
-    GR_ASSERT_CONTAINS(out, "unknown param \"m\" (params of pointwise_fusion: n, act, dtype, threads)");
+    GR_ASSERT_CONTAINS(out, "unknown param \"m\" (params of pointwise_fusion: n, act, dtype, threads, form, vecs)");
     CU_ASSERT_EQUAL(run("validate workloads/pointwise_fusion.json --set dtype=fp64", out, sizeof(out)), 2);
     GR_ASSERT_CONTAINS(out, "\"fp64\" is not one of: fp32, bf16, fp16");
     const char *bad = "{\"name\": \"b\",\n \"buffers\": [{\"name\": \"a\", \"dtype\": \"fp32\", \"shape\": [4], \"init\": \"ones\"}],\n \"outputs\": [\"a\"],\n \"ops\": [{\"kernel\": \"relu\", \"inputs\": [\"a\"], \"outputs\": [\"a\"],}]}";
