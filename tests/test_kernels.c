@@ -253,7 +253,78 @@ static void test_registry(void) {
     CU_ASSERT_TRUE(n >= 10);
 }
 
+/* add_mul_act_vec's forms (attrs form and vecs, pointwise_fusion's params of those names): each
+ * resolves to its launch dims and form string with the bytes unchanged; a choice that is not one
+ * is refused naming the attr and listing the choices; a tile grid past 2^31 - 1 blocks names the
+ * fix. */
+static void test_pointwise_forms(void) {
+    static const struct {
+        const char *set1, *set2, *set3;
+        unsigned grid, block;
+        int form, vecs;
+        const char *str;
+    } cases[] = {
+        {NULL, NULL, NULL, 132 * 8, 256, GR_PW_GRID_STRIDE, 4, "grid_stride, 4 vec, cs"},
+        {"vecs=2", NULL, NULL, 132 * 8, 256, GR_PW_GRID_STRIDE, 2, "grid_stride, 2 vec, cs"},
+        /* 1e8 / (256 threads x 2 vectors x 4 floats) = 48828.1: 48829 blocks */
+        {"form=tile", NULL, NULL, 48829, 256, GR_PW_TILE, 2, "tile 2048, 2 vec"},
+        /* Inductor's config for n = 1e8: XBLOCK 1024, 4 warps */
+        {"form=tile", "threads=128", NULL, 97657, 128, GR_PW_TILE, 2, "tile 1024, 2 vec"},
+        {"form=tile_cs", "threads=128", "vecs=4", 48829, 128, GR_PW_TILE_CS, 4, "tile 2048, 4 vec, cs"},
+        {"form=tile", "vecs=1", "n=1", 1, 256, GR_PW_TILE, 1, "tile 1024, 1 vec"},
+        /* bf16: 8 elements a vector; 4097 = one full tile of 4096 and one element */
+        {"form=tile", "dtype=bf16", "n=4097", 2, 256, GR_PW_TILE, 2, "tile 4096, 2 vec"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        gr_error e;
+        gr_error_clear(&e);
+        gr_workload *wl = NULL;
+        CU_ASSERT_EQUAL_FATAL(gr_workload_load_file(gr_test_src("workloads/pointwise_fusion.json"), &wl, &e), GR_OK);
+        const char *sets[] = {cases[i].set1, cases[i].set2, cases[i].set3};
+        for (int k = 0; k < 3; k++)
+            if (sets[k]) CU_ASSERT_EQUAL(gr_workload_set(wl, sets[k], &e), GR_OK);
+        gr_plan *p = NULL;
+        gr_target t = gr_target_default();
+        CU_ASSERT_EQUAL(gr_plan_resolve(wl, "fused_vec", &t, gr_kernel_find, gr_kernel_all_names, &p, &e), GR_OK);
+        gr_workload_destroy(wl);
+        if (!p) fprintf(stderr, "\n    case %zu: %s", i, e.msg);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        const gr_op *o = &p->ops[0];
+        CU_ASSERT_EQUAL(o->grid[0], cases[i].grid);
+        CU_ASSERT_EQUAL(o->block[0], cases[i].block);
+        CU_ASSERT_EQUAL(o->ip[2], cases[i].form);
+        CU_ASSERT_EQUAL(o->ip[3], cases[i].vecs);
+        CU_ASSERT_STRING_EQUAL(o->form, cases[i].str);
+        /* the form changes the launch, not the bytes: 16 (fp32) or 8 (bf16) bytes per element */
+        double per = strstr(p->params, "bf16") ? 8 : 16;
+        CU_ASSERT_DOUBLE_EQUAL(p->bytes_read + p->bytes_written, per * (double)o->ip[0], 0.5);
+        gr_plan_destroy(p);
+    }
+    /* attrs named on the op itself */
+    static const struct {
+        const char *attrs, *msg;
+    } bad[] = {
+        {"\"form\": \"tiles\"", "ops[0].attrs.form: \"tiles\" is not one of: grid_stride, tile, tile_cs"},
+        {"\"vecs\": \"3\"", "ops[0].attrs.vecs: \"3\" is not one of: auto, 1, 2, 4"},
+        {"\"vecs\": 2", "ops[0].attrs.vecs: expected a string"},
+        {"\"form\": \"tile\", \"threads\": 32, \"vecs\": \"1\"",
+         "ops[0]: kernel \"add_mul_act_vec\": form tile needs 2343750000 blocks of 128 elements for "
+         "n = 300000000000; at most 2147483647 (more threads or vecs, or form grid_stride)"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char json[1024];
+        snprintf(json, sizeof(json),
+                 "{\"name\": \"k\", \"buffers\": [{\"name\": \"a\", \"dtype\": \"fp32\", \"shape\": [%s]},"
+                 "{\"name\": \"y\", \"dtype\": \"fp32\", \"shape\": [%s]}], \"outputs\": [\"y\"], \"ops\": "
+                 "[{\"kernel\": \"add_mul_act_vec\", \"inputs\": [\"a\", \"a\", \"a\"], \"outputs\": [\"y\"], "
+                 "\"attrs\": {%s}}]}",
+                 i == 3 ? "300000000000" : "1000", i == 3 ? "300000000000" : "1000", bad[i].attrs);
+        GR_ASSERT_CONTAINS(gr_test_plan_error(json, NULL), bad[i].msg);
+    }
+}
+
 static CU_TestInfo accounting_tests[] = {{"pointwise_fusion bytes", test_pointwise_accounting},
+                                         {"add_mul_act_vec forms", test_pointwise_forms},
                                          {"launch_bound kernels", test_launch_bound_accounting},
                                          {"registry entries complete", test_registry},
                                          CU_TEST_INFO_NULL};
