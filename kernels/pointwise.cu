@@ -139,8 +139,8 @@ __global__ void add_mul_act_vec_kernel(const T *__restrict__ a, const T *__restr
 // reads 512 contiguous bytes), all V per operand loaded before the first use. No loop: the grid is
 // cdiv(n, tile), so blocks start as others end and no wave is left half full. Only the tile that
 // reaches the end is predicated; it also does the scalar tail (n % N elements). At most 64
-// registers, so that any block size the "threads" attr allows can launch (fp32 relu: 24, 32, 56
-// registers for V = 1, 2, 4 with default caching; 30, 40, 64 with streaming hints).
+// registers, so that any block size the "threads" attr allows can launch (registers per form:
+// docs/pointwise.md).
 template <typename T, int ACT, int V, bool CS>
 __global__ void __launch_bounds__(1024)
     add_mul_act_tile_kernel(const T *__restrict__ a, const T *__restrict__ b,
