@@ -40,8 +40,11 @@ one() { # label, then graphrun args
     python3 - "$O/$label.json" <<'PY' 2>/dev/null || true
 import json, sys
 r = json.load(open(sys.argv[1]))
-bw = r.get("copy_bandwidth", {}).get("gbps", {}).get("median", 0)
-print(f"   copy bw {bw:.0f} GB/s; {r['device']['name']}; {r['date']}")
+cb = r.get("copy_bandwidth", {})
+bw = cb.get("gbps", {}).get("median", 0)
+rd = cb.get("read_gbps", {}).get("median", 0)
+wr = cb.get("write_gbps", {}).get("median", 0)
+print(f"   copy bw {bw:.0f} GB/s, read {rd:.0f}, write {wr:.0f}; {r['device']['name']}; {r['date']}")
 for v in r["variants"]:
     if "eager" not in v:
         print(f"   {v['variant']}: {v['status']} {v.get('error','')[:200]}")
@@ -49,9 +52,10 @@ for v in r["variants"]:
     e = v["eager"]["step_us"]; g = v["graph_replay"]["step_us"]
     k = v["kernels_per_step"]
     pct = v.get("graph_pct_of_copy_bw", 0)
+    fl = v.get("graph_pct_of_floor", 0)
     print(f"   {v['variant']:<14} k={k:<5} eager {e['median']:10.2f} us [{e['p10']:.2f},{e['p90']:.2f}]"
           f"  graph {g['median']:10.2f} us [{g['p10']:.2f},{g['p90']:.2f}]  x{v['speedup']:.2f}"
-          f"  {g['median']/max(k,1):.3f} us/kernel  {v['graph_gbps']:.0f} GB/s ({pct:.1f}% copy)"
+          f"  {g['median']/max(k,1):.3f} us/kernel  {v['graph_gbps']:.0f} GB/s ({pct:.1f}% copy, {fl:.1f}% of floor)"
           f"  verified={v['verified']}")
 PY
 }

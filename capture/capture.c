@@ -10,6 +10,7 @@
 
 #include "core/cuda_check.h"
 #include "core/timer.h"
+#include "kernels/devloop.h"
 
 gr_status gr_capture_mode_parse(const char *name, gr_capture_mode *out, gr_error *err) {
     if (!strcmp(name, "global")) *out = GR_CAPTURE_GLOBAL;
@@ -38,8 +39,7 @@ static enum cudaStreamCaptureMode cuda_mode(gr_capture_mode m) {
     }
 }
 
-static gr_status introspect(gr_graph *g, gr_error *err) {
-    cudaGraph_t graph = (cudaGraph_t)g->graph;
+static gr_status introspect_graph(gr_graph *g, cudaGraph_t graph, gr_error *err) {
     size_t n = 0;
     GR_CUDA(cudaGraphGetNodes(graph, NULL, &n), err);
     g->nodes = n;
@@ -68,6 +68,10 @@ static gr_status introspect(gr_graph *g, gr_error *err) {
     GR_CUDA(cudaGraphGetEdges(graph, NULL, NULL, NULL, &e), err);
     g->edges = e;
     return GR_OK;
+}
+
+static gr_status introspect(gr_graph *g, gr_error *err) {
+    return introspect_graph(g, (cudaGraph_t)g->graph, err);
 }
 
 static gr_status capture(gr_devstate *dev, int steps, gr_enqueue_fn enqueue, void *user,
@@ -183,8 +187,148 @@ void gr_graph_destroy(gr_graph *g) {
     if (!g) return;
     if (g->exec) cudaGraphExecDestroy((cudaGraphExec_t)g->exec);
     if (g->graph) cudaGraphDestroy((cudaGraph_t)g->graph);
+    if (g->loop_counter) cudaFree(g->loop_counter);
     g->exec = NULL;
     g->graph = NULL;
+    g->loop_counter = NULL;
+}
+
+/* ---- device-resident loops (conditional WHILE nodes) ---- */
+
+int gr_graph_loop_supported(char *why, size_t size) {
+    if (!gr_devloop_built()) {
+        snprintf(why, size, "this graphrun was built with CUDA older than 12.4 (no conditional "
+                            "graph nodes)");
+        return 0;
+    }
+    int drv = 0;
+    if (cudaDriverGetVersion(&drv) != cudaSuccess || drv < 12040) {
+        cudaGetLastError();
+        snprintf(why, size, "the driver supports CUDA %d.%d; conditional graph nodes need 12.4 or "
+                            "newer",
+                 drv / 1000, drv % 1000 / 10);
+        return 0;
+    }
+    if (size) why[0] = '\0';
+    return 1;
+}
+
+#if CUDART_VERSION >= 12040
+/* The body's capture: the plan's step, then the tail kernel that counts down and sets the
+ * condition. Ended in every case, so the stream stays usable. */
+static gr_status capture_body(const gr_plan *plan, gr_devstate *dev, gr_capture_mode mode,
+                              const gr_exec_hooks *hooks, cudaGraph_t body,
+                              cudaGraphConditionalHandle handle, unsigned *counter,
+                              gr_error *err) {
+    cudaStream_t s = (cudaStream_t)dev->streams[0];
+    GR_CUDA(cudaStreamBeginCaptureToGraph(s, body, NULL, NULL, 0, cuda_mode(mode)), err);
+    gr_status st = gr_exec_range(plan, dev, 0, plan->nops, hooks, err);
+    if (st == GR_OK)
+        st = gr_devloop_tail_launch((unsigned long long)handle, counter, dev->streams[0], err);
+    cudaGraph_t got = NULL;
+    cudaError_t rc = cudaStreamEndCapture(s, &got);
+    if (st != GR_OK) {
+        cudaGetLastError();
+        gr_error_prefix(err, "during the device loop's capture (%s mode): ",
+                        gr_capture_mode_name(mode));
+        return st == GR_ERR_CUDA ? GR_ERR_CAPTURE : st;
+    }
+    if (rc != cudaSuccess) {
+        cudaGetLastError();
+        gr_cuda_fail(rc, "cudaStreamEndCapture (device loop body)", __FILE__, __LINE__, err);
+        err->code = GR_ERR_CAPTURE;
+        return GR_ERR_CAPTURE;
+    }
+    return GR_OK;
+}
+#endif
+
+gr_status gr_graph_capture_loop(const gr_plan *plan, gr_devstate *dev, gr_capture_mode mode,
+                                int steps, const gr_exec_hooks *hooks, gr_graph *out,
+                                gr_error *err) {
+    memset(out, 0, sizeof(*out));
+    if (steps < 1) return gr_error_set(err, GR_ERR_USAGE, "--device-loop", "needs at least 1 step");
+    char why[160];
+    if (!gr_graph_loop_supported(why, sizeof(why)))
+        return gr_error_set(err, GR_ERR_USAGE, "--device-loop", "%s; use --unroll N", why);
+#if CUDART_VERSION >= 12040
+    out->mode = mode;
+    out->steps = steps;
+    out->device_loop = 1;
+    cudaStream_t s = (cudaStream_t)dev->streams[0];
+    GR_CUDA(cudaStreamSynchronize(s), err);
+    gr_status st = GR_OK;
+    cudaGraph_t graph = NULL;
+    cudaGraphNode_t set = NULL, loop = NULL;
+    cudaGraphConditionalHandle handle = 0;
+    double t0 = gr_now_us();
+    cudaError_t rc = cudaMalloc(&out->loop_counter, sizeof(unsigned));
+    if (rc == cudaSuccess) rc = cudaGraphCreate(&graph, 0);
+    /* the condition starts at 1 on every launch: the body runs at least once (steps >= 1) */
+    if (rc == cudaSuccess)
+        rc = cudaGraphConditionalHandleCreate(&handle, graph, 1, cudaGraphCondAssignDefault);
+    if (rc == cudaSuccess) {
+        struct cudaMemsetParams ms;
+        memset(&ms, 0, sizeof(ms));
+        ms.dst = out->loop_counter;
+        ms.value = (unsigned)steps;
+        ms.elementSize = sizeof(unsigned);
+        ms.width = 1;
+        ms.height = 1;
+        rc = cudaGraphAddMemsetNode(&set, graph, NULL, 0, &ms);
+    }
+    cudaGraph_t body = NULL;
+    if (rc == cudaSuccess) {
+        struct cudaGraphNodeParams np;
+        memset(&np, 0, sizeof(np));
+        np.type = cudaGraphNodeTypeConditional;
+        np.conditional.handle = handle;
+        np.conditional.type = cudaGraphCondTypeWhile;
+        np.conditional.size = 1;
+        rc = cudaGraphAddNode(&loop, graph, &set, NULL, 1, &np);
+        if (rc == cudaSuccess) body = np.conditional.phGraph_out[0];
+    }
+    if (rc != cudaSuccess) st = gr_cuda_fail(rc, "building the device loop graph", __FILE__, __LINE__, err);
+    if (st == GR_OK)
+        st = capture_body(plan, dev, mode, hooks, body, handle, (unsigned *)out->loop_counter, err);
+    out->capture_us = gr_now_us() - t0;
+    out->graph = graph;
+    if (st == GR_OK) st = introspect_graph(out, body, err);
+    if (st == GR_OK) {
+        out->kernel_nodes -= out->kernel_nodes > 0; /* the tail kernel is the loop's, not the step's */
+        out->nodes -= out->nodes > 0;
+        size_t bad = out->event_nodes + out->other_nodes;
+        if (bad)
+            st = gr_error_set(err, GR_ERR_CAPTURE, "--device-loop",
+                              "the step's graph holds %zu node%s a conditional body may not (host "
+                              "callbacks, events, allocations: only kernels, memsets, memcpys, empty "
+                              "nodes and child graphs run inside a device loop); use --unroll N",
+                              bad, bad == 1 ? "" : "s");
+    }
+    cudaGraphExec_t exec = NULL;
+    if (st == GR_OK) {
+        double t1 = gr_now_us();
+        rc = cudaGraphInstantiate(&exec, graph, 0);
+        out->instantiate_us = gr_now_us() - t1;
+        if (rc != cudaSuccess) st = gr_cuda_fail(rc, "cudaGraphInstantiate (device loop)", __FILE__, __LINE__, err);
+        else out->exec = exec;
+    }
+    if (st == GR_OK) {
+        double t2 = gr_now_us();
+        rc = cudaGraphUpload(exec, s);
+        if (rc == cudaSuccess) rc = cudaStreamSynchronize(s);
+        out->upload_us = gr_now_us() - t2;
+        if (rc != cudaSuccess) st = gr_cuda_fail(rc, "cudaGraphUpload (device loop)", __FILE__, __LINE__, err);
+    }
+    if (st != GR_OK) {
+        cudaGetLastError();
+        gr_graph_destroy(out);
+    }
+    return st;
+#else
+    (void)plan, (void)dev, (void)mode, (void)hooks;
+    return GR_ERR_INTERNAL;
+#endif
 }
 
 gr_status gr_graph_exec_update(gr_graph *into, gr_graph *from, gr_graph_update *u, gr_error *err) {

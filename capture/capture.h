@@ -27,7 +27,11 @@ typedef struct gr_graph {
     double capture_us;     /* host clock: begin capture .. end capture */
     double instantiate_us; /* host clock: cudaGraphInstantiate */
     double upload_us;      /* host clock: cudaGraphUpload */
-    int steps;             /* plan steps captured into this graph (1 unless --unroll) */
+    int steps;             /* plan steps per launch (1 unless --unroll or --device-loop) */
+    int device_loop;       /* 1: a conditional WHILE node runs the step `steps` times on the GPU;
+                              the counts above are the body's (one step, without the loop's
+                              own tail kernel) */
+    void *loop_counter;    /* device memory the loop counts down (owned) */
 } gr_graph;
 
 gr_status gr_capture_mode_parse(const char *name, gr_capture_mode *out, gr_error *err);
@@ -43,6 +47,15 @@ gr_status gr_graph_capture(const gr_plan *plan, gr_devstate *dev, gr_capture_mod
 gr_status gr_graph_capture_steps(const gr_plan *plan, gr_devstate *dev, gr_capture_mode mode,
                                  int steps, const gr_exec_hooks *hooks, gr_graph *out,
                                  gr_error *err);
+/* A device-resident loop (--device-loop): one step captured into the body of a conditional WHILE
+ * node (CUDA 12.4+), after a memset that loads a counter with `steps` and followed by a kernel that
+ * counts it down, so that one launch runs `steps` steps with no host in between. A step that holds
+ * nodes a conditional body may not (host callbacks, events) is GR_ERR_CAPTURE naming them. */
+gr_status gr_graph_capture_loop(const gr_plan *plan, gr_devstate *dev, gr_capture_mode mode,
+                                int steps, const gr_exec_hooks *hooks, gr_graph *out,
+                                gr_error *err);
+/* Whether this build and driver can make device loops; when not, why (for the report). */
+int gr_graph_loop_supported(char *why, size_t size);
 /* What a custom capture enqueues on the device state's main stream (streams it forks must be
  * joined back): a step made of something other than a range of the plan's ops, e.g. the step
  * without its collectives, or the collectives alone (replay/tp.c). */

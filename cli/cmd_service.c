@@ -44,8 +44,10 @@ static const char *usage_capture =
     "  --force                capture again even when the same content is held (replaces it),\n"
     "                         or replace a different graph held under --name\n"
     "  --no-cpu-ref           skip the CPU reference (graph is still checked against eager)\n"
-    "  --pdl                  launch the kernels that support it with programmatic dependent\n"
-    "                         launch (as `graphrun run --pdl`)\n"
+    "  --no-pdl               launch every kernel plainly; by default the kernels that support\n"
+    "                         it use programmatic dependent launch where the GPU has it (as\n"
+    "                         `graphrun run`)\n"
+    "  --pdl                  require PDL: refused on a GPU without it\n"
     "  --unroll N             hold N steps in one graph (1..1024); replay reports time per step\n"
     "  --input FILE.tsv       Criteo Kaggle rows for a DLRM workload (as `graphrun run --input`)\n"
     "  --skip-bad-lines       with --input: skip malformed rows (named) instead of failing\n"
@@ -206,7 +208,7 @@ static int fail(const gr_error *e) {
 
 static const char *const capture_opts[] = {"--name=", "--set=", "--variant=", "--capture-mode=",
                                            "--force", "--no-cpu-ref", "--json=", "--socket=",
-                                           "--quiet", "--pdl", "--unroll=", "--input=",
+                                           "--quiet", "--pdl", "--no-pdl", "--unroll=", "--input=",
                                            "--skip-bad-lines", "--no-capture-check", "--buckets=",
                                            "--update", NULL};
 static const char *const replay_opts[] = {"--iters=", "--warmup=", "--batches=", "--compare-eager",
@@ -306,7 +308,12 @@ static int parse(int argc, char **argv, sopts *o) {
             if (!gr_arg_int32(val, 1, 1 << 30, &b))
                 return usage_error(o, "--batch takes a whole number >= 1, got \"%s\"", val);
             o->batch = b;
-        } else if (!strcmp(name, "--pdl")) o->pdl = 1;
+        } else if (!strcmp(name, "--pdl") || !strcmp(name, "--no-pdl")) {
+            int want = !strcmp(name, "--pdl") ? 1 : -1;
+            if (o->pdl && o->pdl != want)
+                return usage_error(o, "--pdl and --no-pdl are both given; give one%s", "");
+            o->pdl = want;
+        }
         else if (!strcmp(name, "--update")) o->update = 1;
         else if (!strcmp(name, "--skip-bad-lines")) o->skip_bad_lines = 1;
         else if (!strcmp(name, "--no-capture-check")) o->no_capture_check = 1;
@@ -417,7 +424,7 @@ static void on_progress(void *user, const gr_reply *r) {
                        : !strcmp(r->phase, "eager")     ? "one eager step, checked"
                        : !strcmp(r->phase, "capture")   ? "capturing the graph"
                        : !strcmp(r->phase, "verify")    ? "one graph replay, checked"
-                       : !strcmp(r->phase, "bandwidth") ? "measuring the copy bandwidth"
+                       : !strcmp(r->phase, "bandwidth") ? "measuring the HBM bandwidths"
                                                         : r->phase;
     fprintf(stderr, "\r  %-60.60s", text);
     fflush(stderr);
@@ -573,7 +580,7 @@ static int cmd_capture(sopts *o, const gr_service_paths *paths) {
     json_object_set_new(req, "cpu_reference", json_boolean(!o->no_cpu_ref));
     if (!o->no_capture_check) json_object_set_new(req, "capture_check", json_true());
     else json_object_set_new(req, "capture_check", json_false());
-    if (o->pdl) json_object_set_new(req, "pdl", json_true());
+    if (o->pdl) json_object_set_new(req, "pdl", json_boolean(o->pdl > 0)); /* absent: the GPU decides */
     if (o->unroll > 1) json_object_set_new(req, "unroll", json_integer(o->unroll));
     if (input_abs[0]) json_object_set_new(req, "input", json_string(input_abs));
     if (o->skip_bad_lines) json_object_set_new(req, "skip_bad_lines", json_true());

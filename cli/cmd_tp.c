@@ -64,9 +64,11 @@ static const char *usage =
     "alone\n"
     "  --no-single-timing   do not time the unsharded single-GPU step (it is still run and "
     "checked)\n"
-    "  --no-bandwidth       skip the copy-bandwidth probes (no HBM floor)\n"
-    "  --pdl                launch the kernels that support it with programmatic dependent\n"
-    "                       launch, on every rank and the single GPU (as `graphrun run --pdl`)\n"
+    "  --no-bandwidth       skip the bandwidth probes (no HBM floor)\n"
+    "  --no-pdl             launch every kernel plainly, on every rank and the single GPU; by\n"
+    "                       default the kernels that support it use programmatic dependent\n"
+    "                       launch where the GPU has it (as `graphrun run`)\n"
+    "  --pdl                require PDL: exit 2 on a GPU without it\n"
     "  --json FILE|-        machine-readable results (schema_version 1)\n"
     "  --plan               print every P's sharding, and the plans of ranks 0 and 1 (the others\n"
     "                       differ from rank 1 only in their slices), before running\n"
@@ -175,8 +177,12 @@ static int parse_args(int argc, char **argv, tp_cli *c) {
             c->o.single_timing = 0;
         else if (!strcmp(name, "--no-bandwidth"))
             c->o.run.bandwidth = 0;
-        else if (!strcmp(name, "--pdl"))
-            c->o.run.pdl = 1;
+        else if (!strcmp(name, "--pdl") || !strcmp(name, "--no-pdl")) {
+            int want = !strcmp(name, "--pdl") ? GR_PDL_ON : GR_PDL_OFF;
+            if (c->o.run.pdl != GR_PDL_AUTO && c->o.run.pdl != want)
+                return usage_error("--pdl and --no-pdl are both given; give one%s", "");
+            c->o.run.pdl = want;
+        }
         else if (!strcmp(name, "--plan"))
             c->show_plan = 1;
         else if (!strcmp(name, "--count-devices"))

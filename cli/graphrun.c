@@ -101,12 +101,17 @@ static const char *usage_run =
     "  --json FILE|-          machine-readable results (schema_version 1)\n"
     "  --no-cpu-ref           skip the CPU reference (graph is still checked against eager\n"
     "                         and variants against each other)\n"
-    "  --no-bandwidth         skip the copy-bandwidth probe (no roofline column)\n"
-    "  --pdl                  launch kernels with programmatic dependent launch (Hopper+):\n"
-    "                         the next kernel starts launching while this one runs\n"
+    "  --no-bandwidth         skip the bandwidth probe (no HBM floor)\n"
+    "  --no-pdl               launch every kernel plainly. By default the kernels that support\n"
+    "                         programmatic dependent launch use it on GPUs that have it (compute\n"
+    "                         capability 9.0+): the next kernel starts launching while this one\n"
+    "                         runs; the report says which ran\n"
+    "  --pdl                  require PDL: exit 2 on a GPU without it\n"
     "  --unroll N             also capture N steps into one graph, check it against N eager\n"
     "                         steps, and time graph replay with it (per step = time / N)\n"
-    "  --piecewise            capture piecewise even when the full graph works: every op the\n"
+    "  --device-loop N        also capture a device-resident loop: one graph launch runs N\n"
+    "                         steps behind a conditional WHILE node (CUDA 12.4+), checked\n"
+    "                         against N eager steps; reports GPU and host time per step\n"    "  --piecewise            capture piecewise even when the full graph works: every op the\n"
     "                         capture checker flags (hazards too) runs eagerly between graphs\n"
     "  --no-piecewise         never: a capture that breaks or lets work escape fails (exit 1)\n"
     "                         (default: piecewise only when the full graph cannot be used)\n"
@@ -224,7 +229,7 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
     int nseen = 0;
     static const char *const with_value[] = {
         "--variant", "--set",   "--json",       "--seed",  "--iters", "--warmup",
-        "--batches", "--capture-mode", "--dot", "--device", "--unroll", "--input",
+        "--batches", "--capture-mode", "--dot", "--device", "--unroll", "--device-loop", "--input",
         "--trace",   "--trace-iters",  "--timeline", "--html", "--capture-check-record", "--arch",
         NULL};
     for (int i = 2; i < argc; i++) {
@@ -251,7 +256,7 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
             if (!strcmp(*w, name)) needs = 1;
         if (is_validate && run_only(name)) {
             int known = needs;
-            static const char *flags[] = {"--plan",         "--pdl",          "--no-cpu-ref",
+            static const char *flags[] = {"--plan",         "--pdl",          "--no-pdl",       "--no-cpu-ref",
                                           "--no-bandwidth", "--quiet",        "--no-capture-check",
                                           "--piecewise",    "--no-piecewise", NULL};
             for (const char **f = flags; *f; f++)
@@ -309,10 +314,19 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
             if (gr_capture_mode_parse(val, &c->run.mode, &e) != GR_OK)
                 return usage_error(cmd_usage, "%s", e.msg);
         } else if (!strcmp(name, "--dot")) c->run.dot_path = val;
-        else if (!strcmp(name, "--pdl")) c->run.pdl = 1;
+        else if (!strcmp(name, "--pdl") || !strcmp(name, "--no-pdl")) {
+            int want = !strcmp(name, "--pdl") ? GR_PDL_ON : GR_PDL_OFF;
+            if (c->run.pdl != GR_PDL_AUTO && c->run.pdl != want)
+                return usage_error(cmd_usage, "--pdl and --no-pdl are both given; give one%s", "");
+            c->run.pdl = want;
+        }
         else if (!strcmp(name, "--unroll")) {
             if (!gr_arg_int32(val, 1, 10000, &c->run.unroll))
                 return bad_int(cmd_usage, name, 1, 10000, val);
+        }
+        else if (!strcmp(name, "--device-loop")) {
+            if (!gr_arg_int32(val, 1, 100000, &c->run.device_loop))
+                return bad_int(cmd_usage, name, 1, 100000, val);
         }
         else if (!strcmp(name, "--device")) {
             if (!gr_arg_int32(val, 0, 1024, &c->device)) return bad_int(cmd_usage, name, 0, 1024, val);
@@ -483,6 +497,10 @@ static int cmd_run(cli *c) {
                 deverr.msg);
         gr_loaded_free(&l);
         return gr_exit_code(deverr.code);
+    }
+    if (gr_run_opts_resolve_pdl(&c->run, info.cc_major, info.cc_minor, &e) != GR_OK) {
+        gr_loaded_free(&l);
+        return fail(&e);
     }
     if (c->show_plan) {
         print_plans_to(out, &l, c->full ? 0 : 60);

@@ -22,7 +22,23 @@ void gr_run_opts_default(gr_run_opts *o) {
     o->progress = 1;
     o->unroll = 1;
     o->steps = 1;
+    o->pdl = GR_PDL_AUTO;
     o->hooks = gr_nvtx_op_hooks(); /* NVTX range per op when a tool is attached */
+}
+
+gr_status gr_run_opts_resolve_pdl(gr_run_opts *o, int cc_major, int cc_minor, gr_error *err) {
+    int has = cc_major >= GR_PDL_MIN_CC_MAJOR;
+    if (o->pdl == GR_PDL_AUTO || o->pdl_default) { /* the default, again for another GPU */
+        o->pdl = has;
+        o->pdl_default = 1;
+    } else if (o->pdl == GR_PDL_ON && !has) {
+        return gr_error_set(err, GR_ERR_USAGE, NULL,
+                            "--pdl: programmatic dependent launch needs compute capability %d.0 or "
+                            "newer and this GPU is %d.%d; leave --pdl out (the default uses PDL "
+                            "only where the GPU has it)",
+                            GR_PDL_MIN_CC_MAJOR, cc_major, cc_minor);
+    }
+    return GR_OK;
 }
 
 int gr_run_opts_warmup(const gr_run_opts *o) {
@@ -112,7 +128,9 @@ static gr_status need_session(gr_pipe *p, gr_error *err) {
 static gr_status st_session(gr_pipe *p, gr_error *err) {
     if (p->s) return GR_OK; /* handed in (the service's held graphs) */
     GR_TRY(gr_session_create_ext(p->plan, p->sm_count, p->external, &p->s, err));
-    p->s->dev->pdl = p->o.pdl;
+    if (p->o.pdl == GR_PDL_AUTO) /* a caller that did not resolve it: the plan's GPU decides */
+        p->o.pdl = p->plan->target.cc_major >= GR_PDL_MIN_CC_MAJOR;
+    p->s->dev->pdl = p->o.pdl == GR_PDL_ON;
     p->s->steps = p->o.steps;
     p->s->rtol = p->o.rtol;
     return GR_OK;
@@ -180,6 +198,14 @@ static gr_status st_unroll(gr_pipe *p, gr_error *err) {
     return GR_OK;
 }
 
+static gr_status st_device_loop(gr_pipe *p, gr_error *err) {
+    GR_TRY(need_session(p, err));
+    GR_TRY(gr_session_capture_loop(p->s, p->o.mode, p->o.device_loop, p->o.hooks, err));
+    p->v->graph_loop = p->s->graph_loop;
+    p->v->graph_loop.graph = p->v->graph_loop.exec = p->v->graph_loop.loop_counter = NULL;
+    return GR_OK;
+}
+
 static gr_status st_verdict(gr_pipe *p, gr_error *err) {
     GR_TRY(need_session(p, err));
     return gr_session_require_verified(p->s, err);
@@ -214,6 +240,15 @@ static gr_status st_time_graph(gr_pipe *p, gr_error *err) {
     return GR_OK;
 }
 
+static gr_status st_time_device_loop(gr_pipe *p, gr_error *err) {
+    GR_TRY(need_session(p, err));
+    char label[160];
+    gr_time_opts t = time_opts(p, label, sizeof(label), "device loop");
+    GR_TRY(gr_session_time_loop(p->s, &t, &p->v->loop_t, err));
+    p->v->loop_timed = 1;
+    return GR_OK;
+}
+
 const gr_stage gr_stage_session = {"session", st_session};
 const gr_stage gr_stage_init = {"init", st_init};
 const gr_stage gr_stage_reference = {"reference", st_reference};
@@ -222,9 +257,11 @@ const gr_stage gr_stage_capture_check = {"capture_check", st_capture_check};
 const gr_stage gr_stage_capture = {"capture", st_capture};
 const gr_stage gr_stage_graph_check = {"graph_check", st_graph_check};
 const gr_stage gr_stage_unroll = {"unroll", st_unroll};
+const gr_stage gr_stage_device_loop = {"device_loop", st_device_loop};
 const gr_stage gr_stage_verdict = {"verdict", st_verdict};
 const gr_stage gr_stage_time_eager = {"time_eager", st_time_eager};
 const gr_stage gr_stage_time_graph = {"time_graph", st_time_graph};
+const gr_stage gr_stage_time_device_loop = {"time_device_loop", st_time_device_loop};
 
 /* Whether a built-in stage applies to this pipe (a skipped stage is recorded as not run). */
 static int applies(const gr_pipe *p, const gr_stage *s) {
@@ -233,6 +270,8 @@ static int applies(const gr_pipe *p, const gr_stage *s) {
     if (s == &gr_stage_capture || s == &gr_stage_graph_check || s == &gr_stage_time_graph)
         return !p->piecewise;
     if (s == &gr_stage_unroll) return !p->piecewise && p->o.unroll > 1;
+    if (s == &gr_stage_device_loop || s == &gr_stage_time_device_loop)
+        return !p->piecewise && p->o.device_loop > 0;
     if (s == &gr_stage_time_eager) return !p->piecewise;
     return 1;
 }
@@ -277,9 +316,9 @@ gr_status gr_pipe_run(gr_pipe *p, const gr_stage *const *stages, int n, gr_error
 /* ---- the commands' lists ---- */
 
 const gr_stage *const gr_pipe_run_stages[] = {
-    &gr_stage_session,     &gr_stage_reference, &gr_stage_eager_check, &gr_stage_capture_check,
-    &gr_stage_capture,     &gr_stage_graph_check, &gr_stage_unroll,    &gr_stage_verdict,
-    &gr_stage_time_eager,  &gr_stage_time_graph,
+    &gr_stage_session,     &gr_stage_reference,   &gr_stage_eager_check, &gr_stage_capture_check,
+    &gr_stage_capture,     &gr_stage_graph_check, &gr_stage_unroll,      &gr_stage_device_loop,
+    &gr_stage_verdict,     &gr_stage_time_eager,  &gr_stage_time_graph,  &gr_stage_time_device_loop,
 };
 const int gr_pipe_run_nstages = (int)(sizeof(gr_pipe_run_stages) / sizeof(gr_pipe_run_stages[0]));
 

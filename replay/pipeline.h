@@ -22,12 +22,17 @@ typedef struct gr_run_opts {
     int iters, warmup, batches; /* timing: warmup < 0 derives it (iters / 10, at least 3) */
     gr_capture_mode mode;
     int cpu_reference;    /* run the CPU reference (default on) */
-    int bandwidth;        /* measure copy bandwidth: the HBM floor (default on) */
+    int bandwidth;        /* run the bandwidth probe: the HBM floor (default on) */
     const char *dot_path; /* --dot FILE: write each captured graph */
     int progress;         /* progress bars on stderr (a terminal only) */
     const gr_exec_hooks *hooks; /* around each op in eager runs and captures (NVTX, trace tags) */
-    int pdl;              /* programmatic dependent launch for GR_KF_PDL kernels (--pdl) */
+    int pdl;              /* programmatic dependent launch for PDL-capable kernels: GR_PDL_AUTO
+                           * (default: on where the GPU has it), GR_PDL_ON (--pdl), GR_PDL_OFF
+                           * (--no-pdl); 0 or 1 once gr_run_opts_resolve_pdl ran */
+    int pdl_default;      /* the resolved pdl came from GR_PDL_AUTO (the report says "default") */
     int unroll;           /* graph timing: this many steps per captured graph (--unroll) */
+    int device_loop;      /* > 0: also a device-resident loop of this many steps per launch,
+                           * checked and timed beside the graph (--device-loop) */
     int no_capture_check; /* --no-capture-check: capture without the checker */
     int piecewise;        /* gr_piecewise_mode: auto (default), on, off */
     const char *capture_record; /* --capture-check-record FILE */
@@ -35,7 +40,17 @@ typedef struct gr_run_opts {
     double rtol;          /* > 0: every output checked at this rtol instead of its own */
 } gr_run_opts;
 
+/* What a run asks of PDL, before the GPU is known. */
+enum { GR_PDL_AUTO = -1, GR_PDL_OFF = 0, GR_PDL_ON = 1 };
+/* The PDL compute capability: griddepcontrol and the programmatic launch attributes are sm_90+. */
+#define GR_PDL_MIN_CC_MAJOR 9
+
 void gr_run_opts_default(gr_run_opts *o);
+/* Turns o->pdl into 0 or 1 for a GPU of compute capability cc_major.x: GR_PDL_AUTO is on where
+ * the GPU has PDL (sets pdl_default); GR_PDL_ON on an older GPU is GR_ERR_USAGE (exit 2) naming
+ * the GPU. Resolved from the default before: resolved again for this GPU; asked for (--pdl,
+ * --no-pdl): kept. */
+gr_status gr_run_opts_resolve_pdl(gr_run_opts *o, int cc_major, int cc_minor, gr_error *err);
 /* The warm-up steps the options give (derived when warmup < 0). */
 int gr_run_opts_warmup(const gr_run_opts *o);
 /* The timing loop's options from these (warm-up derived, batches at most iters, no label). */
@@ -58,7 +73,10 @@ typedef struct gr_variant_run {
     int captured, timed;
     gr_graph graph;   /* counts and times only; handles are gone */
     gr_graph graph_n; /* the --unroll graph, when made */
+    gr_graph graph_loop; /* the --device-loop graph (the body's counts), when made */
     gr_timing eager, graph_t;
+    gr_timing loop_t; /* --device-loop: per plan step (GPU, and host submit / steps) */
+    int loop_timed;
     double reference_ms;
     char dot_written[600];
     gr_capcheck_variant cc; /* capture check, piecewise run and fixed plan */
@@ -86,9 +104,11 @@ extern const gr_stage gr_stage_capture_check; /* the checker; piecewise when the
 extern const gr_stage gr_stage_capture;       /* the step as one graph (unless piecewise) */
 extern const gr_stage gr_stage_graph_check;   /* graph replay vs reference and eager */
 extern const gr_stage gr_stage_unroll;        /* --unroll N graph vs N eager steps */
+extern const gr_stage gr_stage_device_loop;   /* capture and check the device loop */
 extern const gr_stage gr_stage_verdict;       /* GR_ERR_VERIFY when any check failed */
 extern const gr_stage gr_stage_time_eager;    /* eager step time (CUDA events) */
-extern const gr_stage gr_stage_time_graph;    /* graph step time (unless piecewise) */
+extern const gr_stage gr_stage_time_graph;       /* graph step time (unless piecewise) */
+extern const gr_stage gr_stage_time_device_loop; /* device-loop step time (--device-loop) */
 
 /* Hooks of a caller around the stages (all optional). */
 typedef struct gr_pipe_hooks {

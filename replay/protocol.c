@@ -186,7 +186,7 @@ static void store(gr_request *req, const char *name, const json_t *v, gr_error *
     else if (!strcmp(name, "cpu_reference")) req->cpu_reference = json_is_true(v);
     else if (!strcmp(name, "progress")) req->progress = json_is_true(v);
     else if (!strcmp(name, "capture_check")) req->capture_check = json_is_true(v);
-    else if (!strcmp(name, "pdl")) req->pdl = json_is_true(v);
+    else if (!strcmp(name, "pdl")) req->pdl = json_is_true(v) ? 1 : 0;
     else if (!strcmp(name, "skip_bad_lines")) req->skip_bad_lines = json_is_true(v);
     else if (!strcmp(name, "unroll")) req->unroll = (int)json_integer_value(v);
     else if (!strcmp(name, "batch")) req->batch = json_integer_value(v);
@@ -350,6 +350,7 @@ static void defaults(gr_request *req) {
     req->mode = GR_CAPTURE_GLOBAL;
     req->cpu_reference = 1;
     req->capture_check = 1;
+    req->pdl = -1; /* GR_PDL_AUTO */
     req->unroll = 1;
     req->iters = 1000;
     req->warmup = -1;

@@ -59,7 +59,10 @@ typedef struct gr_request {
     int cpu_reference;
     int capture_check;  /* run the capture checker first (default on): work that escapes the
                            capture fails the capture instead of being held in a wrong graph */
-    int pdl;            /* programmatic dependent launch for the kernels that support it */
+    int pdl;            /* programmatic dependent launch for the kernels that support it: -1
+                           absent (on where the GPU has it), 0 false, 1 true; the service turns it
+                           into 0 or 1 for its GPU (gr_run_opts_resolve_pdl) and sets pdl_default */
+    int pdl_default;    /* not a field: pdl was absent and the GPU decided */
     int unroll;         /* steps per held graph (1..1024); replay times per step */
     char input[GR_PROTO_PATH_MAX]; /* Criteo rows bound to a DLRM workload, "" for none */
     int skip_bad_lines;

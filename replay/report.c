@@ -54,38 +54,82 @@ int gr_variant_kernels(const gr_variant_run *v) {
     return v->plan->kernels;
 }
 
+/* A variant's HBM floor from its own bytes read and written (docs/floors.md); 0 unmeasured. */
 static double floor_us(const gr_run_report *r, const gr_plan *p) {
-    if (!r->have_bw || r->bw.gbps.median <= 0) return 0;
-    return (p->bytes_read + p->bytes_written) / (r->bw.gbps.median * 1e9) * 1e6;
+    return r->have_bw ? gr_floor_us(p->bytes_read, p->bytes_written, &r->bw) : 0;
 }
 
-/* Without --pdl on a GPU that has it (cc 9.0 and later): which timed variant has the most own
- * kernels per step that may launch with programmatic dependent launch, as a hint, since for
- * chains of short kernels it is often the biggest lever left after the graph
- * (docs/decode_step.md, "Kernel boundaries with PDL"). */
-static void pdl_hint(FILE *f, const gr_run_report *r) {
-    if (r->opts.pdl || r->dev.cc_major < 9) return;
-    const gr_variant_run *best = NULL;
-    int most = 0;
+/* How close a copy probe came to the floor of its own bytes (half read, half written). */
+static double copy_pct_of_floor(const gr_bandwidth *bw, const gr_bw_figure *copy) {
+    if (!(copy->gbps.median > 0)) return 0;
+    double half = copy->bytes / 2;
+    return gr_pct_of_floor(gr_floor_us(half, half, bw), copy->bytes / (copy->gbps.median * 1e3));
+}
+
+/* Kernels per step of a plan that launch with programmatic dependent launch when PDL is on. */
+static int pdl_kernels(const gr_plan *p) {
+    int n = 0;
+    for (int k = 0; k < p->nops; k++) {
+        const gr_op *op = &p->ops[k];
+        n += op->kind == GR_OP_KERNEL && op->kernel && gr_op_pdl_capable(op) && op->launches > 0;
+    }
+    return n;
+}
+
+/* Where the run's PDL setting came from, in the words of its flags. */
+static const char *pdl_source(const gr_run_report *r) {
+    if (r->opts.pdl_default) return r->opts.pdl ? "default" : "default (GPU without PDL)";
+    return r->opts.pdl ? "--pdl" : "--no-pdl";
+}
+
+/* One line: whether kernels ran with PDL, why, and how many per step of each timed variant. */
+static void pdl_line(FILE *f, const gr_run_report *r) {
+    if (!r->opts.pdl) {
+        if (r->opts.pdl_default)
+            fprintf(f, "  launches are plain: programmatic dependent launch needs compute capability "
+                       "%d.0+ and this GPU is %d.%d\n",
+                    GR_PDL_MIN_CC_MAJOR, r->dev.cc_major, r->dev.cc_minor);
+        else
+            fprintf(f, "  launches are plain (--no-pdl)\n");
+        return;
+    }
+    char per[512];
+    size_t o = 0;
+    per[0] = '\0';
+    for (int i = 0; i < r->nv && o + 40 < sizeof(per); i++) {
+        if (!r->v[i].timed) continue;
+        int w = snprintf(per + o, sizeof(per) - o, "%s%s %d", o ? ", " : "", r->v[i].plan->variant,
+                         pdl_kernels(r->v[i].plan));
+        if (w > 0) o += (size_t)w < sizeof(per) - o ? (size_t)w : sizeof(per) - o - 1;
+    }
+    fprintf(f, "  launches use programmatic dependent launch (%s%s) for the kernels that support "
+               "it, per step: %s\n",
+            pdl_source(r), r->opts.pdl_default ? "; --no-pdl turns it off" : "", per);
+}
+
+/* --device-loop: GPU and host time per step of the device-resident loop beside the graph's. */
+static void loop_section(FILE *f, const gr_run_report *r) {
+    int any = 0;
+    for (int i = 0; i < r->nv; i++) any |= r->v[i].loop_timed;
+    if (!any) return;
+    fprintf(f, "  device loop (--device-loop %d): one launch runs %d steps behind a conditional "
+               "WHILE node, counted down on the GPU; host us/step = launch submit time / %d, the "
+               "CPU the loop frees\n",
+            r->opts.device_loop, r->opts.device_loop, r->opts.device_loop);
+    fprintf(f, "  %-16s %26s %14s %26s %14s\n", "variant", "loop us/step", "loop host us",
+            r->opts.unroll > 1 ? "graph (--unroll) us/step" : "graph us/step", "graph host us");
     for (int i = 0; i < r->nv; i++) {
         const gr_variant_run *v = &r->v[i];
-        if (!v->timed) continue;
-        int n = 0;
-        for (int k = 0; k < v->plan->nops; k++) {
-            const gr_op *op = &v->plan->ops[k];
-            n += op->kind == GR_OP_KERNEL && op->kernel && gr_op_pdl_capable(op) &&
-                 op->launches > 0;
-        }
-        if (n > most) {
-            most = n;
-            best = v;
-        }
+        if (!v->loop_timed) continue;
+        char ls[40], gs[40];
+        snprintf(ls, sizeof(ls), "%.2f [%.2f, %.2f]", v->loop_t.step_us.median,
+                 v->loop_t.step_us.p10, v->loop_t.step_us.p90);
+        snprintf(gs, sizeof(gs), "%.2f [%.2f, %.2f]", v->graph_t.step_us.median,
+                 v->graph_t.step_us.p10, v->graph_t.step_us.p90);
+        fprintf(f, "  %-16s %26s %14.3f %26s %14.3f\n", v->plan->variant, ls,
+                v->loop_t.submit_us.median, v->timed ? gs : "-",
+                v->timed ? v->graph_t.submit_us.median : 0.0);
     }
-    if (best && most >= 2)
-        fprintf(f,
-                "  hint: %d kernels per step of %s may use programmatic dependent launch: --pdl "
-                "lets each start while the one before it drains\n",
-                most, best->plan->variant);
 }
 
 /* What the outputs were checked against, in words. */
@@ -137,10 +181,22 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
             d->sm_count, d->cc_major, d->cc_minor, d->driver_version / 1000,
             (d->driver_version % 1000) / 10, d->runtime_version / 1000,
             (d->runtime_version % 1000) / 10, r->date);
-    if (r->have_bw)
-        fprintf(f, "copy bw  %.0f GB/s [p10 %.0f, p90 %.0f] (cudaMemcpy device-to-device of %.2f GB "
-                   "read+written, CUDA events, %zu copies): the HBM roofline below\n",
-                r->bw.gbps.median, r->bw.gbps.p10, r->bw.gbps.p90, r->bw.bytes / 1e9, r->bw.gbps.n);
+    if (r->have_bw) {
+        const gr_bandwidth *b = &r->bw;
+        const gr_summary *rd = &b->read_only.gbps, *wr = &b->write_only.gbps,
+                         *ck = &b->copy_kernel.gbps, *mc = &b->memcpy_d2d.gbps;
+        fprintf(f, "hbm bw   read %.0f [p10 %.0f, p90 %.0f], write %.0f [%.0f, %.0f], copy kernel "
+                   "%.0f [%.0f, %.0f], cudaMemcpy D2D %.0f [%.0f, %.0f] GB/s\n",
+                rd->median, rd->p10, rd->p90, wr->median, wr->p10, wr->p90, ck->median, ck->p10,
+                ck->p90, mc->median, mc->p10, mc->p90);
+        fprintf(f, "         (CUDA events, median [p10, p90] of %zu interleaved rounds; %.2f GB "
+                   "buffers; kernels of %d x %d threads, 16-byte streaming accesses, %d in flight "
+                   "per thread; copies count bytes read + written)\n",
+                rd->n, (double)b->buffer_bytes / 1e9, b->grid, b->threads, b->unroll);
+        fprintf(f, "floor    bytes read / read bw + bytes written / write bw (docs/floors.md); the "
+                   "copies reach %.0f%% (kernel) and %.0f%% (cudaMemcpy) of their own floor\n",
+                copy_pct_of_floor(b, &b->copy_kernel), copy_pct_of_floor(b, &b->memcpy_d2d));
+    }
 
     knobs_text(f);
     char against[200];
@@ -221,8 +277,7 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
             tv->eager.batches ? tv->eager.batches : tv->graph_t.batches,
             tv->eager.batches ? tv->eager.steps_per_batch : tv->graph_t.steps_per_batch,
             tv->eager.batches ? tv->eager.warmup : tv->graph_t.warmup);
-    if (r->opts.pdl)
-        fprintf(f, "  launches use programmatic dependent launch (--pdl) for kernels that support it\n");
+    pdl_line(f, r);
     if (tv->graph_t.steps_per_launch > 1)
         fprintf(f, "  graph: %d steps captured per graph (--unroll %d); graph us/step = launch time / %d\n",
                 tv->graph_t.steps_per_launch, tv->graph_t.steps_per_launch, tv->graph_t.steps_per_launch);
@@ -247,13 +302,15 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
     }
     fprintf(f, "  (saved us/krn = (eager - graph) / kernels per step; submit = host clock for "
                "enqueueing one step)\n");
-    pdl_hint(f, r);
+    loop_section(f, r);
     if (r->have_bw) {
-        fprintf(f, "\nHBM roofline (bytes per step from the plan over the copy bandwidth above; "
-                   "weights = read-only inputs)\n");
-        fprintf(f, "  %-16s %12s %12s %10s %11s %11s %10s %11s %11s\n", "variant", "bytes/step",
-                "weights", "floor us", "eager GB/s", "graph GB/s", "% of copy", "eager/floor",
-                "graph/floor");
+        fprintf(f, "\nHBM roofline: floor = bytes read / read bw + bytes written / write bw, each "
+                   "variant's bytes per step from its plan (bandwidths above; %% of floor = floor "
+                   "/ measured; %% of copy = graph GB/s / cudaMemcpy GB/s; weights = read-only "
+                   "inputs)\n");
+        fprintf(f, "  %-16s %11s %11s %11s %10s %11s %11s %10s %14s %14s\n", "variant", "read/step",
+                "write/step", "weights", "floor us", "eager GB/s", "graph GB/s", "% of copy",
+                "eager % floor", "graph % floor");
         for (int i = 0; i < r->nv; i++) {
             const gr_variant_run *v = &r->v[i];
             if (!v->timed) continue;
@@ -261,19 +318,18 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
             double fl = floor_us(r, v->plan);
             double eg = bytes / (v->eager.step_us.median * 1e-6) / 1e9;
             double gg = bytes / (v->graph_t.step_us.median * 1e-6) / 1e9;
-            char bs[24], ws[24];
-            gr_fmt_bytes(bytes, bs, sizeof(bs));
-            gr_fmt_bytes(gr_plan_input_bytes(v->plan), ws, sizeof(ws));
-            if (v->eager.batches == 0) {
-                fprintf(f, "  %-16s %12s %12s %10.2f %11s %11.1f %9.1f%% %11s %10.2fx\n",
-                        v->plan->variant, bs, ws, fl, "-", gg, 100.0 * gg / r->bw.gbps.median, "-",
-                        fl > 0 ? v->graph_t.step_us.median / fl : 0.0);
-                continue;
+            double copy = r->bw.memcpy_d2d.gbps.median;
+            char rs[24], ws[24], is[24], egs[24] = "-", ep[24] = "-";
+            gr_fmt_bytes(v->plan->bytes_read, rs, sizeof(rs));
+            gr_fmt_bytes(v->plan->bytes_written, ws, sizeof(ws));
+            gr_fmt_bytes(gr_plan_input_bytes(v->plan), is, sizeof(is));
+            if (v->eager.batches) { /* else graph replay only: `graphrun replay` without eager */
+                snprintf(egs, sizeof(egs), "%.1f", eg);
+                snprintf(ep, sizeof(ep), "%.1f%%", gr_pct_of_floor(fl, v->eager.step_us.median));
             }
-            fprintf(f, "  %-16s %12s %12s %10.2f %11.1f %11.1f %9.1f%% %10.2fx %10.2fx\n",
-                    v->plan->variant, bs, ws, fl, eg, gg, 100.0 * gg / r->bw.gbps.median,
-                    fl > 0 ? v->eager.step_us.median / fl : 0.0,
-                    fl > 0 ? v->graph_t.step_us.median / fl : 0.0);
+            fprintf(f, "  %-16s %11s %11s %11s %10.2f %11s %11.1f %9.1f%% %14s %13.1f%%\n",
+                    v->plan->variant, rs, ws, is, fl, egs, gg, copy > 0 ? 100.0 * gg / copy : 0.0,
+                    ep, gr_pct_of_floor(fl, v->graph_t.step_us.median));
         }
     }
 }
@@ -282,6 +338,27 @@ void *gr_report_summary_json(const gr_summary *s) {
     return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "median", s->median, "p10", s->p10,
                      "p90", s->p90, "min", s->min, "max", s->max, "mean", s->mean, "stddev",
                      s->stddev, "n", (json_int_t)s->n);
+}
+
+void *gr_report_bandwidth_json(const gr_bandwidth *bw, const char *where) {
+    char method[200];
+    snprintf(method, sizeof(method), "cudaMemcpyAsync D2D%s%s, read+written bytes, CUDA events",
+             where ? " " : "", where ? where : "");
+    const gr_bw_figure *mc = &bw->memcpy_d2d;
+    /* bytes_per_copy, gbps and method keep the meaning they had when the probe was a memcpy */
+    return json_pack(
+        "{s:f, s:o, s:s, s:o, s:o, s:o, s:o, s:I, s:{s:i, s:i, s:i, s:s}, s:s, s:f, s:f}",
+        "bytes_per_copy", mc->bytes, "gbps", (json_t *)gr_report_summary_json(&mc->gbps), "method",
+        method, "read_gbps", (json_t *)gr_report_summary_json(&bw->read_only.gbps), "write_gbps",
+        (json_t *)gr_report_summary_json(&bw->write_only.gbps), "copy_kernel_gbps",
+        (json_t *)gr_report_summary_json(&bw->copy_kernel.gbps), "memcpy_gbps",
+        (json_t *)gr_report_summary_json(&mc->gbps), "buffer_bytes", (json_int_t)bw->buffer_bytes,
+        "kernels", "blocks", bw->grid, "threads", bw->threads, "accesses_in_flight_per_thread",
+        bw->unroll, "access",
+        "16-byte streaming loads (__ldcs) and stores (__stcs); copies count bytes read + written; "
+        "CUDA events per probe, rounds interleaved",
+        "floor_model", gr_floor_model, "copy_kernel_pct_of_floor",
+        copy_pct_of_floor(bw, &bw->copy_kernel), "memcpy_pct_of_floor", copy_pct_of_floor(bw, mc));
 }
 
 void *gr_report_timing_json(const gr_timing *t, const char *stream) {
@@ -337,7 +414,9 @@ void *gr_report_json(const gr_run_report *r) {
                                   d->runtime_version, "clock_khz", d->clock_khz));
     json_object_set_new(root, "capture_mode", json_string(gr_capture_mode_name(r->opts.mode)));
     json_object_set_new(root, "pdl", json_boolean(r->opts.pdl));
+    json_object_set_new(root, "pdl_source", json_string(pdl_source(r)));
     json_object_set_new(root, "unroll", json_integer(r->opts.unroll));
+    json_object_set_new(root, "device_loop", json_integer(r->opts.device_loop));
     json_object_set_new(root, "cpu_reference", json_boolean(r->opts.cpu_reference));
     char against[200];
     checked_against(r, against, sizeof(against));
@@ -347,10 +426,7 @@ void *gr_report_json(const gr_run_report *r) {
         if (k->report && gr_knob_value(k)) json_object_set_new(knobs, k->name, json_string(gr_knob_value(k)));
     json_object_set_new(root, "knobs", knobs);
     if (r->have_bw)
-        json_object_set_new(root, "copy_bandwidth",
-                            json_pack("{s:f, s:o, s:s}", "bytes_per_copy", r->bw.bytes, "gbps",
-                                      (json_t *)gr_report_summary_json(&r->bw.gbps), "method",
-                                      "cudaMemcpyAsync D2D, read+written bytes, CUDA events"));
+        json_object_set_new(root, "copy_bandwidth", (json_t *)gr_report_bandwidth_json(&r->bw, NULL));
     json_t *vars = json_array();
     for (int i = 0; i < r->nv; i++) {
         const gr_variant_run *v = &r->v[i];
@@ -362,6 +438,17 @@ void *gr_report_json(const gr_run_report *r) {
         if (v->error[0]) json_object_set_new(jv, "error", json_string(v->error));
         json_object_set_new(jv, "kernels_planned", json_integer(p->kernels));
         json_object_set_new(jv, "kernels_per_step", json_integer(gr_variant_kernels(v)));
+        json_object_set_new(jv, "pdl_kernels_per_step", json_integer(r->opts.pdl ? pdl_kernels(p) : 0));
+        if (v->loop_timed)
+            json_object_set_new(
+                jv, "device_loop",
+                json_pack("{s:i, s:o, s:o, s:I, s:f, s:f}", "steps_per_launch",
+                          v->loop_t.steps_per_launch, "step_us",
+                          (json_t *)gr_report_summary_json(&v->loop_t.step_us),
+                          "host_submit_us_per_step",
+                          (json_t *)gr_report_summary_json(&v->loop_t.submit_us), "kernel_nodes",
+                          (json_int_t)v->graph_loop.kernel_nodes, "capture_us",
+                          v->graph_loop.capture_us, "instantiate_us", v->graph_loop.instantiate_us));
         json_object_set_new(jv, "bytes_per_step", json_real(p->bytes_read + p->bytes_written));
         json_object_set_new(jv, "flops_per_step", json_real(p->flops));
         json_object_set_new(jv, "round_trips", json_integer(p->intermediates));
@@ -406,15 +493,22 @@ void *gr_report_json(const gr_run_report *r) {
             double fl = floor_us(r, p);
             json_object_set_new(jv, "weight_bytes", json_real(gr_plan_input_bytes(p)));
             if (fl > 0) {
+                double copy = r->bw.memcpy_d2d.gbps.median;
                 json_object_set_new(jv, "hbm_floor_us", json_real(fl));
                 json_object_set_new(jv, "eager_over_floor", json_real(e / fl));
                 json_object_set_new(jv, "graph_over_floor", json_real(g / fl));
-                json_object_set_new(jv, "graph_pct_of_copy_bw",
-                                    json_real(100.0 * bytes / (g * 1e-6) / 1e9 / r->bw.gbps.median));
+                json_object_set_new(jv, "eager_pct_of_floor", json_real(gr_pct_of_floor(fl, e)));
+                json_object_set_new(jv, "graph_pct_of_floor", json_real(gr_pct_of_floor(fl, g)));
+                if (copy > 0) { /* the earlier floor: all bytes at the cudaMemcpy rate */
+                    json_object_set_new(jv, "copy_floor_us", json_real(bytes / (copy * 1e9) * 1e6));
+                    json_object_set_new(jv, "graph_pct_of_copy_bw",
+                                        json_real(100.0 * bytes / (g * 1e-6) / 1e9 / copy));
+                }
             }
             if (v->eager.batches == 0) /* graph replay only (`graphrun replay`): no eager numbers */
                 for (const char **key = (const char *[]){"eager", "speedup", "overhead_removed_us_per_kernel",
-                                                         "eager_gbps", "eager_over_floor", NULL};
+                                                         "eager_gbps", "eager_over_floor",
+                                                         "eager_pct_of_floor", NULL};
                      *key; key++)
                     json_object_del(jv, *key);
         }

@@ -41,6 +41,8 @@ int gr_variant_kernels(const gr_variant_run *v);
 
 /* JSON pieces (json_t *) shared by the reports of run, tp and the traced run. */
 void *gr_report_summary_json(const gr_summary *s);
+/* The bandwidth probe (JSON "copy_bandwidth"); `where`: e.g. "on device 0", NULL for none. */
+void *gr_report_bandwidth_json(const gr_bandwidth *bw, const char *where);
 /* `stream`: where the events were recorded, NULL for "main stream" */
 void *gr_report_timing_json(const gr_timing *t, const char *stream);
 void *gr_report_graph_json(const gr_graph *g);

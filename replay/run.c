@@ -52,13 +52,13 @@ gr_status gr_run_plans(const gr_plan *const *plans, int nplans, gr_run_report *r
     const gr_run_opts *o = &r->opts;
     gr_status worst = GR_OK;
     if (o->bandwidth) {
-        size_t bytes = (size_t)1 << 30;
-        if (r->dev.mem_free / 8 < bytes) bytes = r->dev.mem_free / 8;
         gr_error e;
         gr_error_clear(&e);
-        if (gr_copy_bandwidth(bytes, 20, &r->bw, &e) == GR_OK) r->have_bw = 1;
+        if (gr_bandwidth_probe(gr_bandwidth_bytes(r->dev.mem_free), GR_BANDWIDTH_REPS, &r->bw,
+                               &e) == GR_OK)
+            r->have_bw = 1;
         else {
-            gr_error_set(err, e.code, NULL, "copy bandwidth probe: %s", e.msg);
+            gr_error_set(err, e.code, NULL, "%s", e.msg);
             return e.code;
         }
     }

@@ -320,6 +320,9 @@ static json_t *held_json(const svc *v, const held *h) {
                           !strcmp(v->latest, h->name));
     if (j) {
         json_object_set_new(j, "pdl", json_boolean(h->opts.pdl));
+        json_object_set_new(j, "pdl_source", json_string(h->opts.pdl_default ? "default"
+                                                         : h->opts.pdl        ? "--pdl"
+                                                                              : "--no-pdl"));
         json_object_set_new(j, "unroll", json_integer(h->opts.unroll));
         json_object_set_new(j, "capture_checked", json_boolean(h->vr && h->vr->cc.checked));
         if (h->ld.input) json_object_set_new(j, "input", json_string(h->ld.input->path));
@@ -571,6 +574,21 @@ static gr_status check_host_memory(const held *h, const gr_plan *p, int cpu_refe
 /* The run options a capture request gives (the CLI's `graphrun run` flags, as request fields).
  * A held graph must be the whole step: a capture that breaks or lets work escape fails (no
  * piecewise run in the service). */
+/* The request's PDL for the GPU the plans target: absent is on where the GPU has it, true on a
+ * GPU without it is refused (before the hash, so that both spellings of one graph are one). */
+static gr_status request_pdl(gr_request *r, const gr_target *t, gr_error *err) {
+    gr_run_opts o;
+    gr_run_opts_default(&o);
+    o.pdl = r->pdl;
+    if (gr_run_opts_resolve_pdl(&o, t->cc_major, t->cc_minor, err) != GR_OK) {
+        snprintf(err->path, sizeof(err->path), "pdl"); /* the request's field */
+        return err->code;
+    }
+    r->pdl = o.pdl;
+    r->pdl_default = o.pdl_default;
+    return GR_OK;
+}
+
 static void capture_opts(const gr_request *r, gr_run_opts *o) {
     gr_run_opts_default(o);
     o->mode = r->mode;
@@ -579,6 +597,7 @@ static void capture_opts(const gr_request *r, gr_run_opts *o) {
     o->progress = 0;
     o->hooks = NULL;
     o->pdl = r->pdl;
+    o->pdl_default = r->pdl_default;
     o->unroll = r->unroll;
     o->no_capture_check = !r->capture_check;
     o->piecewise = GR_PW_OFF;
@@ -668,6 +687,10 @@ static gr_status job_capture_buckets(svc *v, job *j, json_t **body, gr_error *er
     g->spec = *spec;
     gr_status st = GR_OK;
     gr_target t = ready ? gr_target_from_info(&dev) : gr_target_default();
+    if (request_pdl(r, &t, err) != GR_OK) {
+        free(hs), free(g);
+        return err->code;
+    }
     progress(v, j, "load", 0, n);
     /* every bucket's plan, then the shared layout: bad input is found before any device work */
     for (int i = 0; i < n && st == GR_OK; i++) {
@@ -889,7 +912,12 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
                       NULL,        1,
                       r->input[0] ? r->input : NULL, r->skip_bad_lines};
     gr_target t = ready ? gr_target_from_info(&dev) : gr_target_default();
-    gr_status st = gr_load_resolve(&lr, &t, &h->ld, err);
+    gr_status st = request_pdl(r, &t, err);
+    if (st != GR_OK) {
+        held_free(h);
+        return st;
+    }
+    st = gr_load_resolve(&lr, &t, &h->ld, err);
     if (st != GR_OK) {
         load_error_field(r, err);
         held_free(h);
@@ -1464,19 +1492,17 @@ static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
     if (!v->have_bw) {
         size_t fr = 0, tot = 0;
         GR_CUDA(cudaMemGetInfo(&fr, &tot), err);
-        size_t bytes = (size_t)1 << 30;
-        if (fr / 8 < bytes) bytes = fr / 8;
         progress(v, j, "bandwidth", 0, 0);
         gr_error be;
         gr_error_clear(&be);
-        if (bytes > 0 && gr_copy_bandwidth(bytes, 20, &v->bw, &be) == GR_OK) {
+        if (gr_bandwidth_probe(gr_bandwidth_bytes(fr), GR_BANDWIDTH_REPS, &v->bw, &be) == GR_OK) {
             v->have_bw = 1;
         } else {
             char line[512];
-            slog("copy bandwidth probe failed (reports go without the roofline): %s",
+            slog("bandwidth probe failed (reports go without the HBM floor): %s",
                  first_line(be.msg, line, sizeof(line)));
             if (be.code == GR_ERR_CUDA && context_broken())
-                return gr_error_set(err, GR_ERR_CUDA, NULL, "copy bandwidth probe: %s", be.msg);
+                return gr_error_set(err, GR_ERR_CUDA, NULL, "%s", be.msg);
         }
     }
     gr_variant_run *vr = malloc(sizeof(*vr));

@@ -44,6 +44,7 @@ void gr_session_destroy(gr_session *s) {
     if (!s) return;
     gr_graph_destroy(&s->graph);
     gr_graph_destroy(&s->graph_n);
+    gr_graph_destroy(&s->graph_loop);
     gr_devstate_destroy(s->dev);
     gr_hoststate_destroy(s->ref);
     gr_checks_free(&s->checks);
@@ -271,21 +272,27 @@ static gr_status eager_n_outputs(gr_session *s, int steps, void **out, gr_error 
     return GR_OK;
 }
 
-gr_status gr_session_capture_unrolled(gr_session *s, gr_capture_mode mode, int steps,
-                                      const gr_exec_hooks *hooks, gr_error *err) {
+typedef gr_status (*capture_n_fn)(const gr_plan *plan, gr_devstate *dev, gr_capture_mode mode,
+                                  int steps, const gr_exec_hooks *hooks, gr_graph *out,
+                                  gr_error *err);
+
+/* A graph of `steps` steps per launch (unrolled, or a device loop), made by `cap` and checked
+ * after one launch against `steps` eager steps as "LABEL xN vs eager xN". */
+static gr_status capture_n_checked(gr_session *s, gr_capture_mode mode, int steps,
+                                   const gr_exec_hooks *hooks, capture_n_fn cap, const char *label,
+                                   const char *nvtx, gr_graph *g, gr_error *err) {
     const gr_plan *p = s->plan;
-    gr_graph_destroy(&s->graph_n);
-    s->captured_n = 0;
+    gr_graph_destroy(g);
     void **want = calloc((size_t)p->nbufs + 1, sizeof(void *));
     if (!want) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
     gr_status st = eager_n_outputs(s, steps, want, err);
     if (st == GR_OK) {
-        gr_nvtx_phase_begin(p, GR_NVTX_CAPTURE, steps > 1 ? "of unrolled steps" : "");
-        st = gr_graph_capture_steps(p, s->dev, mode, steps, hooks, &s->graph_n, err);
+        gr_nvtx_phase_begin(p, GR_NVTX_CAPTURE, nvtx);
+        st = cap(p, s->dev, mode, steps, hooks, g, err);
         gr_nvtx_phase_end();
     }
     if (st == GR_OK) st = gr_devstate_init_buffers(s->dev, err);
-    if (st == GR_OK) st = gr_graph_launch(&s->graph_n, s->dev->streams[0], err);
+    if (st == GR_OK) st = gr_graph_launch(g, s->dev->streams[0], err);
     if (st == GR_OK && cudaDeviceSynchronize() != cudaSuccess)
         st = gr_cuda_fail(cudaGetLastError(), "cudaDeviceSynchronize", __FILE__, __LINE__, err);
     for (int b = 0; b < p->nbufs && st == GR_OK; b++) {
@@ -298,16 +305,33 @@ gr_status gr_session_capture_unrolled(gr_session *s, gr_capture_mode mode, int s
         }
         st = gr_devstate_download(s->dev, b, host, err);
         if (st == GR_OK) {
-            char what[32];
-            snprintf(what, sizeof(what), "graph x%d vs eager x%d", steps, steps);
+            char what[48];
+            snprintf(what, sizeof(what), "%s x%d vs eager x%d", label, steps, steps);
             add_check(s, gr_session_compare_rtol(p, b, what, host, want[b], s->rtol));
         }
         free(host);
     }
     for (int b = 0; b < p->nbufs; b++) free(want[b]);
     free(want);
-    if (st == GR_OK) s->captured_n = 1;
     return st;
+}
+
+gr_status gr_session_capture_unrolled(gr_session *s, gr_capture_mode mode, int steps,
+                                      const gr_exec_hooks *hooks, gr_error *err) {
+    s->captured_n = 0;
+    GR_TRY(capture_n_checked(s, mode, steps, hooks, gr_graph_capture_steps, "graph",
+                             steps > 1 ? "of unrolled steps" : "", &s->graph_n, err));
+    s->captured_n = 1;
+    return GR_OK;
+}
+
+gr_status gr_session_capture_loop(gr_session *s, gr_capture_mode mode, int steps,
+                                  const gr_exec_hooks *hooks, gr_error *err) {
+    s->captured_loop = 0;
+    GR_TRY(capture_n_checked(s, mode, steps, hooks, gr_graph_capture_loop, "device loop",
+                             "of the device loop", &s->graph_loop, err));
+    s->captured_loop = 1;
+    return GR_OK;
 }
 
 gr_status gr_session_time_eager(gr_session *s, const gr_time_opts *o, const gr_exec_hooks *hooks,
@@ -319,15 +343,34 @@ gr_status gr_session_time_eager(gr_session *s, const gr_time_opts *o, const gr_e
     return st;
 }
 
+static gr_status time_per_step(gr_session *s, gr_step_fn step, int steps, const gr_time_opts *o,
+                               gr_timing *out, gr_error *err);
+
 gr_status gr_session_time_graph(gr_session *s, const gr_time_opts *o, gr_timing *out, gr_error *err) {
     if (!s->captured) return gr_error_set(err, GR_ERR_INTERNAL, NULL, "no graph captured");
-    int steps = s->captured_n ? s->graph_n.steps : 1;
+    return time_per_step(s, graph_step, s->captured_n ? s->graph_n.steps : 1, o, out, err);
+}
+
+static gr_status loop_step(void *user, gr_error *err) {
+    gr_session *s = user;
+    return gr_graph_launch(&s->graph_loop, s->dev->streams[0], err);
+}
+
+gr_status gr_session_time_loop(gr_session *s, const gr_time_opts *o, gr_timing *out, gr_error *err) {
+    if (!s->captured_loop) return gr_error_set(err, GR_ERR_INTERNAL, NULL, "no device loop captured");
+    return time_per_step(s, loop_step, s->graph_loop.steps, o, out, err);
+}
+
+/* Launches of `step` (each `steps` plan steps) for as many plan steps as the eager timing,
+ * reported per plan step. */
+static gr_status time_per_step(gr_session *s, gr_step_fn step, int steps, const gr_time_opts *o,
+                               gr_timing *out, gr_error *err) {
     gr_time_opts t = *o;
     /* the same number of plan steps as the eager timing: fewer graph launches */
     t.iters = o->iters / steps > 0 ? o->iters / steps : 1;
     t.warmup = o->warmup / steps;
     gr_nvtx_phase_begin(s->plan, GR_NVTX_REPLAY, "timing");
-    gr_status st = gr_time_steps(graph_step, s, s->dev->streams[0], &t, out, err);
+    gr_status st = gr_time_steps(step, s, s->dev->streams[0], &t, out, err);
     gr_nvtx_phase_end();
     GR_TRY(st);
     out->steps_per_launch = steps;

@@ -26,6 +26,8 @@ typedef struct gr_session {
     int captured;
     gr_graph graph_n;   /* --unroll N: N steps in one graph, used for timing when present */
     int captured_n;
+    gr_graph graph_loop; /* --device-loop N: one launch runs N steps on the GPU */
+    int captured_loop;
     gr_checks checks;   /* checks.verified: at least one check, and every check passed */
     double reference_ms; /* host time of the CPU reference */
     int steps;          /* steps the reference and the checks run without re-initialising (1) */
@@ -67,6 +69,13 @@ gr_status gr_session_require_verified(const gr_session *s, gr_error *err);
  * Graph timing then uses this graph and reports time per step. */
 gr_status gr_session_capture_unrolled(gr_session *s, gr_capture_mode mode, int steps,
                                       const gr_exec_hooks *hooks, gr_error *err);
+
+/* Capture the device-resident loop of `steps` steps (--device-loop) and check one launch of it
+ * against `steps` eager steps. */
+gr_status gr_session_capture_loop(gr_session *s, gr_capture_mode mode, int steps,
+                                  const gr_exec_hooks *hooks, gr_error *err);
+/* Times launches of the device loop: per step = per launch / steps (GPU and host submit). */
+gr_status gr_session_time_loop(gr_session *s, const gr_time_opts *o, gr_timing *out, gr_error *err);
 
 gr_status gr_session_time_eager(gr_session *s, const gr_time_opts *o, const gr_exec_hooks *hooks,
                                 gr_timing *out, gr_error *err);

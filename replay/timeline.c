@@ -1,5 +1,5 @@
 /* The traced run's exports: the timeline model of its trace, then the Chrome JSON and the HTML
- * report with the untraced run's step times, plans and copy bandwidth. */
+ * report with the untraced run's step times, plans and cudaMemcpy bandwidth. */
 #include "replay/timeline.h"
 
 #include <errno.h>
@@ -96,7 +96,7 @@ gr_status gr_export_timelines(const gr_run_report *r, const gr_trace_result *tr,
                      "batches of %d steps "
                      "after %d warm-up steps, no tracing%s%s; submit = host clock for enqueueing "
                      "one step",
-                     t->batches, t->steps_per_batch, t->warmup, r->opts.pdl ? ", --pdl" : "",
+                     t->batches, t->steps_per_batch, t->warmup, r->opts.pdl ? (r->opts.pdl_default ? ", PDL (default)" : ", --pdl") : "",
                      tv->graph_t.steps_per_launch > 1 ? ", graph: --unroll steps per launch" : "");
         }
         const gr_device_info *d = &r->dev;
@@ -117,7 +117,7 @@ gr_status gr_export_timelines(const gr_run_report *r, const gr_trace_result *tr,
                            nrows,
                            plans,
                            nplans,
-                           r->have_bw ? r->bw.gbps.median : 0,
+                           r->have_bw ? r->bw.memcpy_d2d.gbps.median : 0, /* its floor: copy rate */
                            figs,
                            (int)nf};
         st = gr_html_write(&doc, html, err);

@@ -330,7 +330,7 @@ static gr_status sync_and_check(tp_rank *R, const char *where, gr_error *err) {
 /* ---- the rank's stages ---- */
 
 /* The device, the session (the pipeline's session stage: buffers, op setup, --pdl), the
- * communicator handed to the collectives, the device's copy bandwidth. */
+ * communicator handed to the collectives, the device's bandwidth probe (its HBM floor). */
 static gr_status st_setup(gr_pipe *p, gr_error *e) {
     tp_rank *R = rank_of(p);
     const gr_tp_opts *o = R->sh->o;
@@ -342,11 +342,10 @@ static gr_status st_setup(gr_pipe *p, gr_error *e) {
     R->dev->comm = R->comm;
     out->bytes_per_step = R->plan->bytes_read + R->plan->bytes_written;
     if (o->run.bandwidth) {
-        size_t bytes = (size_t)1 << 30;
-        if (out->info.mem_free / 8 < bytes) bytes = out->info.mem_free / 8;
-        GR_TRY(gr_copy_bandwidth(bytes, 20, &out->bw, e));
-        out->have_bw = out->bw.gbps.median > 0;
-        if (out->have_bw) out->floor_us = out->bytes_per_step / (out->bw.gbps.median * 1e9) * 1e6;
+        GR_TRY(gr_bandwidth_probe(gr_bandwidth_bytes(out->info.mem_free), GR_BANDWIDTH_REPS,
+                                  &out->bw, e));
+        out->have_bw = out->bw.read_only.gbps.median > 0;
+        out->floor_us = gr_floor_us(R->plan->bytes_read, R->plan->bytes_written, &out->bw);
     }
     return GR_OK;
 }
@@ -709,7 +708,7 @@ static void single_host_free(single_host *h) {
 }
 
 /* The unsharded step's stages around the pipeline's: its initial contents downloaded (what the
- * ranks' shards are cut from), and the device's copy bandwidth. */
+ * ranks' shards are cut from), and the device's bandwidth probe. */
 typedef struct single_ctx {
     const gr_tp_opts *o;
     gr_tp_single *out;
@@ -735,11 +734,10 @@ static gr_status st_single_bw(gr_pipe *p, gr_error *err) {
     single_ctx *c = single_of(p);
     gr_tp_single *out = c->out;
     if (!c->o->run.bandwidth) return GR_OK;
-    size_t bytes = (size_t)1 << 30;
-    if (out->info.mem_free / 8 < bytes) bytes = out->info.mem_free / 8;
-    GR_TRY(gr_copy_bandwidth(bytes, 20, &out->bw, err));
-    out->have_bw = out->bw.gbps.median > 0;
-    if (out->have_bw) out->floor_us = out->bytes_per_step / (out->bw.gbps.median * 1e9) * 1e6;
+    GR_TRY(gr_bandwidth_probe(gr_bandwidth_bytes(out->info.mem_free), GR_BANDWIDTH_REPS, &out->bw,
+                              err));
+    out->have_bw = out->bw.read_only.gbps.median > 0;
+    out->floor_us = gr_floor_us(p->plan->bytes_read, p->plan->bytes_written, &out->bw);
     return GR_OK;
 }
 
@@ -902,6 +900,9 @@ gr_status gr_tp_run(const gr_tp_req *req, const int *Ps, int nP, const gr_tp_opt
         GR_TRY(gr_tp_check_devices(Ps[i], visible, err));
     gr_device_info d0;
     GR_TRY(gr_device_probe(device_of(o, 0), &d0, err));
+    /* PDL for this GPU (the default: where it has it); the ranks run with the resolved copy */
+    GR_TRY(gr_run_opts_resolve_pdl(&r->opts.run, d0.cc_major, d0.cc_minor, err));
+    o = &r->opts;
     gr_target t = gr_target_from_info(&d0);
     gr_tp_plans *tp = calloc(1, sizeof(*tp));
     if (!tp) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
@@ -1022,8 +1023,12 @@ void gr_tp_report_text(FILE *f, const gr_tp_report *r) {
             r->nccl_version[0] ? r->nccl_version : "?",
             r->nccl_path[0] ? r->nccl_path : "not loaded", gr_capture_mode_name(o->run.mode));
     if (o->run.pdl)
-        fprintf(f, "launches programmatic dependent launch (--pdl) for the kernels that support it, "
-                   "on every rank and the single GPU\n");
+        fprintf(f, "launches programmatic dependent launch (%s) for the kernels that support it, "
+                   "on every rank and the single GPU\n",
+                o->run.pdl_default ? "default on this GPU; --no-pdl turns it off" : "--pdl");
+    else
+        fprintf(f, "launches plain (%s)\n",
+                o->run.pdl_default ? "this GPU has no programmatic dependent launch" : "--no-pdl");
     const gr_tp_single *s = &r->single;
     fprintf(f, "devices  %d visible; rank 0 / the single-GPU run on device %d: %s, %d SMs\n",
             r->visible_devices, s->device, s->info.name, s->info.sm_count);
@@ -1115,9 +1120,12 @@ void gr_tp_report_text(FILE *f, const gr_tp_report *r) {
                     100.0 * d.comm_alone_graph);
         if (d.floor_us > 0)
             fprintf(f,
-                    "  HBM floor per GPU %.2f us (slowest rank's bytes over its copy bandwidth): "
-                    "eager %.2fx, graph %.2fx the floor\n",
-                    d.floor_us, d.eager_over_floor, d.graph_over_floor);
+                    "  HBM floor per GPU %.2f us (the largest rank's: bytes read at its read-only "
+                    "bandwidth + bytes written at its write-only bandwidth, docs/floors.md): eager "
+                    "%.2fx, graph %.2fx the floor (%.1f%%, %.1f%% of it)\n",
+                    d.floor_us, d.eager_over_floor, d.graph_over_floor,
+                    gr_pct_of_floor(d.floor_us, d.us[GR_TP_EAGER]),
+                    gr_pct_of_floor(d.floor_us, d.us[GR_TP_GRAPH]));
         if (d.vs_single_graph > 0)
             fprintf(f, "  against the unsharded step on one GPU (graph %.2f us): %.2fx\n",
                     r->single.graph_t.step_us.median, d.vs_single_graph);
@@ -1209,6 +1217,8 @@ static json_t *run_like(const char *name, int kernels, double bytes, const gr_ti
             json_object_set_new(v, "hbm_floor_us", json_real(floor_us));
             json_object_set_new(v, "eager_over_floor", json_real(em / floor_us));
             json_object_set_new(v, "graph_over_floor", json_real(gm / floor_us));
+            json_object_set_new(v, "eager_pct_of_floor", json_real(gr_pct_of_floor(floor_us, em)));
+            json_object_set_new(v, "graph_pct_of_floor", json_real(gr_pct_of_floor(floor_us, gm)));
         }
         if (bw_gbps > 0 && gm > 0)
             json_object_set_new(v, "graph_pct_of_copy_bw",
@@ -1231,6 +1241,10 @@ void *gr_tp_report_json(const gr_tp_report *r) {
     json_object_set_new(root, "params", json_string(r->params));
     json_object_set_new(root, "cpu_reference", json_boolean(r->opts.run.cpu_reference));
     json_object_set_new(root, "pdl", json_boolean(r->opts.run.pdl));
+    json_object_set_new(root, "pdl_source",
+                        json_string(r->opts.run.pdl_default ? "default"
+                                    : r->opts.run.pdl       ? "--pdl"
+                                                            : "--no-pdl"));
     json_object_set_new(root, "shape",
                         json_pack("{s:I, s:I, s:I, s:I, s:I, s:s}", "B", (json_int_t)r->shape.B,
                                   "L", (json_int_t)r->shape.L, "d", (json_int_t)r->shape.d, "f",
@@ -1254,11 +1268,8 @@ void *gr_tp_report_json(const gr_tp_report *r) {
                                   "driver_version", di->driver_version, "runtime_version",
                                   di->runtime_version, "clock_khz", di->clock_khz));
     if (r->single.have_bw)
-        json_object_set_new(
-            root, "copy_bandwidth",
-            json_pack("{s:f, s:o, s:s}", "bytes_per_copy", r->single.bw.bytes, "gbps",
-                      (json_t *)gr_report_summary_json(&r->single.bw.gbps), "method",
-                      "cudaMemcpyAsync D2D on device 0, read+written bytes, CUDA events"));
+        json_object_set_new(root, "copy_bandwidth",
+                            (json_t *)gr_report_bandwidth_json(&r->single.bw, "on device 0"));
     json_object_set_new(root, "steps_checked", json_integer(r->opts.run.steps));
     json_object_set_new(
         root, "comm_share_method",
@@ -1287,7 +1298,14 @@ void *gr_tp_report_json(const gr_tp_report *r) {
     if (s->reference_ms > 0)
         json_object_set_new(js, "cpu_reference_ms", json_real(s->reference_ms));
     if (s->graph.nodes) json_object_set_new(js, "graph", (json_t *)gr_report_graph_json(&s->graph));
-    if (s->have_bw) json_object_set_new(js, "copy_gbps", (json_t *)gr_report_summary_json(&s->bw.gbps));
+    if (s->have_bw) {
+        json_object_set_new(js, "copy_gbps",
+                            (json_t *)gr_report_summary_json(&s->bw.memcpy_d2d.gbps));
+        json_object_set_new(js, "read_gbps",
+                            (json_t *)gr_report_summary_json(&s->bw.read_only.gbps));
+        json_object_set_new(js, "write_gbps",
+                            (json_t *)gr_report_summary_json(&s->bw.write_only.gbps));
+    }
     if (s->floor_us > 0) json_object_set_new(js, "hbm_floor_us", json_real(s->floor_us));
     if (s->timed) {
         json_object_set_new(js, "eager", (json_t *)gr_report_timing_json(&s->eager, "rank's stream"));
@@ -1300,8 +1318,8 @@ void *gr_tp_report_json(const gr_tp_report *r) {
     json_array_append_new(variants,
                           run_like("single_gpu", s->kernels_per_step, s->bytes_per_step,
                                    s->timed ? &s->eager : NULL, s->timed ? &s->graph_t : NULL,
-                                   s->floor_us, s->have_bw ? s->bw.gbps.median : 0, s->verified,
-                                   gr_status_name((gr_status)s->status)));
+                                   s->floor_us, s->have_bw ? s->bw.memcpy_d2d.gbps.median : 0,
+                                   s->verified, gr_status_name((gr_status)s->status)));
     for (int i = 0; i < r->nruns; i++) {
         const gr_tp_result *x = &r->runs[i];
         gr_tp_derived d;
@@ -1327,7 +1345,14 @@ void *gr_tp_report_json(const gr_tp_report *r) {
             json_object_set_new(jk, "device_name", json_string(rk->info.name));
             json_object_set_new(jk, "f_range", json_pack("[I, I]", (json_int_t)lo, (json_int_t)hi));
             json_object_set_new(jk, "bytes_per_step", json_real(rk->bytes_per_step));
-            if (rk->have_bw) json_object_set_new(jk, "copy_gbps", (json_t *)gr_report_summary_json(&rk->bw.gbps));
+            if (rk->have_bw) {
+                json_object_set_new(jk, "copy_gbps",
+                                    (json_t *)gr_report_summary_json(&rk->bw.memcpy_d2d.gbps));
+                json_object_set_new(jk, "read_gbps",
+                                    (json_t *)gr_report_summary_json(&rk->bw.read_only.gbps));
+                json_object_set_new(jk, "write_gbps",
+                                    (json_t *)gr_report_summary_json(&rk->bw.write_only.gbps));
+            }
             if (rk->floor_us > 0) json_object_set_new(jk, "hbm_floor_us", json_real(rk->floor_us));
             if (rk->graph.nodes) json_object_set_new(jk, "graph", (json_t *)gr_report_graph_json(&rk->graph));
             if (rk->graph_compute.nodes)
@@ -1372,10 +1397,11 @@ void *gr_tp_report_json(const gr_tp_report *r) {
         const gr_tp_rank_result *se = d.valid ? &x->rank[d.slowest[GR_TP_EAGER]] : NULL;
         const gr_tp_rank_result *sg = d.valid ? &x->rank[d.slowest[GR_TP_GRAPH]] : NULL;
         json_array_append_new(
-            variants, run_like(name, x->kernels_per_step, x->rank[0].bytes_per_step,
-                               se ? &se->t[GR_TP_EAGER] : NULL, sg ? &sg->t[GR_TP_GRAPH] : NULL,
-                               d.floor_us, x->rank[0].have_bw ? x->rank[0].bw.gbps.median : 0,
-                               x->verified, gr_status_name((gr_status)x->status)));
+            variants,
+            run_like(name, x->kernels_per_step, x->rank[0].bytes_per_step,
+                     se ? &se->t[GR_TP_EAGER] : NULL, sg ? &sg->t[GR_TP_GRAPH] : NULL, d.floor_us,
+                     x->rank[0].have_bw ? x->rank[0].bw.memcpy_d2d.gbps.median : 0, x->verified,
+                     gr_status_name((gr_status)x->status)));
     }
     json_object_set_new(root, "runs", runs);
     json_object_set_new(root, "variants", variants);

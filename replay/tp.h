@@ -27,7 +27,7 @@ extern "C" {
 typedef struct gr_tp_opts {
     /* as graphrun run (replay/pipeline.h): iters, warmup, batches, capture mode (default
      * thread-local: one capturing thread per GPU), cpu_reference (unsharded and sharded CPU
-     * references), bandwidth (every device's copy bandwidth: the HBM floor), steps (consecutive
+     * references), bandwidth (every device's bandwidth probe: the HBM floor), steps (consecutive
      * steps checked without re-initialisation), rtol (every check's tolerance; 0: the base
      * workload's for x), progress (rank 0's bar), pdl (--pdl) */
     gr_run_opts run;
@@ -60,7 +60,7 @@ typedef struct gr_tp_rank_result {
     gr_bandwidth bw;
     int have_bw;
     double bytes_per_step; /* the rank plan's bytes read + written */
-    double floor_us;       /* bytes_per_step over this device's copy bandwidth */
+    double floor_us;       /* the rank plan's bytes read / read bw + written / write bw */
     gr_graph graph, graph_compute, graph_comm; /* counts and host times; handles are gone */
     gr_timing t[GR_TP_NMODES];
     int timed[GR_TP_NMODES];
@@ -171,7 +171,7 @@ typedef struct gr_tp_derived {
     double removed_per_launch_us;
     double removed_share_min; /* (eager - graph) / (eager - floor): a lower bound on the share
                                  of the eager step's launch overhead the graph removes */
-    double floor_us;          /* slowest rank's HBM floor */
+    double floor_us;          /* the largest of the ranks' HBM floors */
     double eager_over_floor, graph_over_floor;
     double vs_single_graph; /* single-GPU graph us / this P's graph us */
 } gr_tp_derived;

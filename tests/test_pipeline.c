@@ -184,8 +184,31 @@ static void test_builtin_conditions(void) {
     CU_ASSERT_EQUAL(gr_run_opts_warmup(&o), 0);
     /* the lists of the commands start with the session and end as documented */
     CU_ASSERT_PTR_EQUAL(gr_pipe_run_stages[0], &gr_stage_session);
-    CU_ASSERT_PTR_EQUAL(gr_pipe_run_stages[gr_pipe_run_nstages - 1], &gr_stage_time_graph);
+    CU_ASSERT_PTR_EQUAL(gr_pipe_run_stages[gr_pipe_run_nstages - 1], &gr_stage_time_device_loop);
     CU_ASSERT_PTR_EQUAL(gr_pipe_capture_stages[gr_pipe_capture_nstages - 1], &gr_stage_verdict);
+    /* the device loop's stages run only with --device-loop (recorded as not run otherwise) */
+    const gr_stage *const l2[] = {&gr_stage_device_loop, &gr_stage_time_device_loop};
+    gr_run_opts_default(&o);
+    memset(&v, 0, sizeof(v));
+    gr_pipe_init(&pipe, p, 0, &o, &v);
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_pipe_run(&pipe, l2, 2, &e), GR_OK);
+    CU_ASSERT_EQUAL(v.nstages, 2);
+    CU_ASSERT_STRING_EQUAL(v.stages[0].stage, "device_loop");
+    CU_ASSERT_FALSE(v.stages[0].ran);
+    CU_ASSERT_STRING_EQUAL(v.stages[1].stage, "time_device_loop");
+    CU_ASSERT_FALSE(v.stages[1].ran);
+    gr_pipe_free(&pipe);
+    gr_variant_run_clear(&v);
+    o.device_loop = 8; /* asked for: it runs (and needs the session) */
+    memset(&v, 0, sizeof(v));
+    gr_pipe_init(&pipe, p, 0, &o, &v);
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_pipe_run(&pipe, l2, 2, &e), GR_ERR_INTERNAL);
+    CU_ASSERT_TRUE(v.stages[0].ran);
+    GR_ASSERT_CONTAINS(e.msg, "without a session stage");
+    gr_pipe_free(&pipe);
+    gr_variant_run_clear(&v);
     gr_plan_destroy(p);
 }
 
@@ -228,7 +251,7 @@ static void test_request_fields(void) {
     gr_request r;
     gr_error e;
     CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w.json\"}", &r, &e), GR_OK);
-    CU_ASSERT_EQUAL(r.pdl, 0);
+    CU_ASSERT_EQUAL(r.pdl, -1); /* absent: the service's GPU decides */
     CU_ASSERT_EQUAL(r.unroll, 1);
     CU_ASSERT_EQUAL(r.capture_check, 1);
     CU_ASSERT_STRING_EQUAL(r.input, "");
@@ -251,6 +274,10 @@ static void test_request_fields(void) {
     GR_ASSERT_CONTAINS(e.msg, "unroll: 0 is outside [1, 1024]");
     GR_ASSERT_CONTAINS(e.msg, "input: must be an absolute path");
     GR_ASSERT_CONTAINS(e.msg, "pdl: expected true or false");
+    gr_request_clear(&r);
+    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w.json\","
+                          "\"pdl\":false}", &r, &e), GR_OK);
+    CU_ASSERT_EQUAL(r.pdl, 0); /* false is --no-pdl, not "absent" */
     gr_request_clear(&r);
     /* replay does not take capture options */
     CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"replay\",\"pdl\":true}", &r, &e), GR_ERR_PROTOCOL);
@@ -284,6 +311,103 @@ static void test_capture_flags(void) {
     GR_ASSERT_CONTAINS(out, "--pdl");
     CU_ASSERT_EQUAL(gr_test_graphrun("tp --pdl=yes", out, sizeof(out)), 2);
     GR_ASSERT_CONTAINS(out, "option --pdl takes no value");
+}
+
+/* PDL is on by default where the GPU has it: the options resolve per GPU, --pdl on a GPU without
+ * it is exit 2, --no-pdl turns it off, and the report says which ran and why */
+static void test_pdl_default(void) {
+    gr_run_opts o;
+    gr_error e;
+    gr_error_clear(&e);
+    gr_run_opts_default(&o);
+    CU_ASSERT_EQUAL(o.pdl, GR_PDL_AUTO);
+    CU_ASSERT_EQUAL(gr_run_opts_resolve_pdl(&o, 9, 0, &e), GR_OK);
+    CU_ASSERT_EQUAL(o.pdl, 1);
+    CU_ASSERT_EQUAL(o.pdl_default, 1);
+    CU_ASSERT_EQUAL(gr_run_opts_resolve_pdl(&o, 8, 6, &e), GR_OK); /* the default, for this GPU */
+    CU_ASSERT_EQUAL(o.pdl, 0);
+    gr_run_opts_default(&o);
+    CU_ASSERT_EQUAL(gr_run_opts_resolve_pdl(&o, 8, 6, &e), GR_OK);
+    CU_ASSERT_EQUAL(o.pdl, 0);
+    CU_ASSERT_EQUAL(o.pdl_default, 1);
+    gr_run_opts_default(&o);
+    o.pdl = GR_PDL_ON;
+    CU_ASSERT_EQUAL(gr_run_opts_resolve_pdl(&o, 8, 9, &e), GR_ERR_USAGE);
+    CU_ASSERT_EQUAL(gr_exit_code(e.code), 2);
+    GR_ASSERT_CONTAINS(e.msg, "this GPU is 8.9");
+    gr_error_clear(&e);
+    gr_run_opts_default(&o);
+    o.pdl = GR_PDL_OFF;
+    CU_ASSERT_EQUAL(gr_run_opts_resolve_pdl(&o, 9, 0, &e), GR_OK);
+    CU_ASSERT_EQUAL(o.pdl, 0);
+    CU_ASSERT_EQUAL(o.pdl_default, 0);
+
+    /* the report: pointwise unfused has 3 PDL-capable kernels per step */
+    gr_target t = gr_target_default();
+    gr_load_req req = {gr_test_src("workloads/pointwise_fusion.json"), "unfused", NULL, 0, NULL, 0, NULL, 0};
+    gr_loaded l;
+    gr_status st = gr_load_resolve(&req, &t, &l, &e);
+    if (st != GR_OK) fprintf(stderr, "\n    %s", e.msg);
+    CU_ASSERT_EQUAL_FATAL(st, GR_OK);
+    static const struct {
+        int cc_major, cc_minor, ask;
+        const char *text, *source;
+    } cases[] = {
+        {9, 0, GR_PDL_AUTO, "programmatic dependent launch (default; --no-pdl turns it off) for the "
+                            "kernels that support it, per step: unfused 3", "default"},
+        {9, 0, GR_PDL_OFF, "launches are plain (--no-pdl)", "--no-pdl"},
+        {9, 0, GR_PDL_ON, "programmatic dependent launch (--pdl) for the kernels", "--pdl"},
+        {8, 6, GR_PDL_AUTO, "needs compute capability 9.0+ and this GPU is 8.6",
+         "default (GPU without PDL)"},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        gr_run_opts_default(&o);
+        o.pdl = cases[c].ask;
+        CU_ASSERT_EQUAL(gr_run_opts_resolve_pdl(&o, cases[c].cc_major, cases[c].cc_minor, &e), GR_OK);
+        gr_device_info dev;
+        memset(&dev, 0, sizeof(dev));
+        dev.cc_major = cases[c].cc_major;
+        dev.cc_minor = cases[c].cc_minor;
+        gr_run_report *r = gr_run_report_create(l.wl, &dev, &o);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        gr_variant_run *v = gr_run_report_add(r, l.plans[0]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+        v->timed = 1;
+        v->checks.verified = 1;
+        double e_us[3] = {30, 31, 32}, g_us[3] = {10, 11, 12};
+        v->eager.step_us = gr_summarize(e_us, 3);
+        v->graph_t.step_us = gr_summarize(g_us, 3);
+        v->eager.batches = v->graph_t.batches = 3;
+        v->eager.steps_per_batch = v->graph_t.steps_per_batch = 10;
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        gr_report_text(f, r);
+        fclose(f);
+        GR_ASSERT_CONTAINS(text, cases[c].text);
+        free(text);
+        json_t *j = gr_report_json(r);
+        CU_ASSERT_EQUAL(json_is_true(json_object_get(j, "pdl")), o.pdl);
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "pdl_source")), cases[c].source);
+        json_t *jv = json_array_get(json_object_get(j, "variants"), 0);
+        CU_ASSERT_EQUAL(json_integer_value(json_object_get(jv, "pdl_kernels_per_step")), o.pdl ? 3 : 0);
+        json_decref(j);
+        gr_run_report_destroy(r);
+    }
+    gr_loaded_free(&l);
+
+    /* the flags */
+    char out[8192];
+    CU_ASSERT_EQUAL(gr_test_graphrun("run workloads/launch_bound.json --pdl --no-pdl", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "--pdl and --no-pdl are both given");
+    CU_ASSERT_EQUAL(gr_test_graphrun("capture workloads/launch_bound.json --no-pdl --pdl", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "--pdl and --no-pdl are both given");
+    CU_ASSERT_EQUAL(gr_test_graphrun("tp workloads/decode_tp.json --pdl --no-pdl", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "--pdl and --no-pdl are both given");
+    CU_ASSERT_EQUAL(gr_test_graphrun("validate workloads/launch_bound.json --no-pdl", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "option --no-pdl is for graphrun run");
+    CU_ASSERT_EQUAL(gr_test_graphrun("run --help", out, sizeof(out)), 0);
+    GR_ASSERT_CONTAINS(out, "--no-pdl");
 }
 
 /* user kernels: the reference variant is found among the plans (or resolved), and the report
@@ -431,6 +555,7 @@ static CU_TestInfo pipeline_tests[] = {
     {"report: stages in JSON, variants on the heap", test_report_stages},
     {"service capture request: pdl, unroll, input, capture_check", test_request_fields},
     {"graphrun capture / tp: the new options checked locally", test_capture_flags},
+    {"PDL by default where the GPU has it; --no-pdl; the report says which", test_pdl_default},
     CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_pipeline_suites[] = {{"pipeline", pipeline_tests, 0}, {NULL, NULL, 0}};

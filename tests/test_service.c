@@ -1326,8 +1326,9 @@ static void test_replay_report_without_eager(void) {
     snprintf(r->dev.name, sizeof(r->dev.name), "Test GPU");
     r->have_bw = 1;
     double gb[3] = {4000, 4100, 3900};
-    r->bw.gbps = gr_summarize(gb, 3);
-    r->bw.bytes = 2e9;
+    r->bw.memcpy_d2d.gbps = gr_summarize(gb, 3);
+    r->bw.memcpy_d2d.bytes = 2e9;
+    r->bw.read_only = r->bw.write_only = r->bw.copy_kernel = r->bw.memcpy_d2d;
     gr_variant_run *v = gr_run_report_add(r, p);
     v->captured = v->timed = 1;
     v->graph.nodes = v->graph.kernel_nodes = 1000;
@@ -1367,20 +1368,29 @@ static void test_replay_report_without_eager(void) {
     GR_ASSERT_CONTAINS(buf, "7.23x");
     CU_ASSERT_PTR_NULL(strstr(buf, "hint:")); /* cc 0.0: no PDL on that GPU */
     free(buf);
-    /* on a cc 9.0 GPU without --pdl: the PDL hint names the variant and its PDL kernels; with
-     * --pdl, or below cc 9.0, none */
-    static const struct { int cc, pdl, hint; } hc[] = {{9, 0, 1}, {9, 1, 0}, {8, 0, 0}, {10, 0, 1}};
+    /* the timing section says whether launches used PDL and why: by default on a cc 9.0+ GPU
+     * (with the PDL kernels per step), --no-pdl, or a GPU without it */
+    static const struct {
+        int cc, ask;
+        const char *says;
+    } hc[] = {{9, GR_PDL_AUTO, "launches use programmatic dependent launch (default; --no-pdl turns "
+                               "it off) for the kernels that support it, per step: tiny 1000"},
+              {9, GR_PDL_OFF, "launches are plain (--no-pdl)"},
+              {8, GR_PDL_AUTO, "this GPU is 8.0"},
+              {10, GR_PDL_ON, "programmatic dependent launch (--pdl) for the kernels"}};
     for (int i = 0; i < 4; i++) {
         r->dev.cc_major = hc[i].cc;
-        r->opts.pdl = hc[i].pdl;
+        r->dev.cc_minor = 0;
+        gr_run_opts_default(&r->opts);
+        r->opts.pdl = hc[i].ask;
+        gr_error pe;
+        gr_error_clear(&pe);
+        CU_ASSERT_EQUAL(gr_run_opts_resolve_pdl(&r->opts, hc[i].cc, 0, &pe), GR_OK);
         f = open_memstream(&buf, &size);
         gr_report_text(f, r);
         fclose(f);
-        const char *h = strstr(buf, "  hint: ");
-        CU_ASSERT_EQUAL(h != NULL, hc[i].hint);
-        if (hc[i].hint)
-            GR_ASSERT_CONTAINS(buf, "hint: 1000 kernels per step of tiny may use programmatic "
-                                    "dependent launch: --pdl");
+        GR_ASSERT_CONTAINS(buf, hc[i].says);
+        CU_ASSERT_PTR_NULL(strstr(buf, "hint:"));
         free(buf);
     }
     r->dev.cc_major = 0;

@@ -843,6 +843,8 @@ static void test_report_numbers_and_json(void) {
     GR_ASSERT_CONTAINS(buf, "communication: 15.0% of the eager step, 20.0% of the graph step");
     GR_ASSERT_CONTAINS(buf, "at least 50% of the eager step's overhead");
     GR_ASSERT_CONTAINS(buf, "rank 1 on device 1: rows 4096..8191");
+    GR_ASSERT_CONTAINS(buf, "HBM floor per GPU 200.00 us"); /* the larger rank floor */
+    GR_ASSERT_CONTAINS(buf, "eager 2.00x, graph 1.50x the floor (50.0%, 66.7% of it)");
     free(buf);
     /* JSON: schema_version, runs, and run-shaped variants for bench/run.sh */
     json_t *j = gr_tp_report_json(r);
@@ -861,6 +863,9 @@ static void test_report_numbers_and_json(void) {
         json_real_value(json_object_get(
             json_object_get(json_object_get(v, "graph_replay"), "step_us"), "median")),
         300, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(json_real_value(json_object_get(v, "hbm_floor_us")), 200, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(json_real_value(json_object_get(v, "graph_pct_of_floor")), 200.0 / 3, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(json_real_value(json_object_get(v, "eager_pct_of_floor")), 50, 1e-9);
     CU_ASSERT_EQUAL(json_array_size(json_object_get(run, "ranks")), 2);
     json_decref(j);
     gr_tp_report_clear(r);

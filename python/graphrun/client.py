@@ -194,11 +194,12 @@ class Client:
         return reply.get("graphs", [])
 
     def capture(self, workload, name=None, sets=None, variant=None, capture_mode=None, force=False,
-                cpu_reference=True, pdl=False, unroll=1, input=None, capture_check=True,
+                cpu_reference=True, pdl=None, unroll=1, input=None, capture_check=True,
                 buckets=None, update=False):
         """Captures WORKLOAD (a path) in the service; sets: {"B": 8} or ["B=8"]. buckets:
         "B=1,2,4,8" or ("B", [1, 2, 4, 8]): one graph per value over shared buffers. update: with
         name of a held graph, update it in place (cudaGraphExecUpdate) when the topology allows.
+        pdl: None (programmatic dependent launch where the GPU has it), True (required), False.
         Returns the reply: name, hash, nodes, buffers, report_text, report (`graphrun run
         --json`), update; with buckets: name, buckets (their graph objects), shared_bytes."""
         if isinstance(sets, dict):
