@@ -282,6 +282,15 @@ gr_status gr_exec_range(const gr_plan *plan, gr_devstate *dev, int begin, int en
         if (hooks && hooks->after_op) hooks->after_op(hooks->user, op);
         if (st != GR_OK) {
             if (!err->path[0]) snprintf(err->path, sizeof(err->path), "%s", op->path);
+            /* a block too big for the kernel's registers is the op's attrs' fault: say which */
+            if (st == GR_ERR_CUDA && op->kind == GR_OP_KERNEL &&
+                strstr(err->msg, "cudaErrorLaunchOutOfResources"))
+                gr_error_prefix(err,
+                                "%s (kernel %s, %u threads per block): the block needs more "
+                                "registers than an SM gives one block; give the op fewer threads "
+                                "(attrs.threads, e.g. --set threads=256): ",
+                                op->path, op->kernel->name,
+                                op->block[0] * op->block[1] * op->block[2]);
             return st;
         }
     }

@@ -169,7 +169,27 @@ static void test_forms_workload(void) {
     }
 }
 
+/* A block bigger than the kernel's registers allow (grid_stride with 4 vectors and silu uses ~77
+ * registers: 1024 threads need more than an SM's 64 K) fails with a message naming the op and
+ * the fix, exit 1; a compiler that fits it runs and verifies. Either way no bare CUDA error. */
+static void test_block_too_big(void) {
+    GR_REQUIRE_GPU();
+    char out[16384];
+    int rc = gr_test_graphrun("run workloads/pointwise_fusion.json --variant fused_vec --set act=silu "
+                              "--set threads=1024 --set n=100000 --iters 20 --no-bandwidth",
+                              out, sizeof(out));
+    if (rc == 0) {
+        GR_ASSERT_CONTAINS(out, "fused_vec");
+        fprintf(stderr, "\n    silu grid_stride at 1024 threads launched (registers fit this build)");
+    } else {
+        CU_ASSERT_EQUAL(rc, 1);
+        GR_ASSERT_CONTAINS(out, "give the op fewer threads");
+        GR_ASSERT_CONTAINS(out, "add_mul_act_vec");
+    }
+}
+
 static CU_TestInfo gpu_pointwise_tests[] = {
+    {"a block too big for the registers is named", test_block_too_big},
     {"add_mul_act_vec forms vs reference", test_forms_vs_reference},
     {"forms chained with PDL", test_forms_pdl},
     {"pointwise_fusion form param", test_forms_workload},
