@@ -408,6 +408,14 @@ static void test_pdl_default(void) {
     GR_ASSERT_CONTAINS(out, "option --no-pdl is for graphrun run");
     CU_ASSERT_EQUAL(gr_test_graphrun("run --help", out, sizeof(out)), 0);
     GR_ASSERT_CONTAINS(out, "--no-pdl");
+    GR_ASSERT_CONTAINS(out, "--device-loop N");
+    /* --device-loop: a whole number of steps, for run only */
+    CU_ASSERT_EQUAL(gr_test_graphrun("run workloads/launch_bound.json --device-loop 0", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "--device-loop takes a whole number in [1, 100000], got \"0\"");
+    CU_ASSERT_EQUAL(gr_test_graphrun("run workloads/launch_bound.json --device-loop", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "--device-loop");
+    CU_ASSERT_EQUAL(gr_test_graphrun("validate workloads/launch_bound.json --device-loop 4", out, sizeof(out)), 2);
+    GR_ASSERT_CONTAINS(out, "option --device-loop is for graphrun run");
 }
 
 /* user kernels: the reference variant is found among the plans (or resolved), and the report
