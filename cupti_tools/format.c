@@ -259,3 +259,22 @@ int gr_fmt_record(gr_fmt *f, const CUpti_Activity *rec, gr_sbuf *b) {
     default: return 0;
     }
 }
+
+void gr_fmt_nvtx(gr_sbuf *b, int push, int64_t s, uint32_t tid, const char *dom, int has_id,
+                 uint64_t id, const char *msg, int depth) {
+    gr_sb_raw(b, push ? "{\"t\":\"nvtx_push\"" : "{\"t\":\"nvtx_pop\"", push ? 16 : 15);
+    gr_sb_kv_i64(b, "s", s);
+    gr_sb_kv_u64(b, "tid", tid);
+    if (dom && dom[0]) gr_sb_kv_str(b, "dom", dom);
+    if (has_id) gr_sb_kv_u64(b, "id", id);
+    if (push) {
+        char cut[GR_FMT_NVTX_MSG_MAX + 1];
+        if (msg && strlen(msg) > GR_FMT_NVTX_MSG_MAX) { /* a trace line stays small */
+            snprintf(cut, sizeof(cut), "%s", msg);
+            msg = cut;
+        }
+        gr_sb_kv_str(b, "msg", msg ? msg : "");
+        if (depth >= 0) gr_sb_kv_i64(b, "depth", depth);
+    }
+    gr_sb_raw(b, "}", 1);
+}

@@ -99,6 +99,21 @@ typedef struct gr_tr_region {
     int line;
 } gr_tr_region;
 
+/* A range of the traced program's own NVTX annotation (nvtxRangePush/Pop, nvtxDomainRangePushEx/
+ * Pop, nvtxRangeStart/End, nvtxDomainRangeStartEx/End), paired by the reader from the collector's
+ * "nvtx_push" and "nvtx_pop" records: push/pop ranges per thread and domain in time order (NVTX
+ * nests them per thread per domain), start/end ranges by their id, from any thread. */
+typedef struct gr_tr_nvtx {
+    int64_t s, e; /* push and pop, host clock, ns since t0; an open range ends at the trace's end */
+    uint32_t tid; /* the thread that pushed it (a start/end range: that started it) */
+    int32_t name, dom; /* strings: its message ("" none), its domain ("" the default domain) */
+    int32_t parent;    /* the push/pop range it is nested in (same thread and domain), -1 none */
+    int depth;         /* push/pop ranges it is nested in (0 outermost); start/end ranges 0 */
+    uint8_t start_end; /* 1: nvtxRangeStart/End (tied to no thread), 0: push/pop */
+    uint8_t open;      /* never popped before the trace ended */
+    int line;          /* of its push */
+} gr_tr_nvtx;
+
 typedef struct gr_tr_ovh {
     int32_t kind;
     int64_t s, e;
@@ -165,6 +180,14 @@ typedef struct gr_trace {
     GR_VEC(gr_tr_region) region;
     GR_VEC(gr_tr_ovh) ovh;
     GR_VEC(gr_tr_ctx) ctx;
+    /* the program's NVTX ranges (push order); nvtx_traced: the header says the collector recorded
+     * them (cupti-launchstat's injection), has_nvtx_calls: the end record counts the NVTX range
+     * calls its callbacks saw (end_nvtx_calls); pops without a push on their thread and domain (an
+     * end without a start of its id) are ignored and counted, ranges never popped are kept open */
+    GR_VEC(gr_tr_nvtx) nvtx;
+    int nvtx_traced, has_nvtx_calls;
+    uint64_t end_nvtx_calls;
+    gr_tr_excluded nvtx_unmatched_pop, nvtx_open;
     size_t activity_records; /* gpu + api + ext + ovh lines: checked against the end record */
     size_t unknown_records;  /* lines of record kinds this reader does not know (skipped) */
     char notes[512];         /* what --partial skipped, for the report */

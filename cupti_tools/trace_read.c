@@ -20,6 +20,16 @@
 
 #define MAX_NAME_ID (1 << 26)
 
+/* An "nvtx_push" or "nvtx_pop" record as read; finish() pairs them into ranges. */
+typedef struct nv_ev {
+    int64_t s;
+    uint64_t id; /* start/end ranges: the NVTX range id */
+    uint32_t tid;
+    int32_t name, dom; /* string indexes; dom -1: the default domain */
+    int line;
+    uint8_t push, has_id;
+} nv_ev;
+
 typedef struct rd {
     gr_trace *t;
     const char *label;
@@ -27,6 +37,8 @@ typedef struct rd {
     int seen_header, seen_end;
     gr_error *err;
     gr_u64map names; /* name id in the file -> string index */
+    gr_u64map interned; /* hash of an NVTX message or domain -> its string index */
+    GR_VEC(nv_ev) nv;
     gr_jline *jl;
 } rd;
 
@@ -87,6 +99,21 @@ static int32_t add_str(rd *r, const char *s) {
     if (!c) return -2;
     t->str.v[t->str.n] = c;
     return (int32_t)t->str.n++;
+}
+
+/* NVTX messages and domains repeat (a range per step): one string each, found by hash (a
+ * colliding hash just stores the string again). */
+static int32_t intern(rd *r, const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    int64_t idx;
+    int known = gr_u64map_get(&r->interned, h, &idx);
+    if (known && idx < (int64_t)r->t->str.n && !strcmp(gr_trace_str(r->t, (int32_t)idx), s))
+        return (int32_t)idx;
+    int32_t n = add_str(r, s);
+    if (n >= 0 && !known && !gr_u64map_put(&r->interned, h, n)) return -2;
+    return n;
 }
 
 static const char *type_name(gr_jv_type t) {
@@ -243,6 +270,9 @@ static gr_status read_header(rd *r) {
     if (get_i64(r, "header", "cupti_version", 0, "CUPTI API version", &v, &fail)) t->cupti_version = (int)v;
     const gr_jfield *lat = field(r, "header", "latency", GR_JV_BOOL, 0, "queued/submitted timestamps collected", &fail);
     if (lat) t->latency = lat->d != 0;
+    const gr_jfield *nv =
+        field(r, "header", "nvtx", GR_JV_BOOL, 0, "the program's NVTX ranges recorded", &fail);
+    if (nv) t->nvtx_traced = nv->d != 0;
     if (t->steps < 0) return bad(r, gr_jline_get(r->jl, "steps")->col, "header: \"steps\" must be >= 0");
     return fail ? r->err->code : GR_OK;
 }
@@ -312,6 +342,36 @@ static gr_status read_api(rd *r) {
     get_u32(r, "api", "corr", 1, "correlation id", &a->corr, &fail);
     if (get_i64(r, "api", "ret", 0, "return value", &v, &fail)) a->ret = (int32_t)v;
     r->t->activity_records++;
+    return fail ? r->err->code : GR_OK;
+}
+
+/* "nvtx_push" / "nvtx_pop": one NVTX call of the traced program (cupti_tools/README.md). */
+static gr_status read_nvtx_event(rd *r, int push) {
+    const char *rec = push ? "nvtx_push" : "nvtx_pop";
+    nv_ev *e;
+    PUSH(r, r->nv, e);
+    int fail = 0;
+    e->line = r->line;
+    e->push = (uint8_t)push;
+    e->name = e->dom = -1;
+    get_i64(r, rec, "s", 1,
+            push ? "when the range was pushed, ns since t0" : "when it was popped, ns since t0",
+            &e->s, &fail);
+    get_u32(r, rec, "tid", 1, "thread id", &e->tid, &fail);
+    e->has_id =
+        (uint8_t)get_u64(r, rec, "id", 0, "NVTX range id of nvtxRangeStart/End", &e->id, &fail);
+    const gr_jfield *d =
+        field(r, rec, "dom", GR_JV_STR, 0, "NVTX domain; absent: the default domain", &fail);
+    if (d && d->s[0] && (e->dom = intern(r, d->s)) < 0) return nomem(r);
+    if (push) {
+        const gr_jfield *m = field(r, rec, "msg", GR_JV_STR, 0, "the range's message", &fail);
+        if (m && (e->name = intern(r, m->s)) < 0) return nomem(r);
+        int64_t depth = 0;
+        if (get_i64(r, rec, "depth", 0, "ranges open on the thread in the domain", &depth, &fail) &&
+            depth < 0)
+            return bad(r, gr_jline_get(r->jl, "depth")->col,
+                       "\"nvtx_push\" record: depth must be >= 0");
+    }
     return fail ? r->err->code : GR_OK;
 }
 
@@ -435,6 +495,8 @@ static gr_status read_line(rd *r, char *line, size_t len) {
         }
         return fail ? r->err->code : GR_OK;
     }
+    if (!strcmp(kind, "nvtx_push")) return read_nvtx_event(r, 1);
+    if (!strcmp(kind, "nvtx_pop")) return read_nvtx_event(r, 0);
     if (!strcmp(kind, "end")) {
         r->seen_end = 1;
         t->has_end = 1;
@@ -460,6 +522,8 @@ static gr_status read_line(rd *r, char *line, size_t len) {
                 "dropped records reported before tracing began", &t->dropped_before_start, &fail);
         get_str(r, "end", "dropped_detail", 0, "where CUPTI reported dropped records",
                 t->dropped_detail, sizeof(t->dropped_detail), &fail);
+        t->has_nvtx_calls = get_u64(r, "end", "nvtx_calls", 0, "NVTX range calls the collector saw",
+                                    &t->end_nvtx_calls, &fail);
         return fail ? r->err->code : GR_OK;
     }
     t->unknown_records++;
@@ -521,6 +585,130 @@ static void exclude_bad_times(gr_trace *t) {
     }
 }
 
+static void note_excluded(gr_tr_excluded *x, int line) {
+    if (x->n++ == 0 || line < x->first_line) x->first_line = line;
+}
+
+static int cmp_nv_ev(const void *x, const void *y) {
+    const nv_ev *a = x, *b = y;
+    if (a->has_id != b->has_id) return a->has_id < b->has_id ? -1 : 1;
+    if (a->has_id) {
+        if (a->id != b->id) return a->id < b->id ? -1 : 1;
+    } else {
+        if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
+        if (a->dom != b->dom) return a->dom < b->dom ? -1 : 1;
+    }
+    if (a->s != b->s) return a->s < b->s ? -1 : 1;
+    return (a->line > b->line) - (a->line < b->line);
+}
+
+static int cmp_nvtx_range(const void *x, const void *y) {
+    const gr_tr_nvtx *a = x, *b = y;
+    if (a->s != b->s) return a->s < b->s ? -1 : 1;
+    return (a->line > b->line) - (a->line < b->line);
+}
+
+/* The latest time the trace holds: where a range never popped ends. */
+static int64_t trace_end(const gr_trace *t, const rd *r) {
+    if (t->has_end && t->end_ts > 0) return t->end_ts;
+    int64_t m = 0;
+    for (size_t i = 0; i < t->gpu.n; i++)
+        if (t->gpu.v[i].e > m) m = t->gpu.v[i].e;
+    for (size_t i = 0; i < t->api.n; i++)
+        if (t->api.v[i].e > m) m = t->api.v[i].e;
+    for (size_t i = 0; i < r->nv.n; i++)
+        if (r->nv.v[i].s > m) m = r->nv.v[i].s;
+    return m;
+}
+
+/* NVTX push and pop records into ranges. Push/pop: per thread and domain, in time order (the
+ * file's order at equal times), each pop closes the latest open push; a pop with none open is
+ * counted and ignored. Start/end: by range id. Pushes never closed stay open to the trace's end.
+ * Events at impossible times are excluded first (their partner then counts as unmatched). */
+static gr_status pair_nvtx(rd *r) {
+    gr_trace *t = r->t;
+    size_t n = 0;
+    for (size_t i = 0; i < r->nv.n; i++) {
+        const nv_ev *e = &r->nv.v[i];
+        if (e->s < 0 || e->s > t->span_end) {
+            note_excluded(&t->excl_outside, e->line);
+            continue;
+        }
+        r->nv.v[n++] = *e;
+    }
+    r->nv.n = n;
+    if (n == 0) return GR_OK;
+    qsort(r->nv.v, n, sizeof(nv_ev), cmp_nv_ev);
+    int64_t end = trace_end(t, r);
+    int32_t *stack = malloc((n + 1) * sizeof(int32_t));
+    if (!stack) return nomem(r);
+    size_t depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        const nv_ev *e = &r->nv.v[i];
+        int group_start =
+            i == 0 || e->has_id != r->nv.v[i - 1].has_id ||
+            (e->has_id ? e->id != r->nv.v[i - 1].id
+                       : e->tid != r->nv.v[i - 1].tid || e->dom != r->nv.v[i - 1].dom);
+        if (group_start) depth = 0; /* what is still open in the last group stays open */
+        if (!e->push) {
+            if (depth == 0) {
+                note_excluded(&t->nvtx_unmatched_pop, e->line);
+                continue;
+            }
+            t->nvtx.v[stack[--depth]].e = e->s;
+            t->nvtx.v[stack[depth]].open = 0;
+            continue;
+        }
+        gr_tr_nvtx *x;
+        if (!grow((void **)&t->nvtx.v, &t->nvtx.cap, t->nvtx.n, sizeof(gr_tr_nvtx))) {
+            free(stack);
+            return nomem(r);
+        }
+        x = &t->nvtx.v[t->nvtx.n];
+        memset(x, 0, sizeof(*x));
+        x->s = e->s;
+        x->e = end > e->s ? end : e->s;
+        x->open = 1;
+        x->tid = e->tid;
+        x->name = e->name;
+        x->dom = e->dom;
+        x->line = e->line;
+        x->start_end = e->has_id;
+        x->parent = !e->has_id && depth > 0 ? stack[depth - 1] : -1;
+        x->depth = e->has_id ? 0 : (int)depth;
+        /* a start/end range id names one range: a second start of it closes nothing */
+        if (e->has_id) depth = 0;
+        stack[depth++] = (int32_t)t->nvtx.n++;
+    }
+    free(stack);
+    /* time order; a parent is found again by the line of its push (one push per line) */
+    size_t nr = t->nvtx.n;
+    int32_t *parent_line = malloc((nr + 1) * sizeof(int32_t));
+    if (!parent_line) return nomem(r);
+    for (size_t i = 0; i < nr; i++)
+        parent_line[i] = t->nvtx.v[i].parent >= 0 ? t->nvtx.v[t->nvtx.v[i].parent].line : -1;
+    for (size_t i = 0; i < nr; i++)
+        t->nvtx.v[i].parent = parent_line[i];
+    free(parent_line);
+    gr_u64map pos;
+    gr_u64map_init(&pos);
+    qsort(t->nvtx.v, nr, sizeof(gr_tr_nvtx), cmp_nvtx_range);
+    for (size_t i = 0; i < nr; i++)
+        if (!gr_u64map_put(&pos, (uint64_t)(uint32_t)t->nvtx.v[i].line, (int64_t)i)) {
+            gr_u64map_free(&pos);
+            return nomem(r);
+        }
+    for (size_t i = 0; i < nr; i++) {
+        gr_tr_nvtx *x = &t->nvtx.v[i];
+        int64_t p = -1;
+        if (x->parent >= 0 && !gr_u64map_get(&pos, (uint64_t)(uint32_t)x->parent, &p)) p = -1;
+        x->parent = (int32_t)p;
+        if (x->open) note_excluded(&t->nvtx_open, x->line);
+    }
+    gr_u64map_free(&pos);
+    return GR_OK;
+}
+
 static gr_status finish(rd *r, int partial) {
     gr_trace *t = r->t;
     if (!r->seen_header)
@@ -557,7 +745,7 @@ static gr_status finish(rd *r, int partial) {
         a->cat = (uint8_t)gr_api_category(gr_trace_str(t, a->name));
     }
     exclude_bad_times(t);
-    return GR_OK;
+    return pair_nvtx(r);
 }
 
 static gr_status rd_init(rd *r, gr_trace **out, const char *label, gr_error *err) {
@@ -568,6 +756,7 @@ static gr_status rd_init(rd *r, gr_trace **out, const char *label, gr_error *err
     r->t = calloc(1, sizeof(gr_trace));
     r->jl = malloc(sizeof(gr_jline));
     gr_u64map_init(&r->names);
+    gr_u64map_init(&r->interned);
     if (!r->t || !r->jl) {
         free(r->t);
         free(r->jl);
@@ -583,6 +772,8 @@ static gr_status rd_init(rd *r, gr_trace **out, const char *label, gr_error *err
 static gr_status rd_done(rd *r, gr_status st, gr_trace **out) {
     free(r->jl);
     gr_u64map_free(&r->names);
+    gr_u64map_free(&r->interned);
+    free(r->nv.v);
     if (st != GR_OK) {
         gr_trace_destroy(r->t);
         return st;
@@ -611,8 +802,9 @@ static gr_status one_line(rd *r, char *line, size_t len, int has_nl, int partial
     gr_error_clear(tmp);
     r->err = tmp;
     gr_trace *t = r->t;
-    size_t snap[10] = {t->gpu.n, t->api.n, t->ext.n, t->node.n, t->op.n, t->region.n, t->ovh.n, t->ctx.n,
-                       t->activity_records, t->str.n};
+    size_t snap[11] = {t->gpu.n,    t->api.n, t->ext.n, t->node.n,           t->op.n,
+                       t->region.n, t->ovh.n, t->ctx.n, t->activity_records, t->str.n,
+                       r->nv.n};
     int snap_end = r->seen_end;
     gr_status st = read_line(r, line, len);
     r->err = real;
@@ -630,6 +822,7 @@ static gr_status one_line(rd *r, char *line, size_t len, int has_nl, int partial
     t->gpu.n = snap[0], t->api.n = snap[1], t->ext.n = snap[2], t->node.n = snap[3], t->op.n = snap[4];
     t->region.n = snap[5], t->ovh.n = snap[6], t->ctx.n = snap[7], t->activity_records = snap[8];
     while (t->str.n > snap[9]) free(t->str.v[--t->str.n]);
+    r->nv.n = snap[10];
     r->seen_end = snap_end;
     t->has_end = snap_end;
     if (partial && r->seen_header) {
@@ -738,6 +931,7 @@ void gr_trace_destroy(gr_trace *t) {
     free(t->region.v);
     free(t->ovh.v);
     free(t->ctx.v);
+    free(t->nvtx.v);
     free(t);
 }
 
