@@ -16,7 +16,21 @@
  *     consecutive nodes (start - latest earlier end, >= 0), first-node latency
  *   - step time: host span / steps for regions (host clock bounds), else GPU span / steps
  * A record belongs to the region whose host interval contains its API call's entry (kernels:
- * the launching call; without one, the kernel's start). */
+ * the launching call; without one, the kernel's start).
+ *
+ * NVTX ranges of the traced program (trace.h: gr_tr_nvtx) are scopes too, one per name and domain:
+ *   - the name is aggregated (gr_ls_nvtx_key): PyTorch's emit_nvtx decorations (", seq = N",
+ *     ", op_id = N", ", sizes = [...]") are cut and a trailing number after a separator becomes
+ *     "#", so "step 17" and "step 18" are the instances of one scope "step #"
+ *   - a record belongs to every range open on its thread (push/pop ranges; start/end ranges: on
+ *     any thread) when its top-level API call entered (GPU work: when the call that launched it
+ *     entered), so "step #" holds all its kernels and "forward" inside it only its own; a record
+ *     inside two ranges of one scope (a range nested in a range of the same name) counts once;
+ *     GPU work without a launching API record belongs to no range (counted: nvtx_unattributed)
+ *   - instances are the ranges not inside another range of the same scope; steps = instances
+ *     (--steps overrides); host span = the instances' total host time, so us/step is the mean
+ *     instance; GPU span, busy and idle, and gaps before kernels, are per instance and summed
+ *     (the work between instances is not the scope's idle time) */
 #ifndef GR_ANALYSIS_H
 #define GR_ANALYSIS_H
 
@@ -112,6 +126,17 @@ typedef struct gr_ls_scope {
      * predict.c simulates */
     size_t *gpu_idx, *api_idx;
     size_t ngpu_idx, napi_idx;
+    /* NVTX range scopes (is_nvtx; name is "domain: key", or the key in the default domain) */
+    int is_nvtx;
+    char domain[64], key[160];
+    char parent_path[256];  /* keys of the ranges around its first instance, "outer > inner" */
+    size_t instances;       /* ranges not inside another range of this scope */
+    size_t nested_ranges;   /* ranges inside one of the same scope (their records count once) */
+    size_t open_instances;  /* never popped: they end at the trace's end */
+    size_t raw_names;       /* distinct names aggregated into the key */
+    size_t threads;         /* threads that opened its instances */
+    int depth;              /* least nesting depth of its ranges (0: outermost on its thread) */
+    gr_summary instance_us; /* host time of each instance */
 } gr_ls_scope;
 
 typedef struct gr_ls_ovh_row {
@@ -131,14 +156,24 @@ typedef struct gr_ls_report {
     double ovh_total_us;
     size_t ovh_count;
     size_t nested_api; /* API calls made inside another traced call */
+    /* NVTX range scopes, by total host time (largest first); GPU records without a launching API
+     * record, which no range can claim */
+    gr_ls_scope *nvtx;
+    size_t nnvtx;
+    size_t nvtx_unattributed;
 } gr_ls_report;
 
 /* The trace must outlive the report (names point into it). */
 gr_status gr_ls_analyze(const gr_trace *tr, const gr_ls_opts *o, gr_ls_report **out, gr_error *err);
 void gr_ls_report_destroy(gr_ls_report *r);
-/* The scope a comparison uses: the region named `region` (NULL: the only region when there is
- * exactly one, else the whole trace). NULL with an error when no region has that name. */
+/* The scope a comparison uses: the region named `region`, else the NVTX range scope of that
+ * name (NULL: the only region when there is exactly one, else the whole trace). NULL with an
+ * error when no region or NVTX range has that name. */
 const gr_ls_scope *gr_ls_main_scope(const gr_ls_report *r, const char *region, gr_error *err);
+/* The scope key of an NVTX range's name (see the top of this file) into `out`: "aten::addmm, seq
+ * = 12, op_id = 40" -> "aten::addmm", "step 17" -> "step #", "" -> "(unnamed)". Returns its
+ * length. */
+size_t gr_ls_nvtx_key(const char *name, char *out, size_t size);
 
 #ifdef __cplusplus
 }

@@ -144,6 +144,7 @@ static gr_status read_nvtx(gr_timeline *tl, const char *path, gr_error *err) {
         r->op = op && op->type == GR_JV_NUM ? (int)op->i : -1;
         const gr_jfield *step = gr_jline_get(jl, "step");
         r->step = step && step->type == GR_JV_NUM ? step->i : 0;
+        r->prog = -1;
         tl->nnvtx++;
         if (st != GR_OK) break;
     }
@@ -151,6 +152,34 @@ static gr_status read_nvtx(gr_timeline *tl, const char *path, gr_error *err) {
     free(jl);
     fclose(f);
     return st;
+}
+
+/* The traced program's own NVTX ranges (the reader paired them), after graphrun's. */
+static gr_status add_program_nvtx(gr_timeline *tl, gr_error *err) {
+    const gr_trace *t = tl->tr;
+    if (t->nvtx.n == 0) return GR_OK;
+    gr_tl_nvtx *v = realloc(tl->nvtx, (tl->nnvtx + t->nvtx.n) * sizeof(gr_tl_nvtx));
+    if (!v) return nomem(err, t);
+    tl->nvtx = v;
+    int32_t none = add_str(tl, "");
+    if (none < 0) return nomem(err, t);
+    for (size_t i = 0; i < t->nvtx.n; i++) {
+        const gr_tr_nvtx *x = &t->nvtx.v[i];
+        gr_tl_nvtx *r = &tl->nvtx[tl->nnvtx];
+        memset(r, 0, sizeof(*r));
+        r->s = x->s;
+        r->e = x->e;
+        r->tid = x->tid;
+        r->msg = add_str(tl, gr_trace_str(t, x->name));
+        r->dom = add_str(tl, gr_trace_str(t, x->dom));
+        if (r->msg < 0 || r->dom < 0) return nomem(err, t);
+        r->cat = r->variant = none;
+        r->level = -1;
+        r->op = -1;
+        r->prog = (int32_t)i;
+        tl->nnvtx++;
+    }
+    return GR_OK;
 }
 
 /* ---- API nesting: the outermost call each call is inside, per thread ---- */
@@ -473,6 +502,7 @@ gr_status gr_timeline_build(const gr_trace *tr, const char *nvtx_path, int64_t s
         !tl->gpu_proc || !tl->gpu_track || !tl->gpu_lane || !tl->gpu_tag || !tl->gpu_op)
         st = nomem(err, tr);
     if (st == GR_OK && nvtx_path) st = read_nvtx(tl, nvtx_path, err);
+    if (st == GR_OK) st = add_program_nvtx(tl, err);
     if (st == GR_OK) {
         tl->nvtx_proc = malloc((tl->nnvtx + 1) * sizeof(int32_t));
         tl->nvtx_track = malloc((tl->nnvtx + 1) * sizeof(int32_t));
@@ -804,6 +834,22 @@ static void slice_event(writer *w, const gr_timeline *tl, const gr_tl_slice *sl,
     case GR_TL_NVTX: {
         const gr_tl_nvtx *x = &tl->nvtx[sl->rec];
         static const char *const lvl[] = {"phase", "step", "op"};
+        if (x->prog >= 0) {
+            const gr_tr_nvtx *p = &t->nvtx.v[x->prog];
+            const char *msg = gr_tl_str(tl, x->msg);
+            gr_sb_kv_str(b, "name", msg[0] ? msg : "(unnamed NVTX range)");
+            gr_sb_kv_str(b, "cat", "nvtx,program");
+            gr_sb_key(b, "args");
+            gr_sb_raw(b, "{", 1);
+            const char *dom = gr_tl_str(tl, x->dom);
+            gr_sb_kv_str(b, "domain", dom[0] ? dom : "(default)");
+            gr_sb_kv_str(b, "range", p->start_end ? "nvtxRangeStart/End" : "push/pop");
+            if (!p->start_end) gr_sb_kv_i64(b, "depth", p->depth);
+            if (p->open) gr_sb_kv_str(b, "never popped", "ends at the end of the trace");
+            gr_sb_kv_u64(b, "thread", x->tid);
+            gr_sb_raw(b, "}", 1);
+            break;
+        }
         gr_sb_kv_str(b, "name", gr_tl_str(tl, x->msg));
         char cat[96];
         snprintf(cat, sizeof(cat), "nvtx,%s", gr_tl_str(tl, x->cat));

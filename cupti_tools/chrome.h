@@ -3,11 +3,12 @@
  * track: one process per measured run (graphrun's eager and graph regions per variant, or
  * cudaProfilerStart/Stop ranges; records outside them in a process of their own), and in each a
  * track per GPU stream, one per host thread for API calls, one per host thread for NVTX ranges
- * (graphrun's "nvtx" records) and one for the run itself. Tracks are split into lanes so that
- * slices on a lane always nest (overlapping kernels under programmatic dependent launch, say, go
- * to a second lane). Launch calls are tied to the GPU work they launched by correlation id: one
- * flow per kernel, so each node of a graph launch gets its own. Everything is traced: the export
- * says so. The HTML report (html.h) draws from the same model. Uses only core and the trace. */
+ * (graphrun's "nvtx" records and the traced program's own ranges) and one for the run itself.
+ * Tracks are split into lanes so that slices on a lane always nest (overlapping kernels under
+ * programmatic dependent launch, say, go to a second lane). Launch calls are tied to the GPU work
+ * they launched by correlation id: one flow per kernel, so each node of a graph launch gets its
+ * own. Everything is traced: the export says so. The HTML report (html.h) draws from the same
+ * model. Uses only core and the trace. */
 #ifndef GR_CHROME_H
 #define GR_CHROME_H
 
@@ -37,14 +38,16 @@ typedef enum gr_tl_track_kind {
     GR_TL_TRACK_STREAM
 } gr_tl_track_kind;
 
-/* An NVTX range from a trace's "nvtx" records (graphrun writes them while it traces itself). */
+/* An NVTX range: graphrun's own from a trace's "nvtx" records (graphrun writes them while it
+ * traces itself), or the traced program's (trace.h: gr_tr_nvtx, from "nvtx_push"/"nvtx_pop"). */
 typedef struct gr_tl_nvtx {
     int64_t s, e;
     uint32_t tid;
     int32_t msg, cat, variant, dom; /* strings in the timeline's table */
-    int level;                      /* 0 phase, 1 step, 2 op */
+    int level;                      /* 0 phase, 1 step, 2 op; -1 a range of the program */
     int op;                         /* op index (level 2), else -1 */
     int64_t step;                   /* step number in its phase (level 1), else 0 */
+    int32_t prog; /* the program's range: its index in the trace's nvtx, else -1 */
 } gr_tl_nvtx;
 
 typedef struct gr_tl_slice {

@@ -110,6 +110,22 @@ static void print_header(FILE *f, const gr_ls_report *r) {
     if (r->all.incomplete)
         fprintf(f, "note     %zu GPU records without timestamps (CUPTI could not collect them) are counted but not timed\n",
                 r->all.incomplete);
+    if (t->nvtx.n > 0) {
+        fprintf(f, "nvtx     %zu ranges of the program's own NVTX annotation in %zu scopes",
+                t->nvtx.n, r->nnvtx);
+        if (t->has_nvtx_calls)
+            fprintf(f, " (%llu NVTX range calls seen)", (unsigned long long)t->end_nvtx_calls);
+        fprintf(f, "\n");
+        if (r->nvtx_unattributed)
+            fprintf(f,
+                    "note     %zu GPU records have no launching API record: no NVTX range claims "
+                    "them\n",
+                    r->nvtx_unattributed);
+    } else if (t->nvtx_traced && t->has_nvtx_calls && t->end_nvtx_calls == 0) {
+        fprintf(f, "nvtx     recorded, but no NVTX range call reached CUPTI: the program made "
+                   "none, or its NVTX library started before NVTX_INJECTION64_PATH named CUPTI "
+                   "(cupti-launchstat sets it for CMD)\n");
+    }
     fprintf(f, "note     %s\n", gr_ls_inflation_note);
 }
 
@@ -139,16 +155,76 @@ void gr_ls_print_regions(FILE *f, const gr_ls_report *r) {
             r->opts.short_gap_us);
 }
 
+const char *const gr_ls_nvtx_membership =
+    "a record belongs to every NVTX range open on its thread when its API call entered (GPU work: "
+    "its launch call; start/end ranges: on any thread); a range inside one of the same name counts "
+    "once; names are aggregated: \"step 17\" -> \"step #\", PyTorch's \", seq = N\" decorations "
+    "cut";
+
+void gr_ls_print_nvtx(FILE *f, const gr_ls_report *r) {
+    if (r->nnvtx == 0) return;
+    size_t top = (size_t)(r->opts.top > 0 ? r->opts.top : 15);
+    fprintf(
+        f,
+        "\nNVTX ranges of the program (traced; us/step = the instances' host time / steps, steps = "
+        "instances unless --steps; GPU figures per instance, summed)\n");
+    fprintf(f, "  %-34s %7s %7s %11s %9s %10s %10s %7s %7s %10s %8s\n", "range", "inst", "steps",
+            "us/step", "krn/step", "calls/step", "latency us", "busy%", "idle%", "short-gap%",
+            "gap us");
+    for (size_t i = 0; i < r->nnvtx && i < top; i++) {
+        const gr_ls_scope *s = &r->nvtx[i];
+        double st = s->steps > 0 ? (double)s->steps : 0;
+        char name[40], kps[24], cps[24], ups[24], lat[24];
+        size_t nl = strlen(s->name);
+        /* a long name keeps its end, where the range's own part is */
+        if (nl > 34)
+            snprintf(name, sizeof(name), "...%s", s->name + nl - 31);
+        else
+            snprintf(name, sizeof(name), "%s", s->name);
+        snprintf(kps, sizeof(kps), "%s", st > 0 ? N((double)s->kernels / st) : "-");
+        snprintf(cps, sizeof(cps), "%s",
+                 st > 0 ? N((double)(s->launch_calls + s->graph_launch_calls) / st) : "-");
+        snprintf(ups, sizeof(ups), "%s", s->steps > 0 ? N(s->step_us) : "-");
+        snprintf(lat, sizeof(lat), "%s", s->latency_us.n ? N(s->latency_us.median) : "-");
+        fprintf(f, "  %-34s %7zu %7lld %11s %9s %10s %10s %6.1f%% %6.1f%% %9.1f%% %8s\n", name,
+                s->instances, (long long)s->steps, ups, kps, cps, lat,
+                s->gpu_span_us > 0 ? 100.0 * s->busy_us / s->gpu_span_us : 0.0,
+                100.0 * s->idle_frac, 100.0 * s->short_share,
+                s->gap_us.n ? N(s->gap_us.median) : "-");
+    }
+    if (r->nnvtx > top)
+        fprintf(f, "  (%zu more NVTX ranges: --top N shows more, --json has all)\n",
+                r->nnvtx - top);
+    fprintf(f,
+            "  (%s)\n  (calls = kernel launch + graph launch API calls; latency = median kernel "
+            "start - launch call entry; gap = median GPU idle before a kernel on its stream, "
+            "within its instance)\n",
+            gr_ls_nvtx_membership);
+}
+
 static void print_scope(FILE *f, const gr_ls_report *r, const gr_ls_scope *s) {
     const gr_trace *t = r->tr;
     int top = r->opts.top > 0 ? r->opts.top : 15;
-    if (s->is_region) {
+    if (s->is_nvtx) {
+        fprintf(f, "\n== NVTX range \"%s\" (traced): %zu instance%s on %zu thread%s", s->name,
+                s->instances, s->instances == 1 ? "" : "s", s->threads, s->threads == 1 ? "" : "s");
+        if (s->parent_path[0]) fprintf(f, ", inside \"%s\"", s->parent_path);
+        if (s->raw_names > 1) fprintf(f, ", %zu names", s->raw_names);
+        if (s->nested_ranges)
+            fprintf(f, ", %zu more nested in one of the same name", s->nested_ranges);
+        if (s->open_instances) fprintf(f, ", %zu never popped", s->open_instances);
+        fprintf(f, "\n");
+        summary_line(f, "host time per instance", &s->instance_us, "us");
+    } else if (s->is_region) {
         fprintf(f, "\n== region \"%s\"%s (traced)\n", s->name, s->from_profiler ? " (cudaProfilerStart..Stop)" : "");
     } else {
         fprintf(f, "\n== whole trace (traced)\n");
     }
-    fprintf(f, "  %-22s GPU %s us (first start .. last end)", "span", N(s->gpu_span_us));
-    if (s->has_host_span) fprintf(f, "; host %s us (region bounds)", N(s->host_span_us));
+    fprintf(f, "  %-22s GPU %s us (first start .. last end%s)", "span", N(s->gpu_span_us),
+            s->is_nvtx ? ", per instance, summed" : "");
+    if (s->has_host_span)
+        fprintf(f, "; host %s us (%s)", N(s->host_span_us),
+                s->is_nvtx ? "instances" : "region bounds");
     fprintf(f, "\n");
     if (s->steps > 0) {
         fprintf(f, "  %-22s %s us/step traced (%s span / %lld steps, steps from %s)", "step time", N(s->step_us),
@@ -338,6 +414,16 @@ size_t gr_ls_warnings(const gr_ls_report *r, gr_ls_warning *out, size_t max) {
                  s->kernels - s->kernels_with_op, s->kernels);
         }
     }
+    if (t->nvtx_unmatched_pop.n)
+        WARN("%zu NVTX pop%s without a matching push on %s thread and domain (first at line %d): "
+             "ignored. A range pushed before tracing began (before the program initialised CUDA) "
+             "ends this way, and so do more pops than pushes",
+             t->nvtx_unmatched_pop.n, t->nvtx_unmatched_pop.n == 1 ? "" : "s",
+             t->nvtx_unmatched_pop.n == 1 ? "its" : "their", t->nvtx_unmatched_pop.first_line);
+    if (t->nvtx_open.n)
+        WARN("%zu NVTX range%s never popped (first pushed at line %d): analysed up to the end of "
+             "the trace",
+             t->nvtx_open.n, t->nvtx_open.n == 1 ? " was" : "s were", t->nvtx_open.first_line);
 #undef WARN
     return n;
 }
@@ -364,6 +450,7 @@ void gr_ls_print(FILE *f, const gr_ls_report *r) {
         fprintf(f, "\n");
         gr_ls_print_compare(f, la, e[i], lb, g[i]);
     }
+    gr_ls_print_nvtx(f, r);
     if (r->nregions == 0) {
         print_scope(f, r, &r->all);
     } else {
@@ -371,6 +458,14 @@ void gr_ls_print(FILE *f, const gr_ls_report *r) {
         for (size_t i = 0; i < shown; i++) print_scope(f, r, &r->regions[i]);
         if (shown < r->nregions) fprintf(f, "\n(%zu more regions: see --json)\n", r->nregions - shown);
     }
+    /* the largest NVTX ranges in full; the table above has the rest */
+    size_t shown = r->nnvtx < GR_LS_NVTX_DETAILS ? r->nnvtx : GR_LS_NVTX_DETAILS;
+    for (size_t i = 0; i < shown; i++)
+        print_scope(f, r, &r->nvtx[i]);
+    if (shown < r->nnvtx)
+        fprintf(f,
+                "\n(details of %zu more NVTX ranges: --json, or --region NAME --compare OTHER)\n",
+                r->nnvtx - shown);
 }
 
 void gr_ls_print_compare(FILE *f, const char *label_a, const gr_ls_scope *a, const char *label_b,
@@ -531,6 +626,16 @@ static json_t *scope_json(const gr_ls_report *r, const gr_ls_scope *s) {
                                              o->total_us, "duration_us", sum_json(&o->dur_us)));
     }
     json_object_set_new(j, "ops", ops);
+    if (s->is_nvtx)
+        json_object_set_new(j, "nvtx",
+                            json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:i, s:f, s:o}",
+                                      "key", s->key, "domain", s->domain, "inside", s->parent_path,
+                                      "instances", (json_int_t)s->instances, "nested_ranges",
+                                      (json_int_t)s->nested_ranges, "never_popped",
+                                      (json_int_t)s->open_instances, "names",
+                                      (json_int_t)s->raw_names, "threads", (json_int_t)s->threads,
+                                      "depth", s->depth, "host_us", s->host_span_us, "instance_us",
+                                      sum_json(&s->instance_us)));
     return j;
 }
 
@@ -586,6 +691,21 @@ void *gr_ls_json(const gr_ls_report *r) {
     json_t *regs = json_array();
     for (size_t i = 0; i < r->nregions; i++) json_array_append_new(regs, scope_json(r, &r->regions[i]));
     json_object_set_new(root, "regions", regs);
+    json_t *nv = json_array();
+    for (size_t i = 0; i < r->nnvtx; i++)
+        json_array_append_new(nv, scope_json(r, &r->nvtx[i]));
+    json_object_set_new(root, "nvtx_ranges", nv);
+    json_object_set_new(
+        root, "nvtx",
+        json_pack("{s:b, s:o, s:I, s:I, s:{s:I, s:i}, s:{s:I, s:i}, s:I, s:s}", "traced",
+                  t->nvtx_traced, "calls_seen",
+                  t->has_nvtx_calls ? json_integer((json_int_t)t->end_nvtx_calls) : json_null(),
+                  "ranges", (json_int_t)t->nvtx.n, "scopes", (json_int_t)r->nnvtx, "unmatched_pops",
+                  "count", (json_int_t)t->nvtx_unmatched_pop.n, "first_line",
+                  t->nvtx_unmatched_pop.first_line, "never_popped", "count",
+                  (json_int_t)t->nvtx_open.n, "first_line", t->nvtx_open.first_line,
+                  "unattributed_gpu_records", (json_int_t)r->nvtx_unattributed, "membership",
+                  gr_ls_nvtx_membership));
     const gr_ls_scope *e[32], *g[32];
     size_t np = gr_ls_mode_pairs(r, e, g, 32);
     json_t *cmp = json_array();

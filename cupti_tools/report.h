@@ -15,11 +15,17 @@ extern "C" {
 /* One line on what tracing does to the numbers, printed at the top of every traced report. */
 extern const char *const gr_ls_inflation_note;
 
-/* Full text report: header, region table, then per scope (each region, or the whole trace when
- * there are no regions) API calls, kernel launches, streams, kernel names, graph launches, ops. */
+/* Full text report: header, region table, NVTX range table, then per scope (each region, or the
+ * whole trace when there are no regions, then the largest NVTX ranges) API calls, kernel
+ * launches, streams, kernel names, graph launches, ops. */
 void gr_ls_print(FILE *f, const gr_ls_report *r);
 /* Just the region table (graphrun --trace prints this one). */
 void gr_ls_print_regions(FILE *f, const gr_ls_report *r);
+/* The table of the program's NVTX range scopes (the first opts.top, then "N more"); gr_ls_print
+ * adds the full sections of the GR_LS_NVTX_DETAILS largest. The membership rule, in words. */
+void gr_ls_print_nvtx(FILE *f, const gr_ls_report *r);
+#define GR_LS_NVTX_DETAILS 4
+extern const char *const gr_ls_nvtx_membership;
 /* Records the reader excluded (end before start, times outside the trace's span), and what the
  * trace failed to record that leaves numbers missing: no API records at all (launch
  * calls, launch host time and latency unknown; eager kernels unmapped to ops), fewer launch API
