@@ -9,13 +9,16 @@
 #include <cuda.h>
 #include <cupti.h>
 #include <dlfcn.h>
+#include <generated_nvtx_meta.h> /* the NVTX calls' parameters (cupti.h brings the ids) */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "core/cuda_check.h" /* GR_TRY */
 #include "cupti_tools/cupti_check.h"
@@ -54,11 +57,17 @@ typedef struct api_frame {
     uint32_t corr;
 } api_frame;
 
+#define NVTX_DOMS 8 /* domains whose push depth a thread keeps */
+
 typedef struct tls_state {
     int depth;
     api_frame f[API_STACK];
     int ntag;
     uint64_t tags[TAG_STACK];
+    /* NVTX push/pop depth per domain on this thread (written into "nvtx_push" records) */
+    const void *nvtx_dom[NVTX_DOMS];
+    int nvtx_depth[NVTX_DOMS];
+    int nnvtx_dom;
 } tls_state;
 
 static _Thread_local tls_state tls;
@@ -99,6 +108,9 @@ static struct {
     listener listeners[MAX_LISTENERS];
     atomic_int nlisteners;
     char error[1024]; /* why tracing could not start, for the end record */
+    atomic_int nvtx_on;   /* NVTX callbacks enabled and recorded (now) */
+    int nvtx_traced;      /* they were, in this trace (the header's "nvtx") */
+    atomic_ullong n_nvtx; /* NVTX range calls recorded */
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 void gr_cupti_config_default(gr_cupti_config *c) {
@@ -254,6 +266,10 @@ static void header_cb(void *user, gr_sbuf *b) {
     gr_sb_key(b, "latency");
     gr_sb_cstr(b, g.cfg.latency ? "true" : "false");
     gr_sb_kv_i64(b, "steps", g.cfg.steps);
+    if (g.nvtx_traced) {
+        gr_sb_key(b, "nvtx");
+        gr_sb_cstr(b, "true");
+    }
     gr_sb_kv_str(b, "kinds", g.kinds);
     gr_sb_kv_str(b, "apis", g.apis);
     gr_sb_raw(b, "}\n", 2);
@@ -334,6 +350,7 @@ static void end_cb(void *user, const gr_writer_stats *st, gr_sbuf *b) {
     gr_sb_kv_u64(b, "refused", st->refused);
     gr_sb_kv_u64(b, "write_errors", st->write_errors);
     gr_sb_kv_u64(b, "callback_errors", (uint64_t)atomic_load(&g.cb_errors));
+    if (g.cfg.nvtx) gr_sb_kv_u64(b, "nvtx_calls", (uint64_t)atomic_load(&g.n_nvtx));
     if (e->end_rel >= 0) gr_sb_kv_i64(b, "e", e->end_rel);
     gr_sb_kv_str(b, "reason", e->reason ? e->reason : "");
     if (e->error && e->error[0]) gr_sb_kv_str(b, "error", e->error);
@@ -457,8 +474,233 @@ static void on_graph_node(const CUpti_ResourceData *rd, int cloned) {
     gr_sb_free(&b);
 }
 
+/* ---- the program's NVTX ranges ----
+ * Why callbacks (CUPTI_CB_DOMAIN_NVTX) and not CUPTI_ACTIVITY_KIND_MARKER records: the callback
+ * runs on the calling thread inside the NVTX call, so each record gets the system thread id the
+ * API records carry (gettid, as cuptiSetThreadIdType(SYSTEM) gives them) and a timestamp on the
+ * same CUPTI clock, in call order, with the per-thread per-domain depth known then; marker
+ * records arrive later in activity buffers, start and end apart, to be paired by id, and CUPTI
+ * needs the NVTX callback domain subscribed for them anyway (its cupti_nvtx sample does both).
+ * Costs per call: a timestamp, a gettid and one side line for the writer. */
+
+/* Domain handles and registered strings to their names: few, written once, read from any thread
+ * (published by the count, never changed after). */
+#define NVTX_NAMES 512
+typedef struct nvtx_name {
+    const void *h;
+    char s[128];
+} nvtx_name;
+static nvtx_name nv_doms[NVTX_NAMES], nv_strs[NVTX_NAMES];
+static atomic_int nv_ndoms, nv_nstrs;
+static pthread_mutex_t nv_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void nvtx_wide(const wchar_t *w, char *out, size_t size) {
+    size_t o = 0;
+    for (; w && *w && o + 1 < size; w++)
+        out[o++] = *w > 0 && *w < 0x80 ? (char)*w : '?';
+    out[o] = '\0';
+}
+
+/* the name of handle `h` in `tab`, "" when unknown */
+static const char *nvtx_lookup(nvtx_name *tab, atomic_int *n, const void *h) {
+    int k = atomic_load(n);
+    for (int i = 0; i < k; i++)
+        if (tab[i].h == h) return tab[i].s;
+    return "";
+}
+
+static void nvtx_remember(nvtx_name *tab, atomic_int *n, const void *h, const char *s) {
+    if (!h) return;
+    pthread_mutex_lock(&nv_mu);
+    int k = atomic_load(n);
+    int known = 0;
+    for (int i = 0; i < k && !known; i++)
+        known = tab[i].h == h;
+    if (!known && k < NVTX_NAMES) {
+        tab[k].h = h;
+        snprintf(tab[k].s, sizeof(tab[k].s), "%s", s);
+        atomic_store(n, k + 1);
+    }
+    pthread_mutex_unlock(&nv_mu);
+}
+
+/* A domain created before tracing started (or past the table) still gets a stable name. */
+static const char *nvtx_domain(const void *h, char *buf, size_t size) {
+    if (!h) return "";
+    const char *s = nvtx_lookup(nv_doms, &nv_ndoms, h);
+    if (s[0]) return s;
+    snprintf(buf, size, "domain %p", h);
+    return buf;
+}
+
+static const char *nvtx_message(const nvtxEventAttributes_t *a, char *buf, size_t size) {
+    if (!a) return "";
+    switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII:
+        return a->message.ascii ? a->message.ascii : "";
+    case NVTX_MESSAGE_TYPE_UNICODE:
+        nvtx_wide(a->message.unicode, buf, size);
+        return buf;
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+        return nvtx_lookup(nv_strs, &nv_nstrs, (const void *)a->message.registered);
+    default:
+        return "";
+    }
+}
+
+/* this thread's push depth in domain `dom` (created on first use; past NVTX_DOMS: none kept) */
+static int *nvtx_depth(const void *dom) {
+    for (int i = 0; i < tls.nnvtx_dom; i++)
+        if (tls.nvtx_dom[i] == dom) return &tls.nvtx_depth[i];
+    if (tls.nnvtx_dom == NVTX_DOMS) return NULL;
+    tls.nvtx_dom[tls.nnvtx_dom] = dom;
+    tls.nvtx_depth[tls.nnvtx_dom] = 0;
+    return &tls.nvtx_depth[tls.nnvtx_dom++];
+}
+
+static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d) {
+    const void *p = d ? d->functionParams : NULL;
+    const void *ret = d ? d->functionReturnValue : NULL;
+    const void *dom = NULL;
+    const char *msg = NULL;
+    char wbuf[256];
+    int push = 0, has_id = 0;
+    uint64_t id = 0;
+    /* nvtxRangePop has no parameters; every other case reads them */
+    if (!p && cbid != CUPTI_CBID_NVTX_nvtxRangePop) return;
+    switch (cbid) {
+    case CUPTI_CBID_NVTX_nvtxDomainCreateA:
+        if (ret)
+            nvtx_remember(nv_doms, &nv_ndoms, *(const nvtxDomainHandle_t *)ret,
+                          ((const nvtxDomainCreateA_params *)p)->name);
+        return;
+    case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA:
+        if (ret)
+            nvtx_remember(nv_strs, &nv_nstrs, *(const nvtxStringHandle_t *)ret,
+                          ((const nvtxDomainRegisterStringA_params *)p)->string);
+        return;
+    case CUPTI_CBID_NVTX_nvtxDomainRegisterStringW:
+        /* CUPTI's header types the wide string as char * */
+        nvtx_wide(
+            (const wchar_t *)(const void *)((const nvtxDomainRegisterStringW_params *)p)->string,
+            wbuf, sizeof(wbuf));
+        if (ret) nvtx_remember(nv_strs, &nv_nstrs, *(const nvtxStringHandle_t *)ret, wbuf);
+        return;
+    case CUPTI_CBID_NVTX_nvtxRangePushA:
+        push = 1;
+        msg = ((const nvtxRangePushA_params *)p)->message;
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangePushW:
+        push = 1;
+        nvtx_wide(((const nvtxRangePushW_params *)p)->message, wbuf, sizeof(wbuf));
+        msg = wbuf;
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangePushEx:
+        push = 1;
+        msg = nvtx_message(((const nvtxRangePushEx_params *)p)->eventAttrib, wbuf, sizeof(wbuf));
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
+        push = 1;
+        dom = ((const nvtxDomainRangePushEx_params *)p)->domain;
+        msg = nvtx_message(((const nvtxDomainRangePushEx_params *)p)->core.eventAttrib, wbuf,
+                           sizeof(wbuf));
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangePop:
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+        dom = ((const nvtxDomainRangePop_params *)p)->domain;
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartA:
+        push = has_id = 1;
+        msg = ((const nvtxRangeStartA_params *)p)->message;
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartW:
+        push = has_id = 1;
+        nvtx_wide(((const nvtxRangeStartW_params *)p)->message, wbuf, sizeof(wbuf));
+        msg = wbuf;
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+        push = has_id = 1;
+        msg = nvtx_message(((const nvtxRangeStartEx_params *)p)->eventAttrib, wbuf, sizeof(wbuf));
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
+        push = has_id = 1;
+        dom = ((const nvtxDomainRangeStartEx_params *)p)->domain;
+        msg = nvtx_message(((const nvtxDomainRangeStartEx_params *)p)->core.eventAttrib, wbuf,
+                           sizeof(wbuf));
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangeEnd:
+        has_id = 1;
+        id = ((const nvtxRangeEnd_params *)p)->id;
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
+        has_id = 1;
+        dom = ((const nvtxDomainRangeEnd_params *)p)->domain;
+        id = ((const nvtxDomainRangeEnd_params *)p)->core.id;
+        break;
+    default:
+        return;
+    }
+    if (!atomic_load(&g.nvtx_on)) return;
+    if (push && has_id) {
+        if (!ret) return; /* no id: its end could not be paired */
+        id = *(const nvtxRangeId_t *)ret;
+    }
+    int64_t now = rel_now();
+    char dbuf[48];
+    const char *dname = nvtx_domain(dom, dbuf, sizeof(dbuf));
+    int *depth = has_id ? NULL : nvtx_depth(dom);
+    int level = -1;
+    if (push && depth)
+        level = (*depth)++;
+    else if (!push && depth && *depth > 0)
+        (*depth)--;
+    gr_sbuf b;
+    gr_sb_init(&b);
+    gr_fmt_nvtx(&b, push, now, (uint32_t)syscall(SYS_gettid), dname, has_id, id, msg, level);
+    emit(&b);
+    gr_sb_free(&b);
+    atomic_fetch_add(&g.n_nvtx, 1);
+}
+
+/* The NVTX calls the trace records; CUPTI_CBID_NVTX_* of cupti_nvtx_cbid.h. */
+static const CUpti_CallbackId nvtx_cbids[] = {
+    CUPTI_CBID_NVTX_nvtxDomainCreateA, /* (a domain created with nvtxDomainCreateW goes by its
+                                          address) */
+    CUPTI_CBID_NVTX_nvtxDomainRegisterStringA,
+    CUPTI_CBID_NVTX_nvtxDomainRegisterStringW,
+    CUPTI_CBID_NVTX_nvtxRangePushA,
+    CUPTI_CBID_NVTX_nvtxRangePushW,
+    CUPTI_CBID_NVTX_nvtxRangePushEx,
+    CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
+    CUPTI_CBID_NVTX_nvtxRangePop,
+    CUPTI_CBID_NVTX_nvtxDomainRangePop,
+    CUPTI_CBID_NVTX_nvtxRangeStartA,
+    CUPTI_CBID_NVTX_nvtxRangeStartW,
+    CUPTI_CBID_NVTX_nvtxRangeStartEx,
+    CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
+    CUPTI_CBID_NVTX_nvtxRangeEnd,
+    CUPTI_CBID_NVTX_nvtxDomainRangeEnd};
+
+/* Optional: without NVTX callbacks the trace is complete, it only lacks the program's ranges
+ * (the header then has no "nvtx": true). */
+static void enable_nvtx(void) {
+    size_t n = sizeof(nvtx_cbids) / sizeof(nvtx_cbids[0]), ok = 0;
+    for (size_t i = 0; i < n; i++)
+        ok += cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_NVTX, nvtx_cbids[i]) == CUPTI_SUCCESS;
+    pthread_mutex_lock(&g.mu);
+    g.nvtx_traced = ok == n;
+    pthread_mutex_unlock(&g.mu);
+    atomic_store(&g.nvtx_on, ok == n);
+    if (ok != n) cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_NVTX);
+}
+
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data) {
     (void)ud;
+    if (dom == CUPTI_CB_DOMAIN_NVTX) {
+        on_nvtx(cbid, data);
+        return;
+    }
     if (dom == CUPTI_CB_DOMAIN_RUNTIME_API || dom == CUPTI_CB_DOMAIN_DRIVER_API) {
         const CUpti_CallbackData *cb = data;
         int enter = cb->callbackSite == CUPTI_API_ENTER;
@@ -753,6 +995,7 @@ static gr_status enable_everything(gr_error *err) {
     GR_CUPTI(cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED), err);
     GR_CUPTI(cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED), err);
     GR_CUPTI(cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED), err);
+    if (g.cfg.nvtx) enable_nvtx();
     return GR_OK;
 }
 
@@ -772,7 +1015,9 @@ static void disable_everything(void) {
         cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
         cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_DRIVER_API);
         cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_RESOURCE);
+        if (atomic_load(&g.nvtx_on)) cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_NVTX);
     }
+    atomic_store(&g.nvtx_on, 0);
 }
 
 gr_status gr_cupti_start(const gr_cupti_config *c, gr_error *err) {
@@ -810,6 +1055,9 @@ gr_status gr_cupti_start(const gr_cupti_config *c, gr_error *err) {
     atomic_store(&g.launch_seen, 0);
     atomic_store(&g.completed, 0);
     atomic_store(&g.stale_dropped, 0);
+    atomic_store(&g.n_nvtx, 0);
+    atomic_store(&g.nvtx_on, 0);
+    g.nvtx_traced = 0;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     g.start_unix_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;

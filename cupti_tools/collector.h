@@ -19,6 +19,10 @@
  *     sees every API callback the collector receives, and can widen the set of APIs it receives
  *     (gr_cupti_watch_api), without a second subscription (CUPTI allows only one)
  *
+ * NVTX (config.nvtx, the injection): the traced program's range pushes and pops, and range
+ * starts and ends, become "nvtx_push"/"nvtx_pop" records with the thread, the domain and the
+ * host time on CUPTI's clock; the reader pairs them into ranges.
+ *
  * Op tags (graphrun): gr_cupti_tag_push/pop around each op push a CUPTI external correlation id,
  * so eager kernels map to ops through "ext" records, and graph nodes created meanwhile carry the
  * tag in their "node" record.
@@ -47,6 +51,9 @@ typedef struct gr_cupti_config {
     int driver_api;         /* driver-API records too (default 1) */
     int memcpy;             /* memcpy/memset activity and API records (default 1) */
     int tags;               /* op tags through external correlation (in-process graphrun) */
+    int nvtx;               /* the program's NVTX ranges as "nvtx_push"/"nvtx_pop" records (NVTX
+                               callbacks: CUPTI gets NVTX calls only when NVTX_INJECTION64_PATH
+                               names libcupti, or the injection library, which hands them on) */
     size_t buffer_bytes;    /* activity buffer size (default 8 MiB) */
     int max_buffers;        /* at most this many buffers in memory (default 32) */
     int wait_ms;            /* how long a buffer request waits for the writer (default 60000) */

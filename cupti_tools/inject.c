@@ -17,8 +17,16 @@
  *   GR_LAUNCHSTAT_BUFFER_MB, GR_LAUNCHSTAT_MAX_BUFFERS   activity buffer size and count bound
  *   GR_LAUNCHSTAT_QUIET=1      no message on stderr when tracing cannot start
  *   GR_LAUNCHSTAT_CAPCHECK=1   capture checking instead of tracing (capcheck.h): the file gets
- *                              the API calls made while streams capture; NVTX_INJECTION64_PATH
- *                              is pointed at libcupti (when unset) so findings name NVTX ranges */
+ *                              the API calls made while streams capture
+ *
+ * NVTX reaches CUPTI only through the tool NVTX_INJECTION64_PATH names, loaded at the program's
+ * first NVTX call. cupti-launchstat names this library before the program starts, so NVTX
+ * reaches CUPTI even when the program's first NVTX call comes before CUDA initialises (ranges
+ * pushed before this file's InitializeInjection subscribes are still not seen: their pops show
+ * as unmatched): InitializeInjectionNvtx2 below hands NVTX to libcupti, as
+ * NVTX_INJECTION64_PATH=libcupti.so would. When it is unset here, it is pointed at libcupti,
+ * which works if the program has made no NVTX call yet. Set but empty, no NVTX tool is
+ * attached (NVTX finds no entry point in "") and the trace has no NVTX ranges: --no-nvtx. */
 #define _GNU_SOURCE /* dladdr: where libcupti is, for NVTX_INJECTION64_PATH */
 #include <errno.h>
 #include <fcntl.h>
@@ -126,17 +134,47 @@ static void install_signal_handlers(void) {
     }
 }
 
+/* The libcupti this library was linked with (its path, for NVTX_INJECTION64_PATH). */
+static const char *cupti_path(void) {
+    CUptiResult (*fn)(uint32_t *) = cuptiGetVersion;
+    void *addr = NULL;
+    memcpy(&addr, &fn, sizeof(addr));
+    Dl_info di;
+    return dladdr(addr, &di) && di.dli_fname ? di.dli_fname : NULL;
+}
+
+/* CUPTI is the NVTX injection that turns NVTX calls into callbacks */
+static void nvtx_to_cupti(void) {
+    const char *p = getenv("NVTX_INJECTION64_PATH");
+    if (p && p[0]) return;
+    if ((p = cupti_path()) != NULL) setenv("NVTX_INJECTION64_PATH", p, 0);
+}
+
+/* NVTX_INJECTION64_PATH naming this library: NVTX's entry points, handed to libcupti's. */
+typedef int (*nvtx_init_fn)(void *);
+static int to_cupti(const char *sym, void *arg) {
+    const char *p = cupti_path();
+    void *h = p ? dlopen(p, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    void *f = h ? dlsym(h, sym) : NULL;
+    nvtx_init_fn fn = NULL;
+    memcpy(&fn, &f, sizeof(fn));
+    int rc = fn ? fn(arg) : 0; /* 0: NVTX then runs without a tool */
+    if (h) dlclose(h);         /* NOLOAD took a reference; libcupti stays, we link it */
+    return rc;
+}
+
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(void *get_export_table) {
+    return to_cupti("InitializeInjectionNvtx2", get_export_table);
+}
+
+__attribute__((visibility("default"))) int InitializeInjectionNvtxExtension(void *module_info) {
+    return to_cupti("InitializeInjectionNvtxExtension", module_info);
+}
+
 /* Capture checking for the program's life: the recording streams to `path`. */
 static int start_capcheck(const char *path) {
     capcheck_mode = 1;
-    if (!getenv("NVTX_INJECTION64_PATH")) {
-        /* CUPTI is the NVTX injection that turns NVTX calls into callbacks */
-        CUptiResult (*fn)(uint32_t *) = cuptiGetVersion;
-        void *addr = NULL;
-        memcpy(&addr, &fn, sizeof(addr));
-        Dl_info di;
-        if (dladdr(addr, &di) && di.dli_fname) setenv("NVTX_INJECTION64_PATH", di.dli_fname, 0);
-    }
+    nvtx_to_cupti();
     gr_capcheck_opts o;
     memset(&o, 0, sizeof(o));
     o.nvtx = 1;
@@ -184,6 +222,9 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
     c.latency = env_long("GR_LAUNCHSTAT_LATENCY", 0) != 0;
     c.driver_api = env_long("GR_LAUNCHSTAT_DRIVER", 1) != 0;
     c.memcpy = env_long("GR_LAUNCHSTAT_MEMCPY", 1) != 0;
+    const char *nvtx_tool = getenv("NVTX_INJECTION64_PATH");
+    c.nvtx = !nvtx_tool || nvtx_tool[0]; /* "": no NVTX tool wanted (cupti-launchstat --no-nvtx) */
+    if (c.nvtx) nvtx_to_cupti();
     long mb = env_long("GR_LAUNCHSTAT_BUFFER_MB", 8);
     c.buffer_bytes = (size_t)(mb > 0 && mb <= 1024 ? mb : 8) << 20;
     c.max_buffers = (int)env_long("GR_LAUNCHSTAT_MAX_BUFFERS", 32);

@@ -38,10 +38,11 @@ static const char *usage_main =
     "       cupti-launchstat report TRACE [options]       analyse a recorded trace (no GPU needed)\n"
     "\n"
     "CMD runs with CUPTI activity tracing injected through CUDA_INJECTION64_PATH (as Nsight Systems\n"
-    "does): kernels, memcpy/memset, and API records for launches, graph launches, copies, syncs\n"
-    "and cudaProfilerStart/Stop. The trace (JSON lines, cupti_tools/README.md) is flushed when CMD\n"
-    "exits, also on exit() from any thread and on SIGINT/SIGTERM. All reported times are traced:\n"
-    "tracing inflates launch costs several-fold; time your program untraced.\n"
+    "does): kernels, memcpy/memset, API records for launches, graph launches, copies, syncs and\n"
+    "cudaProfilerStart/Stop, and CMD's own NVTX ranges (through NVTX_INJECTION64_PATH). The trace\n"
+    "(JSON lines, cupti_tools/README.md) is flushed when CMD exits, also on exit() from any thread\n"
+    "and on SIGINT/SIGTERM. All reported times are traced: tracing inflates launch costs\n"
+    "several-fold; time your program untraced.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE      trace file (default launchstat.jsonl); CUDA processes CMD starts\n"
@@ -51,6 +52,8 @@ static const char *usage_main =
     "  --latency              also collect queued/submitted timestamps per kernel\n"
     "  --no-driver            no driver-API records (less overhead for runtime-API programs)\n"
     "  --no-memcpy            no memcpy/memset records\n"
+    "  --no-nvtx              not CMD's NVTX ranges (torch.cuda.nvtx.range, record_function under\n"
+    "                         emit_nvtx, nvtxRangePush/Pop, nvtxRangeStart/End)\n"
     "  --buffer-mb N          CUPTI activity buffer size (default 8)\n"
     "  --max-buffers N        buffers in memory at most (default 32); the traced program waits\n"
     "                         for the writer rather than losing records\n"
@@ -65,7 +68,9 @@ static const char *usage_main =
     "                         escaped one (CMD's own code when it failed)\n"
     "\n"
     "Regions: cudaProfilerStart/Stop (torch.cuda.profiler.start/stop) delimit the measured part;\n"
-    "the report then covers each such range separately.\n"
+    "the report then covers each such range separately. Each NVTX range name of CMD is a scope of\n"
+    "its own too (\"step 17\" counts as an instance of \"step #\"): launches, latency, gaps, busy\n"
+    "and idle per instance; a record belongs to every range open on its thread.\n"
     "\n"
     "exit codes: CMD's exit code when it failed (128+N when killed by signal N); otherwise\n"
     "            0 ok, 1 tracing failed, 2 bad usage or trace, 3 no CUDA device\n"
@@ -79,23 +84,23 @@ static const char *usage_report =
     "usage: cupti-launchstat report TRACE [options]\n"
     "\n"
     "Reads a trace written by cupti-launchstat or `graphrun run --trace` and prints, per region\n"
-    "(graphrun's eager/graph runs, or cudaProfilerStart/Stop ranges) or for the whole trace: API\n"
-    "calls and their host time, launch latency, GPU idle gaps, busy vs span, kernels by name,\n"
-    "graph launches (node gaps, nodes mapped to the API call and op that created them), workload\n"
-    "ops, CUPTI overhead and dropped records. Needs no GPU. A damaged or cut trace is an error\n"
-    "naming the line.\n"
+    "(graphrun's eager/graph runs, or cudaProfilerStart/Stop ranges), per NVTX range name of the\n"
+    "traced program, or for the whole trace: API calls and their host time, launch latency, GPU\n"
+    "idle gaps, busy vs span, kernels by name, graph launches (node gaps, nodes mapped to the API\n"
+    "call and op that created them), workload ops, CUPTI overhead and dropped records. Needs no\n"
+    "GPU. A damaged or cut trace is an error naming the line.\n"
     "\n"
     "options:\n"
     "  --json FILE|-          the report as JSON (schema_version 1)\n"
     "  --compare OTHER        side by side with another trace: per-step time, launches, gaps,\n"
     "                         idle fraction, and (this - other) per kernel\n"
-    "  --region NAME          the region of TRACE to compare (default: its only region, or the\n"
-    "                         whole trace)\n"
-    "  --compare-region NAME  the region of OTHER to compare\n"
+    "  --region NAME          the region or NVTX range of TRACE to compare (default: its only\n"
+    "                         region, or the whole trace)\n"
+    "  --compare-region NAME  the region or NVTX range of OTHER to compare\n"
     "  --steps N              steps the traced program ran (when the trace does not say)\n"
     "  --partial              read a trace without its end record (program killed)\n"
     "  --short-gap-us X       idle holes shorter than X us count as launch-bound (default 10)\n"
-    "  --top N                rows per table (default 15)\n"
+"  --top N                rows per table and NVTX ranges listed (default 15)\n"
     "  --chrome FILE          the timeline as Chrome Trace Event JSON (ui.perfetto.dev,\n"
     "                         chrome://tracing): a process per run, a track per stream and per\n"
     "                         host thread, launch-to-kernel flows, kernel args (docs/timelines.md)\n"
@@ -120,7 +125,7 @@ static const char *usage_report =
 typedef struct opts {
     const char *out, *json, *compare, *region, *compare_region;
     long steps, buffer_mb, max_buffers;
-    int latency, no_driver, no_memcpy, no_report, partial;
+    int latency, no_driver, no_memcpy, no_nvtx, no_report, partial;
     gr_ls_opts ls;
     char **cmd;
     int ncmd;
@@ -186,7 +191,8 @@ static int parse(int argc, char **argv, int first, int run, opts *o) {
                                                 "--chrome",     "--html",          "--predict",
                                                 "--no-predict", "--graph-node-us", "--graph-launch-us",
                                                 NULL};
-            static const char *trace_only[] = {"--steps", "--latency", "--no-driver", "--no-memcpy", "--buffer-mb",
+            static const char *trace_only[] = {"--steps", "--latency", "--no-driver", "--no-memcpy", "--no-nvtx",
+                                               "--buffer-mb",
                                                "--max-buffers", "--no-report", "--top", "--short-gap-us",
                                                "--chrome", "--html", "--predict", "--no-predict",
                                                "--graph-node-us", "--graph-launch-us", NULL};
@@ -219,6 +225,7 @@ static int parse(int argc, char **argv, int first, int run, opts *o) {
         } else if (run && !strcmp(name, "--latency")) o->latency = 1;
         else if (run && !strcmp(name, "--no-driver")) o->no_driver = 1;
         else if (run && !strcmp(name, "--no-memcpy")) o->no_memcpy = 1;
+        else if (run && !strcmp(name, "--no-nvtx")) o->no_nvtx = 1;
         else if (run && !strcmp(name, "--no-report")) o->no_report = 1;
         else if (run && !strcmp(name, "--capture-check")) o->capture_check = 1;
         else if (!run && !strcmp(name, "--compare")) o->compare = val;
@@ -516,8 +523,10 @@ static int report(const opts *o, const char *trace_path, int partial, json_t *ex
     gr_ls_print(f, r);
     if (a && b) {
         char la[300], lb[300];
-        snprintf(la, sizeof(la), "%s%s%s", trace_path, a->is_region ? ":" : "", a->is_region ? a->name : "");
-        snprintf(lb, sizeof(lb), "%s%s%s", o->compare, b->is_region ? ":" : "", b->is_region ? b->name : "");
+        snprintf(la, sizeof(la), "%s%s%s", trace_path, a->is_region || a->is_nvtx ? ":" : "",
+                 a->is_region || a->is_nvtx ? a->name : "");
+        snprintf(lb, sizeof(lb), "%s%s%s", o->compare, b->is_region || b->is_nvtx ? ":" : "",
+                 b->is_region || b->is_nvtx ? b->name : "");
         fprintf(f, "\n");
         gr_ls_print_compare(f, la, a, lb, b);
     }
@@ -531,10 +540,12 @@ static int report(const opts *o, const char *trace_path, int partial, json_t *ex
         }
         if (a && b && b->graph_kernels > 0 && pred->n > 0) {
             gr_pred_scope *ps = NULL;
-            if (r->nregions == 0) ps = &pred->scopes[0];
-            else if (a != &r->all) ps = &pred->scopes[a - r->regions];
+            if (r->nregions == 0 && a == &r->all) ps = &pred->scopes[0];
+            for (size_t i = 0; i < r->nregions; i++) /* an NVTX range is not predicted */
+                if (a == &r->regions[i]) ps = &pred->scopes[i];
             char lb[300];
-            snprintf(lb, sizeof(lb), "%s%s%s", o->compare, b->is_region ? ":" : "", b->is_region ? b->name : "");
+            snprintf(lb, sizeof(lb), "%s%s%s", o->compare, b->is_region || b->is_nvtx ? ":" : "",
+                     b->is_region || b->is_nvtx ? b->name : "");
             if (ps) gr_pred_set_truth(ps, b, lb);
         }
         fprintf(f, "\n");
@@ -730,6 +741,14 @@ static int cmd_run(opts *o) {
     if (gr_cupti_other_client(inj, other, sizeof(other))) /* before CMD runs, not after */
         fprintf(stderr, "cupti-launchstat: warning: %s (for CMD, CUDA_INJECTION64_PATH is ours)\n",
                 other);
+    /* NVTX hands CMD's ranges to the one tool NVTX_INJECTION64_PATH names, at CMD's first NVTX
+     * call: ours (which hands them to CUPTI), unless another tool was named */
+    const char *nvtx_tool = getenv("NVTX_INJECTION64_PATH");
+    int nvtx_ours = !(nvtx_tool && nvtx_tool[0]);
+    if (!o->no_nvtx && !nvtx_ours && strcmp(nvtx_tool, inj) != 0 && !strstr(nvtx_tool, "libcupti"))
+        fprintf(stderr, "cupti-launchstat: warning: NVTX_INJECTION64_PATH=%.300s names another NVTX tool: "
+                        "CMD's NVTX ranges go there, not into the trace (unset it, or --no-nvtx)\n",
+                nvtx_tool);
     time_t started = time(NULL) - 1;
     fflush(stdout);
     fflush(stderr);
@@ -756,6 +775,8 @@ static int cmd_run(opts *o) {
         setenv("GR_LAUNCHSTAT_LATENCY", o->latency ? "1" : "0", 1);
         setenv("GR_LAUNCHSTAT_DRIVER", o->no_driver ? "0" : "1", 1);
         setenv("GR_LAUNCHSTAT_MEMCPY", o->no_memcpy ? "0" : "1", 1);
+        /* ours, or "" for no NVTX tool at all (the injection then records no ranges) */
+        if (nvtx_ours) setenv("NVTX_INJECTION64_PATH", o->no_nvtx ? "" : inj, 1);
         snprintf(num, sizeof(num), "%ld", o->buffer_mb > 0 ? o->buffer_mb : 8);
         setenv("GR_LAUNCHSTAT_BUFFER_MB", num, 1);
         snprintf(num, sizeof(num), "%ld", o->max_buffers > 0 ? o->max_buffers : 32);
