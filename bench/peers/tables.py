@@ -194,6 +194,9 @@ def torch_rows(d):
         r = load(p)
         if isinstance(r, dict) and r.get("tool") == "torch_peers":
             for row in r.get("rows", []):
+                if "case" not in row:  # files from before the case key
+                    row["case"] = (f"pointwise_n{row['n']}" if "n" in row else
+                                   f"launch_bound_tiny_K{row['k']}" if "k" in row else "")
                 rows.append({**row, "_file": os.path.basename(p)})
     return rows
 

@@ -21,8 +21,9 @@ w_norm), gate and up projections with LoRA, silu(g) * u, the down projection wit
 residual; weights [out, in] like torch.nn.Linear; fp32 accumulation (cuBLAS). Sizes: the default
 (bf16 L16 d2048 f8192 r16 alpha32 B1) and fp32 L8 d1024 f4096 r16 B4 (issue #26's second size).
 dlrm_small: workloads/dlrm_small.json (docs/dlrm_small.md) at B = 128 and 2048: bottom MLP
-13-512-256-64-16 (ReLU), 26 tables of min(card_t, rows_cap = 1e6) rows x 16 pooled by sum,
-pairwise dots of the 27 vectors (strict lower triangle, row by row), top MLP 367-512-256-1
+13-512-256-64-16 (ReLU), 26 tables of min(card_t, rows_cap = 1e6) rows x 16 pooled by sum
+(F.embedding per table, the fast path in eager and under Inductor; --dlrm-emb bag:
+nn.EmbeddingBag), Zipf(1.05) indices as graphrun draws them, pairwise dots of the 27 vectors (strict lower triangle, row by row), top MLP 367-512-256-1
 (ReLU, ReLU, sigmoid); fp32 with TF32 off (graphrun's fused_tf32x3 claims fp32-level accuracy),
 plus rows with TF32 on, labelled tf32 (cuda_graph and compile_reduce_overhead only: --tf32-modes).
 
