@@ -241,7 +241,8 @@ def ratio_table(d):
              "PyTorch (< 1: graphrun faster). probe: gr_launch_probe us per kernel in a graph, beside "
              "graphrun's us per node (step / kernels per step). % floor: graphrun's HBM floor "
              "(graph_pct_of_floor, bytes at the read-only/write-only bandwidth of the same run) over "
-             "the figure.", "",
+             "the figure. GB/s: the workload's bytes per step (PyTorch's count: every weight and input read "
+             "once, outputs written once; no intermediates) over each side's figure.", "",
              "| workload | graphrun best us/step | graphrun run / variant | PyTorch best us/step | PyTorch mode "
              "| graphrun / PyTorch | probe us/kernel (graphrun us/node, ratio) | graphrun % floor | GB/s graphrun / PyTorch |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -284,9 +285,12 @@ def ratio_table(d):
             else:
                 probe = f"no probe {kern} graph{' pdl' if pdl else ''}"
         pct = f"{g['pct']:.1f}%" if g and g.get("pct") is not None else "-"
+        # one byte count for both sides (PyTorch's: the workload's own bytes, weights read once;
+        # graphrun's bytes_per_step also counts a variant's intermediates), so the two compare
         gb = "-"
-        if g and g.get("bytes") and t and t.get("bytes_per_step") and spec.get("gbps", True):
-            gb = f"{g['bytes'] / g['us'] / 1e3:.0f} / {t['bytes_per_step'] / t['step_us']['median'] / 1e3:.0f}"
+        if g and t and t.get("bytes_per_step") and spec.get("gbps", True):
+            nb = t["bytes_per_step"]
+            gb = f"{nb / g['us'] / 1e3:.0f} / {nb / t['step_us']['median'] / 1e3:.0f}"
         lines.append(f"| {spec['name']} | {gfig} | {grun} | {tfig} | {tmode} | {ratio} | {probe} | {pct} | {gb} |")
     failed = [m for m in man if m[3] not in ("0", "")]
     missing = [m for m in man if m[2] and not os.path.exists(os.path.join(d, m[2]))]
