@@ -57,6 +57,7 @@ void gr_pred_opts_default(gr_pred_opts *o) {
     o->small_us = 10;
     o->elem_bytes = 4;
     o->top = 5;
+    o->nvtx_scopes = 4;
 }
 
 /* ---- labels and categories ---- */
@@ -693,8 +694,14 @@ gr_status gr_pred_run(const gr_ls_report *r, const gr_pred_opts *o, gr_pred_repo
         if (!gr_u64map_put(&c.op_by_tag, t->op.v[i].tag, (int64_t)i))
             st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
     size_t ns = r->nregions ? r->nregions : 1;
+    /* NVTX range scopes (largest by host time first): those whose kernels all ran eagerly */
+    const gr_ls_scope **nv = calloc(r->nnvtx + 1, sizeof(*nv));
+    size_t nnv = 0;
+    if (!nv) st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+    for (size_t k = 0; nv && k < r->nnvtx && (int)nnv < p->opts.nvtx_scopes; k++)
+        if (r->nvtx[k].eager_kernels > 0 && r->nvtx[k].graph_kernels == 0) nv[nnv++] = &r->nvtx[k];
     if (st == GR_OK) {
-        p->scopes = calloc(ns, sizeof(gr_pred_scope));
+        p->scopes = calloc(ns + nnv, sizeof(gr_pred_scope));
         if (!p->scopes) st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
     }
     for (size_t k = 0; st == GR_OK && k < ns; k++) {
@@ -710,6 +717,17 @@ gr_status gr_pred_run(const gr_ls_report *r, const gr_pred_opts *o, gr_pred_repo
                     gr_pred_set_truth(&p->scopes[k], g, g->name);
             }
     }
+    for (size_t k = 0; st == GR_OK && k < nnv; k++) {
+        gr_pred_scope *ps = &p->scopes[ns + k];
+        p->n++;
+        st = predict_scope(&c, nv[k], ps, err);
+        ps->is_nvtx = 1;
+        ps->nvtx_instances = nv[k]->instances;
+        char name[sizeof(ps->name)];
+        snprintf(name, sizeof(name), "NVTX range \"%.140s\"", nv[k]->name);
+        memcpy(ps->name, name, sizeof(name));
+    }
+    free(nv);
     free(c.outer);
     gr_u64map_free(&c.api_by_corr);
     gr_u64map_free(&c.ext_by_corr);
@@ -907,6 +925,10 @@ void *gr_pred_json(const gr_pred_report *p) {
     for (size_t i = 0; i < p->n; i++) {
         const gr_pred_scope *s = &p->scopes[i];
         json_t *o = json_pack("{s:s, s:b}", "scope", s->name, "predicted", s->ok);
+        if (s->is_nvtx) {
+            json_object_set_new(o, "nvtx_range", json_true());
+            json_object_set_new(o, "nvtx_instances", json_integer((json_int_t)s->nvtx_instances));
+        }
         if (!s->ok) {
             json_object_set_new(o, "why", json_string(s->why));
             json_array_append_new(arr, o);

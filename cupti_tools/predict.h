@@ -40,6 +40,8 @@ typedef struct gr_pred_opts {
     double small_us;   /* fusion candidates: kernels shorter than this (10 us) */
     double elem_bytes; /* bytes per element the fusion estimate assumes (4) */
     int top;           /* fusion chains shown (5) */
+    int nvtx_scopes;   /* NVTX range scopes predicted besides the regions: the largest by host
+                          time whose kernels all ran eagerly (4; 0: none) */
 } gr_pred_opts;
 
 void gr_pred_opts_default(gr_pred_opts *o);
@@ -73,6 +75,8 @@ enum { GR_PRED_HELPS = 1, GR_PRED_NO_GAIN = 0 };
 
 typedef struct gr_pred_scope {
     char name[160], variant[64];
+    int is_nvtx;             /* the scope is an NVTX range name of the traced program */
+    size_t nvtx_instances;   /* its ranges (the steps unless --steps) */
     int ok; /* predicted; else why says why not */
     char why[256];
     int64_t steps;
@@ -118,7 +122,9 @@ typedef struct gr_pred_report {
 } gr_pred_report;
 
 /* Predicts every eager scope of the report: each region whose kernels are all eager (graphrun's
- * "<variant> eager", profiler ranges), or the whole trace without regions. GR_ERR_NOMEM only. */
+ * "<variant> eager", profiler ranges), or the whole trace without regions; then the largest NVTX
+ * range scopes (o->nvtx_scopes) with eager kernels and none in graphs, one step per range
+ * instance. GR_ERR_NOMEM only. */
 gr_status gr_pred_run(const gr_ls_report *r, const gr_pred_opts *o, gr_pred_report **out,
                       gr_error *err);
 void gr_pred_report_destroy(gr_pred_report *p);

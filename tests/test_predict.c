@@ -602,7 +602,70 @@ static void test_cli_report(void) {
     GR_ASSERT_CONTAINS(doc, "graph + fusion, estimate");
 }
 
+/* NVTX ranges of the traced program are predicted too, one step per instance: "step 1..3" (one
+ * scope, "step #") of two dependent 10 us kernels each, and a "warmup" range of one kernel. */
+static void test_nvtx_scopes(void) {
+    pb b;
+    pb_init(&b, "NVIDIA H200", 4);
+    pb_printf(&b, "{\"t\":\"nvtx_push\",\"s\":50000,\"tid\":7,\"msg\":\"warmup\",\"depth\":0}");
+    pb_kernel(&b, "w_kernel", 51000, 55000, 65000, 1, 9);
+    pb_printf(&b, "{\"t\":\"nvtx_pop\",\"s\":70000,\"tid\":7}");
+    for (int k = 0; k < 3; k++) {
+        long long t = 100000 + k * 100000LL;
+        pb_printf(&b, "{\"t\":\"nvtx_push\",\"s\":%lld,\"tid\":7,\"msg\":\"step %d\",\"depth\":0}", t, k + 1);
+        pb_kernel(&b, "a_kernel", t + 1000, t + 5000, t + 15000, 1, 10 + 2 * k);
+        pb_kernel(&b, "b_kernel", t + 2000, t + 16000, t + 26000, 1, 11 + 2 * k);
+        pb_printf(&b, "{\"t\":\"nvtx_pop\",\"s\":%lld,\"tid\":7}", t + 30000);
+    }
+    const char *text = pb_end(&b);
+    loaded l;
+    CU_ASSERT_FATAL(predict_text(text, 1.0, 2.0, &l));
+    CU_ASSERT_EQUAL_FATAL(l.p->n, 3); /* the whole trace, then the two ranges */
+    CU_ASSERT_FALSE(l.p->scopes[0].is_nvtx);
+    const gr_pred_scope *step = NULL, *warm = NULL;
+    for (size_t i = 1; i < l.p->n; i++) {
+        CU_ASSERT(l.p->scopes[i].is_nvtx);
+        if (strstr(l.p->scopes[i].name, "\"step #\"")) step = &l.p->scopes[i];
+        if (strstr(l.p->scopes[i].name, "\"warmup\"")) warm = &l.p->scopes[i];
+    }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(step);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(warm);
+    CU_ASSERT(step->ok);
+    CU_ASSERT_EQUAL(step->steps, 3);
+    CU_ASSERT_EQUAL(step->nvtx_instances, 3);
+    CU_ASSERT_EQUAL(step->kernels, 6);
+    NEAR(step->kernel_us, 20.0, 1e-9);
+    NEAR(step->pred_us, 2.0 + 11.0 + 11.0, 1e-9); /* launch, then node + kernel twice */
+    CU_ASSERT(warm->ok);
+    CU_ASSERT_EQUAL(warm->steps, 1);
+    NEAR(warm->pred_us, 2.0 + 1.0 + 10.0, 1e-9);
+    json_t *j = (json_t *)gr_pred_json(l.p);
+    json_t *arr = json_object_get(j, "scopes");
+    int seen = 0;
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        json_t *o = json_array_get(arr, i);
+        if (json_is_true(json_object_get(o, "nvtx_range"))) seen++;
+    }
+    CU_ASSERT_EQUAL(seen, 2);
+    json_decref(j);
+    loaded_free(&l);
+    /* nvtx_scopes = 0: the regions (here the whole trace) only */
+    gr_error e;
+    gr_error_clear(&e);
+    memset(&l, 0, sizeof(l));
+    CU_ASSERT_EQUAL_FATAL(gr_trace_load_mem(text, strlen(text), "p.jsonl", 0, &l.t, &e), GR_OK);
+    CU_ASSERT_EQUAL_FATAL(gr_ls_analyze(l.t, NULL, &l.r, &e), GR_OK);
+    gr_pred_opts o;
+    gr_pred_opts_default(&o);
+    o.nvtx_scopes = 0;
+    CU_ASSERT_EQUAL_FATAL(gr_pred_run(l.r, &o, &l.p, &e), GR_OK);
+    CU_ASSERT_EQUAL(l.p->n, 1);
+    loaded_free(&l);
+    free(b.p);
+}
+
 static CU_TestInfo model_tests[] = {
+    {"NVTX ranges predicted, one step per instance", test_nvtx_scopes},
     {"streams overlap without a recorded wait", test_streams_overlap},
     {"a recorded wait is a dependency", test_wait_is_a_dependency},
     {"PDL what-if, and PDL already in use", test_pdl},
