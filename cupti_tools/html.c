@@ -985,10 +985,10 @@ static void hbm_table(out *o, const gr_html_doc *d) {
     put(o, "<p class=\"how\">Bytes each kernel must move per step, from the plan (intermediates "
            "are round trips: "
            "written, then read back)");
-    if (d->copy_gbps > 0)
-        put(o,
-            "; the floor is those bytes at the measured device-to-device copy bandwidth, %s GB/s",
-            num(d->copy_gbps));
+    if (d->floor_model) {
+        put(o, "; the floor is ");
+        esc(o, d->floor_model);
+    }
     put(o, ".</p>\n<table "
            "class=\"hbm\"><tr><th>variant</th><th>kernels</th><th>read</th><th>written</"
            "th><th>total</th>"
@@ -1010,7 +1010,7 @@ static void hbm_table(out *o, const gr_html_doc *d) {
             "</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%s</td><td>%.2fx</td>",
             p->kernels, r, w, t, p->intermediates, i == h ? "(baseline)" : s,
             tot > 0 ? base / tot : 0.0);
-        double fl = d->copy_gbps > 0 ? tot / (d->copy_gbps * 1e9) * 1e6 : 0;
+        double fl = d->floor_us ? d->floor_us[i] : 0;
         const gr_html_timing *tm = NULL;
         for (int k = 0; k < d->ntiming; k++)
             if (!strcmp(d->timing[k].variant, p->variant)) tm = &d->timing[k];
@@ -1024,8 +1024,8 @@ static void hbm_table(out *o, const gr_html_doc *d) {
         put(o, "</tr>\n");
     }
     put(o, "</table>\n");
-    if (d->copy_gbps <= 0)
-        put(o, "<p class=\"how\">No copy bandwidth was measured (--no-bandwidth), so there is no "
+    if (!d->floor_model)
+        put(o, "<p class=\"how\">No bandwidth was measured (--no-bandwidth), so there is no "
                "floor.</p>\n");
     put(o, "</section>\n");
 }

@@ -83,7 +83,9 @@ typedef struct gr_html_doc {
     int ntiming;
     const gr_plan *const *plans; /* HBM accounting; NULL: not available (a bare trace) */
     int nplans;
-    double copy_gbps; /* measured copy bandwidth (the HBM floor), 0 unknown */
+    const double *floor_us; /* per plan: its HBM floor per step from the caller's model (0 or
+                               NULL: unknown) */
+    const char *floor_model; /* that model in words, NULL when no floor */
     const gr_html_figure *figs;
     int nfigs;
 } gr_html_doc;

@@ -458,7 +458,7 @@ static int export_timeline(const opts *o, const char *trace_path, int partial, c
         snprintf(src, sizeof(src), "From %s%s%s", trace_path, o->compare ? " and " : "",
                  o->compare ? o->compare : "");
         const char *base = strrchr(trace_path, '/');
-        gr_html_doc d = {base ? base + 1 : trace_path, sub, src, NULL, NULL, 0, NULL, 0, 0, figs, (int)nf};
+        gr_html_doc d = {base ? base + 1 : trace_path, sub, src, NULL, NULL, 0, NULL, 0, NULL, NULL, figs, (int)nf};
         gr_html_pred_row *rows = NULL;
         int nrows = 0;
         if (pred && pred->n > 0 && (rows = calloc(pred->n, sizeof(gr_html_pred_row))) != NULL) {

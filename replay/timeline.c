@@ -70,10 +70,12 @@ gr_status gr_export_timelines(const gr_run_report *r, const gr_trace_result *tr,
         res->figures = (int)nf;
         gr_html_timing rows[32];
         const gr_plan *plans[32];
+        double floors[32]; /* the text report's floor (replay/timing.c gr_floor_us) */
         int nrows = 0, nplans = 0;
         const gr_variant_run *tv = NULL;
         for (int i = 0; i < r->nv && i < 32; i++) {
             const gr_variant_run *v = &r->v[i];
+            floors[nplans] = r->have_bw ? gr_floor_us(v->plan->bytes_read, v->plan->bytes_written, &r->bw) : 0;
             plans[nplans++] = v->plan;
             if (!v->timed) continue;
             if (!tv) tv = v;
@@ -117,7 +119,8 @@ gr_status gr_export_timelines(const gr_run_report *r, const gr_trace_result *tr,
                            nrows,
                            plans,
                            nplans,
-                           r->have_bw ? r->bw.memcpy_d2d.gbps.median : 0, /* its floor: copy rate */
+                           floors,
+                           r->have_bw ? gr_floor_model : NULL,
                            figs,
                            (int)nf};
         st = gr_html_write(&doc, html, err);
