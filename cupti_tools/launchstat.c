@@ -22,6 +22,7 @@
 #include "cupti_tools/cupti_check.h"
 #include "core/expr.h"
 #include "cupti_tools/analysis.h"
+#include "cupti_tools/calibrate.h"
 #include "cupti_tools/chrome.h"
 #include "cupti_tools/html.h"
 #include "cupti_tools/launchstat_capcheck.h"
@@ -36,6 +37,8 @@ static const char *usage_main =
     "\n"
     "usage: cupti-launchstat [options] -- CMD [ARGS...]   run CMD traced, then report\n"
     "       cupti-launchstat report TRACE [options]       analyse a recorded trace (no GPU needed)\n"
+    "       cupti-launchstat calibrate [options]          measure this GPU's graph costs for the\n"
+    "                                                     prediction (calibrate --help)\n"
     "\n"
     "CMD runs with CUPTI activity tracing injected through CUDA_INJECTION64_PATH (as Nsight Systems\n"
     "does): kernels, memcpy/memset, API records for launches, graph launches, copies, syncs and\n"
@@ -80,6 +83,33 @@ static const char *usage_main =
     "  cupti-launchstat -o trace.jsonl -- build/graphrun run workloads/launch_bound.json --iters 200\n"
     "  cupti-launchstat --capture-check -- python3 bench/torch_capture_break.py --break item\n";
 
+static const char *usage_calibrate =
+    "usage: cupti-launchstat calibrate [--device N] [-o FILE] [--json FILE|-] [--trace FILE] [--rounds N]\n"
+    "\n"
+    "Measures this GPU's graph costs, the calibration row that the prediction (report --predict)\n"
+    "uses: node_us, launch_us, launch_host_us, pdl_us and hbm_gbps, each printed with median\n"
+    "[p10, p90] and what measured it. Untraced: CUDA events around batches of graph launches of\n"
+    "spin kernels (one warp busy-waiting a number of SM cycles), after warm-up, in interleaved\n"
+    "rounds; hbm_gbps from a device-to-device cudaMemcpyAsync of 256 MiB. node_us is measured\n"
+    "against the spin kernels' durations as a trace records them, since the prediction adds it to\n"
+    "traced durations: after every untraced figure, CUPTI traces a few hundred eager spins in this\n"
+    "process. Takes a few seconds. docs/predict.md derives each figure.\n"
+    "\n"
+    "options:\n"
+    "  --device N             the CUDA device to measure (default 0)\n"
+    "  -o, --output FILE      the calibration file (JSON, schema_version 1) for\n"
+    "                         `cupti-launchstat report TRACE --calibration FILE`\n"
+    "  --json FILE|-          the same document (\"-\": stdout, the table then goes to stderr)\n"
+    "  --trace FILE           keep the traced reference's trace in FILE (default: a temporary file,\n"
+    "                         removed)\n"
+    "  --rounds N             interleaved rounds of timed batches (default 21; 3 to 64)\n"
+    "\n"
+    "exit codes: 0 ok, 1 a measurement failed (CUDA or CUPTI), 2 bad usage, 3 no CUDA device\n"
+    "\n"
+    "examples:\n"
+    "  cupti-launchstat calibrate -o h200.json\n"
+    "  cupti-launchstat report eager.jsonl --calibration h200.json\n";
+
 static const char *usage_report =
     "usage: cupti-launchstat report TRACE [options]\n"
     "\n"
@@ -116,10 +146,14 @@ static const char *usage_report =
     "  --graph-node-us X      GPU time per graph node beyond its kernel (default: the table's\n"
     "                         value for the trace's GPU; implies --predict)\n"
     "  --graph-launch-us Y    GPU time per graph launch (default: the table's; implies --predict)\n"
+    "  --calibration FILE     the graph costs from FILE, written by `cupti-launchstat calibrate -o\n"
+    "                         FILE` on the traced GPU, instead of the table (implies --predict;\n"
+    "                         --graph-node-us / --graph-launch-us still override its two costs)\n"
     "\n"
     "examples:\n"
     "  cupti-launchstat report eager.jsonl --compare graph.jsonl --steps 200\n"
     "  cupti-launchstat report eager.jsonl --predict --steps 200 --json pred.json\n"
+    "  cupti-launchstat calibrate -o gpu.json && cupti-launchstat report eager.jsonl --calibration gpu.json\n"
     "  cupti-launchstat report trace.jsonl --chrome trace.json --html report.html\n";
 
 typedef struct opts {
@@ -134,6 +168,8 @@ typedef struct opts {
     const char *chrome, *html; /* report --chrome FILE / --html FILE: timeline exports */
     int predict;               /* 1 --predict (or a --graph-*-us), -1 --no-predict, 0 default */
     gr_pred_opts pred;
+    const char *calibration; /* --calibration FILE */
+    gr_cal_file *calfile;    /* ... read before any trace */
     /* options given that only the trace's report uses (for --no-report / --capture-check) */
     const char *report_opt, *trace_opt;
 } opts;
@@ -158,7 +194,7 @@ static int parse(int argc, char **argv, int first, int run, opts *o) {
     static const char *const with_value[] = {
         "-o",       "--output",       "--json",    "--steps",  "--buffer-mb",       "--max-buffers",
         "--short-gap-us", "--top",    "--compare", "--region", "--compare-region", "--chrome",
-        "--html",   "--graph-node-us", "--graph-launch-us", NULL};
+        "--html",   "--graph-node-us", "--graph-launch-us", "--calibration", NULL};
     for (int i = first; i < argc; i++) {
         if (run && !strcmp(argv[i], "--")) {
             o->cmd = argv + i + 1;
@@ -179,6 +215,7 @@ static int parse(int argc, char **argv, int first, int run, opts *o) {
             return usage_error(usage, "TRACE must be a file: a trace is not read from stdin (%s); save it to a file "
                                       "first", a);
         if (val && !strcmp(val, "-") && (!strcmp(name, "--compare") || !strcmp(name, "--chrome") ||
+                                         !strcmp(name, "--calibration") ||
                                          !strcmp(name, "--html") || !strcmp(name, "-o") || !strcmp(name, "--output")))
             return usage_error(usage, "%s needs a file name: \"-\" (stdin/stdout) is taken by --json only", name);
         if (!run && name[0] != '-') {
@@ -190,12 +227,12 @@ static int parse(int argc, char **argv, int first, int run, opts *o) {
             static const char *report_only[] = {"--json",       "--top",           "--short-gap-us",
                                                 "--chrome",     "--html",          "--predict",
                                                 "--no-predict", "--graph-node-us", "--graph-launch-us",
-                                                NULL};
+                                                "--calibration", NULL};
             static const char *trace_only[] = {"--steps", "--latency", "--no-driver", "--no-memcpy", "--no-nvtx",
                                                "--buffer-mb",
                                                "--max-buffers", "--no-report", "--top", "--short-gap-us",
                                                "--chrome", "--html", "--predict", "--no-predict",
-                                               "--graph-node-us", "--graph-launch-us", NULL};
+                                               "--graph-node-us", "--graph-launch-us", "--calibration", NULL};
             for (const char **w = report_only; *w; w++)
                 if (!strcmp(*w, name)) o->report_opt = *w;
             for (const char **w = trace_only; *w; w++)
@@ -250,6 +287,7 @@ static int parse(int argc, char **argv, int first, int run, opts *o) {
             else o->pred.launch_us = v;
         }
         else if (!strcmp(name, "--html")) o->html = val;
+        else if (!strcmp(name, "--calibration")) o->calibration = val;
         else if (run && name[0] != '-')
             return usage_error(usage, "unexpected argument \"%s\": put the command after -- (cupti-launchstat [options] -- CMD ARGS)", a);
         else return usage_error(usage, "unknown option %s (see --help)", name);
@@ -266,6 +304,9 @@ static int check_option_pairs(int run, const opts *o) {
     if (o->predict < 0 && (o->pred.node_us >= 0 || o->pred.launch_us >= 0))
         return usage_error(usage, "--graph-node-us and --graph-launch-us shape the prediction, which --no-predict "
                                   "turns off: drop one of them%s", "");
+    if (o->predict < 0 && o->calibration)
+        return usage_error(usage, "--calibration gives the prediction its graph costs, which --no-predict turns off: "
+                                  "drop one of them%s", "");
     if (!run && o->compare_region && !o->compare)
         return usage_error(usage, "--compare-region chooses the region of OTHER: it needs --compare OTHER%s", "");
     long mb = o->buffer_mb > 0 ? o->buffer_mb : 8, nb = o->max_buffers > 0 ? o->max_buffers : 32;
@@ -325,13 +366,14 @@ static int same_file(const file_id *a, const file_id *b) {
 static int check_outputs(int run, const opts *o) {
     struct {
         const char *opt, *path;
-    } in[2] = {{"TRACE", run ? (o->out ? o->out : "launchstat.jsonl") : o->trace}, {"--compare", o->compare}},
+    } in[3] = {{"TRACE", run ? (o->out ? o->out : "launchstat.jsonl") : o->trace}, {"--compare", o->compare},
+               {"--calibration", o->calibration}},
       out[3] = {{"--json", o->json && strcmp(o->json, "-") != 0 ? o->json : NULL}, {"--chrome", o->chrome},
                 {"--html", o->html}};
     if (run) in[0].opt = o->out ? "-o" : "the trace (default launchstat.jsonl)";
     if (run && o->capture_check && !o->out) in[0].path = "capcheck.jsonl";
-    file_id iid[2], oid[3];
-    for (int i = 0; i < 2; i++)
+    file_id iid[3], oid[3];
+    for (int i = 0; i < 3; i++)
         if (in[i].path) file_identity(in[i].path, &iid[i]);
     for (int k = 0; k < 3; k++) {
         if (!out[k].path) continue;
@@ -343,7 +385,7 @@ static int check_outputs(int run, const opts *o) {
                     S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO (named pipe)" : "a socket");
             return 2;
         }
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < 3; i++)
             if (in[i].path && same_file(id, &iid[i])) {
                 fprintf(stderr, "cupti-launchstat: %s %s: is the same file as %s %s, which %s: choose another "
                                 "output file\n",
@@ -531,7 +573,7 @@ static int report(const opts *o, const char *trace_path, int partial, json_t *ex
         gr_ls_print_compare(f, la, a, lb, b);
     }
     /* the prediction: asked for, or by default when nothing in the trace ran as a graph */
-    int want = o->predict > 0 || o->pred.node_us >= 0 || o->pred.launch_us >= 0 ||
+    int want = o->predict > 0 || o->pred.node_us >= 0 || o->pred.launch_us >= 0 || o->pred.calib ||
                (o->predict == 0 && r->all.graph_kernels == 0 && r->all.eager_kernels > 0);
     if (want) {
         if (gr_pred_run(r, &o->pred, &pred, &e) != GR_OK) {
@@ -584,6 +626,127 @@ done:
     gr_ls_report_destroy(r2);
     gr_trace_destroy(t);
     gr_trace_destroy(t2);
+    return rc;
+}
+
+/* --calibration FILE: read (and refused, exit 2) before any trace is read or command run. */
+static int load_calibration(opts *o) {
+    if (!o->calibration) return -1;
+    gr_error e;
+    gr_error_clear(&e);
+    if (gr_cal_load(o->calibration, &o->calfile, &e) != GR_OK) {
+        gr_error_prefix(&e, "--calibration ");
+        return fail(&e);
+    }
+    o->pred.calib = &o->calfile->row;
+    o->pred.calib_file = o->calibration;
+    o->pred.calib_date = o->calfile->date;
+    return -1;
+}
+
+/* ---- calibrate ---- */
+
+static int cmd_calibrate(int argc, char **argv) {
+    static const char *const with_value[] = {"--device", "-o", "--output", "--json", "--trace", "--rounds", NULL};
+    static const char *const flags[] = {"--help", NULL};
+    gr_cal_opts co;
+    gr_cal_opts_default(&co);
+    const char *out = NULL, *json = NULL;
+    for (int i = 2; i < argc; i++) {
+        gr_arg ta;
+        gr_arg_take(argc, argv, &i, with_value, flags, &ta);
+        if (ta.kind == GR_ARG_ERROR) return usage_error(usage_calibrate, "%s", ta.error);
+        if (ta.kind == GR_ARG_POSITIONAL)
+            return usage_error(usage_calibrate, "unexpected argument \"%s\" (calibrate takes options only)", ta.value);
+        const char *name = ta.name, *val = ta.value;
+        if (!strcmp(name, "--help")) {
+            fputs(usage_calibrate, stdout);
+            return 0;
+        } else if (!strcmp(name, "--device")) {
+            int d;
+            if (!gr_arg_int32(val, 0, 1023, &d))
+                return usage_error(usage_calibrate, "--device takes a device number (0, 1, ...), got \"%s\"", val);
+            co.device = d;
+        } else if (!strcmp(name, "--rounds")) {
+            int r;
+            if (!gr_arg_int32(val, 3, GR_CAL_MAX_ROUNDS, &r))
+                return usage_error(usage_calibrate, "--rounds takes a whole number from 3 to 64, got \"%s\"", val);
+            co.rounds = r;
+        } else if (!strcmp(name, "-o") || !strcmp(name, "--output")) {
+            if (!strcmp(val, "-"))
+                return usage_error(usage_calibrate, "%s needs a file name: \"-\" (stdout) is taken by --json only", name);
+            out = val;
+        } else if (!strcmp(name, "--json")) {
+            json = val;
+        } else if (!strcmp(name, "--trace")) {
+            if (!strcmp(val, "-"))
+                return usage_error(usage_calibrate, "--trace needs a file name, got \"%s\"", val);
+            co.trace_path = val;
+        } else {
+            return usage_error(usage_calibrate, "unknown option %s (see calibrate --help)", name);
+        }
+    }
+    /* outputs: each a file of its own that can be written without waiting */
+    struct {
+        const char *opt, *path;
+    } outs[3] = {{"-o", out}, {"--json", json && strcmp(json, "-") != 0 ? json : NULL}, {"--trace", co.trace_path}};
+    file_id id[3];
+    for (int k = 0; k < 3; k++) {
+        if (!outs[k].path) continue;
+        file_identity(outs[k].path, &id[k]);
+        struct stat sb;
+        if (id[k].exists && stat(outs[k].path, &sb) == 0 &&
+            (S_ISDIR(sb.st_mode) || S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode) || (k == 2 && !S_ISREG(sb.st_mode)))) {
+            fprintf(stderr, "cupti-launchstat: calibrate %s %s: is %s: give a file name\n", outs[k].opt, outs[k].path,
+                    S_ISDIR(sb.st_mode)    ? "a directory"
+                    : S_ISFIFO(sb.st_mode) ? "a FIFO (named pipe)"
+                    : S_ISSOCK(sb.st_mode) ? "a socket"
+                                           : "not a regular file (the trace is written, then read back)");
+            return 2;
+        }
+        for (int j = 0; j < k; j++)
+            if (outs[j].path && (!id[k].exists || id[k].regular) && same_file(&id[k], &id[j])) {
+                fprintf(stderr, "cupti-launchstat: calibrate %s %s: is the same file as %s %s: give each output its "
+                                "own file\n",
+                        outs[k].opt, outs[k].path, outs[j].opt, outs[j].path);
+                return 2;
+            }
+    }
+    gr_error e;
+    gr_error_clear(&e);
+    gr_cal_result *res = calloc(1, sizeof(*res));
+    if (!res) {
+        fprintf(stderr, "cupti-launchstat: out of host memory\n");
+        return 1;
+    }
+    FILE *txt = json && !strcmp(json, "-") ? stderr : stdout;
+    if (isatty(fileno(stderr)))
+        fprintf(stderr, "cupti-launchstat: calibrating device %d (a few seconds)...\n", co.device);
+    if (gr_calibrate(&co, res, &e) != GR_OK) {
+        free(res);
+        return fail(&e);
+    }
+    gr_cal_print(txt, res);
+    fflush(txt);
+    json_t *j = (json_t *)gr_cal_json(res);
+    int rc = 0;
+    if (json && gr_ls_write_json(json, j, "the calibration (--json)", &e) != GR_OK) rc = fail(&e);
+    if (rc == 0 && out) {
+        gr_cal_file *back = NULL;
+        if (gr_ls_write_json(out, j, "the calibration file", &e) != GR_OK) rc = fail(&e);
+        else if (gr_cal_load(out, &back, &e) != GR_OK) {
+            /* the reader's ranges catch a measurement gone wrong */
+            gr_error_prefix(&e, "the calibration file just written does not read back (the measurement went wrong; "
+                                "the figures above say where): ");
+            fail(&e);
+            rc = 1;
+        } else
+            fprintf(stderr, "cupti-launchstat: calibration file written to %s (cupti-launchstat report TRACE "
+                            "--calibration %s)\n", out, out);
+        gr_cal_file_destroy(back);
+    }
+    json_decref(j);
+    free(res);
     return rc;
 }
 
@@ -880,18 +1043,30 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "help")) {
-        fputs(argc > 2 && !strcmp(argv[2], "report") ? usage_report : usage_main, stdout);
+        fputs(argc > 2 && !strcmp(argv[2], "report")      ? usage_report
+              : argc > 2 && !strcmp(argv[2], "calibrate") ? usage_calibrate
+                                                          : usage_main,
+              stdout);
         return 0;
     }
+    if (!strcmp(argv[1], "calibrate")) return cmd_calibrate(argc, argv);
+    int rc;
     if (!strcmp(argv[1], "report")) {
-        int rc = parse(argc, argv, 2, 0, &o);
+        rc = parse(argc, argv, 2, 0, &o);
         if (rc >= 0) return rc;
         if (!o.trace) return usage_error(usage_report, "report needs a TRACE file%s", "");
-        if ((rc = check_option_pairs(0, &o)) >= 0 || (rc = check_outputs(0, &o)) >= 0) return rc;
-        return report(&o, o.trace, o.partial, NULL);
+        if ((rc = check_option_pairs(0, &o)) >= 0 || (rc = check_outputs(0, &o)) >= 0 ||
+            (rc = load_calibration(&o)) >= 0)
+            return rc;
+        rc = report(&o, o.trace, o.partial, NULL);
+    } else {
+        rc = parse(argc, argv, 1, 1, &o);
+        if (rc >= 0) return rc;
+        if (o.ncmd > 0 && ((rc = check_option_pairs(1, &o)) >= 0 || (rc = check_outputs(1, &o)) >= 0 ||
+                           (rc = load_calibration(&o)) >= 0))
+            return rc;
+        rc = cmd_run(&o);
     }
-    int rc = parse(argc, argv, 1, 1, &o);
-    if (rc >= 0) return rc;
-    if (o.ncmd > 0 && ((rc = check_option_pairs(1, &o)) >= 0 || (rc = check_outputs(1, &o)) >= 0)) return rc;
-    return cmd_run(&o);
+    gr_cal_file_destroy(o.calfile);
+    return rc;
 }

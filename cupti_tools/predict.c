@@ -651,21 +651,48 @@ gr_status gr_pred_run(const gr_ls_report *r, const gr_pred_opts *o, gr_pred_repo
     }
     snprintf(p->device, sizeof(p->device), "%s", dev[0] ? dev : "unknown GPU");
     int exact = 0;
-    p->calib = *gr_pred_calib_lookup(dev, cc, &exact);
-    p->calib_exact = exact;
-    if (!exact)
-        snprintf(p->calib_note, sizeof(p->calib_note),
-                 "no graph calibration for %s (cc %s): using the %s row, the nearest compute "
-                 "capability; "
-                 "measure this GPU (docs/predict.md) or give --graph-node-us and --graph-launch-us",
-                 p->device, cc[0] ? cc : "unknown", p->calib.gpu);
+    if (p->opts.calib) {
+        /* a calibration file (report --calibration): measured on one GPU, said when the trace
+         * comes from another */
+        p->calib = *p->opts.calib;
+        p->calib_exact = 3;
+        const char *file = p->opts.calib_file ? p->opts.calib_file : "(no name)";
+        if (!dev[0])
+            snprintf(p->calib_note, sizeof(p->calib_note),
+                     "the trace does not name its GPU: the calibration file %s (measured on %s, "
+                     "cc %s) cannot be checked against it",
+                     file, p->calib.gpu, p->calib.cc);
+        else if (strcmp(dev, p->calib.gpu) != 0)
+            snprintf(p->calib_note, sizeof(p->calib_note),
+                     "the calibration file %s was measured on %s (cc %s), the trace comes from "
+                     "%s (cc %s): its graph costs may not hold for this GPU; run `cupti-launchstat "
+                     "calibrate -o FILE` on the traced GPU",
+                     file, p->calib.gpu, p->calib.cc, p->device, cc[0] ? cc : "unknown");
+    } else {
+        p->calib = *gr_pred_calib_lookup(dev, cc, &exact);
+        p->calib_exact = exact;
+        if (!exact)
+            snprintf(p->calib_note, sizeof(p->calib_note),
+                     "no graph calibration for %s (cc %s): using the %s row, the nearest compute "
+                     "capability; measure this GPU (`cupti-launchstat calibrate -o FILE`, then "
+                     "--calibration FILE) or give --graph-node-us and --graph-launch-us",
+                     p->device, cc[0] ? cc : "unknown", p->calib.gpu);
+    }
     if (p->opts.node_us >= 0 || p->opts.launch_us >= 0) {
         if (p->opts.node_us >= 0) p->calib.node_us = p->opts.node_us;
         if (p->opts.launch_us >= 0) p->calib.launch_us = p->opts.launch_us;
-        p->calib.source = "given on the command line (--graph-node-us / --graph-launch-us); the "
-                          "rest from the table";
+        if (p->calib_exact == 3) {
+            snprintf(p->calib_source, sizeof(p->calib_source),
+                     "given on the command line (--graph-node-us / --graph-launch-us); the rest "
+                     "from the %s",
+                     p->opts.calib->source);
+            p->calib.source = p->calib_source;
+        } else {
+            p->calib.source = "given on the command line (--graph-node-us / --graph-launch-us); "
+                              "the rest from the table";
+            p->calib_note[0] = '\0';
+        }
         p->calib_exact = 2;
-        p->calib_note[0] = '\0';
     }
     pctx c;
     memset(&c, 0, sizeof(c));
@@ -914,12 +941,18 @@ void *gr_pred_json(const gr_pred_report *p) {
     json_object_set_new(
         j, "calibration",
         json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:s, s:s}", "gpu", c->gpu, "from",
-                  p->calib_exact == 2   ? "user"
+                  p->calib_exact == 3   ? "file"
+                  : p->calib_exact == 2 ? "user"
                   : p->calib_exact == 1 ? "table"
                                         : "nearest",
                   "node_us", c->node_us, "launch_us", c->launch_us, "launch_host_us",
                   c->launch_host_us, "pdl_us", c->pdl_us, "hbm_gbps", c->hbm_gbps, "source",
                   c->source, "warning", p->calib_note));
+    if (p->opts.calib) { /* a calibration file, also under user values */
+        json_t *cal = json_object_get(j, "calibration");
+        json_object_set_new(cal, "file", json_string(p->opts.calib_file ? p->opts.calib_file : ""));
+        json_object_set_new(cal, "date", json_string(p->opts.calib_date ? p->opts.calib_date : ""));
+    }
     json_object_set_new(j, "noise_frac", json_real(p->opts.noise_frac));
     json_t *arr = json_array();
     for (size_t i = 0; i < p->n; i++) {

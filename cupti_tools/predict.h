@@ -42,6 +42,10 @@ typedef struct gr_pred_opts {
     int top;           /* fusion chains shown (5) */
     int nvtx_scopes;   /* NVTX range scopes predicted besides the regions: the largest by host
                           time whose kernels all ran eagerly (4; 0: none) */
+    /* a calibration file's row (report --calibration, calibrate.h gr_cal_load) in place of the
+     * table's; node_us / launch_us above still override it. NULL: the table */
+    const gr_pred_calib *calib;
+    const char *calib_file, *calib_date; /* its path and measurement date, for the report */
 } gr_pred_opts;
 
 void gr_pred_opts_default(gr_pred_opts *o);
@@ -113,8 +117,9 @@ typedef struct gr_pred_scope {
 
 typedef struct gr_pred_report {
     gr_pred_calib calib;
-    int calib_exact; /* 1 exact GPU, 0 nearest (warning), 2 user given */
-    char calib_note[512];
+    int calib_exact; /* 1 exact GPU, 0 nearest (warning), 2 user given, 3 calibration file */
+    char calib_note[768];
+    char calib_source[1400]; /* calib.source when it is built here (user values over a file) */
     char device[128];
     gr_pred_opts opts;
     gr_pred_scope *scopes;
