@@ -16,17 +16,17 @@
 #     fused == unfused only (--no-cpu-ref).
 bench_decode() {
     local w=workloads/decode_step.json
-    one decode_default_bf16 run $w --iters 1000 --quiet
+    one decode_default_bf16 run $w --iters 1000 --no-pdl --quiet
     one decode_default_bf16_pdl run $w --iters 1000 --pdl --quiet
-    one decode_gemv_only run $w --variant gemv_only --iters 2000 --quiet
+    one decode_gemv_only run $w --variant gemv_only --iters 2000 --no-pdl --quiet
     one decode_gemv_only_pdl run $w --variant gemv_only --iters 2000 --pdl --quiet
-    one decode_gemv_stream run $w --variant gemv_stream --iters 2000 --quiet
+    one decode_gemv_stream run $w --variant gemv_stream --iters 2000 --no-pdl --quiet
     one decode_gemv_stream_pdl run $w --variant gemv_stream --iters 2000 --pdl --quiet
     one decode_fp32_L8_d1024_B4 run $w --set dtype=fp32 --set L=8 --set d=1024 --set f=4096 \
-        --set r=16 --set B=4 --iters 2000 --quiet
+        --set r=16 --set B=4 --iters 2000 --no-pdl --quiet
     one decode_fp32_L8_d1024_B4_pdl run $w --set dtype=fp32 --set L=8 --set d=1024 --set f=4096 \
         --set r=16 --set B=4 --iters 2000 --pdl --quiet
-    one decode_B4_bf16 run $w --set B=4 --iters 1000 --no-cpu-ref --quiet
-    one decode_B8_bf16 run $w --set B=8 --iters 1000 --no-cpu-ref --quiet
-    one decode_B64_bf16 run $w --set B=64 --iters 200 --no-cpu-ref --quiet
+    one decode_B4_bf16 run $w --set B=4 --iters 1000 --no-cpu-ref --no-pdl --quiet
+    one decode_B8_bf16 run $w --set B=8 --iters 1000 --no-cpu-ref --no-pdl --quiet
+    one decode_B64_bf16 run $w --set B=64 --iters 200 --no-cpu-ref --no-pdl --quiet
 }

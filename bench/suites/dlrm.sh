@@ -9,16 +9,16 @@
 # sample. docs/dlrm_small.md says what each number was predicted to be. Sourced by bench/run.sh;
 # `one LABEL graphrun-args...` runs and summarises.
 bench_dlrm() {
-    one dlrm_b128 run workloads/dlrm_small.json --set B=128 --iters 5000 --batches 40 --quiet
-    one dlrm_b2048 run workloads/dlrm_small.json --set B=2048 --iters 2000 --batches 40 --quiet
+    one dlrm_b128 run workloads/dlrm_small.json --set B=128 --iters 5000 --batches 40 --no-pdl --quiet
+    one dlrm_b2048 run workloads/dlrm_small.json --set B=2048 --iters 2000 --batches 40 --no-pdl --quiet
     one dlrm_b128_pdl run workloads/dlrm_small.json --set B=128 --iters 5000 --batches 40 --pdl --quiet
     one dlrm_b2048_pdl run workloads/dlrm_small.json --set B=2048 --iters 2000 --batches 40 --pdl --quiet
-    one dlrm_b128_lt run workloads/dlrm_small.json --variant fused --set B=128 --set linear_impl=lt --iters 5000 --batches 40 --quiet
-    one dlrm_b2048_simt run workloads/dlrm_small.json --variant fused --set B=2048 --set linear_impl=simt --iters 2000 --batches 40 --quiet
-    one dlrm_b2048_tiled run workloads/dlrm_small.json --variant fused --set B=2048 --set linear_impl=tiled --iters 2000 --batches 40 --quiet
-    one dlrm_b2048_lt run workloads/dlrm_small.json --variant fused --set B=2048 --set linear_impl=lt --iters 2000 --batches 40 --quiet
-    one dlrm_b2048_x3_alltc run workloads/dlrm_small.json --variant fused_tf32x3 --set B=2048 --set x3_impl=tc --iters 2000 --batches 40 --quiet
+    one dlrm_b128_lt run workloads/dlrm_small.json --variant fused --set B=128 --set linear_impl=lt --iters 5000 --batches 40 --no-pdl --quiet
+    one dlrm_b2048_simt run workloads/dlrm_small.json --variant fused --set B=2048 --set linear_impl=simt --iters 2000 --batches 40 --no-pdl --quiet
+    one dlrm_b2048_tiled run workloads/dlrm_small.json --variant fused --set B=2048 --set linear_impl=tiled --iters 2000 --batches 40 --no-pdl --quiet
+    one dlrm_b2048_lt run workloads/dlrm_small.json --variant fused --set B=2048 --set linear_impl=lt --iters 2000 --batches 40 --no-pdl --quiet
+    one dlrm_b2048_x3_alltc run workloads/dlrm_small.json --variant fused_tf32x3 --set B=2048 --set x3_impl=tc --iters 2000 --batches 40 --no-pdl --quiet
     if [ -f tests/data/criteo_sample.tsv ]; then
-        one dlrm_b128_criteo run workloads/dlrm_small.json --input tests/data/criteo_sample.tsv --set B=128 --iters 5000 --batches 40 --quiet
+        one dlrm_b128_criteo run workloads/dlrm_small.json --input tests/data/criteo_sample.tsv --set B=128 --iters 5000 --batches 40 --no-pdl --quiet
     fi
 }
