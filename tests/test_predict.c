@@ -278,6 +278,74 @@ static void test_calibration(void) {
     free(b.p);
 }
 
+/* A calibration file's row (report --calibration) replaces the table's: each of its five
+ * figures reaches the model; a file from another GPU is used and said; user costs still win. */
+static int predict_with_row(const char *text, const gr_pred_calib *row, double node_us,
+                            loaded *l) {
+    gr_error e;
+    gr_error_clear(&e);
+    memset(l, 0, sizeof(*l));
+    if (gr_trace_load_mem(text, strlen(text), "p.jsonl", 0, &l->t, &e) != GR_OK ||
+        gr_ls_analyze(l->t, NULL, &l->r, &e) != GR_OK)
+        return 0;
+    gr_pred_opts o;
+    gr_pred_opts_default(&o);
+    o.calib = row;
+    o.calib_file = "cal.json";
+    o.calib_date = "2026-12-05T10:00:00Z";
+    o.node_us = node_us;
+    return gr_pred_run(l->r, &o, &l->p, &e) == GR_OK;
+}
+
+static void test_calibration_file_row(void) {
+    /* two dependent 2 us kernels, then a chain of three small ones on 4096 threads */
+    pb b;
+    pb_init(&b, "NVIDIA H200", 1);
+    pb_kernel(&b, "a_kernel", 100000, 105000, 107000, 1, 10);
+    pb_kernel(&b, "b_kernel", 101000, 108000, 110000, 1, 11);
+    const char *text = pb_end(&b);
+    gr_pred_calib row = {"NVIDIA H200", "9.0", 0.5, 3.0, 1.0, 0.25, 100.0, "calibration file cal.json"};
+    loaded l;
+    CU_ASSERT_FATAL(predict_with_row(text, &row, -1, &l));
+    CU_ASSERT_EQUAL(l.p->calib_exact, 3);
+    CU_ASSERT_STRING_EQUAL(l.p->calib.source, "calibration file cal.json");
+    CU_ASSERT_STRING_EQUAL(l.p->calib_note, "");
+    const gr_pred_scope *s = &l.p->scopes[0];
+    NEAR(s->pred_us, 3.0 + 2 * (0.5 + 2.0), 1e-9);
+    NEAR(s->pred_pdl_us, s->pred_us - 0.25, 1e-9);
+    json_t *j = (json_t *)gr_pred_json(l.p);
+    json_t *c = json_object_get(j, "calibration");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(c, "from")), "file");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(c, "file")), "cal.json");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(c, "date")), "2026-12-05T10:00:00Z");
+    CU_ASSERT_EQUAL(json_real_value(json_object_get(c, "hbm_gbps")), 100.0);
+    json_decref(j);
+    loaded_free(&l);
+    /* the host submit floor is the file's */
+    row.launch_host_us = 50;
+    CU_ASSERT_FATAL(predict_with_row(text, &row, -1, &l));
+    NEAR(l.p->scopes[0].pred_us, 50, 1e-9);
+    NEAR(l.p->scopes[0].host_floor_hit, 1.0, 1e-9);
+    loaded_free(&l);
+    /* another GPU's file: used, with a warning naming both */
+    gr_pred_calib other = {"NVIDIA A100-SXM4-80GB", "8.0", 0.5, 3.0, 1.0, 0.25, 100.0, "f"};
+    CU_ASSERT_FATAL(predict_with_row(text, &other, -1, &l));
+    CU_ASSERT_EQUAL(l.p->calib_exact, 3);
+    NEAR(l.p->scopes[0].pred_us, 3.0 + 2 * (0.5 + 2.0), 1e-9);
+    GR_ASSERT_CONTAINS(l.p->calib_note, "the calibration file cal.json was measured on NVIDIA "
+                                        "A100-SXM4-80GB (cc 8.0), the trace comes from NVIDIA "
+                                        "H200 (cc 8.0)");
+    loaded_free(&l);
+    /* --graph-node-us over a file: from "user", the rest (launch) from the file, the note kept */
+    CU_ASSERT_FATAL(predict_with_row(text, &other, 0.0, &l));
+    CU_ASSERT_EQUAL(l.p->calib_exact, 2);
+    NEAR(l.p->scopes[0].pred_us, 3.0 + 2 * 2.0, 1e-9);
+    GR_ASSERT_CONTAINS(l.p->calib.source, "the rest from the f");
+    GR_ASSERT_CONTAINS(l.p->calib_note, "was measured on NVIDIA A100");
+    loaded_free(&l);
+    free(b.p);
+}
+
 /* Fusion: small element-wise kernels in a row on one stream form a chain; a GEMM ends it. */
 static void test_fusion(void) {
     pb b;
@@ -672,6 +740,7 @@ static CU_TestInfo model_tests[] = {
     {"what breaks the model", test_breaks},
     {"host floor", test_host_floor},
     {"calibration table, unknown GPU", test_calibration},
+    {"a calibration file's row", test_calibration_file_row},
     {"fusion chains", test_fusion},
     {"graph scope, no steps", test_not_predicted},
     CU_TEST_INFO_NULL};
