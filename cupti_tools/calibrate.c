@@ -166,6 +166,8 @@ static gr_status traced_reference(gr_cal_gpu *g, const gr_cal_opts *o, gr_cal_ra
                                          &raw->traced2, err);
         }
         if (st != GR_OK) gr_error_prefix(err, "the traced reference %s: ", path);
+        if (st == GR_ERR_INPUT) /* our own trace, unreadable: the measurement failed (exit 1) */
+            st = err->code = GR_ERR_CUDA;
         gr_trace_destroy(t);
     }
     if (!o->trace_path) unlink(path);
@@ -284,11 +286,16 @@ void gr_cal_derive(gr_cal_result *res) {
     res->launch_host_us = written(res, "launch_host_us", res->host.median);
     res->pdl_us = r->pdl ? written(res, "pdl_us", res->pdl.median) : 0;
     res->hbm_gbps = res->hbm.median;
-    if (!r->pdl)
+    if (!r->pdl && r->cc_major < 9)
         note(res,
              "pdl_us is 0, not measured: programmatic dependent launch needs compute capability "
              "9.0 (this GPU has %d.%d)",
              r->cc_major, r->cc_minor);
+    else if (!r->pdl)
+        note(res,
+             "pdl_us is 0, not measured: this build's spin kernel runs from PTX %d.%d, without "
+             "sm_90 code (griddepcontrol); build with 90 in CMAKE_CUDA_ARCHITECTURES",
+             r->spin_ptx / 10, r->spin_ptx % 10);
     if (fabs(res->node_t1 - res->node_t2) > 0.1)
         note(res,
              "the node cost differs between the spin lengths: %.3f us at %.2f us, %.3f us at "
@@ -514,6 +521,7 @@ void *gr_cal_json(const gr_cal_result *res) {
 
     json_t *raw = json_object();
     json_object_set_new(raw, "sm_count", json_integer(r->sm_count));
+    json_object_set_new(raw, "spin_ptx", json_integer(r->spin_ptx));
     json_object_set_new(raw, "clock_mhz",
                         json_pack("{s:f, s:f, s:f, s:f}", "rated", r->clock_attr_mhz, "before",
                                   r->clock_mhz[0], "after", r->clock_mhz[1], "traced",

@@ -159,7 +159,12 @@ static gr_status open_rest(gr_cal_gpu *g, const gr_cal_opts *o, gr_cal_raw *raw,
     raw->cyc2 = g->cyc2;
     raw->cycl = g->cycl;
     raw->cycb = g->cycb;
-    g->pdl = raw->cc_major >= 9;
+    // PDL needs the device and the spin's code: a build without sm_90 code JIT-compiled from an
+    // older PTX has no griddepcontrol, and its "PDL" chain would not wait at all
+    cudaFuncAttributes fa;
+    GR_CUDA(cudaFuncGetAttributes(&fa, gr_cal_spin), err);
+    raw->spin_ptx = fa.ptxVersion;
+    g->pdl = raw->cc_major >= 9 && fa.ptxVersion >= 90;
     raw->pdl = g->pdl;
     GR_TRY(build(g, o->chain, g->cyc1, 0, &g->chain1, err));
     GR_TRY(build(g, o->chain, g->cyc2, 0, &g->chain2, err));

@@ -48,7 +48,9 @@ typedef struct gr_cal_raw {
     double clock_mhz[3];          /* measured (clock64 over %globaltimer): before the rounds,
                                      after them, in the traced phase */
     long long cyc1, cyc2, cycl, cycb; /* spin cycles: chains t1, t2; launch graphs; blocker */
-    int rounds, chain, wide, pdl; /* pdl: the PDL chain was timed (compute capability >= 9.0) */
+    int rounds, chain, wide, pdl; /* pdl: the PDL chain was timed (compute capability >= 9.0
+                                     and the spin kernel built from sm_90 code) */
+    int spin_ptx;                 /* the spin kernel's PTX version (90: sm_90 code) */
     int chain_launches, g1_launches, wide_launches;
     double chain1[GR_CAL_MAX_ROUNDS], chain2[GR_CAL_MAX_ROUNDS], chain1_pdl[GR_CAL_MAX_ROUNDS];
     double g1[GR_CAL_MAX_ROUNDS], gw[GR_CAL_MAX_ROUNDS];           /* per launch, GPU */

@@ -30,6 +30,7 @@ static void made_up(gr_cal_result *res, int rounds) {
     r->cc_major = 9;
     r->cc_minor = 0;
     r->sm_count = 132;
+    r->spin_ptx = 90;
     r->driver = 13000;
     r->runtime = 13000;
     r->clock_attr_mhz = 1980;
@@ -139,6 +140,14 @@ static void test_derive_notes(void) {
     CU_ASSERT(has_note(&res, "2 timed batches took longer to enqueue than the blocker kernel ran"));
     CU_ASSERT(has_note(&res, "the copy is 64 MiB, not 256 MiB"));
     CU_ASSERT(has_note(&res, "CUPTI dropped 7 records"));
+    /* a 9.0 GPU, but a spin kernel JIT-compiled from older PTX: no griddepcontrol, no PDL */
+    made_up(&res, 3);
+    res.raw.pdl = 0;
+    res.raw.spin_ptx = 80;
+    gr_cal_derive(&res);
+    NEAR(res.pdl_us, 0, 0);
+    CU_ASSERT(has_note(&res, "pdl_us is 0, not measured: this build's spin kernel runs from PTX 8.0, "
+                             "without sm_90 code"));
     /* below 0: written as 0 */
     made_up(&res, 3);
     res.raw.traced1.median = 3.5;
