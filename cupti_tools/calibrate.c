@@ -222,23 +222,24 @@ static double written(gr_cal_result *r, const char *name, double v) {
 
 void gr_cal_derive(gr_cal_result *res) {
     const gr_cal_raw *r = &res->raw;
-    size_t n = (size_t)(r->rounds < 0 ? 0 : r->rounds > GR_CAL_MAX_ROUNDS ? GR_CAL_MAX_ROUNDS
-                                                                           : r->rounds);
+    size_t n = (size_t)(r->rounds < 0                   ? 0
+                        : r->rounds > GR_CAL_MAX_ROUNDS ? GR_CAL_MAX_ROUNDS
+                                                        : r->rounds);
     res->nnotes = 0;
     /* the SM clock: untraced = the mean of the probes around the rounds; traced = the probe
      * around the traced spins. The traced durations are moved to the untraced clock: a spin of N
      * cycles lasts N / f, so D(untraced) = D(traced) + N (1/f_untraced - 1/f_traced). */
     double fu = r->clock_mhz[0] > 0 && r->clock_mhz[1] > 0 ? (r->clock_mhz[0] + r->clock_mhz[1]) / 2
-                : r->clock_mhz[0] > 0                       ? r->clock_mhz[0]
-                                                            : r->clock_mhz[1];
+                : r->clock_mhz[0] > 0                      ? r->clock_mhz[0]
+                                                           : r->clock_mhz[1];
     double ft = r->clock_mhz[2] > 0 ? r->clock_mhz[2] : fu;
     res->clock_fix1 = fu > 0 ? spin_us(r->cyc1, fu) - spin_us(r->cyc1, ft) : 0;
     res->clock_fix2 = fu > 0 ? spin_us(r->cyc2, fu) - spin_us(r->cyc2, ft) : 0;
     res->dur1 = r->traced1.median + res->clock_fix1;
     res->dur2 = r->traced2.median + res->clock_fix2;
     double launch[GR_CAL_MAX_ROUNDS], node[GR_CAL_MAX_ROUNDS], n1[GR_CAL_MAX_ROUNDS],
-        n2[GR_CAL_MAX_ROUNDS], p1[GR_CAL_MAX_ROUNDS], p2[GR_CAL_MAX_ROUNDS],
-        pdl[GR_CAL_MAX_ROUNDS], pp[GR_CAL_MAX_ROUNDS], host[GR_CAL_MAX_ROUNDS];
+        n2[GR_CAL_MAX_ROUNDS], p1[GR_CAL_MAX_ROUNDS], p2[GR_CAL_MAX_ROUNDS], pdl[GR_CAL_MAX_ROUNDS],
+        pp[GR_CAL_MAX_ROUNDS], host[GR_CAL_MAX_ROUNDS];
     /* launch: a graph of n nodes takes launch + n x P per launch, so 1 and `wide` nodes give
      * launch = L1 - (Lw - L1) / (wide - 1) */
     double wm1 = r->wide > 1 ? (double)(r->wide - 1) : 1;
@@ -443,8 +444,8 @@ void gr_cal_print(FILE *f, const gr_cal_result *res) {
     fprintf(f,
             "    SM clock: %.0f MHz before the rounds, %.0f after, %.0f traced (rated %.0f); "
             "spins of %lld, %lld and %lld cycles\n",
-            r->clock_mhz[0], r->clock_mhz[1], r->clock_mhz[2], r->clock_attr_mhz, r->cyc1,
-            r->cyc2, r->cycl);
+            r->clock_mhz[0], r->clock_mhz[1], r->clock_mhz[2], r->clock_attr_mhz, r->cyc1, r->cyc2,
+            r->cycl);
     if (r->trace_kept) fprintf(f, "    traced reference kept in %s\n", r->trace_path);
     for (int i = 0; i < res->nnotes; i++)
         fprintf(f, "  NOTE: %s\n", res->notes[i]);
@@ -453,8 +454,8 @@ void gr_cal_print(FILE *f, const gr_cal_result *res) {
 /* ---- the calibration file ---- */
 
 static json_t *summary_json(const gr_summary *s, const char *measured) {
-    json_t *o = json_pack("{s:f, s:f, s:f, s:I}", "median", s->median, "p10", s->p10, "p90",
-                          s->p90, "n", (json_int_t)s->n);
+    json_t *o = json_pack("{s:f, s:f, s:f, s:I}", "median", s->median, "p10", s->p10, "p90", s->p90,
+                          "n", (json_int_t)s->n);
     if (measured) json_object_set_new(o, "measured", json_string(measured));
     return o;
 }
@@ -477,9 +478,9 @@ void *gr_cal_json(const gr_cal_result *res) {
     char cc[16], tool[96];
     snprintf(cc, sizeof(cc), "%d.%d", r->cc_major, r->cc_minor);
     snprintf(tool, sizeof(tool), "cupti-launchstat %s calibrate", GR_LAUNCHSTAT_VERSION);
-    json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:i, s:i, s:s}", "schema_version", 1, "tool", tool,
-                          "gpu", r->gpu, "cc", cc, "driver", r->driver, "runtime", r->runtime,
-                          "date", res->date);
+    json_t *j =
+        json_pack("{s:i, s:s, s:s, s:s, s:i, s:i, s:s}", "schema_version", 1, "tool", tool, "gpu",
+                  r->gpu, "cc", cc, "driver", r->driver, "runtime", r->runtime, "date", res->date);
     json_object_set_new(j, "node_us", json_real(res->node_us));
     json_object_set_new(j, "launch_us", json_real(res->launch_us));
     json_object_set_new(j, "launch_host_us", json_real(res->launch_host_us));
@@ -554,10 +555,10 @@ void *gr_cal_json(const gr_cal_result *res) {
                         json_pack("{s:I, s:i, s:i, s:o}", "bytes", (json_int_t)r->copy_bytes,
                                   "batches", r->copy_batches, "per_batch", r->copies_per_batch,
                                   "gbps", gb));
-    json_t *tr = json_pack("{s:i, s:i, s:o, s:o, s:I}", "count", r->traced_count, "warmup",
-                           r->traced_warmup, "t1_us", summary_json(&r->traced1, NULL), "t2_us",
-                           summary_json(&r->traced2, NULL), "dropped",
-                           (json_int_t)r->trace_dropped);
+    json_t *tr =
+        json_pack("{s:i, s:i, s:o, s:o, s:I}", "count", r->traced_count, "warmup", r->traced_warmup,
+                  "t1_us", summary_json(&r->traced1, NULL), "t2_us",
+                  summary_json(&r->traced2, NULL), "dropped", (json_int_t)r->trace_dropped);
     json_object_set_new(tr, "trace", r->trace_kept ? json_string(r->trace_path) : json_null());
     json_object_set_new(raw, "traced", tr);
     json_object_set_new(
@@ -565,8 +566,8 @@ void *gr_cal_json(const gr_cal_result *res) {
         json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "period_t1_us", res->period1,
                   "period_t2_us", res->period2, "traced_t1_at_untraced_clock_us", res->dur1,
                   "traced_t2_at_untraced_clock_us", res->dur2, "node_t1_us", res->node_t1,
-                  "node_t2_us", res->node_t2, "clock_fix_t1_us", res->clock_fix1,
-                  "clock_fix_t2_us", res->clock_fix2, "pdl_period_us", res->pdl_period));
+                  "node_t2_us", res->node_t2, "clock_fix_t1_us", res->clock_fix1, "clock_fix_t2_us",
+                  res->clock_fix2, "pdl_period_us", res->pdl_period));
     json_object_set_new(j, "raw", raw);
     return j;
 }
@@ -603,14 +604,21 @@ static int plain_string(const json_t *v, size_t max) {
 
 static const char *type_of(const json_t *v) {
     switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a number";
     case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
     }
     return "?";
 }
@@ -663,8 +671,8 @@ gr_status gr_cal_load_text(const char *text, size_t len, const char *label, gr_c
                            "FILE` writes it)",
                            je.text);
     if (!json_is_object(j)) {
-        gr_error_set(err, GR_ERR_INPUT, label, "the top level is %s, not an object %s",
-                     type_of(j), CAL_HOW);
+        gr_error_set(err, GR_ERR_INPUT, label, "the top level is %s, not an object %s", type_of(j),
+                     CAL_HOW);
         json_decref(j);
         return GR_ERR_INPUT;
     }
@@ -673,8 +681,8 @@ gr_status gr_cal_load_text(const char *text, size_t len, const char *label, gr_c
     if (!sv)
         gr_error_set(err, GR_ERR_INPUT, label, "key \"schema_version\" is missing %s", CAL_HOW);
     else if (!json_is_integer(sv))
-        gr_error_set(err, GR_ERR_INPUT, label, "key \"schema_version\" must be the integer 1, got %s",
-                     type_of(sv));
+        gr_error_set(err, GR_ERR_INPUT, label,
+                     "key \"schema_version\" must be the integer 1, got %s", type_of(sv));
     else if (json_integer_value(sv) != 1)
         gr_error_set(err, GR_ERR_INPUT, label,
                      "schema_version %lld: this cupti-launchstat reads version 1 (calibrate again "
@@ -714,8 +722,8 @@ gr_status gr_cal_load_text(const char *text, size_t len, const char *label, gr_c
     for (size_t k = 0; k < sizeof(cal_figs) / sizeof(cal_figs[0]); k++) {
         json_t *v = json_object_get(j, cal_figs[k].key);
         if (!v) {
-            gr_error_set(err, GR_ERR_INPUT, label, "key \"%s\" (%s) is missing %s",
-                         cal_figs[k].key, cal_figs[k].what, CAL_HOW);
+            gr_error_set(err, GR_ERR_INPUT, label, "key \"%s\" (%s) is missing %s", cal_figs[k].key,
+                         cal_figs[k].what, CAL_HOW);
             continue;
         }
         if (!json_is_number(v)) {
@@ -742,11 +750,10 @@ gr_status gr_cal_load_text(const char *text, size_t len, const char *label, gr_c
     if (json_unpack_ex(j, &je, JSON_STRICT,
                        "{s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o, "
                        "s?o, s?o}",
-                       "schema_version", &o[0], "tool", &o[1], "gpu", &o[2], "cc", &o[3],
-                       "driver", &o[4], "runtime", &o[5], "date", &o[6], "node_us", &o[7],
-                       "launch_us", &o[8], "launch_host_us", &o[9], "pdl_us", &o[10],
-                       "hbm_gbps", &o[11], "method", &o[12], "notes", &o[13], "figures", &o[14],
-                       "raw", &o[15]) != 0)
+                       "schema_version", &o[0], "tool", &o[1], "gpu", &o[2], "cc", &o[3], "driver",
+                       &o[4], "runtime", &o[5], "date", &o[6], "node_us", &o[7], "launch_us", &o[8],
+                       "launch_host_us", &o[9], "pdl_us", &o[10], "hbm_gbps", &o[11], "method",
+                       &o[12], "notes", &o[13], "figures", &o[14], "raw", &o[15]) != 0)
         gr_error_set(err, GR_ERR_INPUT, label,
                      "keys that a calibration file does not hold (%s); schema_version 1 holds "
                      "schema_version, tool, gpu, cc, driver, runtime, date, node_us, launch_us, "
@@ -789,26 +796,30 @@ gr_status gr_cal_load_text(const char *text, size_t len, const char *label, gr_c
 gr_status gr_cal_load(const char *path, gr_cal_file **out, gr_error *err) {
     *out = NULL;
     if (!path || !*path)
-        return gr_error_set(err, GR_ERR_USAGE, NULL, "an empty path was given for the calibration file");
+        return gr_error_set(err, GR_ERR_USAGE, NULL,
+                            "an empty path was given for the calibration file");
     /* before anything is opened: a regular file of a calibration file's size (a FIFO would
      * block, /dev/zero never ends, a directory or a trace is the wrong file) */
     struct stat sb;
     if (stat(path, &sb) != 0)
-        return gr_error_set(err, GR_ERR_IO, path, "cannot open the calibration file: %s (check the path)",
+        return gr_error_set(err, GR_ERR_IO, path,
+                            "cannot open the calibration file: %s (check the path)",
                             strerror(errno));
     if (!S_ISREG(sb.st_mode))
-        return gr_error_set(err, GR_ERR_INPUT, path,
-                            "is %s, not a regular file: the calibration file must be a file on disk %s",
-                            S_ISDIR(sb.st_mode)                            ? "a directory"
-                            : S_ISFIFO(sb.st_mode)                         ? "a FIFO (named pipe)"
-                            : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device"
-                                                                           : "not a regular file",
-                            CAL_HOW);
+        return gr_error_set(
+            err, GR_ERR_INPUT, path,
+            "is %s, not a regular file: the calibration file must be a file on disk %s",
+            S_ISDIR(sb.st_mode)                          ? "a directory"
+            : S_ISFIFO(sb.st_mode)                       ? "a FIFO (named pipe)"
+            : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device"
+                                                         : "not a regular file",
+            CAL_HOW);
     if ((uint64_t)sb.st_size > GR_CAL_FILE_MAX)
-        return gr_error_set(err, GR_ERR_INPUT, path,
-                            "is %llu bytes, over the 1 MiB a calibration file may hold (it is a few "
-                            "KiB): is this the right file? %s",
-                            (unsigned long long)sb.st_size, CAL_HOW);
+        return gr_error_set(
+            err, GR_ERR_INPUT, path,
+            "is %llu bytes, over the 1 MiB a calibration file may hold (it is a few "
+            "KiB): is this the right file? %s",
+            (unsigned long long)sb.st_size, CAL_HOW);
     FILE *f = NULL;
     GR_TRY(gr_file_open(path, GR_FILE_WORKLOAD, &f, NULL, err));
     char *text = NULL;

@@ -120,10 +120,10 @@ static gr_status build(gr_cal_gpu *g, int n, long long cycles, int pdl, cudaGrap
     if (rc != cudaSuccess || rc2 != cudaSuccess) {
         if (graph) cudaGraphDestroy(graph);
         (void)cudaGetLastError();
-        return rc != cudaSuccess ? gr_cuda_fail(rc, "cudaLaunchKernelEx(gr_cal_spin) in capture",
-                                                __FILE__, __LINE__, err)
-                                 : gr_cuda_fail(rc2, "cudaStreamEndCapture", __FILE__, __LINE__,
-                                                err);
+        return rc != cudaSuccess
+                   ? gr_cuda_fail(rc, "cudaLaunchKernelEx(gr_cal_spin) in capture", __FILE__,
+                                  __LINE__, err)
+                   : gr_cuda_fail(rc2, "cudaStreamEndCapture", __FILE__, __LINE__, err);
     }
     rc = cudaGraphInstantiate(out, graph, 0);
     cudaGraphDestroy(graph);
@@ -313,8 +313,8 @@ extern "C" gr_status gr_cal_gpu_untraced(gr_cal_gpu *g, const gr_cal_opts *o, gr
         GR_TRY(batch(g, g->chain1, o->chain_launches, &raw->chain1[r], NULL, NULL, err));
         GR_TRY(batch(g, g->chain2, o->chain_launches, &raw->chain2[r], NULL, NULL, err));
         if (g->pdl)
-            GR_TRY(batch(g, g->chain1_pdl, o->chain_launches, &raw->chain1_pdl[r], NULL, NULL,
-                         err));
+            GR_TRY(
+                batch(g, g->chain1_pdl, o->chain_launches, &raw->chain1_pdl[r], NULL, NULL, err));
         GR_TRY(batch(g, g->g1, o->g1_launches, &raw->g1[r], &raw->host_g1[r], &raw->host_limited,
                      err));
         GR_TRY(batch(g, g->gw, o->wide_launches, &raw->gw[r], &raw->host_gw[r], &raw->host_limited,

@@ -19,20 +19,20 @@ extern "C" {
 
 #define GR_CAL_MAX_ROUNDS 64
 #define GR_CAL_COPY_BATCHES 10
-#define GR_CAL_FILE_MAX (1u << 20) /* a calibration file is a few KiB: 1 MiB at most */
+#define GR_CAL_FILE_MAX (1u << 20)       /* a calibration file is a few KiB: 1 MiB at most */
 #define GR_CAL_SPIN_KERNEL "gr_cal_spin" /* the spin kernel's name in a trace */
 
 typedef struct gr_cal_opts {
-    int device;         /* --device (0) */
-    int rounds;         /* --rounds: interleaved rounds of every timed batch (21) */
-    int chain;          /* nodes of the chain graphs (500) */
-    int wide;           /* nodes of the wide launch-cost graph (20) */
+    int device;          /* --device (0) */
+    int rounds;          /* --rounds: interleaved rounds of every timed batch (21) */
+    int chain;           /* nodes of the chain graphs (500) */
+    int wide;            /* nodes of the wide launch-cost graph (20) */
     double t1_us, t2_us; /* the chains' two spin lengths (2, 4) */
-    double tl_us;       /* spin length in the launch-cost graphs (10) */
-    double block_us;    /* the blocker kernel ahead of each timed batch (1000) */
+    double tl_us;        /* spin length in the launch-cost graphs (10) */
+    double block_us;     /* the blocker kernel ahead of each timed batch (1000) */
     int chain_launches, g1_launches, wide_launches; /* graph launches per batch (2, 100, 20) */
-    size_t copy_bytes;  /* the D2D copy (256 MiB; halved while it does not fit, 64 MiB at least) */
-    int traced_count;   /* traced eager spins per length, after traced_warmup more (100, 10) */
+    size_t copy_bytes; /* the D2D copy (256 MiB; halved while it does not fit, 64 MiB at least) */
+    int traced_count;  /* traced eager spins per length, after traced_warmup more (100, 10) */
     int traced_warmup;
     const char *trace_path; /* --trace: keep the traced reference's trace (NULL: a temporary) */
 } gr_cal_opts;
@@ -44,13 +44,13 @@ void gr_cal_opts_default(gr_cal_opts *o);
 typedef struct gr_cal_raw {
     char gpu[128];
     int cc_major, cc_minor, sm_count, driver, runtime;
-    double clock_attr_mhz;        /* cudaDevAttrClockRate */
-    double clock_mhz[3];          /* measured (clock64 over %globaltimer): before the rounds,
-                                     after them, in the traced phase */
+    double clock_attr_mhz;            /* cudaDevAttrClockRate */
+    double clock_mhz[3];              /* measured (clock64 over %globaltimer): before the rounds,
+                                         after them, in the traced phase */
     long long cyc1, cyc2, cycl, cycb; /* spin cycles: chains t1, t2; launch graphs; blocker */
-    int rounds, chain, wide, pdl; /* pdl: the PDL chain was timed (compute capability >= 9.0
-                                     and the spin kernel built from sm_90 code) */
-    int spin_ptx;                 /* the spin kernel's PTX version (90: sm_90 code) */
+    int rounds, chain, wide, pdl;     /* pdl: the PDL chain was timed (compute capability >= 9.0
+                                         and the spin kernel built from sm_90 code) */
+    int spin_ptx;                     /* the spin kernel's PTX version (90: sm_90 code) */
     int chain_launches, g1_launches, wide_launches;
     double chain1[GR_CAL_MAX_ROUNDS], chain2[GR_CAL_MAX_ROUNDS], chain1_pdl[GR_CAL_MAX_ROUNDS];
     double g1[GR_CAL_MAX_ROUNDS], gw[GR_CAL_MAX_ROUNDS];           /* per launch, GPU */
@@ -73,12 +73,12 @@ typedef struct gr_cal_result {
     gr_summary node, launch, host, pdl, hbm;
     double node_us, launch_us, launch_host_us, pdl_us, hbm_gbps; /* written: medians, >= 0 */
     /* the derivation's intermediates */
-    double period1, period2;   /* untraced us per chain node, launch cost taken out (medians) */
-    double dur1, dur2;         /* traced durations at the untraced clock */
-    double node_t1, node_t2;   /* node cost from each spin length (medians) */
+    double period1, period2;       /* untraced us per chain node, launch cost taken out (medians) */
+    double dur1, dur2;             /* traced durations at the untraced clock */
+    double node_t1, node_t2;       /* node cost from each spin length (medians) */
     double clock_fix1, clock_fix2; /* the clock correction added to each traced duration */
-    double pdl_period;         /* untraced us per node of the PDL chain */
-    char date[32];             /* UTC, ISO 8601 */
+    double pdl_period;             /* untraced us per node of the PDL chain */
+    char date[32];                 /* UTC, ISO 8601 */
     char notes[8][400];
     int nnotes;
 } gr_cal_result;
@@ -91,12 +91,10 @@ typedef struct gr_cal_gpu gr_cal_gpu;
  * GR_ERR_NODEV (exit 3) without a device, GR_ERR_USAGE for a --device that does not exist. */
 gr_status gr_cal_gpu_open(const gr_cal_opts *o, gr_cal_raw *raw, gr_cal_gpu **out, gr_error *err);
 /* The untraced figures: o->rounds interleaved rounds of every batch, then the copies. */
-gr_status gr_cal_gpu_untraced(gr_cal_gpu *g, const gr_cal_opts *o, gr_cal_raw *raw,
-                              gr_error *err);
+gr_status gr_cal_gpu_untraced(gr_cal_gpu *g, const gr_cal_opts *o, gr_cal_raw *raw, gr_error *err);
 /* The traced phase's work (the caller traces it): `warmup` + `count` eager spin kernels of the
  * first length, each synchronised, then as many of the second; the SM clock around them. */
-gr_status gr_cal_gpu_spins(gr_cal_gpu *g, int warmup, int count, double *clock_mhz,
-                           gr_error *err);
+gr_status gr_cal_gpu_spins(gr_cal_gpu *g, int warmup, int count, double *clock_mhz, gr_error *err);
 void gr_cal_gpu_close(gr_cal_gpu *g);
 
 /* ---- the host side (calibrate.c) ---- */

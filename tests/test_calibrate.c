@@ -114,7 +114,8 @@ static void test_derive_clock(void) {
     NEAR(res.clock_fix2, -4.0, 1e-9);
     NEAR(res.dur1, 2.5, 1e-9);
     NEAR(res.node_us, 0.3, 1e-9);
-    CU_ASSERT(has_note(&res, "the SM clock moved: 2000 MHz before the rounds, 2000 after, 1000 traced"));
+    CU_ASSERT(
+        has_note(&res, "the SM clock moved: 2000 MHz before the rounds, 2000 after, 1000 traced"));
 }
 
 /* No PDL below 9.0; a negative figure is written as 0 and noted; spin lengths that disagree, a
@@ -132,11 +133,13 @@ static void test_derive_notes(void) {
     gr_cal_derive(&res);
     NEAR(res.pdl_us, 0, 0);
     CU_ASSERT_EQUAL(res.pdl.n, 0);
-    CU_ASSERT(has_note(&res, "pdl_us is 0, not measured: programmatic dependent launch needs compute "
-                             "capability 9.0 (this GPU has 8.6)"));
+    CU_ASSERT(has_note(&res,
+                       "pdl_us is 0, not measured: programmatic dependent launch needs compute "
+                       "capability 9.0 (this GPU has 8.6)"));
     NEAR(res.node_us, 0.05, 1e-9);
-    CU_ASSERT(has_note(&res, "the node cost differs between the spin lengths: -0.200 us at 2.00 us, "
-                             "0.300 us at 4.00 us"));
+    CU_ASSERT(has_note(&res,
+                       "the node cost differs between the spin lengths: -0.200 us at 2.00 us, "
+                       "0.300 us at 4.00 us"));
     CU_ASSERT(has_note(&res, "2 timed batches took longer to enqueue than the blocker kernel ran"));
     CU_ASSERT(has_note(&res, "the copy is 64 MiB, not 256 MiB"));
     CU_ASSERT(has_note(&res, "CUPTI dropped 7 records"));
@@ -146,8 +149,9 @@ static void test_derive_notes(void) {
     res.raw.spin_ptx = 80;
     gr_cal_derive(&res);
     NEAR(res.pdl_us, 0, 0);
-    CU_ASSERT(has_note(&res, "pdl_us is 0, not measured: this build's spin kernel runs from PTX 8.0, "
-                             "without sm_90 code"));
+    CU_ASSERT(has_note(&res,
+                       "pdl_us is 0, not measured: this build's spin kernel runs from PTX 8.0, "
+                       "without sm_90 code"));
     /* below 0: written as 0 */
     made_up(&res, 3);
     res.raw.traced1.median = 3.5;
@@ -163,20 +167,22 @@ static void test_derive_notes(void) {
 static char *spin_trace(int warmup, int count, int extra, int untimed) {
     size_t cap = 1 << 20, len = 0;
     char *p = malloc(cap);
-    len += (size_t)snprintf(p + len, cap - len,
-                            "{\"t\":\"header\",\"schema_version\":1,\"tool\":\"test\",\"tool_version\":"
-                            "\"0\",\"mode\":\"in-process\",\"t0\":1000000000,\"command\":\"c\","
-                            "\"device\":\"NVIDIA H200\",\"cc\":\"9.0\",\"driver_version\":13000,"
-                            "\"latency\":false,\"steps\":0}\n"
-                            "{\"t\":\"name\",\"id\":1,\"s\":\"gr_cal_spin\"}\n"
-                            "{\"t\":\"name\",\"id\":2,\"s\":\"gr_cal_clock\"}\n");
+    len += (size_t)snprintf(
+        p + len, cap - len,
+        "{\"t\":\"header\",\"schema_version\":1,\"tool\":\"test\",\"tool_version\":"
+        "\"0\",\"mode\":\"in-process\",\"t0\":1000000000,\"command\":\"c\","
+        "\"device\":\"NVIDIA H200\",\"cc\":\"9.0\",\"driver_version\":13000,"
+        "\"latency\":false,\"steps\":0}\n"
+        "{\"t\":\"name\",\"id\":1,\"s\":\"gr_cal_spin\"}\n"
+        "{\"t\":\"name\",\"id\":2,\"s\":\"gr_cal_clock\"}\n");
     long long t = 100000;
     unsigned corr = 10;
     /* a clock probe first: not a spin */
-    len += (size_t)snprintf(p + len, cap - len,
-                            "{\"t\":\"k\",\"n\":2,\"s\":%lld,\"e\":%lld,\"dev\":0,\"ctx\":1,\"str\":"
-                            "13,\"corr\":%u,\"g\":[1,1,1],\"b\":[1,1,1]}\n",
-                            t, t + 1000000, corr++);
+    len +=
+        (size_t)snprintf(p + len, cap - len,
+                         "{\"t\":\"k\",\"n\":2,\"s\":%lld,\"e\":%lld,\"dev\":0,\"ctx\":1,\"str\":"
+                         "13,\"corr\":%u,\"g\":[1,1,1],\"b\":[1,1,1]}\n",
+                         t, t + 1000000, corr++);
     t += 2000000;
     int n = 2 * (warmup + count) + extra;
     for (int i = 0; i < n; i++) {
@@ -274,8 +280,8 @@ static void test_print_and_json(void) {
     NEAR(json_real_value(json_object_get(fig, "p10")), 0.296, 1e-12);
     GR_ASSERT_CONTAINS(json_string_value(json_object_get(fig, "measured")), "500-node chains");
     json_t *raw = json_object_get(j, "raw");
-    CU_ASSERT_EQUAL(json_array_size(json_object_get(json_object_get(raw, "chain_t1_us"), "per_round")),
-                    3);
+    CU_ASSERT_EQUAL(
+        json_array_size(json_object_get(json_object_get(raw, "chain_t1_us"), "per_round")), 3);
     CU_ASSERT(json_is_object(json_object_get(raw, "traced")));
     CU_ASSERT(json_is_object(json_object_get(raw, "derived")));
     /* the document reads back as a calibration file, each figure as written */
@@ -303,9 +309,10 @@ static void test_print_and_json(void) {
 
 /* ---- the reader: hostile input ---- */
 
-#define GOOD_HEAD "\"schema_version\": 1, \"gpu\": \"NVIDIA H200\", \"cc\": \"9.0\", \"date\": \"d\""
+#define GOOD_HEAD                                                                                  \
+    "\"schema_version\": 1, \"gpu\": \"NVIDIA H200\", \"cc\": \"9.0\", \"date\": \"d\""
 #define GOOD_FIGS                                                                                  \
-    "\"node_us\": 0.3, \"launch_us\": 0.7, \"launch_host_us\": 1.3, \"pdl_us\": 0.5, "           \
+    "\"node_us\": 0.3, \"launch_us\": 0.7, \"launch_host_us\": 1.3, \"pdl_us\": 0.5, "             \
     "\"hbm_gbps\": 4000"
 
 static const char *load_err(const char *text) {
@@ -347,7 +354,8 @@ static void test_reader_bad(void) {
         const char *text, *want;
     } cases[] = {
         /* a key missing, each required one */
-        {"{" GOOD_HEAD ", \"launch_us\": 0.7, \"launch_host_us\": 1.3, \"pdl_us\": 0.5, \"hbm_gbps\": 4000}",
+        {"{" GOOD_HEAD
+         ", \"launch_us\": 0.7, \"launch_host_us\": 1.3, \"pdl_us\": 0.5, \"hbm_gbps\": 4000}",
          "c.json: key \"node_us\" (microseconds of GPU time per kernel node) is missing (a "
          "calibration file is what `cupti-launchstat calibrate -o FILE` writes"},
         {"{\"schema_version\": 1, \"cc\": \"9.0\", \"date\": \"d\", " GOOD_FIGS "}",
@@ -366,7 +374,8 @@ static void test_reader_bad(void) {
         {"{" GOOD_HEAD ", \"node_us\": null, \"launch_us\": 0.7, \"launch_host_us\": 1.3, "
          "\"pdl_us\": 0.5, \"hbm_gbps\": 4000}",
          "key \"node_us\" must be a number (microseconds of GPU time per kernel node), got null"},
-        {"{\"schema_version\": \"1\", \"gpu\": \"G\", \"cc\": \"9.0\", \"date\": \"d\", " GOOD_FIGS "}",
+        {"{\"schema_version\": \"1\", \"gpu\": \"G\", \"cc\": \"9.0\", \"date\": \"d\", " GOOD_FIGS
+         "}",
          "key \"schema_version\" must be the integer 1, got a string"},
         {"{\"schema_version\": 1, \"gpu\": 7, \"cc\": \"9.0\", \"date\": \"d\", " GOOD_FIGS "}",
          "key \"gpu\" must be a string, got an integer"},
@@ -374,9 +383,12 @@ static void test_reader_bad(void) {
          "key \"notes\" must be an array of at most 64 strings without control characters, got a "
          "string"},
         {"{" GOOD_HEAD ", " GOOD_FIGS ", \"notes\": [1]}", "key \"notes\" must be an array"},
-        {"{" GOOD_HEAD ", " GOOD_FIGS ", \"raw\": []}", "key \"raw\" must be an object, got an array"},
-        {"{" GOOD_HEAD ", " GOOD_FIGS ", \"driver\": 1.5}", "key \"driver\" must be a whole number, got a number"},
-        {"{" GOOD_HEAD ", " GOOD_FIGS ", \"driver\": -1}", "key \"driver\" is -1: it takes 0 to 100000000"},
+        {"{" GOOD_HEAD ", " GOOD_FIGS ", \"raw\": []}",
+         "key \"raw\" must be an object, got an array"},
+        {"{" GOOD_HEAD ", " GOOD_FIGS ", \"driver\": 1.5}",
+         "key \"driver\" must be a whole number, got a number"},
+        {"{" GOOD_HEAD ", " GOOD_FIGS ", \"driver\": -1}",
+         "key \"driver\" is -1: it takes 0 to 100000000"},
         /* values out of range */
         {"{" GOOD_HEAD ", \"node_us\": 0.3, \"launch_us\": 0.7, \"launch_host_us\": 1.3, "
          "\"pdl_us\": -0.1, \"hbm_gbps\": 4000}",
@@ -393,9 +405,12 @@ static void test_reader_bad(void) {
          "\"pdl_us\": 0.5, \"hbm_gbps\": 4000}",
          "key \"launch_us\" is 1e+300: out of range"},
         /* NaN and infinity are not JSON: the parser stops at them, naming line and column */
-        {"{" GOOD_HEAD ",\n \"node_us\": NaN}", "c.json:2:15: not a calibration file: invalid token near 'NaN'"},
-        {"{" GOOD_HEAD ",\n \"node_us\": 1e999}", "c.json:2:17: not a calibration file: real number overflow"},
-        {"{" GOOD_HEAD ",\n \"node_us\": -Infinity}", "c.json:2:13: not a calibration file: invalid token"},
+        {"{" GOOD_HEAD ",\n \"node_us\": NaN}",
+         "c.json:2:15: not a calibration file: invalid token near 'NaN'"},
+        {"{" GOOD_HEAD ",\n \"node_us\": 1e999}",
+         "c.json:2:17: not a calibration file: real number overflow"},
+        {"{" GOOD_HEAD ",\n \"node_us\": -Infinity}",
+         "c.json:2:13: not a calibration file: invalid token"},
         /* structure */
         {"{" GOOD_HEAD ", " GOOD_FIGS ", \"nodes_us\": 0.3}",
          "c.json: keys that a calibration file does not hold (1 object item(s) left unpacked: "
@@ -407,13 +422,16 @@ static void test_reader_bad(void) {
         {"{" GOOD_HEAD ", " GOOD_FIGS ", \"node_us\": 0.4}", "duplicate object key"},
         {"{" GOOD_HEAD ", " GOOD_FIGS "} {}", "not a calibration file: end of file expected"},
         /* strings a terminal would interpret, or none */
-        {"{\"schema_version\": 1, \"gpu\": \"\\u001b[31mG\", \"cc\": \"9.0\", \"date\": \"d\", " GOOD_FIGS "}",
+        {"{\"schema_version\": 1, \"gpu\": \"\\u001b[31mG\", \"cc\": \"9.0\", \"date\": "
+         "\"d\", " GOOD_FIGS "}",
          "key \"gpu\" must be a non-empty string of at most 127 bytes without control characters"},
-        {"{\"schema_version\": 1, \"gpu\": \"G\\u0000H\", \"cc\": \"9.0\", \"date\": \"d\", " GOOD_FIGS "}",
+        {"{\"schema_version\": 1, \"gpu\": \"G\\u0000H\", \"cc\": \"9.0\", \"date\": "
+         "\"d\", " GOOD_FIGS "}",
          "c.json:1:39: not a calibration file: \\u0000 is not allowed"},
         {"{\"schema_version\": 1, \"gpu\": \"\", \"cc\": \"9.0\", \"date\": \"d\", " GOOD_FIGS "}",
          "key \"gpu\" must be a non-empty string"},
-        {"{\"schema_version\": 1, \"gpu\": \"G\", \"cc\": \"nine\", \"date\": \"d\", " GOOD_FIGS "}",
+        {"{\"schema_version\": 1, \"gpu\": \"G\", \"cc\": \"nine\", \"date\": \"d\", " GOOD_FIGS
+         "}",
          "key \"cc\" is \"nine\": a compute capability is MAJOR.MINOR, e.g. \"9.0\""},
         {"{\"schema_version\": 1, \"gpu\": \"G\", \"cc\": \"9.\", \"date\": \"d\", " GOOD_FIGS "}",
          "key \"cc\" is \"9.\""},
@@ -425,9 +443,10 @@ static void test_reader_bad(void) {
         CU_ASSERT(ok);
     }
     /* every problem in one pass */
-    const char *m = load_err("{\"schema_version\": 1, \"cc\": \"x\", \"date\": \"d\", \"node_us\": -1, "
-                             "\"launch_us\": 0.7, \"launch_host_us\": true, \"pdl_us\": 0.5, "
-                             "\"hbm_gbps\": 4000, \"extra\": 1}");
+    const char *m =
+        load_err("{\"schema_version\": 1, \"cc\": \"x\", \"date\": \"d\", \"node_us\": -1, "
+                 "\"launch_us\": 0.7, \"launch_host_us\": true, \"pdl_us\": 0.5, "
+                 "\"hbm_gbps\": 4000, \"extra\": 1}");
     GR_ASSERT_CONTAINS(m, "key \"gpu\" is missing");
     GR_ASSERT_CONTAINS(m, "key \"cc\" is \"x\"");
     GR_ASSERT_CONTAINS(m, "key \"node_us\" is -1: out of range");
@@ -486,8 +505,10 @@ static void test_reader_files(void) {
     CU_ASSERT_EQUAL(gr_cal_load(emp, &f, &e), GR_ERR_INPUT);
     GR_ASSERT_CONTAINS(e.msg, "not a calibration file");
     gr_error_clear(&e);
-    CU_ASSERT_EQUAL(gr_cal_load(gr_test_src("tests/data/torch_mlp_eager.jsonl"), &f, &e), GR_ERR_INPUT);
-    GR_ASSERT_CONTAINS(e.msg, "torch_mlp_eager.jsonl:2:1: not a calibration file: end of file expected");
+    CU_ASSERT_EQUAL(gr_cal_load(gr_test_src("tests/data/torch_mlp_eager.jsonl"), &f, &e),
+                    GR_ERR_INPUT);
+    GR_ASSERT_CONTAINS(e.msg,
+                       "torch_mlp_eager.jsonl:2:1: not a calibration file: end of file expected");
     unlink(p);
     unlink(emp);
 }
@@ -598,7 +619,8 @@ static void test_cli_report_file(void) {
         CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(cf, "from")), "file");
         CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(cf, "file")), cal);
         CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(cf, "gpu")), "NVIDIA H200");
-        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(cf, "date")), "2026-12-05T10:00:00Z");
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(cf, "date")),
+                               "2026-12-05T10:00:00Z");
         CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(cf, "warning")), "");
         CU_ASSERT_EQUAL(json_real_value(json_object_get(cf, "node_us")), 0.45);
         CU_ASSERT_EQUAL(json_real_value(json_object_get(cf, "launch_us")), 1.25);
@@ -613,8 +635,9 @@ static void test_cli_report_file(void) {
                                          "saved_us_per_step", "speedup"};
             for (size_t q = 0; q < 4; q++)
                 CU_ASSERT(json_equal(json_object_get(x, keys[q]), json_object_get(y, keys[q])));
-            CU_ASSERT(json_equal(json_object_get(json_object_get(x, "fusion"), "graph_fused_predicted_us"),
-                                 json_object_get(json_object_get(y, "fusion"), "graph_fused_predicted_us")));
+            CU_ASSERT(json_equal(
+                json_object_get(json_object_get(x, "fusion"), "graph_fused_predicted_us"),
+                json_object_get(json_object_get(y, "fusion"), "graph_fused_predicted_us")));
             CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(x, "verdict")),
                                    json_string_value(json_object_get(y, "verdict")));
         }
@@ -630,14 +653,16 @@ static void test_cli_report_file(void) {
     GR_ASSERT_CONTAINS(out, "graph step, predicted 35.34 us");
     snprintf(a, sizeof(a), "report tests/data/pointwise_fusion_n4096.jsonl --calibration %s", tab);
     CU_ASSERT_EQUAL(ls(a), 0);
-    GR_ASSERT_CONTAINS(out, "graph step, measured  4.592 us untraced (unfused graph): prediction -0.7%");
+    GR_ASSERT_CONTAINS(out,
+                       "graph step, measured  4.592 us untraced (unfused graph): prediction -0.7%");
     /* the file's other figures count: a host submit of 40 us makes every pointwise step
      * host-bound, a PDL saving of 0 leaves the PDL step as the plain one */
     const char *slow = cal_file("NVIDIA H200", 0.28, 0.72, 40, 0, 4000);
-    snprintf(a, sizeof(a), "report tests/data/pointwise_fusion_n4096.jsonl --calibration %s --json %s",
-             slow, jf);
+    snprintf(a, sizeof(a),
+             "report tests/data/pointwise_fusion_n4096.jsonl --calibration %s --json %s", slow, jf);
     CU_ASSERT_EQUAL(ls(a), 0);
-    GR_ASSERT_CONTAINS(out, "host-bound            100% of steps are set by the host's graph submit");
+    GR_ASSERT_CONTAINS(out,
+                       "host-bound            100% of steps are set by the host's graph submit");
     json_t *j = load_json(jf);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
     json_t *s0 = json_array_get(json_object_get(json_object_get(j, "prediction"), "scopes"), 0);
@@ -670,8 +695,8 @@ static void test_cli_report_other_gpu(void) {
     const char *cal = cal_file("NVIDIA A100-SXM4-80GB", 0.3, 0.8, 2.0, 0, 1800);
     char a[1024], jf[256];
     snprintf(jf, sizeof(jf), "/tmp/gr_test_cal_o_%d.json", (int)getpid());
-    snprintf(a, sizeof(a), "report tests/data/torch_mlp_eager.jsonl --calibration %s --json %s", cal,
-             jf);
+    snprintf(a, sizeof(a), "report tests/data/torch_mlp_eager.jsonl --calibration %s --json %s",
+             cal, jf);
     CU_ASSERT_EQUAL(ls(a), 0);
     char want[512];
     snprintf(want, sizeof(want),
@@ -687,7 +712,8 @@ static void test_cli_report_other_gpu(void) {
     json_t *c = json_object_get(json_object_get(j, "prediction"), "calibration");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(c, "from")), "file");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(c, "gpu")), "NVIDIA A100-SXM4-80GB");
-    GR_ASSERT_CONTAINS(json_string_value(json_object_get(c, "warning")), "was measured on NVIDIA A100");
+    GR_ASSERT_CONTAINS(json_string_value(json_object_get(c, "warning")),
+                       "was measured on NVIDIA A100");
     json_decref(j);
     unlink(jf);
 }
@@ -701,8 +727,8 @@ static void test_cli_report_bad_file(void) {
     snprintf(a, sizeof(a), "report %s --calibration %s", t, bad);
     CU_ASSERT_EQUAL(ls(a), 2);
     char want[512];
-    snprintf(want, sizeof(want), "cupti-launchstat: --calibration %s: key \"node_us\" is -0.3: out of range",
-             bad);
+    snprintf(want, sizeof(want),
+             "cupti-launchstat: --calibration %s: key \"node_us\" is -0.3: out of range", bad);
     GR_ASSERT_CONTAINS(out, want);
     CU_ASSERT_PTR_NULL(strstr(out, "graph prediction")); /* nothing reported */
     snprintf(a, sizeof(a), "--calibration %s -- echo CMD-RAN", bad);
@@ -724,8 +750,9 @@ static void test_cli_report_bad_file(void) {
     const char *good = cal_file("NVIDIA H200", 0.3, 0.72, 1.3, 0.5, 4000);
     snprintf(a, sizeof(a), "report %s --calibration %s --no-predict", t, good);
     CU_ASSERT_EQUAL(ls(a), 2);
-    GR_ASSERT_CONTAINS(out, "--calibration gives the prediction its graph costs, which --no-predict "
-                            "turns off");
+    GR_ASSERT_CONTAINS(out,
+                       "--calibration gives the prediction its graph costs, which --no-predict "
+                       "turns off");
     snprintf(a, sizeof(a), "report %s --calibration %s --json %s", t, good, good);
     CU_ASSERT_EQUAL(ls(a), 2);
     GR_ASSERT_CONTAINS(out, "is the same file as --calibration");
@@ -799,8 +826,8 @@ static void test_gpu_calibrate(void) {
     CU_ASSERT_EQUAL_FATAL(gr_cal_load(f, &cf, &e), GR_OK);
     CU_ASSERT_EQUAL(cf->row.node_us, node);
     gr_cal_file_destroy(cf);
-    snprintf(a, sizeof(a),
-             "report tests/data/torch_mlp_eager.jsonl --calibration %s --json %s", f, j);
+    snprintf(a, sizeof(a), "report tests/data/torch_mlp_eager.jsonl --calibration %s --json %s", f,
+             j);
     CU_ASSERT_EQUAL(ls(a), 0);
     json_t *r = load_json(j);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);

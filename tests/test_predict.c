@@ -280,8 +280,7 @@ static void test_calibration(void) {
 
 /* A calibration file's row (report --calibration) replaces the table's: each of its five
  * figures reaches the model; a file from another GPU is used and said; user costs still win. */
-static int predict_with_row(const char *text, const gr_pred_calib *row, double node_us,
-                            loaded *l) {
+static int predict_with_row(const char *text, const gr_pred_calib *row, double node_us, loaded *l) {
     gr_error e;
     gr_error_clear(&e);
     memset(l, 0, sizeof(*l));
@@ -304,7 +303,14 @@ static void test_calibration_file_row(void) {
     pb_kernel(&b, "a_kernel", 100000, 105000, 107000, 1, 10);
     pb_kernel(&b, "b_kernel", 101000, 108000, 110000, 1, 11);
     const char *text = pb_end(&b);
-    gr_pred_calib row = {"NVIDIA H200", "9.0", 0.5, 3.0, 1.0, 0.25, 100.0, "calibration file cal.json"};
+    gr_pred_calib row = {.gpu = "NVIDIA H200",
+                         .cc = "9.0",
+                         .node_us = 0.5,
+                         .launch_us = 3.0,
+                         .launch_host_us = 1.0,
+                         .pdl_us = 0.25,
+                         .hbm_gbps = 100.0,
+                         .source = "calibration file cal.json"};
     loaded l;
     CU_ASSERT_FATAL(predict_with_row(text, &row, -1, &l));
     CU_ASSERT_EQUAL(l.p->calib_exact, 3);
@@ -328,7 +334,11 @@ static void test_calibration_file_row(void) {
     NEAR(l.p->scopes[0].host_floor_hit, 1.0, 1e-9);
     loaded_free(&l);
     /* another GPU's file: used, with a warning naming both */
-    gr_pred_calib other = {"NVIDIA A100-SXM4-80GB", "8.0", 0.5, 3.0, 1.0, 0.25, 100.0, "f"};
+    gr_pred_calib other = row;
+    other.gpu = "NVIDIA A100-SXM4-80GB";
+    other.cc = "8.0";
+    other.launch_host_us = 1.0;
+    other.source = "f";
     CU_ASSERT_FATAL(predict_with_row(text, &other, -1, &l));
     CU_ASSERT_EQUAL(l.p->calib_exact, 3);
     NEAR(l.p->scopes[0].pred_us, 3.0 + 2 * (0.5 + 2.0), 1e-9);
