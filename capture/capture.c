@@ -219,12 +219,25 @@ int gr_graph_loop_supported(char *why, size_t size) {
 static gr_status capture_body(const gr_plan *plan, gr_devstate *dev, gr_capture_mode mode,
                               const gr_exec_hooks *hooks, cudaGraph_t body,
                               cudaGraphConditionalHandle handle, unsigned *counter,
-                              gr_error *err) {
+                              size_t *tail_edges, gr_error *err) {
     cudaStream_t s = (cudaStream_t)dev->streams[0];
+    *tail_edges = 0;
     GR_CUDA(cudaStreamBeginCaptureToGraph(s, body, NULL, NULL, 0, cuda_mode(mode)), err);
     gr_status st = gr_exec_range(plan, dev, 0, plan->nops, hooks, err);
-    if (st == GR_OK)
+    if (st == GR_OK) {
+        /* the edges the tail kernel will get (one per node the stream depends on now): the
+         * body's edge count is the step's without them. Only the count is asked for (no
+         * dependency array, so no cudaErrorLossyQuery after a programmatic edge); a failed query
+         * only leaves the count at 0 and its error is cleared before the tail's launch check. */
+        enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+        size_t deps = 0;
+        if (cudaStreamGetCaptureInfo(s, &cs, NULL, NULL, NULL, NULL, &deps) == cudaSuccess &&
+            cs == cudaStreamCaptureStatusActive)
+            *tail_edges = deps;
+        else
+            cudaGetLastError();
         st = gr_devloop_tail_launch((unsigned long long)handle, counter, dev->streams[0], err);
+    }
     cudaGraph_t got = NULL;
     cudaError_t rc = cudaStreamEndCapture(s, &got);
     if (st != GR_OK) {
@@ -278,6 +291,7 @@ gr_status gr_graph_capture_loop(const gr_plan *plan, gr_devstate *dev, gr_captur
         rc = cudaGraphAddMemsetNode(&set, graph, NULL, 0, &ms);
     }
     cudaGraph_t body = NULL;
+    size_t tail_edges = 0;
     if (rc == cudaSuccess) {
         struct cudaGraphNodeParams np;
         memset(&np, 0, sizeof(np));
@@ -290,13 +304,15 @@ gr_status gr_graph_capture_loop(const gr_plan *plan, gr_devstate *dev, gr_captur
     }
     if (rc != cudaSuccess) st = gr_cuda_fail(rc, "building the device loop graph", __FILE__, __LINE__, err);
     if (st == GR_OK)
-        st = capture_body(plan, dev, mode, hooks, body, handle, (unsigned *)out->loop_counter, err);
+        st = capture_body(plan, dev, mode, hooks, body, handle, (unsigned *)out->loop_counter,
+                          &tail_edges, err);
     out->capture_us = gr_now_us() - t0;
     out->graph = graph;
     if (st == GR_OK) st = introspect_graph(out, body, err);
     if (st == GR_OK) {
         out->kernel_nodes -= out->kernel_nodes > 0; /* the tail kernel is the loop's, not the step's */
         out->nodes -= out->nodes > 0;
+        out->edges -= tail_edges < out->edges ? tail_edges : out->edges; /* and its in-edges */
         size_t bad = out->event_nodes + out->other_nodes;
         if (bad)
             st = gr_error_set(err, GR_ERR_CAPTURE, "--device-loop",

@@ -45,7 +45,8 @@ static int loop_supported(void) {
     return 0;
 }
 
-/* Every loop against N eager steps, with and without PDL; kernels per body = the graph's. */
+/* Every loop against N eager steps, with and without PDL; kernels, nodes and edges per body (less
+ * the tail kernel and its in-edges) = the one-step graph's. */
 static void test_loop_matches_eager(void) {
     GR_REQUIRE_GPU();
     CU_ASSERT_TRUE_FATAL(device_ready());
@@ -81,6 +82,8 @@ static void test_loop_matches_eager(void) {
             CU_ASSERT_EQUAL(s->graph_loop.steps, cases[i].steps);
             CU_ASSERT_TRUE(s->graph_loop.device_loop);
             CU_ASSERT_EQUAL(s->graph_loop.kernel_nodes, s->graph.kernel_nodes);
+            CU_ASSERT_EQUAL(s->graph_loop.nodes, s->graph.nodes);
+            CU_ASSERT_EQUAL(s->graph_loop.edges, s->graph.edges); /* less the tail's in-edges */
             gr_timing t;
             gr_time_opts o = {3, 10 * cases[i].steps, 5, 0, NULL, NULL, NULL, NULL};
             CU_ASSERT_EQUAL(gr_session_time_loop(s, &o, &t, &e), GR_OK);
