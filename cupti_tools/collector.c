@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <generated_nvtx_meta.h> /* the NVTX calls' parameters (cupti.h brings the ids) */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,7 @@ static struct {
     atomic_int nlisteners;
     char error[1024]; /* why tracing could not start, for the end record */
     atomic_int nvtx_on;   /* NVTX callbacks enabled and recorded (now) */
+    atomic_int nvtx_busy; /* NVTX callbacks past the nvtx_on check, not yet done with the writer */
     int nvtx_traced;      /* they were, in this trace (the header's "nvtx") */
     atomic_ullong n_nvtx; /* NVTX range calls recorded */
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -518,7 +520,7 @@ static void nvtx_remember(nvtx_name *tab, atomic_int *n, const void *h, const ch
         known = tab[i].h == h;
     if (!known && k < NVTX_NAMES) {
         tab[k].h = h;
-        snprintf(tab[k].s, sizeof(tab[k].s), "%s", s);
+        snprintf(tab[k].s, sizeof(tab[k].s), "%s", s ? s : ""); /* nvtxDomainCreateA(NULL) */
         atomic_store(n, k + 1);
     }
     pthread_mutex_unlock(&nv_mu);
@@ -641,10 +643,19 @@ static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d) {
     default:
         return;
     }
-    if (!atomic_load(&g.nvtx_on)) return;
     if (push && has_id) {
-        if (!ret) return; /* no id: its end could not be paired */
-        id = *(const nvtxRangeId_t *)ret;
+        /* CUPTI 13.0 makes the id before the callback and points functionReturnValue at it; 0 is
+         * what NVTX returns with no tool listening: no id, and its end could not be paired */
+        id = ret ? *(const nvtxRangeId_t *)ret : 0;
+        if (!id) return;
+    }
+    /* Announced before nvtx_on is read (both seq_cst): once disable_everything has cleared
+     * nvtx_on and seen nvtx_busy at 0, no NVTX callback still holds the writer that
+     * gr_cupti_stop is about to close (NVTX calls come from any of the program's threads). */
+    atomic_fetch_add(&g.nvtx_busy, 1);
+    if (!atomic_load(&g.nvtx_on)) {
+        atomic_fetch_sub(&g.nvtx_busy, 1);
+        return;
     }
     int64_t now = rel_now();
     char dbuf[48];
@@ -659,8 +670,9 @@ static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d) {
     gr_sb_init(&b);
     gr_fmt_nvtx(&b, push, now, (uint32_t)syscall(SYS_gettid), dname, has_id, id, msg, level);
     emit(&b);
-    gr_sb_free(&b);
     atomic_fetch_add(&g.n_nvtx, 1);
+    atomic_fetch_sub(&g.nvtx_busy, 1);
+    gr_sb_free(&b);
 }
 
 /* The NVTX calls the trace records; CUPTI_CBID_NVTX_* of cupti_nvtx_cbid.h. */
@@ -1018,6 +1030,15 @@ static void disable_everything(void) {
         if (atomic_load(&g.nvtx_on)) cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_NVTX);
     }
     atomic_store(&g.nvtx_on, 0);
+    /* an NVTX callback already past its check finishes its line before the writer can go (a
+     * few microseconds; bounded, so that nothing unforeseen can hang the program's exit) */
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (atomic_load(&g.nvtx_busy) > 0) {
+        sched_yield();
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 2) break;
+    }
 }
 
 gr_status gr_cupti_start(const gr_cupti_config *c, gr_error *err) {

@@ -26,7 +26,8 @@
  * as unmatched): InitializeInjectionNvtx2 below hands NVTX to libcupti, as
  * NVTX_INJECTION64_PATH=libcupti.so would. When it is unset here, it is pointed at libcupti,
  * which works if the program has made no NVTX call yet. Set but empty, no NVTX tool is
- * attached (NVTX finds no entry point in "") and the trace has no NVTX ranges: --no-nvtx. */
+ * attached (NVTX finds no entry point in "") and the trace has no NVTX ranges: --no-nvtx. Naming
+ * another tool (Nsight's), the ranges go there and the header does not claim them. */
 #define _GNU_SOURCE /* dladdr: where libcupti is, for NVTX_INJECTION64_PATH */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cupti.h>
@@ -163,12 +165,37 @@ static int to_cupti(const char *sym, void *arg) {
     return rc;
 }
 
+/* The older NVTX loaders' entry point (libcupti exports it too): so that naming this library in
+ * NVTX_INJECTION64_PATH is the same as naming libcupti, whichever NVTX the program carries. */
+__attribute__((visibility("default"))) int InitializeInjectionNvtx(void *get_export_table) {
+    return to_cupti("InitializeInjectionNvtx", get_export_table);
+}
+
 __attribute__((visibility("default"))) int InitializeInjectionNvtx2(void *get_export_table) {
     return to_cupti("InitializeInjectionNvtx2", get_export_table);
 }
 
 __attribute__((visibility("default"))) int InitializeInjectionNvtxExtension(void *module_info) {
     return to_cupti("InitializeInjectionNvtxExtension", module_info);
+}
+
+/* Whether the program's NVTX calls reach CUPTI through the tool NVTX_INJECTION64_PATH names
+ * (`tool`): unset (nvtx_to_cupti then names libcupti), this library (which hands them on), or a
+ * libcupti. "" names no tool (--no-nvtx); another tool (Nsight's) gets them instead, and the
+ * header must not claim ranges were recorded. */
+int gr_inject_nvtx_reaches_cupti(const char *tool);
+int InitializeInjection(void);
+__attribute__((visibility("default"))) int gr_inject_nvtx_reaches_cupti(const char *tool) {
+    if (!tool) return 1;
+    if (!tool[0]) return 0;
+    if (strstr(tool, "libcupti")) return 1;
+    int (*self)(void) = InitializeInjection;
+    void *addr = NULL;
+    memcpy(&addr, &self, sizeof(addr));
+    Dl_info di;
+    struct stat a, b;
+    return dladdr(addr, &di) && di.dli_fname && stat(tool, &a) == 0 && stat(di.dli_fname, &b) == 0 &&
+           a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 /* Capture checking for the program's life: the recording streams to `path`. */
@@ -223,7 +250,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
     c.driver_api = env_long("GR_LAUNCHSTAT_DRIVER", 1) != 0;
     c.memcpy = env_long("GR_LAUNCHSTAT_MEMCPY", 1) != 0;
     const char *nvtx_tool = getenv("NVTX_INJECTION64_PATH");
-    c.nvtx = !nvtx_tool || nvtx_tool[0]; /* "": no NVTX tool wanted (cupti-launchstat --no-nvtx) */
+    c.nvtx = gr_inject_nvtx_reaches_cupti(nvtx_tool); /* "": --no-nvtx; another tool: not ours */
     if (c.nvtx) nvtx_to_cupti();
     long mb = env_long("GR_LAUNCHSTAT_BUFFER_MB", 8);
     c.buffer_bytes = (size_t)(mb > 0 && mb <= 1024 ? mb : 8) << 20;

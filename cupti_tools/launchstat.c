@@ -720,6 +720,12 @@ static int cmd_calibrate(int argc, char **argv) {
         return 1;
     }
     FILE *txt = json && !strcmp(json, "-") ? stderr : stdout;
+    /* the traced reference subscribes to CUPTI in this process, after the untraced figures: say
+     * now, not seconds later, when another client holds the subscription (it also slows them) */
+    char other[640];
+    if (gr_cupti_other_client(NULL, other, sizeof(other)))
+        fprintf(stderr, "cupti-launchstat: warning: %s (calibrate's traced reference needs CUPTI to "
+                        "itself)\n", other);
     if (isatty(fileno(stderr)))
         fprintf(stderr, "cupti-launchstat: calibrating device %d (a few seconds)...\n", co.device);
     if (gr_calibrate(&co, res, &e) != GR_OK) {

@@ -556,6 +556,14 @@ static void test_cli_no_gpu(void) {
     GR_ASSERT_CONTAINS(out, "calibrate measures the GPU it runs on");
     GR_ASSERT_CONTAINS(out, "report --calibration FILE");
     CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0);
+    /* another CUPTI client is named before anything is measured */
+    snprintf(cmd, sizeof(cmd), "CUDA_VISIBLE_DEVICES= NSYS_PROFILING_SESSION_ID=7 '%s' %s",
+             gr_test_bin("cupti-launchstat"), a);
+    CU_ASSERT_EQUAL(gr_test_popen(NULL, cmd, out, sizeof(out)), 3);
+    GR_ASSERT_CONTAINS(out, "cupti-launchstat: warning: Nsight is profiling this process "
+                            "(NSYS_PROFILING_SESSION_ID is set)");
+    GR_ASSERT_CONTAINS(out, "calibrate's traced reference needs CUPTI to itself");
+    CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0);
 }
 
 static void test_cli_usage(void) {

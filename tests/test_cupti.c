@@ -4,7 +4,9 @@
  * records, the writer's bounded buffer pool, the cupti-launchstat command end to end (exit
  * codes, messages, a fake traced program), and the recorded H200 fixtures in tests/data/ cross-
  * checked with a separate jansson-based reader. None of it needs a GPU. */
+#define _GNU_SOURCE /* dladdr, RTLD_DEFAULT: the injection's NVTX entry points */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -2102,7 +2104,78 @@ static void test_cli_graphrun_trace_options(void) {
     }
 }
 
+/* The injection as NVTX's tool (NVTX_INJECTION64_PATH names it; cupti-launchstat does): its
+ * NVTX entry points hand NVTX to the libcupti it links, answering as libcupti's own do, and the
+ * header claims NVTX ranges only when NVTX reaches CUPTI. Without a GPU, in a forked child (CUPTI
+ * state stays out of this process): CUPTI cannot initialise there, and libcupti's
+ * InitializeInjectionNvtx2 then answers 1 without attaching; a library whose forwarding failed
+ * (libcupti not found, an entry point missing) answers 0 and NVTX would unload it. */
+static const void *no_export_table(uint32_t id) {
+    (void)id;
+    return NULL;
+}
+
+typedef int (*nvtx_entry_fn)(const void *(*)(uint32_t));
+
+static nvtx_entry_fn entry(void *h, const char *sym) {
+    void *f = h ? dlsym(h, sym) : NULL;
+    nvtx_entry_fn fn = NULL;
+    memcpy(&fn, &f, sizeof(fn));
+    return fn;
+}
+
+static int inject_nvtx_child(const char *lib, const char *link) {
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) return 10;
+    static const char *const syms[] = {"InitializeInjection", "InitializeInjectionNvtx",
+                                       "InitializeInjectionNvtx2",
+                                       "InitializeInjectionNvtxExtension"};
+    for (int i = 0; i < 4; i++)
+        if (!dlsym(h, syms[i])) return 11 + i;
+    void *f = dlsym(h, "gr_inject_nvtx_reaches_cupti");
+    int (*reaches)(const char *) = NULL;
+    memcpy(&reaches, &f, sizeof(reaches));
+    if (!reaches) return 20;
+    if (reaches(NULL) != 1) return 21;       /* unset: the injection names libcupti */
+    if (reaches("") != 0) return 22;         /* --no-nvtx */
+    if (reaches(lib) != 1) return 23;        /* this library */
+    if (reaches(link) != 1) return 24;       /* this library by another name */
+    if (reaches("/usr/local/cuda/lib64/libcupti.so.13") != 1) return 25;
+    if (reaches("/opt/nvidia/nsight-systems/target-linux-x64/libToolsInjection64.so") != 0) return 26;
+    /* forwarding: the same answer as libcupti's own entry point */
+    Dl_info di;
+    void *c = NULL, *v = dlsym(RTLD_DEFAULT, "cuptiGetVersion");
+    if (v && dladdr(v, &di) && di.dli_fname) c = dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    nvtx_entry_fn theirs = entry(c, "InitializeInjectionNvtx2"), ours = entry(h, "InitializeInjectionNvtx2");
+    if (!theirs || !ours) return 30;
+    int want = theirs(no_export_table), got = ours(no_export_table);
+    if (got != want) return 31;
+    if (want != 1) return 32; /* this CUPTI answers 1 without a device: see the comment above */
+    return 0;
+}
+
+static void test_cli_inject_nvtx(void) {
+    if (gr_test_have_gpu()) return; /* CUPTI would initialise in a child of a CUDA process */
+    const char *lib = bin("libgr_launchstat_inject.so");
+    char link[256];
+    snprintf(link, sizeof(link), "/tmp/gr_test_inject_link_%d.so", (int)getpid());
+    unlink(link);
+    CU_ASSERT_EQUAL_FATAL(symlink(lib, link), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) _exit(inject_nvtx_child(lib, link));
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    unlink(link);
+    CU_ASSERT_TRUE(WIFEXITED(status));
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+        fprintf(stderr, "\n    injection NVTX check %d failed (%s)", WEXITSTATUS(status), lib);
+    CU_ASSERT_EQUAL(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+}
+
 static CU_TestInfo cli_tests[] = {{"usage errors", test_cli_usage},
+                                  {"injection: NVTX handed to libcupti", test_cli_inject_nvtx},
                                   {"report, --json, --compare, bad traces", test_cli_report},
                                   {"run: exit codes, no GPU, bad paths", test_cli_run_exit_codes},
                                   {"run: a stand-in traced program", test_cli_run_fake_program},
