@@ -4,6 +4,7 @@
  * gpu_usermod suite runs each module kind, mixed with built-in ops, with PDL and in every
  * capture mode; it skips without a device. */
 #include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,6 +350,8 @@ static const char *example_file(const char *name) {
     static int slot;
     char *out = p[slot++ % 4];
     const char *bd = getenv("GR_BUILD_DIR");
+    char abs[PATH_MAX];
+    if (bd && bd[0] != '/' && realpath(bd, abs)) bd = abs; /* workloads name it from /tmp */
     if (bd)
         snprintf(out, 1024, "%s/examples/%s", bd, name);
     else
