@@ -41,6 +41,11 @@ gr_status gr_run_opts_resolve_pdl(gr_run_opts *o, int cc_major, int cc_minor, gr
     return GR_OK;
 }
 
+const char *gr_run_opts_pdl_source(const gr_run_opts *o) {
+    if (o->pdl_default) return o->pdl ? "default" : "default (GPU without PDL)";
+    return o->pdl ? "--pdl" : "--no-pdl";
+}
+
 int gr_run_opts_warmup(const gr_run_opts *o) {
     if (o->warmup >= 0) return o->warmup;
     return o->iters / 10 < 3 ? 3 : o->iters / 10;

@@ -51,6 +51,9 @@ void gr_run_opts_default(gr_run_opts *o);
  * the GPU. Resolved from the default before: resolved again for this GPU; asked for (--pdl,
  * --no-pdl): kept. */
 gr_status gr_run_opts_resolve_pdl(gr_run_opts *o, int cc_major, int cc_minor, gr_error *err);
+/* Where resolved options' PDL came from, in the words of the flags (reports' "pdl_source"):
+ * "default", "default (GPU without PDL)", "--pdl" or "--no-pdl". */
+const char *gr_run_opts_pdl_source(const gr_run_opts *o);
 /* The warm-up steps the options give (derived when warmup < 0). */
 int gr_run_opts_warmup(const gr_run_opts *o);
 /* The timing loop's options from these (warm-up derived, batches at most iters, no label). */

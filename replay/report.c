@@ -76,12 +76,6 @@ static int pdl_kernels(const gr_plan *p) {
     return n;
 }
 
-/* Where the run's PDL setting came from, in the words of its flags. */
-static const char *pdl_source(const gr_run_report *r) {
-    if (r->opts.pdl_default) return r->opts.pdl ? "default" : "default (GPU without PDL)";
-    return r->opts.pdl ? "--pdl" : "--no-pdl";
-}
-
 /* One line: whether kernels ran with PDL, why, and how many per step of each timed variant. */
 static void pdl_line(FILE *f, const gr_run_report *r) {
     if (!r->opts.pdl) {
@@ -104,7 +98,7 @@ static void pdl_line(FILE *f, const gr_run_report *r) {
     }
     fprintf(f, "  launches use programmatic dependent launch (%s%s) for the kernels that support "
                "it, per step: %s\n",
-            pdl_source(r), r->opts.pdl_default ? "; --no-pdl turns it off" : "", per);
+            gr_run_opts_pdl_source(&r->opts), r->opts.pdl_default ? "; --no-pdl turns it off" : "", per);
 }
 
 /* --device-loop: GPU and host time per step of the device-resident loop beside the graph's. */
@@ -414,7 +408,7 @@ void *gr_report_json(const gr_run_report *r) {
                                   d->runtime_version, "clock_khz", d->clock_khz));
     json_object_set_new(root, "capture_mode", json_string(gr_capture_mode_name(r->opts.mode)));
     json_object_set_new(root, "pdl", json_boolean(r->opts.pdl));
-    json_object_set_new(root, "pdl_source", json_string(pdl_source(r)));
+    json_object_set_new(root, "pdl_source", json_string(gr_run_opts_pdl_source(&r->opts)));
     json_object_set_new(root, "unroll", json_integer(r->opts.unroll));
     json_object_set_new(root, "device_loop", json_integer(r->opts.device_loop));
     json_object_set_new(root, "cpu_reference", json_boolean(r->opts.cpu_reference));

@@ -320,9 +320,7 @@ static json_t *held_json(const svc *v, const held *h) {
                           !strcmp(v->latest, h->name));
     if (j) {
         json_object_set_new(j, "pdl", json_boolean(h->opts.pdl));
-        json_object_set_new(j, "pdl_source", json_string(h->opts.pdl_default ? "default"
-                                                         : h->opts.pdl        ? "--pdl"
-                                                                              : "--no-pdl"));
+        json_object_set_new(j, "pdl_source", json_string(gr_run_opts_pdl_source(&h->opts)));
         json_object_set_new(j, "unroll", json_integer(h->opts.unroll));
         json_object_set_new(j, "capture_checked", json_boolean(h->vr && h->vr->cc.checked));
         if (h->ld.input) json_object_set_new(j, "input", json_string(h->ld.input->path));

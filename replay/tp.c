@@ -1242,9 +1242,7 @@ void *gr_tp_report_json(const gr_tp_report *r) {
     json_object_set_new(root, "cpu_reference", json_boolean(r->opts.run.cpu_reference));
     json_object_set_new(root, "pdl", json_boolean(r->opts.run.pdl));
     json_object_set_new(root, "pdl_source",
-                        json_string(r->opts.run.pdl_default ? "default"
-                                    : r->opts.run.pdl       ? "--pdl"
-                                                            : "--no-pdl"));
+                        json_string(gr_run_opts_pdl_source(&r->opts.run)));
     json_object_set_new(root, "shape",
                         json_pack("{s:I, s:I, s:I, s:I, s:I, s:s}", "B", (json_int_t)r->shape.B,
                                   "L", (json_int_t)r->shape.L, "d", (json_int_t)r->shape.d, "f",
