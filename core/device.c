@@ -214,7 +214,13 @@ gr_status gr_devstate_poison(gr_devstate *dev, gr_error *err) {
 
 gr_status gr_devstate_download(const gr_devstate *dev, int buf, void *host, gr_error *err) {
     const gr_buffer *b = &dev->plan->bufs[buf];
-    GR_CUDA(cudaMemcpy(host, dev->dptr[buf], b->bytes, cudaMemcpyDeviceToHost), err);
+    /* the state's streams are non-blocking: a plain cudaMemcpy (legacy stream) would not wait
+     * for a step still running on them, and would read the buffer while it is being written */
+    for (int s = 0; s < GR_MAX_STREAMS; s++)
+        if (dev->streams[s]) GR_CUDA(cudaStreamSynchronize((cudaStream_t)dev->streams[s]), err);
+    cudaStream_t s0 = (cudaStream_t)dev->streams[0];
+    GR_CUDA(cudaMemcpyAsync(host, dev->dptr[buf], b->bytes, cudaMemcpyDeviceToHost, s0), err);
+    GR_CUDA(cudaStreamSynchronize(s0), err);
     return GR_OK;
 }
 

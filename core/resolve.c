@@ -1583,7 +1583,8 @@ static int resolve_expect(rctx *c, json_t *v, const char *epath, gr_buffer *buf)
 
 /* Outputs and their tolerances (docs/verification.md): a name (the dtype's default), or
  * {"buffer", "depth", "roundings"} (derived from the dtype and the accumulation depth), or
- * {"buffer", "rtol", "doc"} (explicit), each with an optional element-wise "atol". */
+ * {"buffer", "rtol", "doc"} (explicit), each with an optional element-wise "atol" and
+ * "rtol_elem_k" (the element-wise relative bound as a multiple of its default, with a "doc"). */
 static void resolve_outputs(rctx *c, json_t *outputs, const char *path) {
     size_t i;
     json_t *el;
@@ -1592,17 +1593,21 @@ static void resolve_outputs(rctx *c, json_t *outputs, const char *path) {
         snprintf(epath, sizeof(epath), "%s[%zu]", path, i);
         const char *name = NULL;
         json_t *jrtol = NULL, *jatol = NULL, *jdepth = NULL, *jround = NULL, *jexpect = NULL;
+        json_t *jek = NULL;
+        const char *doc = NULL;
         if (json_is_string(el)) {
             name = json_string_value(el);
         } else {
             json_error_t jerr;
-            const char *doc = NULL;
-            if (json_unpack_ex(el, &jerr, JSON_STRICT, "{s:s, s?:o, s?:o, s?:o, s?:o, s?:s, s?:o}",
-                               "buffer", &name, "rtol", &jrtol, "atol", &jatol, "depth", &jdepth,
-                               "roundings", &jround, "doc", &doc, "expect", &jexpect) != 0) {
+            if (json_unpack_ex(el, &jerr, JSON_STRICT,
+                               "{s:s, s?:o, s?:o, s?:o, s?:o, s?:s, s?:o, s?:o}", "buffer", &name,
+                               "rtol", &jrtol, "atol", &jatol, "depth", &jdepth, "roundings",
+                               &jround, "doc", &doc, "expect", &jexpect, "rtol_elem_k",
+                               &jek) != 0) {
                 gr_error_set(c->err, GR_ERR_INPUT, epath,
                              "%s (an output is a buffer name or {\"buffer\", \"rtol\" or "
-                             "\"depth\"/\"roundings\", \"atol\", \"expect\", \"doc\"})",
+                             "\"depth\"/\"roundings\", \"atol\", \"rtol_elem_k\", \"expect\", "
+                             "\"doc\"})",
                              jerr.text);
                 continue;
             }
@@ -1622,7 +1627,16 @@ static void resolve_outputs(rctx *c, json_t *outputs, const char *path) {
                                 "an accumulation depth counts additions (>= 1)", &depth);
         int hn = output_tol_num(c, jround, epath, "roundings", 1, 1e15,
                                 "a count of roundings to the dtype (>= 1)", &round);
-        if (hr < 0 || ha < 0 || hd < 0 || hn < 0) continue;
+        double ek = 1;
+        int he = output_tol_num(c, jek, epath, "rtol_elem_k", 1, 1000,
+                                "a multiple of the element-wise relative bound is in [1, 1000)", &ek);
+        if (hr < 0 || ha < 0 || hd < 0 || hn < 0 || he < 0) continue;
+        if (he > 0 && (!doc || !doc[0])) {
+            gr_error_set(c->err, GR_ERR_INPUT, epath,
+                         "rtol_elem_k loosens the element-wise check: give a \"doc\" with the "
+                         "measured reason (docs/verification.md)");
+            continue;
+        }
         char bname[GR_NAME_MAX];
         if (expand_name(c, name, epath, bname, sizeof(bname)) != GR_OK) continue;
         int b = find_buffer(c, bname);
@@ -1648,6 +1662,7 @@ static void resolve_outputs(rctx *c, json_t *outputs, const char *path) {
             buf->rtol = gr_dtype_default_rtol(buf->dtype);
             buf->tol_source = GR_TOL_DEFAULT;
         }
+        if (he > 0) buf->rtol_elem = ek * gr_tol_from_rtol(buf->dtype, buf->rtol).rtol_elem;
     }
 }
 

@@ -234,7 +234,10 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
                         v->checks.v[c].max_abs);
         }
         if (v->reference_ms > 0)
-            fprintf(f, "  %-16s (CPU reference took %.0f ms)\n", "", v->reference_ms);
+            fprintf(f, "  %-16s (%s took %.0f ms)\n", "",
+                    v->plan->has_cpu_reference ? "CPU reference"
+                                               : "reference (the reference variant on the GPU)",
+                    v->reference_ms);
     }
 
     fprintf(f, "\ngraphs (capture mode %s; host clock)\n", gr_capture_mode_name(r->opts.mode));

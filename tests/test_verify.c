@@ -159,6 +159,18 @@ static void test_outputs_derived(void) {
     CU_ASSERT_DOUBLE_EQUAL(t.atol, 0.3, 0);
     CU_ASSERT_EQUAL(p->bufs[1].tol_source, GR_TOL_EXPLICIT);
     gr_plan_destroy(p);
+    /* rtol_elem_k multiplies the element-wise relative bound only (bf16: at least 2 u first) */
+    p = gr_test_plan(TOL_WL("{\"buffer\": \"y\", \"depth\": \"n\", \"rtol_elem_k\": 6, "
+                            "\"doc\": \"rows share their sum's error\"}"),
+                     NULL, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    t = gr_buffer_tol(&p->bufs[1]);
+    gr_tol d = gr_tol_from_rtol(GR_BF16, p->bufs[1].rtol);
+    CU_ASSERT_DOUBLE_EQUAL(t.rtol, d.rtol, 0);
+    CU_ASSERT_DOUBLE_EQUAL(t.atol, d.atol, 0);
+    CU_ASSERT_DOUBLE_EQUAL(t.rtol_elem, 6 * d.rtol_elem, 1e-15);
+    CU_ASSERT(t.rtol_elem > t.rtol);
+    gr_plan_destroy(p);
 }
 
 static void test_outputs_refused(void) {
@@ -174,6 +186,9 @@ static void test_outputs_refused(void) {
         {"{\"buffer\": \"y\", \"roundings\": \"L-5\"}", "outputs[0].roundings: roundings -1 is refused"},
         {"{\"buffer\": \"y\", \"rtol\": 0.1, \"depth\": 4}", "outputs[0]: give either \"rtol\""},
         {"{\"buffer\": \"y\", \"rtl\": 0.1}", "outputs[0]"},
+        {"{\"buffer\": \"y\", \"rtol_elem_k\": 0.5, \"doc\": \"x\"}",
+         "outputs[0].rtol_elem_k: rtol_elem_k 0.5 is refused"},
+        {"{\"buffer\": \"y\", \"rtol_elem_k\": 4}", "outputs[0]: rtol_elem_k loosens"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char json[2048];
@@ -191,7 +206,8 @@ static int outputs_documented(json_t *outputs, const char *file, const char *whe
     json_t *el;
     json_array_foreach(outputs, i, el) {
         if (!json_is_object(el)) continue;
-        int expl = json_object_get(el, "rtol") || json_object_get(el, "atol");
+        int expl = json_object_get(el, "rtol") || json_object_get(el, "atol") ||
+                   json_object_get(el, "rtol_elem_k");
         const char *doc = json_string_value(json_object_get(el, "doc"));
         if (expl && (!doc || strlen(doc) < 20)) {
             fprintf(stderr, "\n    %s %s[%zu]: an explicit tolerance without its reason in \"doc\"",
