@@ -144,7 +144,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     double *wall = calloc((size_t)n, sizeof(double)), *req = calloc((size_t)n, sizeof(double)),
-           *graph = calloc((size_t)n, sizeof(double));
+           *graph = calloc((size_t)n, sizeof(double)), *inside = calloc((size_t)n, sizeof(double)),
+           *outside = calloc((size_t)n, sizeof(double));
     int rc = 0;
     for (int k = 0; k < warm + n && !rc; k++) {
         for (size_t q = 0; q < xbytes; q++) in[q] = (unsigned char)(k * 31 + q * 7); /* fresh input */
@@ -160,11 +161,17 @@ int main(int argc, char **argv) {
             wall[k - warm] = t1 - t0;
             req[k - warm] = json_number_value(json_object_get(sv, "request_us"));
             graph[k - warm] = json_number_value(json_object_get(sv, "graph_us"));
+            /* the service's own time for the request: queued on the I/O thread to reply made */
+            inside[k - warm] = json_number_value(json_object_get(sv, "queue_us")) +
+                               json_number_value(json_object_get(sv, "job_us"));
+            outside[k - warm] = wall[k - warm] - inside[k - warm];
         }
         gr_reply_clear(&r);
     }
     if (!rc) {
-        double wm, w10, w90, rm, r10, r90, gm, g10, g90;
+        double wm, w10, w90, rm, r10, r90, gm, g10, g90, im, i10, i90, om, o10, o90;
+        stats(inside, n, &im, &i10, &i90);
+        stats(outside, n, &om, &o10, &o90);
         stats(wall, n, &wm, &w10, &w90);
         stats(req, n, &rm, &r10, &r90);
         stats(graph, n, &gm, &g10, &g90);
@@ -174,11 +181,20 @@ int main(int argc, char **argv) {
         printf("  client wall      median %8.2f us [p10 %.2f, p90 %.2f]\n", wm, w10, w90);
         printf("  service request  median %8.2f us [p10 %.2f, p90 %.2f]\n", rm, r10, r90);
         printf("  graph (events)   median %8.2f us [p10 %.2f, p90 %.2f]\n", gm, g10, g90);
+        printf("  in the service   median %8.2f us [p10 %.2f, p90 %.2f] (queue_us + job_us)\n", im,
+               i10, i90);
+        printf("  outside it       median %8.2f us [p10 %.2f, p90 %.2f] (wall - in the service: "
+               "socket, I/O thread, client)\n",
+               om, o10, o90);
         if (json) {
             json_t *j = json_pack("{s:s, s:s, s:i, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}",
                                   "workload", workload, "variant", variant, "n", n, "client_wall_us",
                                   "median", wm, "p10", w10, "p90", w90, "service_request_us", "median", rm,
                                   "p10", r10, "p90", r90, "graph_us", "median", gm, "p10", g10, "p90", g90);
+            json_object_set_new(j, "in_service_us",
+                                json_pack("{s:f, s:f, s:f}", "median", im, "p10", i10, "p90", i90));
+            json_object_set_new(j, "outside_service_us",
+                                json_pack("{s:f, s:f, s:f}", "median", om, "p10", o10, "p90", o90));
             if (json_dump_file(j, json, JSON_INDENT(2)) != 0) rc = 1;
             json_decref(j);
         }
@@ -187,7 +203,7 @@ int main(int argc, char **argv) {
     munmap(out, xbytes);
     shm_unlink(in_name);
     shm_unlink(out_name);
-    free(wall), free(req), free(graph);
+    free(wall), free(req), free(graph), free(inside), free(outside);
     gr_client_close(c);
     return rc;
 }

@@ -55,7 +55,7 @@ def main():
         rng = np.random.default_rng(1)
         rep = c.replay("served", iters=10000, batches=20)
         graph_alone = rep["report"]["variants"][0]["graph_replay"]["step_us"]
-        wall, req, cin, cout, graph = [], [], [], [], []
+        wall, req, cin, cout, graph, queue, job, prep, outside = [], [], [], [], [], [], [], [], []
         for i in range(a.warmup + a.n):
             xin = rng.standard_normal(x["shape"]).astype(np.float32)
             if dt is np.uint16:  # bf16 bit patterns: the top half of fp32
@@ -71,12 +71,18 @@ def main():
                 cin.append(s["copy_in_us"])
                 cout.append(s["copy_out_us"])
                 graph.append(s["graph_us"])
+                queue.append(s.get("queue_us", 0))
+                job.append(s.get("job_us", 0))
+                prep.append(s.get("prepare_us", 0))
+                outside.append(wall[-1] - queue[-1] - job[-1])
         res = {
             "workload": a.workload, "variant": a.variant, "sets": sets, "device": c.status()["device"],
             "graph_replay_us": graph_alone,
             "served": {"client_wall_us": summary(wall), "service_request_us": summary(req),
                        "copy_in_us": summary(cin), "copy_out_us": summary(cout),
-                       "graph_us": summary(graph)},
+                       "graph_us": summary(graph), "prepare_us": summary(prep),
+                       "queue_us": summary(queue), "job_us": summary(job),
+                       "outside_service_us": summary(outside)},
             "overhead_us": statistics.median(wall) - graph_alone["median"],
             "method": "graph_replay_us: `replay` (CUDA events per batch, 10000 steps); served: one "
                       "request per step from Python (shared memory in and out), client wall clock "

@@ -116,6 +116,8 @@ typedef struct held {
     gr_capture_mode mode;
     size_t nodes, kernel_nodes, edges;
     double device_bytes;
+    double own_bytes, measured_bytes; /* device_bytes is the larger: the session's allocations, or
+                                         the drop in free device memory over the capture */
     time_t created;
     double last_used_us;
     long replays;
@@ -319,6 +321,8 @@ static json_t *held_json(const svc *v, const held *h) {
                           created, "replays", (json_int_t)h->replays, "latest",
                           !strcmp(v->latest, h->name));
     if (j) {
+        json_object_set_new(j, "own_bytes", json_real(h->own_bytes));
+        json_object_set_new(j, "measured_bytes", json_real(h->measured_bytes));
         json_object_set_new(j, "pdl", json_boolean(h->opts.pdl));
         json_object_set_new(j, "pdl_source", json_string(gr_run_opts_pdl_source(&h->opts)));
         json_object_set_new(j, "unroll", json_integer(h->opts.unroll));
@@ -518,14 +522,22 @@ static void load_error_field(const gr_request *r, gr_error *err) {
 }
 
 /* The field of an error reply: a request field (or a documented limit), never a file path or a
- * JSON path from inside a workload; "" when no one field is at fault. */
+ * JSON path from inside a workload; "" when no one field is at fault. An element of an array
+ * field keeps its index ("inputs[1]"). Every field of replay/PROTOCOL.md's table is here. */
 static const char *reply_field(const gr_error *err) {
-    static const char *const fields[] = {"workload",      "name",       "variant",    "sets",
-                                         "capture_mode",  "iters",      "warmup",     "batches",
-                                         "output_digest", "max_graphs", "max_memory",
-                                         "host_memory",   NULL};
-    for (const char *const *f = fields; *f; f++)
-        if (!strcmp(err->path, *f)) return *f;
+    static const char *const fields[] = {
+        "schema_version", "cmd",           "id",          "request",       "workload",
+        "name",           "variant",       "sets",        "capture_mode",  "force",
+        "cpu_reference",  "capture_check", "pdl",         "unroll",        "input",
+        "skip_bad_lines", "buckets",       "update",      "progress",      "iters",
+        "warmup",         "batches",       "compare_eager", "output_digest", "batch",
+        "inputs",         "outputs",       "max_graphs",  "max_memory",    "host_memory",
+        NULL};
+    for (const char *const *f = fields; *f; f++) {
+        size_t n = strlen(*f);
+        if (!strncmp(err->path, *f, n) && (err->path[n] == '\0' || err->path[n] == '['))
+            return err->path;
+    }
     return "";
 }
 
@@ -647,6 +659,8 @@ static json_t *held_finish(svc *v, held *h, size_t free0, size_t free1) {
     double measured = free0 > free1 ? (double)(free0 - free1) : 0;
     double own = (double)h->s->dev->allocated_bytes;
     h->device_bytes = own > measured ? own : measured;
+    h->own_bytes = own;
+    h->measured_bytes = measured;
     h->nodes = h->vr->graph.nodes;
     h->kernel_nodes = h->vr->graph.kernel_nodes;
     h->edges = h->vr->graph.edges;
@@ -1405,8 +1419,10 @@ static gr_status job_serve(svc *v, held *h, job *j, json_t **body, gr_error *err
     io_buf in[GR_PROTO_MAX_IO], out[GR_PROTO_MAX_IO];
     memset(in, 0, sizeof(in));
     memset(out, 0, sizeof(out));
+    double p0 = gr_now_us();
     gr_status st = io_prepare(h, r->inputs, r->ninputs, 0, in, r->batch, err);
     if (st == GR_OK) st = io_prepare(h, r->outputs, r->noutputs, 1, out, r->batch, err);
+    double p1 = gr_now_us();
     if (st == GR_OK && cancelled(j)) st = cancel_error(j, err);
     json_t *served = NULL;
     if (st == GR_OK) {
@@ -1416,6 +1432,8 @@ static gr_status job_serve(svc *v, held *h, job *j, json_t **body, gr_error *err
     io_free(in, r->ninputs);
     io_free(out, r->noutputs);
     if (st != GR_OK) return st;
+    /* where the service's time went besides the step (run_job adds queue_us and job_us) */
+    json_object_set_new(served, "prepare_us", json_real(p1 - p0));
     *body = replayed(v, h, r);
     if (*body) json_object_set_new(*body, "served", served);
     else json_decref(served);
@@ -1680,6 +1698,11 @@ static gr_status run_job(svc *v, job *j) {
                          cudaGetErrorName(sticky));
             err.code = st = GR_ERR_CUDA;
         }
+    }
+    json_t *served = st == GR_OK && body ? json_object_get(body, "served") : NULL;
+    if (served) { /* a served step: the request's time in the service, queue to reply */
+        json_object_set_new(served, "queue_us", json_real(j->started_us - j->queued_us));
+        json_object_set_new(served, "job_us", json_real(gr_now_us() - j->started_us));
     }
     char *line;
     if (st == GR_OK) line = gr_reply_ok(j->req.id, j->req.cmd, body);
