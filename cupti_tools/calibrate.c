@@ -24,8 +24,7 @@ void gr_cal_opts_default(gr_cal_opts *o) {
     o->rounds = 21;
     o->chain = 500;
     o->wide = 20;
-    o->t1_us = 2;
-    o->t2_us = 4;
+    o->tiny_n = 256;
     o->tl_us = 10;
     o->block_us = 1000;
     o->chain_launches = 2;
@@ -43,14 +42,29 @@ static int cmp_i64(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
-gr_status gr_cal_traced_durations(const gr_trace *t, int warmup, int count, gr_summary *d1,
-                                  gr_summary *d2, gr_error *err) {
-    memset(d1, 0, sizeof(*d1));
-    memset(d2, 0, sizeof(*d2));
-    size_t want = 2 * (size_t)(warmup + count), n = 0, untimed = 0;
-    /* (start, index) pairs sorted by start: the spins ran one at a time on one stream */
+static int ident_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* The tiny kernel's name as a whole word ("gr_cal_tiny", "gr_cal_tiny(float*, int, float)"), not
+ * gr_cal_tiny_init. */
+static int is_tiny(const char *name) {
+    size_t k = strlen(GR_CAL_TINY_KERNEL);
+    for (const char *p = name ? strstr(name, GR_CAL_TINY_KERNEL) : NULL; p;
+         p = strstr(p + 1, GR_CAL_TINY_KERNEL))
+        if ((p == name || !ident_char(p[-1])) && !ident_char(p[k])) return 1;
+    return 0;
+}
+
+gr_status gr_cal_traced_durations(const gr_trace *t, int warmup, int count, gr_summary *d,
+                                  gr_error *err) {
+    memset(d, 0, sizeof(*d));
+    if (warmup < 0) warmup = 0;
+    if (count < 1) count = 1;
+    size_t want = (size_t)(warmup + count), n = 0, untimed = 0;
+    /* (start, index) pairs sorted by start: the tiny kernels ran one at a time on one stream */
     int64_t *key = malloc((t->gpu.n + 1) * 2 * sizeof(int64_t));
-    double *v = malloc(((size_t)count + 1) * 2 * sizeof(double));
+    double *v = malloc(((size_t)count + 1) * sizeof(double));
     if (!key || !v) {
         free(key);
         free(v);
@@ -58,8 +72,7 @@ gr_status gr_cal_traced_durations(const gr_trace *t, int warmup, int count, gr_s
     }
     for (size_t i = 0; i < t->gpu.n; i++) {
         const gr_tr_gpu *g = &t->gpu.v[i];
-        if (g->kind != GR_GPU_KERNEL || !strstr(gr_trace_str(t, g->name), GR_CAL_SPIN_KERNEL))
-            continue;
+        if (g->kind != GR_GPU_KERNEL || !is_tiny(gr_trace_str(t, g->name))) continue;
         if (g->incomplete) {
             untimed++;
             continue;
@@ -72,25 +85,21 @@ gr_status gr_cal_traced_durations(const gr_trace *t, int warmup, int count, gr_s
     if (n != want || untimed)
         st = gr_error_set(err, GR_ERR_INPUT, NULL,
                           "the traced reference holds %zu timed %s kernels (%zu more without "
-                          "timestamps), expected %zu (%d warm-up and %d timed of each length): "
-                          "CUPTI lost or merged kernel records",
-                          n, GR_CAL_SPIN_KERNEL, untimed, want, warmup, count);
+                          "timestamps), expected %zu (%d warm-up and %d timed): CUPTI lost or "
+                          "merged kernel records",
+                          n, GR_CAL_TINY_KERNEL, untimed, want, warmup, count);
     if (st == GR_OK) {
         qsort(key, n, 2 * sizeof(int64_t), cmp_i64);
-        for (int k = 0; k < 2; k++) {
-            size_t first = (size_t)k * (size_t)(warmup + count) + (size_t)warmup;
-            for (int i = 0; i < count; i++) {
-                const gr_tr_gpu *g = &t->gpu.v[key[2 * (first + (size_t)i) + 1]];
-                v[(size_t)k * (size_t)count + (size_t)i] = (double)(g->e - g->s) / 1000.0;
-            }
+        for (int i = 0; i < count; i++) {
+            const gr_tr_gpu *g = &t->gpu.v[key[2 * ((size_t)warmup + (size_t)i) + 1]];
+            v[i] = (double)(g->e - g->s) / 1000.0;
         }
-        *d1 = gr_summarize(v, (size_t)count);
-        *d2 = gr_summarize(v + count, (size_t)count);
-        if (!(d1->median > 0 && d2->median > d1->median))
+        *d = gr_summarize(v, (size_t)count);
+        if (!(d->median > 0))
             st = gr_error_set(err, GR_ERR_INPUT, NULL,
-                              "the traced spin kernels last %.3f us (short) and %.3f us (long): "
-                              "the long ones should take longer",
-                              d1->median, d2->median);
+                              "the traced %s kernels last %.3f us (median): a kernel's traced "
+                              "duration is above 0",
+                              GR_CAL_TINY_KERNEL, d->median);
     }
     free(key);
     free(v);
@@ -102,7 +111,7 @@ static void probe_runtime(void) {
 }
 
 /* CUPTI in this process, after every untraced figure (as `graphrun run --trace` traces after its
- * untraced run): the spin kernels' durations as a trace records them. */
+ * untraced run): the tiny kernel's duration as a trace records it. */
 static gr_status traced_reference(gr_cal_gpu *g, const gr_cal_opts *o, gr_cal_raw *raw,
                                   gr_error *err) {
     char tmp[1100];
@@ -139,13 +148,11 @@ static gr_status traced_reference(gr_cal_gpu *g, const gr_cal_opts *o, gr_cal_ra
     cudaError_t rc = cudaDeviceSynchronize();
     if (rc != cudaSuccess) st = gr_cuda_fail(rc, "cudaDeviceSynchronize", __FILE__, __LINE__, err);
     if (st == GR_OK && (st = gr_cupti_start(&c, err)) != GR_OK)
-        gr_error_prefix(err, "the traced reference (the spin kernels' durations as a trace "
-                             "records them, which node_us is measured against) could not be "
+        gr_error_prefix(err, "the traced reference (the tiny kernel's duration as a trace "
+                             "records it, which node_us is measured against) could not be "
                              "traced: ");
     else if (st == GR_OK) {
-        double mhz = 0;
-        st = gr_cal_gpu_spins(g, o->traced_warmup, o->traced_count, &mhz, err);
-        raw->clock_mhz[2] = mhz;
+        st = gr_cal_gpu_traced_tiny(g, o->traced_warmup, o->traced_count, raw, err);
         rc = cudaDeviceSynchronize();
         if (rc != cudaSuccess && st == GR_OK)
             st = gr_cuda_fail(rc, "cudaDeviceSynchronize", __FILE__, __LINE__, err);
@@ -162,8 +169,7 @@ static gr_status traced_reference(gr_cal_gpu *g, const gr_cal_opts *o, gr_cal_ra
         st = gr_trace_load(path, 0, &t, err);
         if (st == GR_OK) {
             raw->trace_dropped = t->dropped;
-            st = gr_cal_traced_durations(t, o->traced_warmup, o->traced_count, &raw->traced1,
-                                         &raw->traced2, err);
+            st = gr_cal_traced_durations(t, o->traced_warmup, o->traced_count, &raw->traced, err);
         }
         if (st != GR_OK) gr_error_prefix(err, "the traced reference %s: ", path);
         if (st == GR_ERR_INPUT) /* our own trace, unreadable: the measurement failed (exit 1) */
@@ -226,20 +232,8 @@ void gr_cal_derive(gr_cal_result *res) {
                         : r->rounds > GR_CAL_MAX_ROUNDS ? GR_CAL_MAX_ROUNDS
                                                         : r->rounds);
     res->nnotes = 0;
-    /* the SM clock: untraced = the mean of the probes around the rounds; traced = the probe
-     * around the traced spins. The traced durations are moved to the untraced clock: a spin of N
-     * cycles lasts N / f, so D(untraced) = D(traced) + N (1/f_untraced - 1/f_traced). */
-    double fu = r->clock_mhz[0] > 0 && r->clock_mhz[1] > 0 ? (r->clock_mhz[0] + r->clock_mhz[1]) / 2
-                : r->clock_mhz[0] > 0                      ? r->clock_mhz[0]
-                                                           : r->clock_mhz[1];
-    double ft = r->clock_mhz[2] > 0 ? r->clock_mhz[2] : fu;
-    res->clock_fix1 = fu > 0 ? spin_us(r->cyc1, fu) - spin_us(r->cyc1, ft) : 0;
-    res->clock_fix2 = fu > 0 ? spin_us(r->cyc2, fu) - spin_us(r->cyc2, ft) : 0;
-    res->dur1 = r->traced1.median + res->clock_fix1;
-    res->dur2 = r->traced2.median + res->clock_fix2;
-    double launch[GR_CAL_MAX_ROUNDS], node[GR_CAL_MAX_ROUNDS], n1[GR_CAL_MAX_ROUNDS],
-        n2[GR_CAL_MAX_ROUNDS], p1[GR_CAL_MAX_ROUNDS], p2[GR_CAL_MAX_ROUNDS], pdl[GR_CAL_MAX_ROUNDS],
-        pp[GR_CAL_MAX_ROUNDS], host[GR_CAL_MAX_ROUNDS];
+    double launch[GR_CAL_MAX_ROUNDS], node[GR_CAL_MAX_ROUNDS], per[GR_CAL_MAX_ROUNDS],
+        pdl[GR_CAL_MAX_ROUNDS], pp[GR_CAL_MAX_ROUNDS], host[GR_CAL_MAX_ROUNDS];
     /* launch: a graph of n nodes takes launch + n x P per launch, so 1 and `wide` nodes give
      * launch = L1 - (Lw - L1) / (wide - 1) */
     double wm1 = r->wide > 1 ? (double)(r->wide - 1) : 1;
@@ -247,26 +241,22 @@ void gr_cal_derive(gr_cal_result *res) {
         launch[i] = r->g1[i] - (r->gw[i] - r->g1[i]) / wm1;
     res->launch = gr_summarize(launch, n);
     double L = res->launch.median, K = r->chain > 0 ? (double)r->chain : 1;
-    /* node: a chain of K spins takes launch + K x (D + node) per launch */
+    /* node: a chain of K tiny kernels takes launch + K x (D + node) per launch, D the tiny
+     * kernel's traced duration (not cycle-defined: no clock correction) */
+    res->dur = r->traced.median;
     for (size_t i = 0; i < n; i++) {
-        p1[i] = (r->chain1[i] - L) / K;
-        p2[i] = (r->chain2[i] - L) / K;
-        n1[i] = p1[i] - res->dur1;
-        n2[i] = p2[i] - res->dur2;
-        node[i] = (n1[i] + n2[i]) / 2;
+        per[i] = (r->chain_tiny[i] - L) / K;
+        node[i] = per[i] - res->dur;
         host[i] = r->host_g1[i];
     }
     res->node = gr_summarize(node, n);
-    res->node_t1 = median_of(n1, n);
-    res->node_t2 = median_of(n2, n);
-    res->period1 = median_of(p1, n);
-    res->period2 = median_of(p2, n);
+    res->period = median_of(per, n);
     /* PDL: the chain with the attribute; it saves on each of its K - 1 dependent pairs (PDL does
      * not cross graph launches) */
     if (r->pdl) {
         for (size_t i = 0; i < n; i++) {
-            pdl[i] = (r->chain1[i] - r->chain1_pdl[i]) / (K > 1 ? K - 1 : 1);
-            pp[i] = (r->chain1_pdl[i] - L) / K;
+            pdl[i] = (r->chain_tiny[i] - r->chain_tiny_pdl[i]) / (K > 1 ? K - 1 : 1);
+            pp[i] = (r->chain_tiny_pdl[i] - L) / K;
         }
         res->pdl = gr_summarize(pdl, n);
         res->pdl_period = median_of(pp, n);
@@ -282,6 +272,22 @@ void gr_cal_derive(gr_cal_result *res) {
     memcpy(gb, r->copy_gbps, nb * sizeof(double));
     res->hbm = gr_summarize(gb, nb);
 
+    /* the sanity check, before the written figures' notes: the chain's untraced time per node
+     * must exceed the traced duration the prediction adds node_us to, by less than 3 us */
+    res->node_positive = n > 0 && res->node.median > 0;
+    res->node_below_max = n > 0 && res->node.median < GR_CAL_NODE_MAX_US;
+    if (!res->node_positive)
+        note(res,
+             "sanity check failed: the tiny chain's untraced time per node, %.3f us (launch taken "
+             "out), does not exceed the tiny kernel's traced duration, %.3f us (node_us = "
+             "%.4f us, not above 0; the trace's split of the per-node time is suspect)",
+             res->period, res->dur, res->node.median);
+    else if (!res->node_below_max)
+        note(res,
+             "sanity check failed: the tiny chain's untraced time per node, %.3f us (launch taken "
+             "out), exceeds the tiny kernel's traced duration, %.3f us, by %.3f us, not below "
+             "%.0f us (a node cost that large is suspect: was the GPU shared?)",
+             res->period, res->dur, res->node.median, GR_CAL_NODE_MAX_US);
     res->node_us = written(res, "node_us", res->node.median);
     res->launch_us = written(res, "launch_us", res->launch.median);
     res->launch_host_us = written(res, "launch_host_us", res->host.median);
@@ -294,24 +300,30 @@ void gr_cal_derive(gr_cal_result *res) {
              r->cc_major, r->cc_minor);
     else if (!r->pdl)
         note(res,
-             "pdl_us is 0, not measured: this build's spin kernel runs from PTX %d.%d, without "
+             "pdl_us is 0, not measured: this build's tiny kernel runs from PTX %d.%d, without "
              "sm_90 code (griddepcontrol); build with 90 in CMAKE_CUDA_ARCHITECTURES",
-             r->spin_ptx / 10, r->spin_ptx % 10);
-    if (fabs(res->node_t1 - res->node_t2) > 0.1)
+             r->tiny_ptx / 10, r->tiny_ptx % 10);
+    if (r->buffer_checked && r->buffer_bad > 0)
         note(res,
-             "the node cost differs between the spin lengths: %.3f us at %.2f us, %.3f us at "
-             "%.2f us (the model has one cost per node; their mean is written)",
-             res->node_t1, spin_us(r->cyc1, fu), res->node_t2, spin_us(r->cyc2, fu));
-    double lo = r->clock_mhz[0] < r->clock_mhz[1] ? r->clock_mhz[0] : r->clock_mhz[1];
-    double hi = r->clock_mhz[0] < r->clock_mhz[1] ? r->clock_mhz[1] : r->clock_mhz[0];
-    if (ft < lo) lo = ft;
-    if (ft > hi) hi = ft;
-    if (lo > 0 && hi / lo > 1.02)
+             "the tiny kernels' buffer is wrong after %lld kernels: %d of %d elements, the first "
+             "%.0f where %.0f was expected (tiny kernels overlapped: a PDL chain that did not "
+             "wait? node_us and pdl_us are suspect)",
+             r->tiny_kernels, r->buffer_bad, r->tiny_n, r->buffer_got, r->buffer_want);
+    /* the SM clock, a note only: the tiny kernel's duration is not a cycle count */
+    double lo = 0, hi = 0;
+    for (int k = 0; k < 3; k++) {
+        double f = r->clock_mhz[k];
+        if (!(f > 0)) continue;
+        if (lo == 0 || f < lo) lo = f;
+        if (f > hi) hi = f;
+    }
+    res->clock_moved = lo > 0 && hi / lo > 1.02;
+    if (res->clock_moved)
         note(res,
-             "the SM clock moved: %.0f MHz before the rounds, %.0f after, %.0f traced (the traced "
-             "durations are moved to the untraced clock, %+.3f and %+.3f us; lock the clocks, "
-             "nvidia-smi -lgc, for a steadier figure)",
-             r->clock_mhz[0], r->clock_mhz[1], r->clock_mhz[2], res->clock_fix1, res->clock_fix2);
+             "the SM clock moved: %.0f MHz before the rounds, %.0f after, %.0f traced (the "
+             "figures are not corrected for it; lock the clocks, nvidia-smi -lgc, for steadier "
+             "ones)",
+             r->clock_mhz[0], r->clock_mhz[1], r->clock_mhz[2]);
     if (r->host_limited > 0)
         note(res,
              "%d timed batch%s took longer to enqueue than the blocker kernel ran: the GPU may "
@@ -365,27 +377,35 @@ static void raw_line(FILE *f, const char *label, const double *v, int n) {
             fmt_num(b, sizeof(b), s.p10), fmt_num(c, sizeof(c), s.p90));
 }
 
+/* The untraced SM clock: the mean of the probes around the rounds (either alone when the other
+ * is missing); it gives the spins' lengths in us. */
+static double untraced_mhz(const gr_cal_raw *r) {
+    double a = r->clock_mhz[0], b = r->clock_mhz[1];
+    return a > 0 && b > 0 ? (a + b) / 2 : a > 0 ? a : b > 0 ? b : 0;
+}
+
 void gr_cal_print(FILE *f, const gr_cal_result *res) {
     const gr_cal_raw *r = &res->raw;
-    double fu = (r->clock_mhz[0] + r->clock_mhz[1]) / 2;
-    double t1 = spin_us(r->cyc1, fu), t2 = spin_us(r->cyc2, fu), tl = spin_us(r->cycl, fu);
+    double fu = untraced_mhz(r);
+    double tl = spin_us(r->cycl, fu);
     fprintf(f,
             "cupti-launchstat calibrate: graph costs of %s (cc %d.%d, %d SMs), CUDA driver %d, "
             "runtime %d, %s\n",
             r->gpu, r->cc_major, r->cc_minor, r->sm_count, r->driver, r->runtime, res->date);
     fprintf(f,
             "  untraced: CUDA events around batches of graph launches after warm-up, a blocker "
-            "kernel ahead of each batch, %d interleaved rounds;\n  node_us against the spin "
-            "kernels' traced durations (CUPTI in this process, after every untraced figure). "
+            "kernel ahead of each batch, %d interleaved rounds;\n  node_us against the tiny "
+            "kernel's traced duration (CUPTI in this process, after every untraced figure). "
             "docs/predict.md\n\n",
             r->rounds);
     fprintf(f, "  %-15s %8s  %-22s %-4s  %s\n", "figure", "median", "[p10, p90] over rounds",
             "unit", "what was measured");
     char what[512];
     snprintf(what, sizeof(what),
-             "GPU time per kernel node beyond its traced duration: %d-node chains of spin "
-             "kernels (%.2f and %.2f us), per node, less the spin's traced eager duration",
-             r->chain, t1, t2);
+             "GPU time per kernel node beyond its traced duration: a %d-node chain of tiny "
+             "kernels (1 block, y = x + c on %d floats in place), per node, launch_us taken out, "
+             "less the tiny kernel's traced eager duration",
+             r->chain, r->tiny_n);
     fig_line(f, "node_us", res->node_us, &res->node, "us", what);
     snprintf(what, sizeof(what),
              "GPU time per graph launch beyond its nodes: 1-node vs %d-node graphs of %.2f us "
@@ -397,8 +417,8 @@ void gr_cal_print(FILE *f, const gr_cal_result *res) {
              "calls)");
     snprintf(what, sizeof(what),
              "GPU time saved per dependent kernel pair by programmatic dependent launch: the "
-             "%.2f us chain with and without the attribute, difference / %d",
-             t1, r->chain - 1);
+             "tiny chain with and without the attribute, difference / %d",
+             r->chain - 1);
     fig_line(f, "pdl_us", res->pdl_us, &res->pdl, "us", what);
     snprintf(what, sizeof(what),
              "bytes read + written per second by cudaMemcpyAsync device to device of %.0f MiB "
@@ -408,44 +428,42 @@ void gr_cal_print(FILE *f, const gr_cal_result *res) {
 
     fprintf(f, "\n  from (GPU us per graph launch unless said; median [p10, p90] over rounds):\n");
     char l[96];
-    snprintf(l, sizeof(l), "chain %d x %.2f us", r->chain, t1);
-    raw_line(f, l, r->chain1, r->rounds);
-    snprintf(l, sizeof(l), "chain %d x %.2f us", r->chain, t2);
-    raw_line(f, l, r->chain2, r->rounds);
+    snprintf(l, sizeof(l), "chain %d x tiny", r->chain);
+    raw_line(f, l, r->chain_tiny, r->rounds);
     if (r->pdl) {
-        snprintf(l, sizeof(l), "chain %d x %.2f us, PDL", r->chain, t1);
-        raw_line(f, l, r->chain1_pdl, r->rounds);
+        snprintf(l, sizeof(l), "chain %d x tiny, PDL", r->chain);
+        raw_line(f, l, r->chain_tiny_pdl, r->rounds);
     }
-    snprintf(l, sizeof(l), "graph 1 x %.2f us", tl);
+    snprintf(l, sizeof(l), "graph 1 x %.2f us spin", tl);
     raw_line(f, l, r->g1, r->rounds);
-    snprintf(l, sizeof(l), "graph %d x %.2f us", r->wide, tl);
+    snprintf(l, sizeof(l), "graph %d x %.2f us spins", r->wide, tl);
     raw_line(f, l, r->gw, r->rounds);
     raw_line(f, "host per launch, 1-node graph", r->host_g1, r->rounds);
     snprintf(l, sizeof(l), "host per launch, %d-node graph", r->wide);
     raw_line(f, l, r->host_gw, r->rounds);
-    char a[32], b[32], c[32], d[32];
+    char a[32], b[32], c[32];
     fprintf(f,
-            "    traced spin durations (eager, one at a time, %d each after %d warm-up): %s us "
-            "[%s, %s] and ",
-            r->traced_count, r->traced_warmup, fmt_num(a, sizeof(a), r->traced1.median),
-            fmt_num(b, sizeof(b), r->traced1.p10), fmt_num(c, sizeof(c), r->traced1.p90));
-    fprintf(f, "%s us [%s, %s]\n", fmt_num(a, sizeof(a), r->traced2.median),
-            fmt_num(b, sizeof(b), r->traced2.p10), fmt_num(c, sizeof(c), r->traced2.p90));
+            "    traced tiny kernel durations (eager, one at a time, %d after %d warm-up): %s us "
+            "[%s, %s]\n",
+            r->traced_count, r->traced_warmup, fmt_num(a, sizeof(a), r->traced.median),
+            fmt_num(b, sizeof(b), r->traced.p10), fmt_num(c, sizeof(c), r->traced.p90));
     fprintf(f,
-            "    per node, untraced (launch taken out): %s and %s us; traced durations at the "
-            "untraced clock: %s and %s us\n",
-            fmt_num(a, sizeof(a), res->period1), fmt_num(b, sizeof(b), res->period2),
-            fmt_num(c, sizeof(c), res->dur1), fmt_num(d, sizeof(d), res->dur2));
-    fprintf(f, "    node cost at each spin length: %s and %s us (node_us is their mean)\n",
-            fmt_num(a, sizeof(a), res->node_t1), fmt_num(b, sizeof(b), res->node_t2));
+            "    per tiny node, untraced (launch taken out): %s us; less the traced duration "
+            "%s us: node_us %s us\n",
+            fmt_num(a, sizeof(a), res->period), fmt_num(b, sizeof(b), res->dur),
+            fmt_num(c, sizeof(c), res->node.median));
     if (r->pdl)
-        fprintf(f, "    per node with PDL, untraced: %s us\n",
+        fprintf(f, "    per tiny node with PDL, untraced (launch taken out): %s us\n",
                 fmt_num(a, sizeof(a), res->pdl_period));
+    fprintf(f, "    sanity check: node_us in (0, %.0f) us: %s\n", GR_CAL_NODE_MAX_US,
+            res->node_positive && res->node_below_max ? "passed" : "FAILED (see the note)");
+    if (r->buffer_checked)
+        fprintf(f, "    tiny kernels' buffer after %lld kernels: %s\n", r->tiny_kernels,
+                r->buffer_bad ? "WRONG (see the note)" : "every element as expected");
     fprintf(f,
-            "    SM clock: %.0f MHz before the rounds, %.0f after, %.0f traced (rated %.0f); "
-            "spins of %lld, %lld and %lld cycles\n",
-            r->clock_mhz[0], r->clock_mhz[1], r->clock_mhz[2], r->clock_attr_mhz, r->cyc1, r->cyc2,
-            r->cycl);
+            "    SM clock: %.0f MHz before the rounds, %.0f after, %.0f traced (rated %.0f; a "
+            "note only); spins of %lld cycles (launch graphs) and %lld (blocker)\n",
+            r->clock_mhz[0], r->clock_mhz[1], r->clock_mhz[2], r->clock_attr_mhz, r->cycl, r->cycb);
     if (r->trace_kept) fprintf(f, "    traced reference kept in %s\n", r->trace_path);
     for (int i = 0; i < res->nnotes; i++)
         fprintf(f, "  NOTE: %s\n", res->notes[i]);
@@ -489,22 +507,22 @@ void *gr_cal_json(const gr_cal_result *res) {
     json_object_set_new(
         j, "method",
         json_string("untraced: CUDA events around batches of graph launches after warm-up, a "
-                    "blocker kernel ahead of each batch, interleaved rounds, medians; node_us "
-                    "against the spin kernels' traced eager durations (CUPTI in the same process "
-                    "after every untraced figure); hbm_gbps from cudaMemcpyAsync device to "
-                    "device; docs/predict.md"));
+                    "blocker kernel ahead of each batch, interleaved rounds, medians; node_us and "
+                    "pdl_us from a chain of tiny kernels (1 block, y = x + c in place), node_us "
+                    "against the tiny kernel's traced eager duration (CUPTI in the same process "
+                    "after every untraced figure); launch_us from graphs of spin kernels; "
+                    "hbm_gbps from cudaMemcpyAsync device to device; docs/predict.md"));
     json_t *notes = json_array();
     for (int i = 0; i < res->nnotes; i++)
         json_array_append_new(notes, json_string(res->notes[i]));
     json_object_set_new(j, "notes", notes);
-    double fu = (r->clock_mhz[0] + r->clock_mhz[1]) / 2;
-    double t1 = spin_us(r->cyc1, fu), t2 = spin_us(r->cyc2, fu), tl = spin_us(r->cycl, fu);
+    double tl = spin_us(r->cycl, untraced_mhz(r));
     char m[512];
     json_t *fig = json_object();
     snprintf(m, sizeof(m),
-             "%d-node chains of %.2f and %.2f us spins, GPU us per node less the spin's traced "
-             "duration, mean of the two",
-             r->chain, t1, t2);
+             "%d-node chain of tiny kernels (1 block, y = x + c on %d floats in place), GPU us "
+             "per node, launch_us taken out, less the tiny kernel's traced eager duration",
+             r->chain, r->tiny_n);
     json_object_set_new(fig, "node_us", summary_json(&res->node, m));
     snprintf(m, sizeof(m), "1-node vs %d-node graphs of %.2f us spins: L1 - (L%d - L1) / %d",
              r->wide, tl, r->wide, r->wide - 1);
@@ -512,8 +530,11 @@ void *gr_cal_json(const gr_cal_result *res) {
     json_object_set_new(
         fig, "launch_host_us",
         summary_json(&res->host, "host clock around cudaGraphLaunch of the 1-node graph"));
-    snprintf(m, sizeof(m), "%.2f us chain without - with PDL, per dependent pair (/ %d)%s", t1,
-             r->chain - 1, r->pdl ? "" : ": not measured (compute capability < 9.0)");
+    snprintf(m, sizeof(m), "the tiny chain without - with PDL, per dependent pair (/ %d)%s",
+             r->chain - 1,
+             r->pdl            ? ""
+             : r->cc_major < 9 ? ": not measured (compute capability < 9.0)"
+                               : ": not measured (the tiny kernel has no sm_90 code)");
     json_object_set_new(fig, "pdl_us", summary_json(&res->pdl, m));
     snprintf(m, sizeof(m), "cudaMemcpyAsync device to device, %.0f MiB, bytes read + written",
              (double)r->copy_bytes / 1048576.0);
@@ -522,27 +543,28 @@ void *gr_cal_json(const gr_cal_result *res) {
 
     json_t *raw = json_object();
     json_object_set_new(raw, "sm_count", json_integer(r->sm_count));
-    json_object_set_new(raw, "spin_ptx", json_integer(r->spin_ptx));
+    json_object_set_new(raw, "tiny_ptx", json_integer(r->tiny_ptx));
     json_object_set_new(raw, "clock_mhz",
                         json_pack("{s:f, s:f, s:f, s:f}", "rated", r->clock_attr_mhz, "before",
                                   r->clock_mhz[0], "after", r->clock_mhz[1], "traced",
                                   r->clock_mhz[2]));
-    json_object_set_new(raw, "spin_cycles",
-                        json_pack("{s:I, s:I, s:I, s:I}", "t1", (json_int_t)r->cyc1, "t2",
-                                  (json_int_t)r->cyc2, "launch", (json_int_t)r->cycl, "blocker",
-                                  (json_int_t)r->cycb));
-    json_object_set_new(raw, "spin_us",
-                        json_pack("{s:f, s:f, s:f}", "t1", t1, "t2", t2, "launch", tl));
+    json_object_set_new(raw, "tiny",
+                        json_pack("{s:s, s:i, s:i, s:i, s:f}", "kernel", GR_CAL_TINY_KERNEL,
+                                  "blocks", 1, "threads", r->tiny_threads, "elements", r->tiny_n,
+                                  "increment", 1.0));
+    json_object_set_new(
+        raw, "spin_cycles",
+        json_pack("{s:I, s:I}", "launch", (json_int_t)r->cycl, "blocker", (json_int_t)r->cycb));
+    json_object_set_new(raw, "spin_us", json_pack("{s:f}", "launch", tl));
     json_object_set_new(raw, "rounds", json_integer(r->rounds));
     json_object_set_new(raw, "chain_nodes", json_integer(r->chain));
     json_object_set_new(raw, "wide_nodes", json_integer(r->wide));
     json_object_set_new(raw, "launches_per_batch",
                         json_pack("{s:i, s:i, s:i}", "chain", r->chain_launches, "graph1",
                                   r->g1_launches, "wide", r->wide_launches));
-    json_object_set_new(raw, "chain_t1_us", rounds_json(r->chain1, r->rounds));
-    json_object_set_new(raw, "chain_t2_us", rounds_json(r->chain2, r->rounds));
-    json_object_set_new(raw, "chain_t1_pdl_us",
-                        r->pdl ? rounds_json(r->chain1_pdl, r->rounds) : json_null());
+    json_object_set_new(raw, "chain_tiny_us", rounds_json(r->chain_tiny, r->rounds));
+    json_object_set_new(raw, "chain_tiny_pdl_us",
+                        r->pdl ? rounds_json(r->chain_tiny_pdl, r->rounds) : json_null());
     json_object_set_new(raw, "graph1_us", rounds_json(r->g1, r->rounds));
     json_object_set_new(raw, "graph_wide_us", rounds_json(r->gw, r->rounds));
     json_object_set_new(raw, "host_graph1_us", rounds_json(r->host_g1, r->rounds));
@@ -555,19 +577,24 @@ void *gr_cal_json(const gr_cal_result *res) {
                         json_pack("{s:I, s:i, s:i, s:o}", "bytes", (json_int_t)r->copy_bytes,
                                   "batches", r->copy_batches, "per_batch", r->copies_per_batch,
                                   "gbps", gb));
-    json_t *tr =
-        json_pack("{s:i, s:i, s:o, s:o, s:I}", "count", r->traced_count, "warmup", r->traced_warmup,
-                  "t1_us", summary_json(&r->traced1, NULL), "t2_us",
-                  summary_json(&r->traced2, NULL), "dropped", (json_int_t)r->trace_dropped);
+    json_t *tr = json_pack("{s:s, s:i, s:i, s:o, s:I}", "kernel", GR_CAL_TINY_KERNEL, "count",
+                           r->traced_count, "warmup", r->traced_warmup, "tiny_us",
+                           summary_json(&r->traced, NULL), "dropped", (json_int_t)r->trace_dropped);
     json_object_set_new(tr, "trace", r->trace_kept ? json_string(r->trace_path) : json_null());
     json_object_set_new(raw, "traced", tr);
-    json_object_set_new(
-        raw, "derived",
-        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "period_t1_us", res->period1,
-                  "period_t2_us", res->period2, "traced_t1_at_untraced_clock_us", res->dur1,
-                  "traced_t2_at_untraced_clock_us", res->dur2, "node_t1_us", res->node_t1,
-                  "node_t2_us", res->node_t2, "clock_fix_t1_us", res->clock_fix1, "clock_fix_t2_us",
-                  res->clock_fix2, "pdl_period_us", res->pdl_period));
+    json_object_set_new(raw, "derived",
+                        json_pack("{s:f, s:f, s:f, s:f}", "period_us", res->period,
+                                  "traced_tiny_us", res->dur, "node_us", res->node.median,
+                                  "pdl_period_us", res->pdl_period));
+    json_t *ck = json_pack("{s:b, s:b, s:b, s:f, s:b}", "sane",
+                           res->node_positive && res->node_below_max, "period_exceeds_traced",
+                           res->node_positive, "node_below_max", res->node_below_max, "node_max_us",
+                           GR_CAL_NODE_MAX_US, "clock_moved", res->clock_moved);
+    json_object_set_new(ck, "buffer_ok",
+                        r->buffer_checked ? json_boolean(r->buffer_bad == 0) : json_null());
+    json_object_set_new(ck, "buffer_kernels", json_integer(r->tiny_kernels));
+    json_object_set_new(ck, "buffer_bad_elements", json_integer(r->buffer_bad));
+    json_object_set_new(raw, "checks", ck);
     json_object_set_new(j, "raw", raw);
     return j;
 }

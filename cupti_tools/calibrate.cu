@@ -1,6 +1,6 @@
-// The GPU side of cupti-launchstat calibrate: the spin kernel (one warp busy-waiting a number of
-// SM cycles), the graphs built from it, and the untraced timing of every batch (CUDA events,
-// a blocker kernel ahead of each). The derivation is in calibrate.c; docs/predict.md explains it.
+// The GPU side of cupti-launchstat calibrate: the tiny kernel (one block, y = x + c in place on a
+// small buffer) and its chains, the spin kernel (launch-cost graphs, blocker), the untraced timing
+// of every batch (CUDA events, a blocker ahead of each). calibrate.c derives; docs/predict.md.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdlib.h>
@@ -30,6 +30,22 @@ extern "C" __global__ void gr_cal_spin(long long cycles) {
     long long t0 = clock64();
     while (clock64() - t0 < cycles) {
     }
+}
+
+// The node cost's instrument, graphrun's tiny kernel (kernels/probe.cu) in place: a kernel that
+// touches memory, as users' traced kernels do. 8n bytes, n flops; one block. Every thread
+// waits at griddepcontrol.wait before it reads, so a PDL chain in place stays exact.
+extern "C" __global__ void gr_cal_tiny(float *x, int n, float c) {
+    cal_pdl_enter();
+    int i = (int)threadIdx.x;
+    if (i < n) x[i] = x[i] + c;
+}
+
+// The tiny kernels' buffer: element i starts at 1 + i (non-zero, exact in float, as are the
+// sums of whole increments below 2^24).
+extern "C" __global__ void gr_cal_tiny_init(float *x, int n) {
+    int i = (int)threadIdx.x;
+    if (i < n) x[i] = 1.0f + (float)i;
 }
 
 // The SM clock: `cycles` of clock64 against %globaltimer (ns). Over ~2 ms a microsecond tick of
@@ -66,13 +82,19 @@ struct gr_cal_gpu {
     int sm_count;
     cudaStream_t s;
     cudaEvent_t e0, e1;
-    cudaGraphExec_t chain1, chain2, chain1_pdl, g1, gw;
+    cudaGraphExec_t chain, chain_pdl, g1, gw;
     unsigned long long *probe;
+    float *tiny; // the tiny kernels' buffer, tiny_n floats
+    int tiny_n;
+    int chain_nodes;        // tiny kernels per chain graph launch
+    long long tiny_kernels; // tiny kernels enqueued on the buffer since its initialisation
     void *src, *dst;
-    long long cyc1, cyc2, cycl, cycb;
+    long long cycl, cycb;
     double block_us, rated_mhz;
     int pdl;
 };
+
+static const float tiny_c = 1.0f; // the increment: whole, so the buffer's sums stay exact
 
 static cudaError_t launch_spin(cudaStream_t s, long long cycles, int pdl) {
     cudaLaunchConfig_t cfg = {};
@@ -86,6 +108,20 @@ static cudaError_t launch_spin(cudaStream_t s, long long cycles, int pdl) {
     cfg.attrs = attr;
     cfg.numAttrs = pdl ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, gr_cal_spin, cycles);
+}
+
+static cudaError_t launch_tiny(cudaStream_t s, float *x, int n, int pdl) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(1);
+    cfg.blockDim = dim3(GR_CAL_TINY_THREADS);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, gr_cal_tiny, x, n, tiny_c);
 }
 
 // The SM clock in MHz (cycles per us), ~2 ms of spinning at the rated clock.
@@ -102,27 +138,30 @@ static gr_status measure_clock(gr_cal_gpu *g, double rated_mhz, double *mhz, gr_
         return gr_error_set(err, GR_ERR_CUDA, NULL,
                             "the SM clock probe measured %.0f cycles in %.0f ns (%.1f MHz): "
                             "clock64 or %%globaltimer misbehaves on this GPU, so the spin kernels' "
-                            "lengths are unknown",
+                            "lengths (launch-cost graphs, blocker) are unknown",
                             cyc, ns, f);
     *mhz = f;
     return GR_OK;
 }
 
-// A graph of n spin kernels in a row, captured from one stream, instantiated and uploaded.
-static gr_status build(gr_cal_gpu *g, int n, long long cycles, int pdl, cudaGraphExec_t *out,
-                       gr_error *err) {
+// A graph of n kernels in a row (spins of `cycles`, or tiny kernels on g->tiny when `tiny`),
+// captured from one stream, instantiated and uploaded.
+static gr_status build(gr_cal_gpu *g, int n, int tiny, long long cycles, int pdl,
+                       cudaGraphExec_t *out, gr_error *err) {
     cudaGraph_t graph = NULL;
     GR_CUDA(cudaStreamBeginCapture(g->s, cudaStreamCaptureModeThreadLocal), err);
     cudaError_t rc = cudaSuccess;
     for (int i = 0; i < n && rc == cudaSuccess; i++)
-        rc = launch_spin(g->s, cycles, pdl);
+        rc = tiny ? launch_tiny(g->s, g->tiny, g->tiny_n, pdl) : launch_spin(g->s, cycles, pdl);
     cudaError_t rc2 = cudaStreamEndCapture(g->s, &graph);
     if (rc != cudaSuccess || rc2 != cudaSuccess) {
         if (graph) cudaGraphDestroy(graph);
         (void)cudaGetLastError();
         return rc != cudaSuccess
-                   ? gr_cuda_fail(rc, "cudaLaunchKernelEx(gr_cal_spin) in capture", __FILE__,
-                                  __LINE__, err)
+                   ? gr_cuda_fail(rc,
+                                  tiny ? "cudaLaunchKernelEx(gr_cal_tiny) in capture"
+                                       : "cudaLaunchKernelEx(gr_cal_spin) in capture",
+                                  __FILE__, __LINE__, err)
                    : gr_cuda_fail(rc2, "cudaStreamEndCapture", __FILE__, __LINE__, err);
     }
     rc = cudaGraphInstantiate(out, graph, 0);
@@ -140,6 +179,16 @@ static gr_status open_rest(gr_cal_gpu *g, const gr_cal_opts *o, gr_cal_raw *raw,
     GR_CUDA(cudaEventCreate(&g->e0), err);
     GR_CUDA(cudaEventCreate(&g->e1), err);
     GR_CUDA(cudaMalloc((void **)&g->probe, 2 * sizeof(unsigned long long)), err);
+    g->tiny_n = o->tiny_n < 1                     ? 1
+                : o->tiny_n > GR_CAL_TINY_THREADS ? GR_CAL_TINY_THREADS
+                                                  : o->tiny_n;
+    g->chain_nodes = o->chain;
+    raw->tiny_n = g->tiny_n;
+    raw->tiny_threads = GR_CAL_TINY_THREADS;
+    GR_CUDA(cudaMalloc((void **)&g->tiny, (size_t)g->tiny_n * sizeof(float)), err);
+    gr_cal_tiny_init<<<1, GR_CAL_TINY_THREADS, 0, g->s>>>(g->tiny, g->tiny_n);
+    GR_TRY(gr_launch_status("gr_cal_tiny_init", NULL, err));
+    g->tiny_kernels = 0;
     // warm-up: ~20 ms of spinning lets the clocks settle before the first probe
     double rated = raw->clock_attr_mhz;
     g->rated_mhz = rated;
@@ -150,27 +199,22 @@ static gr_status open_rest(gr_cal_gpu *g, const gr_cal_opts *o, gr_cal_raw *raw,
     GR_CUDA(cudaStreamSynchronize(g->s), err);
     double f = 0;
     GR_TRY(measure_clock(g, rated, &f, err));
-    g->cyc1 = llround(o->t1_us * f);
-    g->cyc2 = llround(o->t2_us * f);
     g->cycl = llround(o->tl_us * f);
     g->cycb = llround(o->block_us * f);
     g->block_us = o->block_us;
-    raw->cyc1 = g->cyc1;
-    raw->cyc2 = g->cyc2;
     raw->cycl = g->cycl;
     raw->cycb = g->cycb;
-    // PDL needs the device and the spin's code: a build without sm_90 code JIT-compiled from an
-    // older PTX has no griddepcontrol, and its "PDL" chain would not wait at all
+    // PDL needs the device and the tiny kernel's code: a build without sm_90 code JIT-compiled
+    // from an older PTX has no griddepcontrol, and its "PDL" chain would not wait at all
     cudaFuncAttributes fa;
-    GR_CUDA(cudaFuncGetAttributes(&fa, gr_cal_spin), err);
-    raw->spin_ptx = fa.ptxVersion;
+    GR_CUDA(cudaFuncGetAttributes(&fa, gr_cal_tiny), err);
+    raw->tiny_ptx = fa.ptxVersion;
     g->pdl = raw->cc_major >= 9 && fa.ptxVersion >= 90;
     raw->pdl = g->pdl;
-    GR_TRY(build(g, o->chain, g->cyc1, 0, &g->chain1, err));
-    GR_TRY(build(g, o->chain, g->cyc2, 0, &g->chain2, err));
-    if (g->pdl) GR_TRY(build(g, o->chain, g->cyc1, 1, &g->chain1_pdl, err));
-    GR_TRY(build(g, 1, g->cycl, 0, &g->g1, err));
-    GR_TRY(build(g, o->wide, g->cycl, 0, &g->gw, err));
+    GR_TRY(build(g, o->chain, 1, 0, 0, &g->chain, err));
+    if (g->pdl) GR_TRY(build(g, o->chain, 1, 0, 1, &g->chain_pdl, err));
+    GR_TRY(build(g, 1, 0, g->cycl, 0, &g->g1, err));
+    GR_TRY(build(g, o->wide, 0, g->cycl, 0, &g->gw, err));
     GR_CUDA(cudaStreamSynchronize(g->s), err);
     return GR_OK;
 }
@@ -227,6 +271,9 @@ extern "C" gr_status gr_cal_gpu_open(const gr_cal_opts *o, gr_cal_raw *raw, gr_c
 // of the launch calls alone.
 static gr_status batch(gr_cal_gpu *g, cudaGraphExec_t exec, int launches, double *gpu_us,
                        double *host_us, int *limited, gr_error *err) {
+    // the tiny chains' kernels are counted for the buffer's check (check_buffer)
+    if (exec && (exec == g->chain || exec == g->chain_pdl))
+        g->tiny_kernels += (long long)launches * g->chain_nodes;
     gr_cal_spin<<<1, 32, 0, g->s>>>(g->cycb);
     GR_TRY(gr_launch_status("gr_cal_spin (blocker)", NULL, err));
     GR_CUDA(cudaEventRecord(g->e0, g->s), err);
@@ -301,20 +348,18 @@ extern "C" gr_status gr_cal_gpu_untraced(gr_cal_gpu *g, const gr_cal_opts *o, gr
     raw->wide_launches = o->wide_launches;
     double sink = 0;
     // warm-up: one batch of each, not kept
-    GR_TRY(batch(g, g->chain1, o->chain_launches, &sink, NULL, NULL, err));
-    GR_TRY(batch(g, g->chain2, o->chain_launches, &sink, NULL, NULL, err));
-    if (g->pdl) GR_TRY(batch(g, g->chain1_pdl, o->chain_launches, &sink, NULL, NULL, err));
+    GR_TRY(batch(g, g->chain, o->chain_launches, &sink, NULL, NULL, err));
+    if (g->pdl) GR_TRY(batch(g, g->chain_pdl, o->chain_launches, &sink, NULL, NULL, err));
     GR_TRY(batch(g, g->g1, o->g1_launches, &sink, NULL, NULL, err));
     GR_TRY(batch(g, g->gw, o->wide_launches, &sink, NULL, NULL, err));
     GR_TRY(measure_clock(g, raw->clock_attr_mhz, &raw->clock_mhz[0], err));
     // interleaved: each round times every batch once, so a slow drift touches all alike and the
     // figures derived from two batches pair those of one round
     for (int r = 0; r < rounds; r++) {
-        GR_TRY(batch(g, g->chain1, o->chain_launches, &raw->chain1[r], NULL, NULL, err));
-        GR_TRY(batch(g, g->chain2, o->chain_launches, &raw->chain2[r], NULL, NULL, err));
+        GR_TRY(batch(g, g->chain, o->chain_launches, &raw->chain_tiny[r], NULL, NULL, err));
         if (g->pdl)
-            GR_TRY(
-                batch(g, g->chain1_pdl, o->chain_launches, &raw->chain1_pdl[r], NULL, NULL, err));
+            GR_TRY(batch(g, g->chain_pdl, o->chain_launches, &raw->chain_tiny_pdl[r], NULL, NULL,
+                         err));
         GR_TRY(batch(g, g->g1, o->g1_launches, &raw->g1[r], &raw->host_g1[r], &raw->host_limited,
                      err));
         GR_TRY(batch(g, g->gw, o->wide_launches, &raw->gw[r], &raw->host_gw[r], &raw->host_limited,
@@ -326,32 +371,52 @@ extern "C" gr_status gr_cal_gpu_untraced(gr_cal_gpu *g, const gr_cal_opts *o, gr
     return GR_OK;
 }
 
-extern "C" gr_status gr_cal_gpu_spins(gr_cal_gpu *g, int warmup, int count, double *clock_mhz,
-                                      gr_error *err) {
+// The buffer read back: every element must hold 1 + i + (tiny kernels run) x c. A PDL chain whose
+// kernels did not wait for their predecessors would lose updates here.
+static gr_status check_buffer(gr_cal_gpu *g, gr_cal_raw *raw, gr_error *err) {
+    float h[GR_CAL_TINY_THREADS];
+    GR_CUDA(cudaMemcpyAsync(h, g->tiny, (size_t)g->tiny_n * sizeof(float), cudaMemcpyDeviceToHost,
+                            g->s),
+            err);
+    GR_CUDA(cudaStreamSynchronize(g->s), err);
+    raw->tiny_kernels = g->tiny_kernels;
+    raw->buffer_checked = 1;
+    raw->buffer_bad = 0;
+    for (int i = 0; i < g->tiny_n; i++) {
+        double want = 1.0 + i + (double)g->tiny_kernels * tiny_c;
+        if ((double)h[i] != want && raw->buffer_bad++ == 0) {
+            raw->buffer_got = h[i];
+            raw->buffer_want = want;
+        }
+    }
+    return GR_OK;
+}
+
+extern "C" gr_status gr_cal_gpu_traced_tiny(gr_cal_gpu *g, int warmup, int count, gr_cal_raw *raw,
+                                            gr_error *err) {
     double c0 = 0, c1 = 0;
     GR_TRY(measure_clock(g, g->rated_mhz, &c0, err));
-    const long long len[2] = {g->cyc1, g->cyc2};
-    for (int k = 0; k < 2; k++)
-        for (int i = 0; i < warmup + count; i++) {
-            // one at a time, each on an idle GPU, as the kernels of a launch-bound eager program
-            gr_cal_spin<<<1, 32, 0, g->s>>>(len[k]);
-            GR_TRY(gr_launch_status("gr_cal_spin", NULL, err));
-            GR_CUDA(cudaStreamSynchronize(g->s), err);
-        }
+    for (int i = 0; i < warmup + count; i++) {
+        // one at a time, each on an idle GPU, as the kernels of a launch-bound eager program
+        GR_CUDA(launch_tiny(g->s, g->tiny, g->tiny_n, 0), err);
+        g->tiny_kernels++;
+        GR_CUDA(cudaStreamSynchronize(g->s), err);
+    }
     GR_TRY(measure_clock(g, g->rated_mhz, &c1, err));
-    *clock_mhz = (c0 + c1) / 2;
-    return GR_OK;
+    raw->clock_mhz[2] = (c0 + c1) / 2;
+    return check_buffer(g, raw, err);
 }
 
 extern "C" void gr_cal_gpu_close(gr_cal_gpu *g) {
     if (!g) return;
     if (g->s) cudaStreamSynchronize(g->s);
-    cudaGraphExec_t *ex[] = {&g->chain1, &g->chain2, &g->chain1_pdl, &g->g1, &g->gw};
+    cudaGraphExec_t *ex[] = {&g->chain, &g->chain_pdl, &g->g1, &g->gw};
     for (size_t i = 0; i < sizeof(ex) / sizeof(ex[0]); i++)
         if (*ex[i]) cudaGraphExecDestroy(*ex[i]);
     if (g->e0) cudaEventDestroy(g->e0);
     if (g->e1) cudaEventDestroy(g->e1);
     if (g->probe) cudaFree(g->probe);
+    if (g->tiny) cudaFree(g->tiny);
     if (g->src) cudaFree(g->src);
     if (g->dst) cudaFree(g->dst);
     if (g->s) cudaStreamDestroy(g->s);

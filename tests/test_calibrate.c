@@ -21,8 +21,8 @@
 /* ---- the derivation ---- */
 
 /* Made-up raw figures of a GPU with node 0.3 us, launch 1.5 us, PDL saving 0.5 us per pair, host
- * submit 1.3 us, 4000 GB/s; spins traced at 2.5 and 4.5 us; round r moves chain1 by (r - 1) x
- * 0.01 us per node (and the PDL chain with it). */
+ * submit 1.3 us, 4000 GB/s; the tiny kernel traced at 0.9 us; round r moves the chain by
+ * (r - 1) x 0.01 us per node (and the PDL chain with it). */
 static void made_up(gr_cal_result *res, int rounds) {
     memset(res, 0, sizeof(*res));
     gr_cal_raw *r = &res->raw;
@@ -30,14 +30,14 @@ static void made_up(gr_cal_result *res, int rounds) {
     r->cc_major = 9;
     r->cc_minor = 0;
     r->sm_count = 132;
-    r->spin_ptx = 90;
+    r->tiny_ptx = 90;
+    r->tiny_n = 256;
+    r->tiny_threads = 256;
     r->driver = 13000;
     r->runtime = 13000;
     r->clock_attr_mhz = 1980;
     r->clock_mhz[0] = r->clock_mhz[1] = r->clock_mhz[2] = 2000;
-    r->cyc1 = 4000; /* 2 us at 2000 MHz */
-    r->cyc2 = 8000;
-    r->cycl = 20000;
+    r->cycl = 20000; /* 10 us at 2000 MHz */
     r->cycb = 2000000;
     r->rounds = rounds;
     r->chain = 500;
@@ -46,15 +46,15 @@ static void made_up(gr_cal_result *res, int rounds) {
     r->chain_launches = 2;
     r->g1_launches = 100;
     r->wide_launches = 20;
-    const double K = 500, launch = 1.5, node = 0.3, pdl = 0.5;
-    r->traced1.median = 2.5;
-    r->traced2.median = 4.5;
-    r->traced1.n = r->traced2.n = 100;
+    const double K = 500, launch = 1.5, node = 0.3, pdl = 0.5, dur = 0.9;
+    r->traced.median = dur;
+    r->traced.p10 = 0.896;
+    r->traced.p90 = 0.928;
+    r->traced.n = 100;
     for (int i = 0; i < rounds; i++) {
         double wiggle = (i - 1) * 0.01 * K;
-        r->chain1[i] = launch + K * (2.5 + node) + wiggle;
-        r->chain2[i] = launch + K * (4.5 + node);
-        r->chain1_pdl[i] = r->chain1[i] - (K - 1) * pdl;
+        r->chain_tiny[i] = launch + K * (dur + node) + wiggle;
+        r->chain_tiny_pdl[i] = r->chain_tiny[i] - (K - 1) * pdl;
         r->g1[i] = launch + 10.8;
         r->gw[i] = launch + 20 * 10.8;
         r->host_g1[i] = 1.3;
@@ -68,6 +68,8 @@ static void made_up(gr_cal_result *res, int rounds) {
     r->copy_gbps[2] = 4010;
     r->traced_count = 100;
     r->traced_warmup = 10;
+    r->tiny_kernels = 44110;
+    r->buffer_checked = 1;
     snprintf(res->date, sizeof(res->date), "2026-12-05T10:00:00Z");
 }
 
@@ -83,88 +85,160 @@ static void test_derive(void) {
     gr_cal_derive(&res);
     NEAR(res.launch.median, 1.5, 1e-9);
     NEAR(res.launch_us, 1.5, 1e-9);
-    NEAR(res.period1, 2.8, 1e-9);
-    NEAR(res.period2, 4.8, 1e-9);
-    NEAR(res.node_t1, 0.3, 1e-9);
-    NEAR(res.node_t2, 0.3, 1e-9);
+    /* (C - launch) / 500 per round: 1.19, 1.2, 1.21; less D = 0.9 */
+    NEAR(res.period, 1.2, 1e-9);
+    NEAR(res.dur, 0.9, 0);
+    NEAR(res.node.median, 0.3, 1e-9);
     NEAR(res.node_us, 0.3, 1e-9);
-    /* rounds: (0.29 + 0.3) / 2, 0.3, (0.31 + 0.3) / 2; p10 interpolates 0.2 of the way up */
-    NEAR(res.node.p10, 0.295 + 0.2 * 0.005, 1e-9);
-    NEAR(res.node.p90, 0.305 - 0.2 * 0.005, 1e-9);
+    NEAR(res.node.min, 0.29, 1e-9);
+    NEAR(res.node.max, 0.31, 1e-9);
+    /* p10 interpolates 0.2 of the way from the first round to the second */
+    NEAR(res.node.p10, 0.29 + 0.2 * 0.01, 1e-9);
+    NEAR(res.node.p90, 0.31 - 0.2 * 0.01, 1e-9);
     CU_ASSERT_EQUAL(res.node.n, 3);
+    /* PDL: (C - C_pdl) / 499 = 0.5 each round; the PDL chain per node (1.2 - 0.5 x 499 / 500) */
     NEAR(res.pdl_us, 0.5, 1e-9);
-    NEAR(res.pdl_period, 2.8 - 0.5 * 499.0 / 500.0, 1e-9);
+    NEAR(res.pdl.p10, 0.5, 1e-9);
+    NEAR(res.pdl_period, 1.2 - 0.5 * 499.0 / 500.0, 1e-9);
     NEAR(res.launch_host_us, 1.3, 1e-9);
     NEAR(res.hbm_gbps, 4000, 1e-9);
     NEAR(res.hbm.p10, 3992, 1e-9);
-    NEAR(res.clock_fix1, 0, 1e-12);
+    CU_ASSERT_EQUAL(res.node_positive, 1);
+    CU_ASSERT_EQUAL(res.node_below_max, 1);
+    CU_ASSERT_EQUAL(res.clock_moved, 0);
     CU_ASSERT_EQUAL(res.nnotes, 0);
 }
 
-/* The traced phase ran at half the clock: a spin of 4000 cycles lasted 4 us there, 2 us in the
- * rounds; the traced durations are moved to the untraced clock and the figures stay. */
+/* The table's row from run 5's tiny-kernel figures (docs/predict.md): a 1000-node chain at
+ * 1196.04 us per launch, launch 0.72, the tiny kernel traced at 0.912 us; PDL 685.58 us. */
+static void test_derive_table_row(void) {
+    gr_cal_result res;
+    made_up(&res, 3);
+    res.raw.chain = 1000;
+    res.raw.traced.median = 0.912;
+    for (int i = 0; i < 3; i++) {
+        res.raw.g1[i] = 0.72 + 10.8;
+        res.raw.gw[i] = 0.72 + 20 * 10.8;
+        res.raw.chain_tiny[i] = 1196.04;
+        res.raw.chain_tiny_pdl[i] = 685.58;
+    }
+    gr_cal_derive(&res);
+    NEAR(res.launch_us, 0.72, 1e-9);
+    NEAR(res.period, (1196.04 - 0.72) / 1000, 1e-12);
+    NEAR(res.node_us, (1196.04 - 0.72) / 1000 - 0.912, 1e-12); /* 0.28332 */
+    NEAR(res.pdl_us, (1196.04 - 685.58) / 999, 1e-12);         /* 0.51097 */
+    NEAR(res.pdl_period, (685.58 - 0.72) / 1000, 1e-12);
+    CU_ASSERT_EQUAL(res.nnotes, 0);
+}
+
+/* The traced phase ran at half the clock: a note, and the figures stay as measured (the tiny
+ * kernel's duration is not cycle-defined: no correction). */
 static void test_derive_clock(void) {
     gr_cal_result res;
     made_up(&res, 3);
     res.raw.clock_mhz[2] = 1000;
-    res.raw.traced1.median = 4.5;
-    res.raw.traced2.median = 8.5;
     gr_cal_derive(&res);
-    NEAR(res.clock_fix1, -2.0, 1e-9);
-    NEAR(res.clock_fix2, -4.0, 1e-9);
-    NEAR(res.dur1, 2.5, 1e-9);
+    NEAR(res.dur, 0.9, 0);
     NEAR(res.node_us, 0.3, 1e-9);
-    CU_ASSERT(
-        has_note(&res, "the SM clock moved: 2000 MHz before the rounds, 2000 after, 1000 traced"));
+    CU_ASSERT_EQUAL(res.clock_moved, 1);
+    CU_ASSERT(has_note(&res, "the SM clock moved: 2000 MHz before the rounds, 2000 after, 1000 "
+                             "traced (the figures are not corrected for it"));
+    /* 2% is within: no note; a probe missing (0) is left out */
+    made_up(&res, 3);
+    res.raw.clock_mhz[1] = 2039;
+    res.raw.clock_mhz[2] = 0;
+    gr_cal_derive(&res);
+    CU_ASSERT_EQUAL(res.clock_moved, 0);
+    CU_ASSERT_EQUAL(res.nnotes, 0);
 }
 
-/* No PDL below 9.0; a negative figure is written as 0 and noted; spin lengths that disagree, a
- * host-limited batch, a small copy and dropped records are noted. */
+/* No PDL below 9.0 or without sm_90 code; a negative figure is written as 0 and noted, and the
+ * sanity check fails; a host-limited batch, a small copy, dropped records and a wrong buffer are
+ * noted. */
 static void test_derive_notes(void) {
     gr_cal_result res;
     made_up(&res, 3);
     res.raw.pdl = 0;
     res.raw.cc_major = 8;
     res.raw.cc_minor = 6;
-    res.raw.traced1.median = 3.0; /* node at t1: 2.8 - 3.0 = -0.2; at t2 0.3: mean 0.05 */
     res.raw.host_limited = 2;
     res.raw.copy_bytes = (size_t)64 << 20;
     res.raw.trace_dropped = 7;
+    res.raw.buffer_bad = 256;
+    res.raw.buffer_got = 44000;
+    res.raw.buffer_want = 44111;
     gr_cal_derive(&res);
     NEAR(res.pdl_us, 0, 0);
     CU_ASSERT_EQUAL(res.pdl.n, 0);
+    NEAR(res.pdl_period, 0, 0);
     CU_ASSERT(has_note(&res,
                        "pdl_us is 0, not measured: programmatic dependent launch needs compute "
                        "capability 9.0 (this GPU has 8.6)"));
-    NEAR(res.node_us, 0.05, 1e-9);
-    CU_ASSERT(has_note(&res,
-                       "the node cost differs between the spin lengths: -0.200 us at 2.00 us, "
-                       "0.300 us at 4.00 us"));
+    NEAR(res.node_us, 0.3, 1e-9);
     CU_ASSERT(has_note(&res, "2 timed batches took longer to enqueue than the blocker kernel ran"));
     CU_ASSERT(has_note(&res, "the copy is 64 MiB, not 256 MiB"));
     CU_ASSERT(has_note(&res, "CUPTI dropped 7 records"));
-    /* a 9.0 GPU, but a spin kernel JIT-compiled from older PTX: no griddepcontrol, no PDL */
+    CU_ASSERT(has_note(&res, "the tiny kernels' buffer is wrong after 44110 kernels: 256 of 256 "
+                             "elements, the first 44000 where 44111 was expected"));
+    CU_ASSERT_EQUAL(res.nnotes, 5);
+    /* a 9.0 GPU, but a tiny kernel JIT-compiled from older PTX: no griddepcontrol, no PDL */
     made_up(&res, 3);
     res.raw.pdl = 0;
-    res.raw.spin_ptx = 80;
+    res.raw.tiny_ptx = 80;
     gr_cal_derive(&res);
     NEAR(res.pdl_us, 0, 0);
     CU_ASSERT(has_note(&res,
-                       "pdl_us is 0, not measured: this build's spin kernel runs from PTX 8.0, "
+                       "pdl_us is 0, not measured: this build's tiny kernel runs from PTX 8.0, "
                        "without sm_90 code"));
-    /* below 0: written as 0 */
+    /* the traced duration above the chain's per-node time: below 0, written as 0, and the
+     * sanity check fails */
     made_up(&res, 3);
-    res.raw.traced1.median = 3.5;
-    res.raw.traced2.median = 5.5;
+    res.raw.traced.median = 1.9;
     gr_cal_derive(&res);
     NEAR(res.node.median, -0.7, 1e-9);
     NEAR(res.node_us, 0, 0);
+    CU_ASSERT_EQUAL(res.node_positive, 0);
+    CU_ASSERT_EQUAL(res.node_below_max, 1);
     CU_ASSERT(has_note(&res, "node_us measured -0.7000, below 0: written as 0"));
+    CU_ASSERT(has_note(&res,
+                       "sanity check failed: the tiny chain's untraced time per node, 1.200 us "
+                       "(launch taken out), does not exceed the tiny kernel's traced duration, "
+                       "1.900 us (node_us = -0.7000 us, not above 0"));
+    /* exactly equal: not above 0 either, written as 0 without the below-0 note */
+    made_up(&res, 3);
+    gr_cal_derive(&res);
+    res.raw.traced.median = res.period;
+    gr_cal_derive(&res);
+    NEAR(res.node.median, 0, 0);
+    CU_ASSERT_EQUAL(res.node_positive, 0);
+    CU_ASSERT(has_note(&res, "sanity check failed"));
+    CU_ASSERT_EQUAL(res.nnotes, 1);
+    /* a node cost of 3 us or more: written, but the sanity check fails */
+    made_up(&res, 3);
+    res.raw.traced.median = 0.1;
+    for (int i = 0; i < 3; i++)
+        res.raw.chain_tiny[i] += 500 * 2.5;
+    gr_cal_derive(&res);
+    NEAR(res.node_us, 3.6, 1e-9);
+    CU_ASSERT_EQUAL(res.node_positive, 1);
+    CU_ASSERT_EQUAL(res.node_below_max, 0);
+    CU_ASSERT(has_note(&res,
+                       "sanity check failed: the tiny chain's untraced time per node, 3.700 us "
+                       "(launch taken out), exceeds the tiny kernel's traced duration, 0.100 us, "
+                       "by 3.600 us, not below 3 us"));
+    /* no rounds at all: nothing to pass */
+    made_up(&res, 0);
+    gr_cal_derive(&res);
+    CU_ASSERT_EQUAL(res.node_positive, 0);
+    CU_ASSERT_EQUAL(res.node.n, 0);
 }
 
 /* ---- the traced reference ---- */
 
-static char *spin_trace(int warmup, int count, int extra, int untimed) {
+/* A trace of the traced phase: a clock probe, a gr_cal_tiny_init and a spin (none of them the
+ * tiny kernel), then `warmup` + `count` tiny kernels (+ `extra`); one record without timestamps
+ * when `untimed`; the timed ones last 0 ns when `zero`. */
+static char *tiny_trace(int warmup, int count, int extra, int untimed, int zero) {
     size_t cap = 1 << 20, len = 0;
     char *p = malloc(cap);
     len += (size_t)snprintf(
@@ -173,66 +247,73 @@ static char *spin_trace(int warmup, int count, int extra, int untimed) {
         "\"0\",\"mode\":\"in-process\",\"t0\":1000000000,\"command\":\"c\","
         "\"device\":\"NVIDIA H200\",\"cc\":\"9.0\",\"driver_version\":13000,"
         "\"latency\":false,\"steps\":0}\n"
-        "{\"t\":\"name\",\"id\":1,\"s\":\"gr_cal_spin\"}\n"
-        "{\"t\":\"name\",\"id\":2,\"s\":\"gr_cal_clock\"}\n");
+        "{\"t\":\"name\",\"id\":1,\"s\":\"gr_cal_tiny\"}\n"
+        "{\"t\":\"name\",\"id\":2,\"s\":\"gr_cal_clock\"}\n"
+        "{\"t\":\"name\",\"id\":3,\"s\":\"gr_cal_tiny_init\"}\n"
+        "{\"t\":\"name\",\"id\":4,\"s\":\"gr_cal_spin\"}\n");
     long long t = 100000;
     unsigned corr = 10;
-    /* a clock probe first: not a spin */
-    len +=
-        (size_t)snprintf(p + len, cap - len,
-                         "{\"t\":\"k\",\"n\":2,\"s\":%lld,\"e\":%lld,\"dev\":0,\"ctx\":1,\"str\":"
-                         "13,\"corr\":%u,\"g\":[1,1,1],\"b\":[1,1,1]}\n",
-                         t, t + 1000000, corr++);
-    t += 2000000;
-    int n = 2 * (warmup + count) + extra;
+    /* not the tiny kernel: a clock probe, the buffer's initialisation, a spin */
+    for (int k = 2; k <= 4; k++) {
+        len += (size_t)snprintf(p + len, cap - len,
+                                "{\"t\":\"k\",\"n\":%d,\"s\":%lld,\"e\":%lld,\"dev\":0,\"ctx\":1,"
+                                "\"str\":13,\"corr\":%u,\"g\":[1,1,1],\"b\":[1,1,1]}\n",
+                                k, t, t + 1000000, corr++);
+        t += 2000000;
+    }
+    int n = warmup + count + extra;
     for (int i = 0; i < n; i++) {
-        int k = i / (warmup + count); /* 0: short, 1: long */
-        int in_warm = i % (warmup + count) < warmup;
-        /* warm-ups 10 us (must be left out); timed: short 2.5 + i/1000, long 4.5 */
-        long long d = in_warm ? 10000 : k == 0 ? 2500 + (i % (warmup + count) - warmup) : 4500;
+        int in_warm = i < warmup;
+        /* warm-ups 10 us (must be left out); timed: 0.9 us + i ns (0 when `zero`) */
+        long long d = in_warm ? 10000 : zero ? 0 : 900 + (i - warmup);
         len += (size_t)snprintf(
             p + len, cap - len,
             "{\"t\":\"k\",\"n\":1,\"s\":%lld,\"e\":%lld,\"dev\":0,\"ctx\":1,\"str\":13,\"corr\":%u,"
-            "\"g\":[1,1,1],\"b\":[32,1,1]%s}\n",
+            "\"g\":[1,1,1],\"b\":[256,1,1]%s}\n",
             t, t + d, corr++, untimed && i == 3 ? ",\"inc\":1" : "");
         t += 30000;
     }
     len += (size_t)snprintf(p + len, cap - len,
                             "{\"t\":\"end\",\"records\":%d,\"dropped\":0,\"reason\":\"exit\"}\n",
-                            n + 1);
+                            n + 3);
     return p;
 }
 
 static void test_traced_durations(void) {
     gr_error e;
     gr_error_clear(&e);
-    char *text = spin_trace(10, 100, 0, 0);
+    char *text = tiny_trace(10, 100, 0, 0, 0);
     gr_trace *t = NULL;
-    CU_ASSERT_EQUAL_FATAL(gr_trace_load_mem(text, strlen(text), "spin.jsonl", 0, &t, &e), GR_OK);
-    gr_summary d1, d2;
-    CU_ASSERT_EQUAL(gr_cal_traced_durations(t, 10, 100, &d1, &d2, &e), GR_OK);
-    CU_ASSERT_EQUAL(d1.n, 100);
-    NEAR(d1.min, 2.5, 1e-9); /* the 10 us warm-ups are left out */
-    NEAR(d1.max, 2.599, 1e-9);
-    NEAR(d1.median, 2.5495, 1e-9);
-    NEAR(d2.median, 4.5, 1e-9);
-    NEAR(d2.max, 4.5, 1e-9);
+    CU_ASSERT_EQUAL_FATAL(gr_trace_load_mem(text, strlen(text), "tiny.jsonl", 0, &t, &e), GR_OK);
+    gr_summary d;
+    CU_ASSERT_EQUAL(gr_cal_traced_durations(t, 10, 100, &d, &e), GR_OK);
+    CU_ASSERT_EQUAL(d.n, 100);
+    NEAR(d.min, 0.9, 1e-9); /* the 10 us warm-ups are left out */
+    NEAR(d.max, 0.999, 1e-9);
+    NEAR(d.median, 0.9495, 1e-9);
     gr_trace_destroy(t);
     free(text);
     /* a kernel too many, or one without timestamps: CUPTI lost or merged records */
-    text = spin_trace(10, 100, 1, 0);
-    CU_ASSERT_EQUAL_FATAL(gr_trace_load_mem(text, strlen(text), "spin.jsonl", 0, &t, &e), GR_OK);
-    CU_ASSERT_EQUAL(gr_cal_traced_durations(t, 10, 100, &d1, &d2, &e), GR_ERR_INPUT);
-    GR_ASSERT_CONTAINS(e.msg, "the traced reference holds 221 timed gr_cal_spin kernels (0 more "
-                              "without timestamps), expected 220 (10 warm-up and 100 timed of each "
-                              "length)");
+    text = tiny_trace(10, 100, 1, 0, 0);
+    CU_ASSERT_EQUAL_FATAL(gr_trace_load_mem(text, strlen(text), "tiny.jsonl", 0, &t, &e), GR_OK);
+    CU_ASSERT_EQUAL(gr_cal_traced_durations(t, 10, 100, &d, &e), GR_ERR_INPUT);
+    GR_ASSERT_CONTAINS(e.msg, "the traced reference holds 111 timed gr_cal_tiny kernels (0 more "
+                              "without timestamps), expected 110 (10 warm-up and 100 timed)");
     gr_trace_destroy(t);
     free(text);
     gr_error_clear(&e);
-    text = spin_trace(10, 100, 0, 1);
-    CU_ASSERT_EQUAL_FATAL(gr_trace_load_mem(text, strlen(text), "spin.jsonl", 0, &t, &e), GR_OK);
-    CU_ASSERT_EQUAL(gr_cal_traced_durations(t, 10, 100, &d1, &d2, &e), GR_ERR_INPUT);
-    GR_ASSERT_CONTAINS(e.msg, "holds 219 timed gr_cal_spin kernels (1 more without timestamps)");
+    text = tiny_trace(10, 100, 0, 1, 0);
+    CU_ASSERT_EQUAL_FATAL(gr_trace_load_mem(text, strlen(text), "tiny.jsonl", 0, &t, &e), GR_OK);
+    CU_ASSERT_EQUAL(gr_cal_traced_durations(t, 10, 100, &d, &e), GR_ERR_INPUT);
+    GR_ASSERT_CONTAINS(e.msg, "holds 109 timed gr_cal_tiny kernels (1 more without timestamps)");
+    gr_trace_destroy(t);
+    free(text);
+    /* durations of 0: not a traced reference */
+    gr_error_clear(&e);
+    text = tiny_trace(10, 100, 0, 0, 1);
+    CU_ASSERT_EQUAL_FATAL(gr_trace_load_mem(text, strlen(text), "tiny.jsonl", 0, &t, &e), GR_OK);
+    CU_ASSERT_EQUAL(gr_cal_traced_durations(t, 10, 100, &d, &e), GR_ERR_INPUT);
+    GR_ASSERT_CONTAINS(e.msg, "the traced gr_cal_tiny kernels last 0.000 us (median)");
     gr_trace_destroy(t);
     free(text);
 }
@@ -255,35 +336,90 @@ static void test_print_and_json(void) {
     char *txt = print_to_string(&res);
     GR_ASSERT_CONTAINS(txt, "graph costs of NVIDIA H200 (cc 9.0, 132 SMs), CUDA driver 13000, "
                             "runtime 13000, 2026-12-05T10:00:00Z");
+    GR_ASSERT_CONTAINS(txt, "node_us against the tiny kernel's traced duration");
     GR_ASSERT_CONTAINS(txt, "median  [p10, p90] over rounds unit  what was measured");
-    GR_ASSERT_CONTAINS(txt, "node_us            0.300  [0.296, 0.304]");
+    GR_ASSERT_CONTAINS(txt, "node_us            0.300  [0.292, 0.308]");
+    GR_ASSERT_CONTAINS(txt, "a 500-node chain of tiny kernels (1 block, y = x + c on 256 floats "
+                            "in place), per node, launch_us taken out, less the tiny kernel's "
+                            "traced eager duration");
     GR_ASSERT_CONTAINS(txt, "launch_us          1.500  [1.500, 1.500]");
-    GR_ASSERT_CONTAINS(txt, "pdl_us             0.500");
-    GR_ASSERT_CONTAINS(txt, "hbm_gbps            4000  [3992, 4008]");
-    GR_ASSERT_CONTAINS(txt, "500-node chains of spin kernels (2.00 and 4.00 us)");
     GR_ASSERT_CONTAINS(txt, "1-node vs 20-node graphs of 10.00 us spins");
+    GR_ASSERT_CONTAINS(txt, "pdl_us             0.500");
+    GR_ASSERT_CONTAINS(txt, "the tiny chain with and without the attribute, difference / 499");
+    GR_ASSERT_CONTAINS(txt, "hbm_gbps            4000  [3992, 4008]");
     GR_ASSERT_CONTAINS(txt, "cudaMemcpyAsync device to device of 256 MiB");
-    GR_ASSERT_CONTAINS(txt, "traced spin durations (eager, one at a time, 100 each after 10 "
-                            "warm-up): 2.500 us");
-    GR_ASSERT_CONTAINS(txt, "untraced");
+    GR_ASSERT_CONTAINS(txt, "chain 500 x tiny                        601.5  [597.5, 605.5]");
+    GR_ASSERT_CONTAINS(txt, "chain 500 x tiny, PDL                   352.0  [348.0, 356.0]");
+    GR_ASSERT_CONTAINS(txt, "graph 1 x 10.00 us spin");
+    GR_ASSERT_CONTAINS(txt, "graph 20 x 10.00 us spins");
+    GR_ASSERT_CONTAINS(txt, "traced tiny kernel durations (eager, one at a time, 100 after 10 "
+                            "warm-up): 0.900 us [0.896, 0.928]");
+    GR_ASSERT_CONTAINS(txt, "per tiny node, untraced (launch taken out): 1.200 us; less the traced "
+                            "duration 0.900 us: node_us 0.300 us");
+    GR_ASSERT_CONTAINS(txt, "per tiny node with PDL, untraced (launch taken out): 0.701 us");
+    GR_ASSERT_CONTAINS(txt, "sanity check: node_us in (0, 3) us: passed");
+    GR_ASSERT_CONTAINS(txt, "tiny kernels' buffer after 44110 kernels: every element as expected");
+    GR_ASSERT_CONTAINS(txt, "SM clock: 2000 MHz before the rounds, 2000 after, 2000 traced (rated "
+                            "1980; a note only); spins of 20000 cycles (launch graphs) and "
+                            "2000000 (blocker)");
+    CU_ASSERT_PTR_NULL(strstr(txt, "NOTE"));
+    CU_ASSERT_PTR_NULL(strstr(txt, "spin length"));
     free(txt);
 
     json_t *j = (json_t *)gr_cal_json(&res);
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "schema_version")), 1);
     GR_ASSERT_CONTAINS(json_string_value(json_object_get(j, "tool")), "calibrate");
+    GR_ASSERT_CONTAINS(json_string_value(json_object_get(j, "method")),
+                       "node_us and pdl_us from a chain of tiny kernels");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "gpu")), "NVIDIA H200");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "cc")), "9.0");
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "driver")), 13000);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "date")), "2026-12-05T10:00:00Z");
     NEAR(json_real_value(json_object_get(j, "node_us")), 0.3, 1e-12);
+    NEAR(json_real_value(json_object_get(j, "pdl_us")), 0.5, 1e-12);
     json_t *fig = json_object_get(json_object_get(j, "figures"), "node_us");
-    NEAR(json_real_value(json_object_get(fig, "p10")), 0.296, 1e-12);
-    GR_ASSERT_CONTAINS(json_string_value(json_object_get(fig, "measured")), "500-node chains");
+    NEAR(json_real_value(json_object_get(fig, "p10")), 0.292, 1e-12);
+    GR_ASSERT_CONTAINS(json_string_value(json_object_get(fig, "measured")),
+                       "500-node chain of tiny kernels");
+    GR_ASSERT_CONTAINS(json_string_value(json_object_get(
+                           json_object_get(json_object_get(j, "figures"), "pdl_us"), "measured")),
+                       "the tiny chain without - with PDL, per dependent pair (/ 499)");
     json_t *raw = json_object_get(j, "raw");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(raw, "tiny_ptx")), 90);
+    json_t *tiny = json_object_get(raw, "tiny");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(tiny, "kernel")), "gr_cal_tiny");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(tiny, "threads")), 256);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(tiny, "elements")), 256);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(tiny, "blocks")), 1);
     CU_ASSERT_EQUAL(
-        json_array_size(json_object_get(json_object_get(raw, "chain_t1_us"), "per_round")), 3);
-    CU_ASSERT(json_is_object(json_object_get(raw, "traced")));
-    CU_ASSERT(json_is_object(json_object_get(raw, "derived")));
+        json_integer_value(json_object_get(json_object_get(raw, "spin_cycles"), "launch")), 20000);
+    NEAR(json_real_value(json_object_get(json_object_get(raw, "spin_us"), "launch")), 10, 1e-12);
+    json_t *ch = json_object_get(raw, "chain_tiny_us");
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(ch, "per_round")), 3);
+    NEAR(json_real_value(json_object_get(ch, "median")), 601.5, 1e-9);
+    CU_ASSERT_EQUAL(
+        json_array_size(json_object_get(json_object_get(raw, "chain_tiny_pdl_us"), "per_round")),
+        3);
+    CU_ASSERT_PTR_NULL(json_object_get(raw, "chain_t1_us"));
+    json_t *tr = json_object_get(raw, "traced");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(tr, "kernel")), "gr_cal_tiny");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(tr, "count")), 100);
+    NEAR(json_real_value(json_object_get(json_object_get(tr, "tiny_us"), "median")), 0.9, 0);
+    CU_ASSERT(json_is_null(json_object_get(tr, "trace")));
+    json_t *d = json_object_get(raw, "derived");
+    NEAR(json_real_value(json_object_get(d, "period_us")), 1.2, 1e-9);
+    NEAR(json_real_value(json_object_get(d, "traced_tiny_us")), 0.9, 0);
+    NEAR(json_real_value(json_object_get(d, "node_us")), 0.3, 1e-9);
+    NEAR(json_real_value(json_object_get(d, "pdl_period_us")), 1.2 - 0.5 * 499.0 / 500.0, 1e-9);
+    json_t *ck = json_object_get(raw, "checks");
+    CU_ASSERT(json_is_true(json_object_get(ck, "sane")));
+    CU_ASSERT(json_is_true(json_object_get(ck, "period_exceeds_traced")));
+    CU_ASSERT(json_is_true(json_object_get(ck, "node_below_max")));
+    NEAR(json_real_value(json_object_get(ck, "node_max_us")), 3, 0);
+    CU_ASSERT(json_is_false(json_object_get(ck, "clock_moved")));
+    CU_ASSERT(json_is_true(json_object_get(ck, "buffer_ok")));
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(ck, "buffer_kernels")), 44110);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(ck, "buffer_bad_elements")), 0);
     /* the document reads back as a calibration file, each figure as written */
     char *text = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     gr_error e;
@@ -305,6 +441,126 @@ static void test_print_and_json(void) {
     gr_cal_file_destroy(NULL);
     free(text);
     json_decref(j);
+}
+
+/* A failed sanity check, a wrong buffer, no PDL: in the text, the notes and raw.checks; the
+ * file still reads back (node_us written as 0). */
+static void test_print_and_json_failed(void) {
+    gr_cal_result res;
+    made_up(&res, 3);
+    res.raw.traced.median = 1.9;
+    res.raw.pdl = 0;
+    res.raw.cc_major = 8;
+    res.raw.buffer_bad = 3;
+    res.raw.buffer_got = 5;
+    res.raw.buffer_want = 6;
+    gr_cal_derive(&res);
+    char *txt = print_to_string(&res);
+    GR_ASSERT_CONTAINS(txt, "node_us                0  [-0.708, -0.692]");
+    GR_ASSERT_CONTAINS(txt, "pdl_us                 0  (not measured)");
+    GR_ASSERT_CONTAINS(txt, "sanity check: node_us in (0, 3) us: FAILED (see the note)");
+    GR_ASSERT_CONTAINS(txt, "tiny kernels' buffer after 44110 kernels: WRONG (see the note)");
+    GR_ASSERT_CONTAINS(txt, "  NOTE: sanity check failed: the tiny chain's untraced time per node");
+    GR_ASSERT_CONTAINS(txt, "  NOTE: node_us measured -0.7000, below 0: written as 0");
+    CU_ASSERT_PTR_NULL(strstr(txt, "chain 500 x tiny, PDL"));
+    free(txt);
+    json_t *j = (json_t *)gr_cal_json(&res);
+    NEAR(json_real_value(json_object_get(j, "node_us")), 0, 0);
+    json_t *raw = json_object_get(j, "raw");
+    CU_ASSERT(json_is_null(json_object_get(raw, "chain_tiny_pdl_us")));
+    NEAR(json_real_value(json_object_get(json_object_get(raw, "derived"), "node_us")), -0.7, 1e-9);
+    json_t *ck = json_object_get(raw, "checks");
+    CU_ASSERT(json_is_false(json_object_get(ck, "sane")));
+    CU_ASSERT(json_is_false(json_object_get(ck, "period_exceeds_traced")));
+    CU_ASSERT(json_is_true(json_object_get(ck, "node_below_max")));
+    CU_ASSERT(json_is_false(json_object_get(ck, "buffer_ok")));
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(ck, "buffer_bad_elements")), 3);
+    GR_ASSERT_CONTAINS(json_string_value(json_object_get(
+                           json_object_get(json_object_get(j, "figures"), "pdl_us"), "measured")),
+                       "not measured (compute capability < 9.0)");
+    json_t *notes = json_object_get(j, "notes");
+    int sanity = 0;
+    for (size_t i = 0; i < json_array_size(notes); i++)
+        if (strstr(json_string_value(json_array_get(notes, i)), "sanity check failed")) sanity++;
+    CU_ASSERT_EQUAL(sanity, 1);
+    char *text = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    gr_error e;
+    gr_error_clear(&e);
+    gr_cal_file *f = NULL;
+    CU_ASSERT_EQUAL(gr_cal_load_text(text, strlen(text), "cal.json", &f, &e), GR_OK);
+    if (f) NEAR(f->row.node_us, 0, 0);
+    gr_cal_file_destroy(f);
+    free(text);
+    json_decref(j);
+    /* the buffer not read back (the traced phase never ran): null */
+    made_up(&res, 3);
+    res.raw.buffer_checked = 0;
+    gr_cal_derive(&res);
+    j = (json_t *)gr_cal_json(&res);
+    CU_ASSERT(json_is_null(
+        json_object_get(json_object_get(json_object_get(j, "raw"), "checks"), "buffer_ok")));
+    json_decref(j);
+    txt = print_to_string(&res);
+    CU_ASSERT_PTR_NULL(strstr(txt, "buffer"));
+    free(txt);
+}
+
+/* A file written by the calibrate of the spin chains (before the tiny chain: raw and figures
+ * held other keys) still reads: the reader needs the five figures, gpu, cc and date. */
+static void test_reader_old_format(void) {
+    const char *old =
+        "{\n"
+        "  \"schema_version\": 1,\n"
+        "  \"tool\": \"cupti-launchstat 0.9 calibrate\",\n"
+        "  \"gpu\": \"NVIDIA H200\",\n"
+        "  \"cc\": \"9.0\",\n"
+        "  \"driver\": 13000,\n"
+        "  \"runtime\": 13000,\n"
+        "  \"date\": \"2026-12-05T03:34:55Z\",\n"
+        "  \"node_us\": 0.0,\n"
+        "  \"launch_us\": 1.0170,\n"
+        "  \"launch_host_us\": 2.2012,\n"
+        "  \"pdl_us\": 0.2623,\n"
+        "  \"hbm_gbps\": 4200.0,\n"
+        "  \"method\": \"untraced: ... node_us against the spin kernels' traced eager "
+        "durations\",\n"
+        "  \"notes\": [\"node_us measured -0.0942, below 0: written as 0 (the figures it is "
+        "derived from are in raw)\"],\n"
+        "  \"figures\": {\"node_us\": {\"median\": -0.0942, \"p10\": -0.094, \"p90\": -0.094, "
+        "\"n\": 21, \"measured\": \"500-node chains of 2.00 and 4.00 us spins\"}},\n"
+        "  \"raw\": {\"sm_count\": 132, \"spin_ptx\": 90,\n"
+        "    \"clock_mhz\": {\"rated\": 1980, \"before\": 1980, \"after\": 1980, \"traced\": "
+        "1980},\n"
+        "    \"spin_cycles\": {\"t1\": 3960, \"t2\": 7920, \"launch\": 19799, \"blocker\": "
+        "1980000},\n"
+        "    \"spin_us\": {\"t1\": 2.0, \"t2\": 4.0, \"launch\": 10.0},\n"
+        "    \"chain_t1_us\": {\"median\": 1244, \"p10\": 1244, \"p90\": 1244, \"n\": 1, "
+        "\"per_round\": [1244]},\n"
+        "    \"chain_t2_us\": {\"median\": 2248, \"p10\": 2248, \"p90\": 2248, \"n\": 1, "
+        "\"per_round\": [2248]},\n"
+        "    \"chain_t1_pdl_us\": null,\n"
+        "    \"traced\": {\"count\": 100, \"warmup\": 10, \"t1_us\": {\"median\": 2.624}, "
+        "\"t2_us\": {\"median\": 4.544}, \"dropped\": 0, \"trace\": null},\n"
+        "    \"derived\": {\"period_t1_us\": 2.485, \"period_t2_us\": 4.494, \"node_t1_us\": "
+        "-0.139, \"node_t2_us\": -0.050, \"clock_fix_t1_us\": 0, \"clock_fix_t2_us\": 0, "
+        "\"pdl_period_us\": 2.224}}\n"
+        "}\n";
+    const char *p = gr_test_tmpfile(".json", old, strlen(old));
+    gr_error e;
+    gr_error_clear(&e);
+    gr_cal_file *f = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_cal_load(p, &f, &e), GR_OK);
+    CU_ASSERT_STRING_EQUAL(f->gpu, "NVIDIA H200");
+    CU_ASSERT_STRING_EQUAL(f->date, "2026-12-05T03:34:55Z");
+    CU_ASSERT_STRING_EQUAL(f->tool, "cupti-launchstat 0.9 calibrate");
+    NEAR(f->row.node_us, 0, 0);
+    NEAR(f->row.launch_us, 1.017, 1e-12);
+    NEAR(f->row.launch_host_us, 2.2012, 1e-12);
+    NEAR(f->row.pdl_us, 0.2623, 1e-12);
+    NEAR(f->row.hbm_gbps, 4200, 0);
+    CU_ASSERT_EQUAL(f->driver, 13000);
+    gr_cal_file_destroy(f);
+    unlink(p);
 }
 
 /* ---- the reader: hostile input ---- */
@@ -803,7 +1059,7 @@ static void test_gpu_calibrate(void) {
     double hbm = json_number_value(json_object_get(doc, "hbm_gbps"));
     printf("    node %.4f launch %.4f host %.4f pdl %.4f hbm %.0f\n", node, launch, host, pdl, hbm);
     CU_ASSERT(isfinite(node) && node > 0 && node < 3);
-    CU_ASSERT(isfinite(launch) && launch >= 0 && launch <= 5);
+    CU_ASSERT(isfinite(launch) && launch > 0 && launch <= 5);
     CU_ASSERT(isfinite(host) && host > 0 && host < 20);
     CU_ASSERT(isfinite(pdl) && pdl >= 0 && pdl < 3);
     if (atof(cc) >= 9.0) CU_ASSERT(pdl > 0); /* PDL measured, and it saves something */
@@ -819,14 +1075,30 @@ static void test_gpu_calibrate(void) {
         if (json_integer_value(json_object_get(s, "n")) > 0) CU_ASSERT(lo <= md && md <= hi);
         GR_ASSERT_CONTAINS(json_string_value(json_object_get(s, "measured")), " ");
     }
-    /* the derivation's figures hang together */
-    json_t *d = json_object_get(json_object_get(doc, "raw"), "derived");
-    double p1 = json_number_value(json_object_get(d, "period_t1_us")),
-           p2 = json_number_value(json_object_get(d, "period_t2_us")),
-           d1 = json_number_value(json_object_get(d, "traced_t1_at_untraced_clock_us")),
-           d2 = json_number_value(json_object_get(d, "traced_t2_at_untraced_clock_us"));
-    CU_ASSERT(p1 > d1 && p2 > d2 && p2 > p1);
-    CU_ASSERT(fabs((p2 - p1) - (d2 - d1)) < 0.2); /* the node cost hardly depends on the length */
+    /* the derivation's figures hang together: the tiny chain's untraced time per node exceeds
+     * the tiny kernel's traced duration, by node_us */
+    json_t *raw = json_object_get(doc, "raw");
+    json_t *d = json_object_get(raw, "derived");
+    double per = json_number_value(json_object_get(d, "period_us")),
+           dur = json_number_value(json_object_get(d, "traced_tiny_us")),
+           pdlper = json_number_value(json_object_get(d, "pdl_period_us"));
+    printf("    tiny chain per node %.4f us untraced, traced tiny %.4f us, PDL chain per node "
+           "%.4f us\n",
+           per, dur, pdlper);
+    CU_ASSERT(isfinite(per) && isfinite(dur) && dur > 0);
+    CU_ASSERT(per > dur);
+    CU_ASSERT(fabs((per - dur) - node) < 1e-6); /* the file holds 10 digits */
+    CU_ASSERT(fabs(json_number_value(json_object_get(
+                       json_object_get(json_object_get(raw, "traced"), "tiny_us"), "median")) -
+                   dur) < 1e-9);
+    if (atof(cc) >= 9.0) CU_ASSERT(pdlper > 0 && pdlper < per);
+    json_t *ck = json_object_get(raw, "checks");
+    CU_ASSERT(json_is_true(json_object_get(ck, "sane")));
+    CU_ASSERT(json_is_true(json_object_get(ck, "buffer_ok"))); /* no tiny kernel lost an update */
+    CU_ASSERT(json_integer_value(json_object_get(ck, "buffer_kernels")) >= 21 * 2 * 500 + 110);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(raw, "tiny"), "elements")),
+                    256);
+    CU_ASSERT_PTR_NULL(strstr(out, "sanity check failed"));
     /* the file reads back, and report predicts with it */
     gr_error e;
     gr_error_clear(&e);
@@ -843,11 +1115,13 @@ static void test_gpu_calibrate(void) {
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(c, "from")), "file");
     CU_ASSERT_EQUAL(json_real_value(json_object_get(c, "node_us")), node);
     CU_ASSERT_EQUAL(json_real_value(json_object_get(c, "launch_us")), launch);
-    /* the kept traced reference: the spins of both lengths, and the clock probes */
+    /* the kept traced reference: the tiny kernels (and the clock probes), read again to the
+     * same median */
     gr_trace *tr = NULL;
     CU_ASSERT_EQUAL_FATAL(gr_trace_load(t, 0, &tr, &e), GR_OK);
-    gr_summary s1, s2;
-    CU_ASSERT_EQUAL(gr_cal_traced_durations(tr, 10, 100, &s1, &s2, &e), GR_OK);
+    gr_summary s1;
+    CU_ASSERT_EQUAL(gr_cal_traced_durations(tr, 10, 100, &s1, &e), GR_OK);
+    CU_ASSERT(fabs(s1.median - dur) < 1e-6);
     gr_trace_destroy(tr);
     json_decref(r);
     json_decref(doc);
@@ -875,10 +1149,13 @@ static void test_gpu_calibrate_errors(void) {
 
 static CU_TestInfo calibrate_tests[] = {
     {"derivation on made-up figures", test_derive},
-    {"traced durations at the untraced clock", test_derive_clock},
-    {"notes: no PDL, negative figure, lengths disagree, host-limited", test_derive_notes},
+    {"derivation: run 5's tiny-kernel figures give the table's row", test_derive_table_row},
+    {"the SM clock: a note, no correction", test_derive_clock},
+    {"notes: no PDL, sanity check, negative figure, buffer, host-limited", test_derive_notes},
     {"traced reference from a trace", test_traced_durations},
     {"text and calibration file, read back", test_print_and_json},
+    {"text and file of a failed sanity check", test_print_and_json_failed},
+    {"reader: a file of the spin-chain calibrate", test_reader_old_format},
     {"reader: minimal and optional keys", test_reader_minimal},
     {"reader: every bad document", test_reader_bad},
     {"reader: not a file, huge, empty, a trace", test_reader_files},
