@@ -145,7 +145,8 @@ int main(int argc, char **argv) {
     }
     double *wall = calloc((size_t)n, sizeof(double)), *req = calloc((size_t)n, sizeof(double)),
            *graph = calloc((size_t)n, sizeof(double)), *inside = calloc((size_t)n, sizeof(double)),
-           *outside = calloc((size_t)n, sizeof(double));
+           *outside = calloc((size_t)n, sizeof(double)), *way_in = calloc((size_t)n, sizeof(double)),
+           *way_out = calloc((size_t)n, sizeof(double));
     int rc = 0;
     for (int k = 0; k < warm + n && !rc; k++) {
         for (size_t q = 0; q < xbytes; q++) in[q] = (unsigned char)(k * 31 + q * 7); /* fresh input */
@@ -165,6 +166,10 @@ int main(int argc, char **argv) {
             inside[k - warm] = json_number_value(json_object_get(sv, "queue_us")) +
                                json_number_value(json_object_get(sv, "job_us"));
             outside[k - warm] = wall[k - warm] - inside[k - warm];
+            /* CLOCK_MONOTONIC on both sides: send -> the I/O thread has the request; the reply
+             * made -> this client has it parsed */
+            way_in[k - warm] = json_number_value(json_object_get(sv, "received_mono_us")) - t0;
+            way_out[k - warm] = t1 - json_number_value(json_object_get(sv, "replied_mono_us"));
         }
         gr_reply_clear(&r);
     }
@@ -172,6 +177,9 @@ int main(int argc, char **argv) {
         double wm, w10, w90, rm, r10, r90, gm, g10, g90, im, i10, i90, om, o10, o90;
         stats(inside, n, &im, &i10, &i90);
         stats(outside, n, &om, &o10, &o90);
+        double am, a10, a90, bm, b10, b90;
+        stats(way_in, n, &am, &a10, &a90);
+        stats(way_out, n, &bm, &b10, &b90);
         stats(wall, n, &wm, &w10, &w90);
         stats(req, n, &rm, &r10, &r90);
         stats(graph, n, &gm, &g10, &g90);
@@ -186,6 +194,10 @@ int main(int argc, char **argv) {
         printf("  outside it       median %8.2f us [p10 %.2f, p90 %.2f] (wall - in the service: "
                "socket, I/O thread, client)\n",
                om, o10, o90);
+        printf("    way in         median %8.2f us [p10 %.2f, p90 %.2f] (send -> the service has it)\n",
+               am, a10, a90);
+        printf("    way out        median %8.2f us [p10 %.2f, p90 %.2f] (reply made -> parsed here)\n",
+               bm, b10, b90);
         if (json) {
             json_t *j = json_pack("{s:s, s:s, s:i, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}",
                                   "workload", workload, "variant", variant, "n", n, "client_wall_us",
@@ -195,6 +207,10 @@ int main(int argc, char **argv) {
                                 json_pack("{s:f, s:f, s:f}", "median", im, "p10", i10, "p90", i90));
             json_object_set_new(j, "outside_service_us",
                                 json_pack("{s:f, s:f, s:f}", "median", om, "p10", o10, "p90", o90));
+            json_object_set_new(j, "way_in_us",
+                                json_pack("{s:f, s:f, s:f}", "median", am, "p10", a10, "p90", a90));
+            json_object_set_new(j, "way_out_us",
+                                json_pack("{s:f, s:f, s:f}", "median", bm, "p10", b10, "p90", b90));
             if (json_dump_file(j, json, JSON_INDENT(2)) != 0) rc = 1;
             json_decref(j);
         }
@@ -203,7 +219,7 @@ int main(int argc, char **argv) {
     munmap(out, xbytes);
     shm_unlink(in_name);
     shm_unlink(out_name);
-    free(wall), free(req), free(graph), free(inside), free(outside);
+    free(wall), free(req), free(graph), free(inside), free(outside), free(way_in), free(way_out);
     gr_client_close(c);
     return rc;
 }

@@ -56,15 +56,18 @@ def main():
         rep = c.replay("served", iters=10000, batches=20)
         graph_alone = rep["report"]["variants"][0]["graph_replay"]["step_us"]
         wall, req, cin, cout, graph, queue, job, prep, outside = [], [], [], [], [], [], [], [], []
+        way_in, way_out = [], []
         for i in range(a.warmup + a.n):
             xin = rng.standard_normal(x["shape"]).astype(np.float32)
             if dt is np.uint16:  # bf16 bit patterns: the top half of fp32
                 xin = (xin.view(np.uint32) >> 16).astype(np.uint16)
             else:
                 xin = xin.astype(dt)
+            m0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC) / 1e3  # the service's clock too
             t0 = time.perf_counter()
             _, s = c.serve("served", inputs={"x": xin}, outputs=["x"])
             t1 = time.perf_counter()
+            m1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC) / 1e3
             if i >= a.warmup:
                 wall.append((t1 - t0) * 1e6)
                 req.append(s["request_us"])
@@ -75,6 +78,9 @@ def main():
                 job.append(s.get("job_us", 0))
                 prep.append(s.get("prepare_us", 0))
                 outside.append(wall[-1] - queue[-1] - job[-1])
+                if "received_mono_us" in s:
+                    way_in.append(s["received_mono_us"] - m0)
+                    way_out.append(m1 - s["replied_mono_us"])
         res = {
             "workload": a.workload, "variant": a.variant, "sets": sets, "device": c.status()["device"],
             "graph_replay_us": graph_alone,
@@ -82,7 +88,8 @@ def main():
                        "copy_in_us": summary(cin), "copy_out_us": summary(cout),
                        "graph_us": summary(graph), "prepare_us": summary(prep),
                        "queue_us": summary(queue), "job_us": summary(job),
-                       "outside_service_us": summary(outside)},
+                       "outside_service_us": summary(outside),
+                       **({"way_in_us": summary(way_in), "way_out_us": summary(way_out)} if way_in else {})},
             "overhead_us": statistics.median(wall) - graph_alone["median"],
             "method": "graph_replay_us: `replay` (CUDA events per batch, 10000 steps); served: one "
                       "request per step from Python (shared memory in and out), client wall clock "

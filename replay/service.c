@@ -1701,8 +1701,12 @@ static gr_status run_job(svc *v, job *j) {
     }
     json_t *served = st == GR_OK && body ? json_object_get(body, "served") : NULL;
     if (served) { /* a served step: the request's time in the service, queue to reply */
+        double now = gr_now_us();
         json_object_set_new(served, "queue_us", json_real(j->started_us - j->queued_us));
-        json_object_set_new(served, "job_us", json_real(gr_now_us() - j->started_us));
+        json_object_set_new(served, "job_us", json_real(now - j->started_us));
+        /* CLOCK_MONOTONIC, system-wide: a client on this machine can place its send and receive */
+        json_object_set_new(served, "received_mono_us", json_real(j->queued_us));
+        json_object_set_new(served, "replied_mono_us", json_real(now));
     }
     char *line;
     if (st == GR_OK) line = gr_reply_ok(j->req.id, j->req.cmd, body);

@@ -2,7 +2,8 @@
 # trace against the graph measured untraced in the same `graphrun run` (the trace's region records
 # carry graphrun's own untraced figures), with this GPU's calibration (`cupti-launchstat calibrate`,
 # run first) and with the table's row. Plain graphs (--no-pdl): the prediction's graph_predicted_us
-# is a plain graph; a second run with PDL compares graph_pdl_predicted_us with the PDL graph.
+# is a plain graph; where PDL matters most, a second run with PDL compares graph_pdl_predicted_us
+# with the PDL graph.
 # Traces are deleted after their report (they are large); the reports' JSON stay.
 # Sourced by bench/run.sh; bench/peers/predict_table.py prints the table.
 bench_predict_proof() {
@@ -10,19 +11,19 @@ bench_predict_proof() {
     L="$(dirname "$B")/cupti-launchstat"
     "$L" calibrate -o "$O/calibration.json" > "$O/calibrate.txt" 2>&1 || status=1
     tail -25 "$O/calibrate.txt"
-    local cases=(
-        "pw_4096|pointwise_fusion.json|--set n=4096 --iters 20000 --batches 40"
-        "pw_1e8|pointwise_fusion.json|--iters 500"
-        "lb|launch_bound.json|--iters 500"
-        "decode_unfused|decode_step.json|--variant unfused --iters 500"
-        "decode_fused|decode_step.json|--variant fused --iters 1000"
-        "dlrm_b128|dlrm_small.json|--set B=128 --variant fused --iters 5000 --batches 40"
-        "dlrm_b2048|dlrm_small.json|--set B=2048 --variant fused_tf32x3 --iters 2000 --batches 40"
+    local cases=( # label|workload|args|modes (plain: --no-pdl; pdl: --pdl)
+        "pw_4096|pointwise_fusion.json|--set n=4096 --iters 20000 --batches 40|plain pdl"
+        "lb|launch_bound.json|--iters 500|plain pdl"
+        "decode_fused|decode_step.json|--variant fused --iters 1000|plain pdl"
+        "dlrm_b128|dlrm_small.json|--set B=128 --variant fused --iters 5000 --batches 40|plain"
+        "pw_1e8|pointwise_fusion.json|--iters 500|plain"
+        "dlrm_b2048|dlrm_small.json|--set B=2048 --variant fused_tf32x3 --iters 2000 --batches 40|plain"
+        "decode_unfused|decode_step.json|--variant unfused --iters 500|plain"
     )
-    local c label wl args mode flag t
+    local c label wl args modes mode flag t
     for c in "${cases[@]}"; do
-        IFS='|' read -r label wl args <<< "$c"
-        for mode in plain pdl; do
+        IFS='|' read -r label wl args modes <<< "$c"
+        for mode in $modes; do
             flag=--no-pdl
             [ "$mode" = pdl ] && flag=--pdl
             t="$O/pp_${label}_$mode.jsonl"
