@@ -58,7 +58,7 @@ gr_target gr_target_from_info(const gr_device_info *info) {
     return t;
 }
 
-static int plan_needs_library(const gr_plan *plan) {
+int gr_plan_needs_library(const gr_plan *plan) {
     for (int i = 0; i < plan->nops; i++)
         if (plan->ops[i].kind == GR_OP_KERNEL && (plan->ops[i].kernel->flags & GR_KF_LIBRARY))
             return 1;
@@ -69,8 +69,63 @@ gr_status gr_devstate_create(const gr_plan *plan, int sm_count, gr_devstate **ou
     return gr_devstate_create_ext(plan, sm_count, NULL, out, err);
 }
 
+/* The handles and the workspace (nstreams of WORKSPACE_BYTES) into the given slots. */
+static gr_status lib_make(int nstreams, void **cublas, void **cublaslt, void **workspace,
+                          size_t *workspace_bytes, gr_error *err) {
+    cublasHandle_t h;
+    cublasLtHandle_t lt;
+    int rc = cublasCreate(&h);
+    if (rc != 0) return gr_cublas_fail(rc, "cublasCreate", __FILE__, __LINE__, err);
+    *cublas = h;
+    rc = cublasLtCreate(&lt);
+    if (rc != 0) return gr_cublas_fail(rc, "cublasLtCreate", __FILE__, __LINE__, err);
+    *cublaslt = lt;
+    /* one workspace per stream: library calls on different streams may run at once */
+    cudaError_t crc = cudaMalloc(workspace, (size_t)WORKSPACE_BYTES * (size_t)nstreams);
+    if (crc != cudaSuccess) {
+        *workspace = NULL;
+        return gr_cuda_fail(crc, "cudaMalloc(workspace)", __FILE__, __LINE__, err);
+    }
+    *workspace_bytes = WORKSPACE_BYTES;
+    rc = cublasSetWorkspace(h, *workspace, *workspace_bytes);
+    if (rc != 0) return gr_cublas_fail(rc, "cublasSetWorkspace", __FILE__, __LINE__, err);
+    return GR_OK;
+}
+
+static void lib_free(void *cublas, void *cublaslt, void *workspace) {
+    if (cublas) cublasDestroy((cublasHandle_t)cublas);
+    if (cublaslt) cublasLtDestroy((cublasLtHandle_t)cublaslt);
+    if (workspace) cudaFree(workspace);
+}
+
+gr_status gr_devlib_create(int nstreams, gr_devlib **out, gr_error *err) {
+    *out = NULL;
+    gr_devlib *lib = calloc(1, sizeof(*lib));
+    if (!lib) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+    lib->nstreams = nstreams < 1 ? 1 : nstreams;
+    gr_status st = lib_make(lib->nstreams, &lib->cublas, &lib->cublaslt, &lib->workspace,
+                            &lib->workspace_bytes, err);
+    if (st != GR_OK) {
+        gr_devlib_destroy(lib);
+        return st;
+    }
+    *out = lib;
+    return GR_OK;
+}
+
+void gr_devlib_destroy(gr_devlib *lib) {
+    if (!lib) return;
+    lib_free(lib->cublas, lib->cublaslt, lib->workspace);
+    free(lib);
+}
+
 gr_status gr_devstate_create_ext(const gr_plan *plan, int sm_count, void *const *external,
                                  gr_devstate **out, gr_error *err) {
+    return gr_devstate_create_shared(plan, sm_count, external, NULL, out, err);
+}
+
+gr_status gr_devstate_create_shared(const gr_plan *plan, int sm_count, void *const *external,
+                                    const gr_devlib *lib, gr_devstate **out, gr_error *err) {
     *out = NULL;
     gr_devstate *dev = calloc(1, sizeof(*dev));
     if (!dev) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
@@ -121,26 +176,16 @@ gr_status gr_devstate_create_ext(const gr_plan *plan, int sm_count, void *const 
         if (rc != cudaSuccess) st = gr_cuda_fail(rc, "cudaEventCreateWithFlags", __FILE__, __LINE__, err);
         else dev->events[e] = ev;
     }
-    if (st == GR_OK && plan_needs_library(plan)) {
-        cublasHandle_t h;
-        cublasLtHandle_t lt;
-        int rc = cublasCreate(&h);
-        if (rc != 0) st = gr_cublas_fail(rc, "cublasCreate", __FILE__, __LINE__, err);
-        else dev->cublas = h;
-        if (st == GR_OK) {
-            rc = cublasLtCreate(&lt);
-            if (rc != 0) st = gr_cublas_fail(rc, "cublasLtCreate", __FILE__, __LINE__, err);
-            else dev->cublaslt = lt;
-        }
-        if (st == GR_OK) {
-            /* one workspace per stream: library calls on different streams may run at once */
-            cudaError_t crc = cudaMalloc(&dev->workspace, (size_t)WORKSPACE_BYTES * (size_t)plan->nstreams);
-            if (crc != cudaSuccess) st = gr_cuda_fail(crc, "cudaMalloc(workspace)", __FILE__, __LINE__, err);
-            else dev->workspace_bytes = WORKSPACE_BYTES;
-        }
-        if (st == GR_OK) {
-            rc = cublasSetWorkspace(h, dev->workspace, dev->workspace_bytes);
-            if (rc != 0) st = gr_cublas_fail(rc, "cublasSetWorkspace", __FILE__, __LINE__, err);
+    if (st == GR_OK && gr_plan_needs_library(plan)) {
+        if (lib && lib->nstreams >= plan->nstreams) { /* shared: never run at once */
+            dev->cublas = lib->cublas;
+            dev->cublaslt = lib->cublaslt;
+            dev->workspace = lib->workspace;
+            dev->workspace_bytes = lib->workspace_bytes;
+            dev->lib_borrowed = 1;
+        } else {
+            st = lib_make(plan->nstreams, &dev->cublas, &dev->cublaslt, &dev->workspace,
+                          &dev->workspace_bytes, err);
         }
     }
     for (int i = 0; i < plan->nops && st == GR_OK; i++) {
@@ -176,9 +221,7 @@ void gr_devstate_destroy(gr_devstate *dev) {
     if (dev->events)
         for (int e = 0; e < plan->nevents; e++)
             if (dev->events[e]) cudaEventDestroy((cudaEvent_t)dev->events[e]);
-    if (dev->cublas) cublasDestroy((cublasHandle_t)dev->cublas);
-    if (dev->cublaslt) cublasLtDestroy((cublasLtHandle_t)dev->cublaslt);
-    if (dev->workspace) cudaFree(dev->workspace);
+    if (!dev->lib_borrowed) lib_free(dev->cublas, dev->cublaslt, dev->workspace);
     free(dev->dptr);
     free(dev->borrowed);
     free(dev->events);

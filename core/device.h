@@ -44,7 +44,23 @@ typedef struct gr_devstate {
     int pdl;                           /* launch GR_KF_PDL kernels with PDL (--pdl) */
     void *comm;                        /* ncclComm_t of this device's rank (replay/tp.c sets it
                                           after create, before any launch); NULL otherwise */
+    int lib_borrowed;                  /* cublas, cublaslt and workspace are a gr_devlib's */
 } gr_devstate;
+
+/* Library state that several device states may share when their steps never run at once (the
+ * replay service's bucket graphs, replayed one at a time by one worker): the cuBLAS and cuBLASLt
+ * handles and one workspace per stream, created once instead of once per graph. */
+typedef struct gr_devlib {
+    void *cublas, *cublaslt, *workspace;
+    size_t workspace_bytes; /* per stream */
+    int nstreams;
+} gr_devlib;
+
+/* 1 when a plan has an op that needs the library state (GR_KF_LIBRARY). */
+int gr_plan_needs_library(const gr_plan *plan);
+gr_status gr_devlib_create(int nstreams, gr_devlib **out, gr_error *err);
+/* After every device state that borrowed it is destroyed. */
+void gr_devlib_destroy(gr_devlib *lib);
 
 gr_status gr_devstate_create(const gr_plan *plan, int sm_count, gr_devstate **out, gr_error *err);
 /* As gr_devstate_create, with buffer b at external[b] when that is not NULL (allocated by the
@@ -52,6 +68,10 @@ gr_status gr_devstate_create(const gr_plan *plan, int sm_count, gr_devstate **ou
  * bucket graphs share their buffers this way. */
 gr_status gr_devstate_create_ext(const gr_plan *plan, int sm_count, void *const *external,
                                  gr_devstate **out, gr_error *err);
+/* As gr_devstate_create_ext, borrowing lib's handles and workspace (when not NULL and the plan
+ * needs them; lib must have at least the plan's streams) instead of creating its own. */
+gr_status gr_devstate_create_shared(const gr_plan *plan, int sm_count, void *const *external,
+                                    const gr_devlib *lib, gr_devstate **out, gr_error *err);
 void gr_devstate_destroy(gr_devstate *dev);
 /* (Re)initialise every used buffer from its init spec; buffers without one are poisoned with
  * 0xFF bytes (NaN for floats) so unwritten outputs fail verification. Synchronizes. */

@@ -132,7 +132,7 @@ static gr_status need_session(gr_pipe *p, gr_error *err) {
 
 static gr_status st_session(gr_pipe *p, gr_error *err) {
     if (p->s) return GR_OK; /* handed in (the service's held graphs) */
-    GR_TRY(gr_session_create_ext(p->plan, p->sm_count, p->external, &p->s, err));
+    GR_TRY(gr_session_create_ext(p->plan, p->sm_count, p->external, p->lib, &p->s, err));
     if (p->o.pdl == GR_PDL_AUTO) /* a caller that did not resolve it: the plan's GPU decides */
         p->o.pdl = p->plan->target.cc_major >= GR_PDL_MIN_CC_MAJOR;
     p->s->dev->pdl = p->o.pdl == GR_PDL_ON;

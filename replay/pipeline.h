@@ -138,6 +138,7 @@ struct gr_pipe {
     gr_variant_run *v;     /* results go here */
     int piecewise;         /* the capture check ran the variant piecewise: no full graph */
     void *const *external; /* device buffers the session uses instead of its own (buckets) */
+    const gr_devlib *lib;  /* library handles and workspace to borrow (buckets); NULL: its own */
     /* where a user plan's "reference": true variant is found (the reference stage): among the
      * run's plans, else resolved from wl for the plan's target into ref_owned */
     const gr_workload *wl;

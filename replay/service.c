@@ -141,6 +141,7 @@ typedef struct bucket_group {
     gr_bucket_layout layout;
     void **ptrs;  /* per layout entry */
     double bytes; /* allocated: layout.shared_bytes */
+    gr_devlib *lib; /* the buckets' library handles and workspace, once (NULL: none needs them) */
 } bucket_group;
 
 static void group_release(bucket_group *g) {
@@ -148,6 +149,7 @@ static void group_release(bucket_group *g) {
     for (int i = 0; g->ptrs && i < g->layout.nb; i++)
         if (g->ptrs[i]) cudaFree(g->ptrs[i]);
     free(g->ptrs);
+    gr_devlib_destroy(g->lib); /* the last bucket's session is gone: nothing borrows it now */
     gr_bucket_layout_free(&g->layout);
     free(g);
 }
@@ -818,6 +820,23 @@ static gr_status job_capture_buckets(svc *v, job *j, json_t **body, gr_error *er
         }
         g->bytes = g->layout.shared_bytes;
     }
+    /* one set of cuBLAS/cuBLASLt handles and workspaces for every bucket (they are replayed one at
+     * a time by the one worker), sized for the bucket with the most streams */
+    if (st == GR_OK) {
+        int need = 0, nstreams = 1;
+        for (int i = 0; i < n; i++) {
+            const gr_plan *p = hs[i]->ld.plans[0];
+            if (gr_plan_needs_library(p)) need = 1;
+            if (p->nstreams > nstreams) nstreams = p->nstreams;
+        }
+        if (need) {
+            size_t f0 = 0, f1 = 0, tot = 0;
+            cudaMemGetInfo(&f0, &tot);
+            st = gr_devlib_create(nstreams, &g->lib, err);
+            cudaMemGetInfo(&f1, &tot);
+            if (st == GR_OK && f0 > f1) g->bytes += (double)(f0 - f1);
+        }
+    }
     json_t *reports = json_array();
     for (int i = 0; i < n && st == GR_OK; i++) {
         held *h = hs[i];
@@ -838,6 +857,7 @@ static gr_status job_capture_buckets(svc *v, job *j, json_t **body, gr_error *er
         gr_pipe pipe;
         gr_pipe_init(&pipe, p, dev.sm_count, &h->opts, h->vr);
         pipe.external = ext;
+        pipe.lib = g->lib;
         stage_ctx sc = {v, j};
         gr_pipe_hooks hooks = {before_stage, NULL, NULL, NULL, &sc};
         pipe.hooks = &hooks;
@@ -1435,6 +1455,9 @@ static gr_status job_serve(svc *v, held *h, job *j, json_t **body, gr_error *err
     /* where the service's time went besides the step (run_job adds queue_us and job_us) */
     json_object_set_new(served, "prepare_us", json_real(p1 - p0));
     *body = replayed(v, h, r);
+    /* a served step answers with the graph object less its buffer list (`list` and the capture
+     * give it): decode_step's list is ~40 KB of JSON to make and parse on every request */
+    if (*body) json_object_del(*body, "buffers");
     if (*body) json_object_set_new(*body, "served", served);
     else json_decref(served);
     slog("served \"%s\": %d input%s, %d output%s", h->name, r->ninputs, r->ninputs == 1 ? "" : "s",

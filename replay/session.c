@@ -13,11 +13,11 @@
 #include "replay/nvtx.h"
 
 gr_status gr_session_create(const gr_plan *plan, int sm_count, gr_session **out, gr_error *err) {
-    return gr_session_create_ext(plan, sm_count, NULL, out, err);
+    return gr_session_create_ext(plan, sm_count, NULL, NULL, out, err);
 }
 
 gr_status gr_session_create_ext(const gr_plan *plan, int sm_count, void *const *external,
-                                gr_session **out, gr_error *err) {
+                                const gr_devlib *lib, gr_session **out, gr_error *err) {
     *out = NULL;
     gr_session *s = calloc(1, sizeof(*s));
     if (!s) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
@@ -31,7 +31,7 @@ gr_status gr_session_create_ext(const gr_plan *plan, int sm_count, void *const *
         free(s);
         return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
     }
-    gr_status st = gr_devstate_create_ext(plan, sm_count, external, &s->dev, err);
+    gr_status st = gr_devstate_create_shared(plan, sm_count, external, lib, &s->dev, err);
     if (st != GR_OK) {
         gr_session_destroy(s);
         return st;

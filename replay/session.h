@@ -35,9 +35,10 @@ typedef struct gr_session {
 } gr_session;
 
 gr_status gr_session_create(const gr_plan *plan, int sm_count, gr_session **out, gr_error *err);
-/* With the caller's device buffers where external[b] is set (core/device.h). */
+/* With the caller's device buffers where external[b] is set, and lib's library handles and
+ * workspace when lib is not NULL (core/device.h: gr_devstate_create_shared). */
 gr_status gr_session_create_ext(const gr_plan *plan, int sm_count, void *const *external,
-                                gr_session **out, gr_error *err);
+                                const gr_devlib *lib, gr_session **out, gr_error *err);
 void gr_session_destroy(gr_session *s);
 
 /* Initialise device buffers, copy the inputs to the host and run the CPU reference there
