@@ -97,6 +97,7 @@ class Client:
         self._sock = None
         self._buf = b""
         self._graphs = {}  # name -> buffers (from capture/list replies), to size outputs
+        self._segs = {}  # (role, buffer, bytes) -> SharedMemory reused by serve(), unlinked at close
         self._connect(autostart)
 
     # ---- connection ----
@@ -137,9 +138,29 @@ class Client:
                            f"{self.socket_path}")
 
     def close(self):
+        for seg in self._segs.values():
+            try:
+                seg.close()
+                seg.unlink()
+            except (OSError, FileNotFoundError):
+                pass
+        self._segs = {}
         if self._sock:
             self._sock.close()
             self._sock = None
+
+    def _segment(self, role, buffer, nbytes):
+        """A shared-memory segment of nbytes for buffer's role ("in"/"out"), made on first use
+        and reused by later serve() calls (creating and unlinking one per request costs more
+        than a small step's copies); close() unlinks them."""
+        from multiprocessing import shared_memory
+
+        key = (role, buffer, max(nbytes, 1))
+        seg = self._segs.get(key)
+        if seg is None:
+            seg = shared_memory.SharedMemory(create=True, size=key[2])
+            self._segs[key] = seg
+        return seg
 
     def __enter__(self):
         return self
@@ -262,42 +283,33 @@ class Client:
         carry `batch` rows (padded by the service), outputs come back with `batch` rows. Returns
         (outputs dict, the reply's "served" object)."""
         import numpy as np  # optional dependency, needed only here
-        from multiprocessing import shared_memory
 
         if name is None:
             st = self.status()
             name = st.get("latest") or ""
         bufs = self._buffers(name) if name else {}
-        segs = []
-        try:
-            ins, outs = [], []
-            for b, arr in (inputs or {}).items():
-                a = np.ascontiguousarray(arr)
-                seg = shared_memory.SharedMemory(create=True, size=max(a.nbytes, 1))
-                segs.append(seg)
-                np.ndarray(a.shape, a.dtype, buffer=seg.buf)[...] = a
-                ins.append({"buffer": b, "shm": "/" + seg.name})
-            out_segs = {}
-            for b in outputs:
-                if b not in bufs:
-                    raise BadInputError("bad_input", "outputs", f"graph \"{name}\" has no buffer "
-                                        f"\"{b}\" (buffers: {', '.join(sorted(bufs))})")
-                seg = shared_memory.SharedMemory(create=True, size=max(bufs[b]["bytes"], 1))
-                segs.append(seg)
-                out_segs[b] = seg
-                outs.append({"buffer": b, "shm": "/" + seg.name})
-            served = self.request("replay", name=name or None, inputs=ins or None,
-                                  outputs=outs or None, batch=batch)["served"]
-            result = {}
-            for e in served.get("outputs", []):
-                seg = out_segs[e["buffer"]]
-                dt = _numpy_dtype(np, e["dtype"])
-                result[e["buffer"]] = np.ndarray(tuple(e["shape"]), dt, buffer=seg.buf).copy()
-            return result, served
-        finally:
-            for seg in segs:
-                seg.close()
-                seg.unlink()
+        ins, outs = [], []
+        for b, arr in (inputs or {}).items():
+            a = np.ascontiguousarray(arr)
+            seg = self._segment("in", b, a.nbytes)
+            np.ndarray(a.shape, a.dtype, buffer=seg.buf)[...] = a
+            ins.append({"buffer": b, "shm": "/" + seg.name})
+        out_segs = {}
+        for b in outputs:
+            if b not in bufs:
+                raise BadInputError("bad_input", "outputs", f"graph \"{name}\" has no buffer "
+                                    f"\"{b}\" (buffers: {', '.join(sorted(bufs))})")
+            seg = self._segment("out", b, bufs[b]["bytes"])
+            out_segs[b] = seg
+            outs.append({"buffer": b, "shm": "/" + seg.name})
+        served = self.request("replay", name=name or None, inputs=ins or None,
+                              outputs=outs or None, batch=batch)["served"]
+        result = {}
+        for e in served.get("outputs", []):
+            seg = out_segs[e["buffer"]]
+            dt = _numpy_dtype(np, e["dtype"])
+            result[e["buffer"]] = np.ndarray(tuple(e["shape"]), dt, buffer=seg.buf).copy()
+        return result, served
 
 
 def _numpy_dtype(np, name):

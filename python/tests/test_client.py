@@ -188,11 +188,17 @@ def test_serve_numpy_through_shared_memory(fake):
     outs, served = c.serve("g", inputs={"x": x}, outputs=["y"])
     np.testing.assert_array_equal(outs["y"], 2 * x + 1)
     assert served["graph_us"] == 3.0
-    # the segments are gone after the call
+    # a second step reuses the same segments, with fresh data
     seg = svc.requests[-1]["inputs"][0]["shm"]
-    assert not os.path.exists("/dev/shm" + seg)
+    outs, _ = c.serve("g", inputs={"x": x + 1}, outputs=["y"])
+    np.testing.assert_array_equal(outs["y"], 2 * (x + 1) + 1)
+    assert svc.requests[-1]["inputs"][0]["shm"] == seg
+    assert os.path.exists("/dev/shm" + seg)
     with pytest.raises(graphrun.BadInputError, match="no buffer \"z\""):
         c.serve("g", inputs={"x": x}, outputs=["z"])
+    # close() unlinks them
+    c.close()
+    assert not os.path.exists("/dev/shm" + seg)
 
 
 # ---- the real service, on a machine without a GPU ----
