@@ -126,7 +126,9 @@ typedef struct item {
     int stream;   /* index */
     int64_t step;
     int kernel;   /* a kernel (PDL and fusion apply), else a copy or memset node */
-    double dur;   /* own duration, us */
+    double dur;   /* own duration, us; for a kernel that started before its predecessor on the
+                     stream ended (PDL in the eager run), only the part after that end */
+    int overlap;  /* that kernel: its launch was hidden behind the predecessor (no node cost) */
     double elems; /* threads launched */
     char label[96];
     /* fusion */
@@ -185,7 +187,7 @@ static double simulate(item *it, size_t n, size_t nstreams, int64_t steps, const
                 continue;
             }
             double dur = mode == 2 && x->fdur > 0 ? x->fdur : x->dur;
-            double st = ready[x->stream] + c->node_us, dep = 0;
+            double st = ready[x->stream] + (x->overlap ? 0 : c->node_us), dep = 0;
             for (size_t d = 0; d < x->ndep; d++)
                 if (it[x->dep[d]].step == s && it[x->dep[d]].end + c->node_us > dep)
                     dep = it[x->dep[d]].end + c->node_us;
@@ -582,7 +584,17 @@ static gr_status predict_scope(const pctx *c, const gr_ls_scope *sc, gr_pred_sco
             st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory in the prediction");
         for (size_t i = 0; st == GR_OK && i < n; i++) {
             const gr_tr_gpu *g = &t->gpu.v[it[i].gi];
-            if (last_e[it[i].stream] && g->s < last_e[it[i].stream]) ps->pdl_seen = 1;
+            int64_t prev_e = last_e[it[i].stream];
+            if (prev_e && g->s < prev_e) {
+                /* launched early (PDL): its traced duration includes waiting at
+                 * griddepcontrol.wait for the predecessor; the step only sees what runs after the
+                 * predecessor's end, and its launch was hidden (docs/predict.md, PDL) */
+                ps->pdl_seen = 1;
+                if (it[i].kernel) {
+                    it[i].dur = g->e > prev_e ? US(g->e - prev_e) : 0;
+                    it[i].overlap = 1;
+                }
+            }
             if (g->e > last_e[it[i].stream]) last_e[it[i].stream] = g->e;
         }
         free(last_e);

@@ -200,6 +200,9 @@ static void test_pdl(void) {
     s = &l.p->scopes[0];
     CU_ASSERT(s->pdl_seen);
     CU_ASSERT_EQUAL(s->pred_pdl_us, 0);
+    /* b_kernel's 2.5 us include 0.5 us waiting for a_kernel: the graph sees 2 us of it, and its
+     * launch hidden behind a_kernel: launch 2 + node 1 + a 2 + b's exposed 2 */
+    NEAR(s->pred_us, 2.0 + 1.0 + 2.0 + 2.0, 1e-9);
     loaded_free(&l);
     free(b.p);
 }
