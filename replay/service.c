@@ -2,6 +2,7 @@
  * socket, the clients and a wake pipe), the GPU worker thread and its queue, the graphs it holds
  * and the log. Only the worker calls CUDA; the I/O thread reads the graphs' metadata under the
  * mutex, so status and list answer while a replay runs. */
+#define SERVED_LOG_US 10e6 /* how often the worker logs its count of served steps */
 #define _GNU_SOURCE /* struct ucred, accept4, pipe2 */
 #include "replay/service.h"
 
@@ -221,6 +222,10 @@ typedef struct svc {
     int nconns;
     uint64_t next_conn;
     long requests;
+    /* served steps (replay with inputs/outputs) are not logged one by one: a line per request is
+     * three log writes on the serving path; the worker logs a count every SERVED_LOG_US instead */
+    long served_since_log;
+    double served_log_us;
     double started_us;
     time_t started;
     double shutdown_us;
@@ -1519,8 +1524,16 @@ static gr_status job_serve(svc *v, held *h, job *j, json_t **body, gr_error *err
     *body = replayed(v, h, r, 0);
     if (*body) json_object_set_new(*body, "served", served);
     else json_decref(served);
-    slog("served \"%s\": %d input%s, %d output%s", h->name, r->ninputs, r->ninputs == 1 ? "" : "s",
-         r->noutputs, r->noutputs == 1 ? "" : "s");
+    double now = gr_now_us();
+    v->served_since_log++;
+    if (v->served_log_us == 0) v->served_log_us = now;
+    if (now - v->served_log_us >= SERVED_LOG_US) {
+        slog("served %ld steps in the last %.0f s (the latest: \"%s\", %d input%s, %d output%s)",
+             v->served_since_log, (now - v->served_log_us) / 1e6, h->name, r->ninputs,
+             r->ninputs == 1 ? "" : "s", r->noutputs, r->noutputs == 1 ? "" : "s");
+        v->served_since_log = 0;
+        v->served_log_us = now;
+    }
     return GR_OK;
 }
 
@@ -1795,7 +1808,8 @@ static gr_status run_job(svc *v, job *j) {
     else line = gr_reply_error(j->req.id, st, reply_field(&err), err.msg, body);
     double secs = (gr_now_us() - t0) / 1e6;
     char first[512];
-    if (st == GR_OK)
+    int served_step = j->req.cmd == GR_CMD_REPLAY && (j->req.ninputs || j->req.noutputs);
+    if (st == GR_OK && !served_step) /* served steps: counted in job_serve, not a line each */
         slog("conn %llu: %s: ok in %.2f s", (unsigned long long)j->conn, j->what, secs);
     else if (cancelled(j))
         slog("conn %llu: %s: %s after %.2f s", (unsigned long long)j->conn, j->what,
@@ -1863,6 +1877,9 @@ static void *worker_main(void *arg) {
             break;
         }
     }
+    if (v->served_since_log > 0)
+        slog("served %ld steps in the last %.0f s", v->served_since_log,
+             (gr_now_us() - v->served_log_us) / 1e6);
     pthread_mutex_lock(&v->mu);
     held *all[HARD_MAX_GRAPHS];
     int n = v->ngraphs;
@@ -2161,8 +2178,10 @@ static void handle_line(svc *v, conn *c, const char *line, size_t len) {
     snprintf(j->what, sizeof(j->what), "%s", what);
     j->queued_us = gr_now_us();
     c->busy = 1;
-    slog("conn %llu (uid %u, pid %d): %s%s", (unsigned long long)c->id, c->uid, c->pid, what,
-         ahead ? " (queued behind other GPU work)" : "");
+    int served_step = req.cmd == GR_CMD_REPLAY && (req.ninputs || req.noutputs);
+    if (!served_step || ahead)
+        slog("conn %llu (uid %u, pid %d): %s%s", (unsigned long long)c->id, c->uid, c->pid, what,
+             ahead ? " (queued behind other GPU work)" : "");
     if (ahead && req.progress) {
         char *p = gr_reply_progress(req.id, "queued", ahead, ahead);
         if (p && conn_queue(c, p, strlen(p)) != 0) c->closing = 1;
