@@ -757,6 +757,15 @@ static void test_malformed_requests(void) {
     SVC_ASSERT_STR(j, svc_err_field(j), "cmd");
     GR_ASSERT_CONTAINS(svc_err_msg(j), "test hook");
     json_decref(j);
+    /* an error the worker finds names its request field too (here before any device check:
+     * no graph was captured with --buckets); run 79's reply had field "" for batch */
+    j = svc_raw_call(fd, "{\"schema_version\": 1, \"cmd\": \"replay\", \"name\": \"g\", \"batch\": 3}",
+                     5000);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_TRUE(json_is_false(json_object_get(j, "ok")));
+    SVC_ASSERT_STR(j, svc_err_field(j), "batch");
+    GR_ASSERT_CONTAINS(svc_err_msg(j), "was not captured with --buckets");
+    json_decref(j);
     /* ids come back, on errors too */
     j = svc_raw_call(fd, "{\"schema_version\": 1, \"cmd\": \"nope\", \"id\": \"x-1\"}", 5000);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "id")), "x-1");
