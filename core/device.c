@@ -69,42 +69,32 @@ gr_status gr_devstate_create(const gr_plan *plan, int sm_count, gr_devstate **ou
     return gr_devstate_create_ext(plan, sm_count, NULL, out, err);
 }
 
-/* The handles and the workspace (nstreams of WORKSPACE_BYTES) into the given slots. */
-static gr_status lib_make(int nstreams, void **cublas, void **cublaslt, void **workspace,
-                          size_t *workspace_bytes, gr_error *err) {
-    cublasHandle_t h;
-    cublasLtHandle_t lt;
-    int rc = cublasCreate(&h);
-    if (rc != 0) return gr_cublas_fail(rc, "cublasCreate", __FILE__, __LINE__, err);
-    *cublas = h;
-    rc = cublasLtCreate(&lt);
-    if (rc != 0) return gr_cublas_fail(rc, "cublasLtCreate", __FILE__, __LINE__, err);
-    *cublaslt = lt;
-    /* one workspace per stream: library calls on different streams may run at once */
-    cudaError_t crc = cudaMalloc(workspace, (size_t)WORKSPACE_BYTES * (size_t)nstreams);
-    if (crc != cudaSuccess) {
-        *workspace = NULL;
-        return gr_cuda_fail(crc, "cudaMalloc(workspace)", __FILE__, __LINE__, err);
-    }
-    *workspace_bytes = WORKSPACE_BYTES;
-    rc = cublasSetWorkspace(h, *workspace, *workspace_bytes);
-    if (rc != 0) return gr_cublas_fail(rc, "cublasSetWorkspace", __FILE__, __LINE__, err);
-    return GR_OK;
-}
-
-static void lib_free(void *cublas, void *cublaslt, void *workspace) {
-    if (cublas) cublasDestroy((cublasHandle_t)cublas);
-    if (cublaslt) cublasLtDestroy((cublasLtHandle_t)cublaslt);
-    if (workspace) cudaFree(workspace);
-}
-
 gr_status gr_devlib_create(int nstreams, gr_devlib **out, gr_error *err) {
     *out = NULL;
     gr_devlib *lib = calloc(1, sizeof(*lib));
     if (!lib) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
     lib->nstreams = nstreams < 1 ? 1 : nstreams;
-    gr_status st = lib_make(lib->nstreams, &lib->cublas, &lib->cublaslt, &lib->workspace,
-                            &lib->workspace_bytes, err);
+    cublasHandle_t h = NULL;
+    cublasLtHandle_t lt = NULL;
+    gr_status st = GR_OK;
+    int rc = cublasCreate(&h);
+    if (rc != 0) st = gr_cublas_fail(rc, "cublasCreate", __FILE__, __LINE__, err);
+    else lib->cublas = h;
+    if (st == GR_OK && (rc = cublasLtCreate(&lt)) != 0)
+        st = gr_cublas_fail(rc, "cublasLtCreate", __FILE__, __LINE__, err);
+    else if (st == GR_OK) lib->cublaslt = lt;
+    if (st == GR_OK) {
+        /* one workspace per stream: library calls on different streams may run at once */
+        cudaError_t crc = cudaMalloc(&lib->workspace, (size_t)WORKSPACE_BYTES * (size_t)lib->nstreams);
+        if (crc != cudaSuccess) {
+            lib->workspace = NULL;
+            st = gr_cuda_fail(crc, "cudaMalloc(workspace)", __FILE__, __LINE__, err);
+        } else {
+            lib->workspace_bytes = WORKSPACE_BYTES;
+        }
+    }
+    if (st == GR_OK && (rc = cublasSetWorkspace(h, lib->workspace, lib->workspace_bytes)) != 0)
+        st = gr_cublas_fail(rc, "cublasSetWorkspace", __FILE__, __LINE__, err);
     if (st != GR_OK) {
         gr_devlib_destroy(lib);
         return st;
@@ -115,7 +105,9 @@ gr_status gr_devlib_create(int nstreams, gr_devlib **out, gr_error *err) {
 
 void gr_devlib_destroy(gr_devlib *lib) {
     if (!lib) return;
-    lib_free(lib->cublas, lib->cublaslt, lib->workspace);
+    if (lib->cublas) cublasDestroy((cublasHandle_t)lib->cublas);
+    if (lib->cublaslt) cublasLtDestroy((cublasLtHandle_t)lib->cublaslt);
+    if (lib->workspace) cudaFree(lib->workspace);
     free(lib);
 }
 
@@ -178,14 +170,12 @@ gr_status gr_devstate_create_shared(const gr_plan *plan, int sm_count, void *con
     }
     if (st == GR_OK && gr_plan_needs_library(plan)) {
         if (lib && lib->nstreams >= plan->nstreams) { /* shared: never run at once */
-            dev->cublas = lib->cublas;
-            dev->cublaslt = lib->cublaslt;
-            dev->workspace = lib->workspace;
-            dev->workspace_bytes = lib->workspace_bytes;
+            dev->lib = lib;
             dev->lib_borrowed = 1;
         } else {
-            st = lib_make(plan->nstreams, &dev->cublas, &dev->cublaslt, &dev->workspace,
-                          &dev->workspace_bytes, err);
+            gr_devlib *own = NULL;
+            st = gr_devlib_create(plan->nstreams, &own, err);
+            dev->lib = own;
         }
     }
     for (int i = 0; i < plan->nops && st == GR_OK; i++) {
@@ -221,7 +211,7 @@ void gr_devstate_destroy(gr_devstate *dev) {
     if (dev->events)
         for (int e = 0; e < plan->nevents; e++)
             if (dev->events[e]) cudaEventDestroy((cudaEvent_t)dev->events[e]);
-    if (!dev->lib_borrowed) lib_free(dev->cublas, dev->cublaslt, dev->workspace);
+    if (!dev->lib_borrowed) gr_devlib_destroy((gr_devlib *)dev->lib);
     free(dev->dptr);
     free(dev->borrowed);
     free(dev->events);
@@ -295,10 +285,11 @@ gr_launch_ctx gr_devstate_ctx(const gr_devstate *dev, const gr_op *op) {
     c.plan = dev->plan;
     c.dptr = dev->dptr;
     c.stream = dev->streams[op->stream];
-    c.cublas = dev->cublas;
-    c.cublaslt = dev->cublaslt;
-    c.workspace = dev->workspace ? (char *)dev->workspace + (size_t)op->stream * dev->workspace_bytes : NULL;
-    c.workspace_bytes = dev->workspace_bytes;
+    const gr_devlib *lib = dev->lib;
+    c.cublas = lib ? lib->cublas : NULL;
+    c.cublaslt = lib ? lib->cublaslt : NULL;
+    c.workspace = lib ? (char *)lib->workspace + (size_t)op->stream * lib->workspace_bytes : NULL;
+    c.workspace_bytes = lib ? lib->workspace_bytes : 0;
     c.sm_count = dev->sm_count;
     c.op_state = dev->op_state ? dev->op_state[op->index] : NULL;
     c.pdl = dev->pdl && gr_op_pdl_capable(op);

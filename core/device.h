@@ -28,25 +28,6 @@ typedef struct gr_device_info {
 gr_status gr_device_probe(int ordinal, gr_device_info *info, gr_error *err);
 gr_target gr_target_from_info(const gr_device_info *info);
 
-typedef struct gr_devstate {
-    const gr_plan *plan;
-    void **dptr;                       /* per plan buffer; NULL when the variant does not use it */
-    gr_stream_t streams[GR_MAX_STREAMS];
-    void **events;                     /* cudaEvent_t per fork/join event */
-    void *cublas;                      /* cublasHandle_t, or NULL when no op needs it */
-    void *cublaslt;                    /* cublasLtHandle_t */
-    void *workspace;                   /* cuBLAS workspaces, one per stream */
-    size_t workspace_bytes;            /* per stream */
-    void **op_state;                   /* per op, from kernel setup() */
-    unsigned char *borrowed;           /* per buffer: 1 when dptr is the caller's (not freed) */
-    int sm_count;
-    size_t allocated_bytes;
-    int pdl;                           /* launch GR_KF_PDL kernels with PDL (--pdl) */
-    void *comm;                        /* ncclComm_t of this device's rank (replay/tp.c sets it
-                                          after create, before any launch); NULL otherwise */
-    int lib_borrowed;                  /* cublas, cublaslt and workspace are a gr_devlib's */
-} gr_devstate;
-
 /* Library state that several device states may share when their steps never run at once (the
  * replay service's bucket graphs, replayed one at a time by one worker): the cuBLAS and cuBLASLt
  * handles and one workspace per stream, created once instead of once per graph. */
@@ -55,6 +36,23 @@ typedef struct gr_devlib {
     size_t workspace_bytes; /* per stream */
     int nstreams;
 } gr_devlib;
+
+typedef struct gr_devstate {
+    const gr_plan *plan;
+    void **dptr;                       /* per plan buffer; NULL when the variant does not use it */
+    gr_stream_t streams[GR_MAX_STREAMS];
+    void **events;                     /* cudaEvent_t per fork/join event */
+    const gr_devlib *lib;              /* cuBLAS/cuBLASLt handles and workspaces, or NULL when no
+                                          op needs them: its own, or borrowed (lib_borrowed) */
+    void **op_state;                   /* per op, from kernel setup() */
+    unsigned char *borrowed;           /* per buffer: 1 when dptr is the caller's (not freed) */
+    int sm_count;
+    size_t allocated_bytes;
+    int pdl;                           /* launch GR_KF_PDL kernels with PDL (--pdl) */
+    void *comm;                        /* ncclComm_t of this device's rank (replay/tp.c sets it
+                                          after create, before any launch); NULL otherwise */
+    int lib_borrowed;                  /* lib is the caller's: not destroyed with the state */
+} gr_devstate;
 
 /* 1 when a plan has an op that needs the library state (GR_KF_LIBRARY). */
 int gr_plan_needs_library(const gr_plan *plan);

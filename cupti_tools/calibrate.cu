@@ -96,31 +96,31 @@ struct gr_cal_gpu {
 
 static const float tiny_c = 1.0f; // the increment: whole, so the buffer's sums stay exact
 
-static cudaError_t launch_spin(cudaStream_t s, long long cycles, int pdl) {
+// One block of `threads` on stream s, with programmatic stream serialization when pdl (attr: the
+// caller's storage for the attribute).
+static cudaLaunchConfig_t one_block(cudaStream_t s, unsigned threads, int pdl,
+                                    cudaLaunchAttribute *attr) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(1);
-    cfg.blockDim = dim3(32);
+    cfg.blockDim = dim3(threads);
     cfg.dynamicSmemBytes = 0;
     cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr->val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = pdl ? 1 : 0;
+    return cfg;
+}
+
+static cudaError_t launch_spin(cudaStream_t s, long long cycles) {
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg = one_block(s, 32, 0, &attr);
     return cudaLaunchKernelEx(&cfg, gr_cal_spin, cycles);
 }
 
 static cudaError_t launch_tiny(cudaStream_t s, float *x, int n, int pdl) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(1);
-    cfg.blockDim = dim3(GR_CAL_TINY_THREADS);
-    cfg.dynamicSmemBytes = 0;
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg = one_block(s, GR_CAL_TINY_THREADS, pdl, &attr);
     return cudaLaunchKernelEx(&cfg, gr_cal_tiny, x, n, tiny_c);
 }
 
@@ -144,15 +144,15 @@ static gr_status measure_clock(gr_cal_gpu *g, double rated_mhz, double *mhz, gr_
     return GR_OK;
 }
 
-// A graph of n kernels in a row (spins of `cycles`, or tiny kernels on g->tiny when `tiny`),
-// captured from one stream, instantiated and uploaded.
+// A graph of n kernels in a row (spins of `cycles`, or tiny kernels on g->tiny when `tiny`, with
+// PDL when `pdl`), captured from one stream, instantiated and uploaded.
 static gr_status build(gr_cal_gpu *g, int n, int tiny, long long cycles, int pdl,
                        cudaGraphExec_t *out, gr_error *err) {
     cudaGraph_t graph = NULL;
     GR_CUDA(cudaStreamBeginCapture(g->s, cudaStreamCaptureModeThreadLocal), err);
     cudaError_t rc = cudaSuccess;
     for (int i = 0; i < n && rc == cudaSuccess; i++)
-        rc = tiny ? launch_tiny(g->s, g->tiny, g->tiny_n, pdl) : launch_spin(g->s, cycles, pdl);
+        rc = tiny ? launch_tiny(g->s, g->tiny, g->tiny_n, pdl) : launch_spin(g->s, cycles);
     cudaError_t rc2 = cudaStreamEndCapture(g->s, &graph);
     if (rc != cudaSuccess || rc2 != cudaSuccess) {
         if (graph) cudaGraphDestroy(graph);
