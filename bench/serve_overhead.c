@@ -2,7 +2,9 @@
  * side): captures a workload in the replay service (decode_step fused, B = 1 by default), then
  * sends N served steps through replay/client.h, input x and output x in POSIX shared memory,
  * and prints, per request, the client's wall time, the service's host time and the graph launch
- * (CUDA events), median [p10, p90] after warm-up; JSON with --json FILE. Needs a GPU.
+ * (CUDA events), median [p10, p90] after warm-up; then the same N steps through a lane (the
+ * doorbell in a shared segment, replay/lane.h), checked to give the served step's bytes for the
+ * same input; JSON with --json FILE. Needs a GPU.
  *   gr_serve_bench [--socket PATH] [--workload W] [--variant V] [--set k=v]... [--n N] [--json F] */
 #include <fcntl.h>
 #include <jansson.h>
@@ -15,6 +17,7 @@
 
 #include "core/args.h"
 #include "replay/client.h"
+#include "replay/lane.h"
 #include "replay/protocol.h"
 
 static double now_us(void) {
@@ -60,6 +63,80 @@ static void *segment(const char *tag, size_t bytes, char *name, size_t size) {
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     return m == MAP_FAILED ? NULL : m;
+}
+
+/* N steps through a lane over x (in and out), fresh input each; the last output is compared with
+ * what the served replay gave for the same input (`want`, NULL: not compared). */
+static int lane_steps(gr_client *c, size_t xbytes, int warm, int n, const unsigned char *last_in,
+                      const unsigned char *want, json_t **out) {
+    char name[64];
+    size_t off_in = GR_LANE_HEADER_BYTES, off_out = off_in + ((xbytes + 63) & ~(size_t)63);
+    unsigned char *m = segment("lane", off_out + xbytes, name, sizeof(name));
+    if (!m) {
+        fprintf(stderr, "gr_serve_bench: cannot make the lane's segment\n");
+        return 1;
+    }
+    gr_reply r;
+    int rc = call(c, json_pack("{s:i, s:s, s:s, s:s, s:[{s:s, s:I}], s:[{s:s, s:I}], s:i}",
+                               "schema_version", 1, "cmd", "lane_open", "name", "served_c", "shm", name,
+                               "inputs", "buffer", "x", "offset", (json_int_t)off_in, "outputs",
+                               "buffer", "x", "offset", (json_int_t)off_out, "spin_us", 100000),
+                  &r);
+    if (rc) {
+        shm_unlink(name);
+        return rc;
+    }
+    long long id = json_integer_value(json_object_get(json_object_get(r.body, "lane"), "id"));
+    gr_reply_clear(&r);
+    gr_lane_ctl *ctl = (gr_lane_ctl *)m;
+    double *wall = calloc((size_t)n, sizeof(double)), *graph = calloc((size_t)n, sizeof(double)),
+           *step = calloc((size_t)n, sizeof(double));
+    for (int k = 0; k < warm + n && !rc; k++) {
+        if (k == warm + n - 1) memcpy(m + off_in, last_in, xbytes);
+        else for (size_t q = 0; q < xbytes; q++) m[off_in + q] = (unsigned char)(k * 29 + q * 5);
+        gr_error e;
+        gr_error_clear(&e);
+        double t0 = now_us();
+        if (gr_lane_step(ctl, 1e6, 60000, &e) != GR_OK) {
+            fprintf(stderr, "gr_serve_bench: lane step %d: %s\n", k, e.msg);
+            rc = 1;
+            break;
+        }
+        double t1 = now_us();
+        if (k >= warm) {
+            wall[k - warm] = t1 - t0;
+            graph[k - warm] = ctl->graph_us;
+            step[k - warm] = ctl->step_us;
+        }
+    }
+    int same = !rc && want ? memcmp(m + off_out, want, xbytes) == 0 : -1;
+    if (!rc) {
+        double wm, w10, w90, gm, g10, g90, sm, s10, s90;
+        stats(wall, n, &wm, &w10, &w90);
+        stats(graph, n, &gm, &g10, &g90);
+        stats(step, n, &sm, &s10, &s90);
+        printf("lane steps from C (the same graph, %d steps after %d warm-up):\n", n, warm);
+        printf("  client wall      median %8.2f us [p10 %.2f, p90 %.2f]\n", wm, w10, w90);
+        printf("  service step     median %8.2f us [p10 %.2f, p90 %.2f] (doorbell seen -> outputs in "
+               "the segment)\n", sm, s10, s90);
+        printf("  graph (events)   median %8.2f us [p10 %.2f, p90 %.2f]\n", gm, g10, g90);
+        printf("  over the graph   %8.2f us (client wall - graph, medians)\n", wm - gm);
+        printf("  output equals the served step's for the same input: %s\n",
+               same < 0 ? "not compared" : same ? "yes" : "NO");
+        *out = json_pack("{s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}, s:b}",
+                         "client_wall_us", "median", wm, "p10", w10, "p90", w90, "service_step_us",
+                         "median", sm, "p10", s10, "p90", s90, "graph_us", "median", gm, "p10", g10,
+                         "p90", g90, "same_as_served", same == 1);
+        if (same == 0) rc = 1;
+    }
+    if (call(c, json_pack("{s:i, s:s, s:I}", "schema_version", 1, "cmd", "lane_close", "lane",
+                          (json_int_t)id),
+             &r) == 0)
+        gr_reply_clear(&r);
+    free(wall), free(graph), free(step);
+    munmap(m, off_out + xbytes);
+    shm_unlink(name);
+    return rc;
 }
 
 int main(int argc, char **argv) {
@@ -173,6 +250,24 @@ int main(int argc, char **argv) {
         }
         gr_reply_clear(&r);
     }
+    json_t *lane = NULL;
+    if (!rc) {
+        /* the last served step's input and output: the lane must give the same bytes */
+        unsigned char *last_in = malloc(xbytes), *want = malloc(xbytes);
+        for (size_t q = 0; q < xbytes; q++) last_in[q] = (unsigned char)(q * 13 + 5);
+        memcpy(in, last_in, xbytes);
+        json_t *rq = json_pack("{s:i, s:s, s:s, s:[{s:s, s:s}], s:[{s:s, s:s}]}", "schema_version", 1,
+                               "cmd", "replay", "name", "served_c", "inputs", "buffer", "x", "shm",
+                               in_name, "outputs", "buffer", "x", "shm", out_name);
+        rc = call(c, rq, &r);
+        if (!rc) {
+            gr_reply_clear(&r);
+            memcpy(want, out, xbytes);
+            rc = lane_steps(c, xbytes, warm, n, last_in, want, &lane);
+        }
+        free(last_in);
+        free(want);
+    }
     if (!rc) {
         double wm, w10, w90, rm, r10, r90, gm, g10, g90, im, i10, i90, om, o10, o90;
         stats(inside, n, &im, &i10, &i90);
@@ -211,6 +306,7 @@ int main(int argc, char **argv) {
                                 json_pack("{s:f, s:f, s:f}", "median", am, "p10", a10, "p90", a90));
             json_object_set_new(j, "way_out_us",
                                 json_pack("{s:f, s:f, s:f}", "median", bm, "p10", b10, "p90", b90));
+            if (lane) json_object_set(j, "lane", lane);
             if (json_dump_file(j, json, JSON_INDENT(2)) != 0) rc = 1;
             json_decref(j);
         }
@@ -219,6 +315,7 @@ int main(int argc, char **argv) {
     munmap(out, xbytes);
     shm_unlink(in_name);
     shm_unlink(out_name);
+    json_decref(lane);
     free(wall), free(req), free(graph), free(inside), free(outside), free(way_in), free(way_out);
     gr_client_close(c);
     return rc;

@@ -48,6 +48,16 @@ static const field_spec replay_fields[] = {
     {NULL, F_STR, 0, 0, 0}};
 static const field_spec drop_fields[] = {{"name", F_STR, 1, 0, GR_PROTO_NAME_MAX},
                                          {NULL, F_STR, 0, 0, 0}};
+static const field_spec lane_open_fields[] = {
+    {"shm", F_STR, 1, 0, 255},
+    {"inputs", F_IOARR, 0, 0, GR_PROTO_MAX_IO},
+    {"outputs", F_IOARR, 0, 0, GR_PROTO_MAX_IO},
+    {"name", F_STR, 0, 0, GR_PROTO_NAME_MAX},
+    {"batch", F_INT, 0, 1, 1LL << 30},
+    {"spin_us", F_INT, 0, 0, 1000000},
+    {NULL, F_STR, 0, 0, 0}};
+static const field_spec lane_close_fields[] = {{"lane", F_INT, 1, 1, 1LL << 62},
+                                               {NULL, F_STR, 0, 0, 0}};
 static const field_spec sleep_fields[] = {{"ms", F_INT, 1, 0, 600000},
                                           {"hang", F_BOOL, 0, 0, 0},
                                           {"progress", F_BOOL, 0, 0, 0},
@@ -64,11 +74,13 @@ static const cmd_spec commands[] = {
     {GR_CMD_STATUS, "status", 0, no_fields},        {GR_CMD_LIST, "list", 0, no_fields},
     {GR_CMD_CAPTURE, "capture", 1, capture_fields}, {GR_CMD_REPLAY, "replay", 1, replay_fields},
     {GR_CMD_DROP, "drop", 1, drop_fields},          {GR_CMD_STOP, "stop", 0, no_fields},
+    {GR_CMD_LANE_OPEN, "lane_open", 1, lane_open_fields},
+    {GR_CMD_LANE_CLOSE, "lane_close", 1, lane_close_fields},
     {GR_CMD_DEBUG_SLEEP, "debug_sleep", 1, sleep_fields},
     {GR_CMD_DEBUG_FAULT, "debug_fault", 1, no_fields},
     {GR_CMD_NONE, NULL, 0, NULL}};
 
-#define PUBLIC_COMMANDS "status, list, capture, replay, drop, stop"
+#define PUBLIC_COMMANDS "status, list, capture, replay, drop, stop, lane_open, lane_close"
 
 const char *gr_cmd_name(gr_cmd cmd) {
     for (const cmd_spec *c = commands; c->name; c++)
@@ -198,12 +210,25 @@ static void store(gr_request *req, const char *name, const json_t *v, gr_error *
     else if (!strcmp(name, "warmup")) req->warmup = (int)json_integer_value(v);
     else if (!strcmp(name, "batches")) req->batches = (int)json_integer_value(v);
     else if (!strcmp(name, "ms")) req->ms = (int)json_integer_value(v);
+    else if (!strcmp(name, "spin_us")) req->spin_us = (int)json_integer_value(v);
+    else if (!strcmp(name, "lane")) req->lane = json_integer_value(v);
+    else if (!strcmp(name, "shm")) {
+        const char *sv = json_string_value(v);
+        if (sv[0] != '/' || strchr(sv + 1, '/') || !sv[1])
+            gr_error_set(err, GR_ERR_PROTOCOL, name,
+                         "expected a shared-memory name \"/name\" (one leading slash, none after "
+                         "it), got \"%.200s\"",
+                         sv);
+        else
+            snprintf(req->shm, sizeof(req->shm), "%s", sv);
+    }
 }
 
 /* "inputs" / "outputs": [{"buffer": NAME, "file": "/abs/x.npy"} | {"buffer": NAME, "shm": "/seg",
  * "offset": N}, ...], each entry checked with its path ("inputs[1].shm"). */
 static void store_io(gr_request *req, const char *name, const json_t *arr, gr_error *err) {
     int out = !strcmp(name, "outputs");
+    int lane = req->cmd == GR_CMD_LANE_OPEN; /* {buffer, offset} in the request's one segment */
     gr_io_spec *specs = out ? req->outputs : req->inputs;
     int *n = out ? &req->noutputs : &req->ninputs;
     size_t i;
@@ -212,12 +237,18 @@ static void store_io(gr_request *req, const char *name, const json_t *arr, gr_er
         char path[64];
         snprintf(path, sizeof(path), "%s[%zu]", name, i);
         if (!json_is_object(e)) {
-            gr_error_set(err, GR_ERR_PROTOCOL, path,
-                         "expected an object {\"buffer\": NAME, \"file\": PATH} or {\"buffer\": "
-                         "NAME, \"shm\": \"/segment\", \"offset\": N}, got %s",
-                         type_word(e));
+            if (lane)
+                gr_error_set(err, GR_ERR_PROTOCOL, path,
+                             "expected an object {\"buffer\": NAME, \"offset\": N}, got %s",
+                             type_word(e));
+            else
+                gr_error_set(err, GR_ERR_PROTOCOL, path,
+                             "expected an object {\"buffer\": NAME, \"file\": PATH} or "
+                             "{\"buffer\": NAME, \"shm\": \"/segment\", \"offset\": N}, got %s",
+                             type_word(e));
             continue;
         }
+        int has_offset = 0;
         gr_io_spec sp;
         memset(&sp, 0, sizeof(sp));
         int bad = 0;
@@ -226,7 +257,12 @@ static void store_io(gr_request *req, const char *name, const json_t *arr, gr_er
         json_object_foreach((json_t *)e, key, v) {
             char kp[96];
             snprintf(kp, sizeof(kp), "%s.%.24s", path, key);
-            if (!strcmp(key, "buffer") || !strcmp(key, "file") || !strcmp(key, "shm")) {
+            if (lane && (!strcmp(key, "file") || !strcmp(key, "shm"))) {
+                gr_error_set(err, GR_ERR_PROTOCOL, kp,
+                             "a lane's buffers live in its one segment (the request's \"shm\"): "
+                             "give \"buffer\" and \"offset\" only");
+                bad = 1;
+            } else if (!strcmp(key, "buffer") || !strcmp(key, "file") || !strcmp(key, "shm")) {
                 size_t max = !strcmp(key, "buffer") ? sizeof(sp.buffer) - 1
                              : !strcmp(key, "file") ? sizeof(sp.file) - 1
                                                     : sizeof(sp.shm) - 1;
@@ -262,9 +298,12 @@ static void store_io(gr_request *req, const char *name, const json_t *arr, gr_er
                     bad = 1;
                 } else {
                     sp.offset = off;
+                    has_offset = 1;
                 }
             } else {
-                gr_error_set(err, GR_ERR_PROTOCOL, kp, "unknown key (keys: buffer, file, shm, offset)");
+                gr_error_set(err, GR_ERR_PROTOCOL, kp,
+                             lane ? "unknown key (keys: buffer, offset)"
+                                  : "unknown key (keys: buffer, file, shm, offset)");
                 bad = 1;
             }
         }
@@ -272,11 +311,17 @@ static void store_io(gr_request *req, const char *name, const json_t *arr, gr_er
             gr_error_set(err, GR_ERR_PROTOCOL, path, "missing \"buffer\" (the workload buffer's name)");
             bad = 1;
         }
-        if (!!sp.file[0] == !!sp.shm[0]) {
+        if (lane && !has_offset) {
+            gr_error_set(err, GR_ERR_PROTOCOL, path,
+                         "missing \"offset\" (where the buffer's bytes start in the segment, 4096 "
+                         "or more: the first 4096 bytes are the lane's control block)");
+            bad = 1;
+        }
+        if (!lane && !!sp.file[0] == !!sp.shm[0]) {
             gr_error_set(err, GR_ERR_PROTOCOL, path, "give exactly one of \"file\" and \"shm\"");
             bad = 1;
         }
-        if (sp.offset && !sp.shm[0]) {
+        if (!lane && sp.offset && !sp.shm[0]) {
             gr_error_set(err, GR_ERR_PROTOCOL, path, "\"offset\" goes with \"shm\"");
             bad = 1;
         }
@@ -355,6 +400,7 @@ static void defaults(gr_request *req) {
     req->iters = 1000;
     req->warmup = -1;
     req->batches = 20;
+    req->spin_us = 2000;
 }
 
 gr_status gr_request_parse(const char *line, size_t len, gr_request *req, gr_error *err) {

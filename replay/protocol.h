@@ -30,6 +30,8 @@ typedef enum gr_cmd {
     GR_CMD_REPLAY,
     GR_CMD_DROP,
     GR_CMD_STOP,
+    GR_CMD_LANE_OPEN,   /* a doorbell in the client's segment serves steps (replay/lane.h) */
+    GR_CMD_LANE_CLOSE,
     GR_CMD_DEBUG_SLEEP, /* test hook: the worker sleeps `ms` (cancellable unless `hang`) */
     GR_CMD_DEBUG_FAULT  /* test hook: the worker makes a sticky CUDA error */
 } gr_cmd;
@@ -41,8 +43,8 @@ typedef enum gr_cmd {
 typedef struct gr_io_spec {
     char buffer[96];
     char file[GR_PROTO_PATH_MAX]; /* absolute path, "" when shm */
-    char shm[256];                /* "/name" as shm_open takes it, "" when file */
-    long long offset;             /* shm: where the buffer's bytes start */
+    char shm[256];                /* "/name" as shm_open takes it, "" when file (and in a lane) */
+    long long offset;             /* shm or lane: where the buffer's bytes start */
 } gr_io_spec;
 
 typedef struct gr_request {
@@ -77,6 +79,10 @@ typedef struct gr_request {
     gr_io_spec inputs[GR_PROTO_MAX_IO], outputs[GR_PROTO_MAX_IO];
     int ninputs, noutputs;
     long long batch; /* replay: run the smallest bucket >= batch (0: the graph named) */
+    /* lane_open: inputs / outputs are {buffer, offset} in this one segment */
+    char shm[256];
+    int spin_us; /* how long the lane thread spins after a step before it sleeps */
+    long long lane; /* lane_close: the lane's id */
     int progress; /* send progress lines */
     /* debug_sleep */
     int ms;

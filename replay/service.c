@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <poll.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -35,6 +36,7 @@
 #include "kernels/registry.h"
 #include "replay/bucket.h"
 #include "replay/client.h"
+#include "replay/lane.h"
 #include "replay/load.h"
 #include "replay/protocol.h"
 #include "replay/run.h"
@@ -132,6 +134,7 @@ typedef struct held {
     json_t *report_json;
     struct bucket_group *group; /* a bucket of `graphrun capture --buckets`, NULL otherwise */
     int64_t bucket;             /* its param's value */
+    int nlanes;                 /* open lanes on this graph (under mu): it is not freed before 0 */
 } held;
 
 /* The buffers a capture's bucket graphs share (one allocation per buffer, at its largest size),
@@ -198,7 +201,14 @@ typedef struct svc {
     int worker_started;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    /* GPU work is one at a time: the worker holds gpu_mu through each job, a lane's thread through
+     * each step */
+    pthread_mutex_t gpu_mu;
+    pthread_cond_t lane_cv; /* (with mu) a lane's thread ended */
     /* under mu */
+    struct lane *lanes;
+    int nlanes;
+    uint64_t next_lane;
     job *qhead, *qtail;
     int qlen;
     job *running;
@@ -231,6 +241,8 @@ typedef struct svc {
     double shutdown_us;
     char stop_reason[256];
 } svc;
+
+static void held_retire(svc *v, held *h, const char *why); /* its lanes end, then it is freed */
 
 static volatile sig_atomic_t got_signal;
 static int signal_wake_fd = -1;
@@ -335,6 +347,7 @@ static json_t *held_json_ext(const svc *v, const held *h, int with_buffers) {
         json_object_set_new(j, "pdl_source", json_string(gr_run_opts_pdl_source(&h->opts)));
         json_object_set_new(j, "unroll", json_integer(h->opts.unroll));
         json_object_set_new(j, "capture_checked", json_boolean(h->vr && h->vr->cc.checked));
+        json_object_set_new(j, "lanes", json_integer(h->nlanes));
         if (h->ld.input) json_object_set_new(j, "input", json_string(h->ld.input->path));
         /* what a served step can take and give: every buffer the variant uses */
         json_t *bufs = with_buffers ? json_array() : NULL;
@@ -549,7 +562,7 @@ static const char *reply_field(const gr_error *err) {
         "skip_bad_lines", "buckets",       "update",      "progress",      "iters",
         "warmup",         "batches",       "compare_eager", "output_digest", "batch",
         "inputs",         "outputs",       "max_graphs",  "max_memory",    "host_memory",
-        NULL};
+        "shm",            "spin_us",       "lane",        NULL};
     for (const char *const *f = fields; *f; f++) {
         size_t n = strlen(*f);
         if (!strncmp(err->path, *f, n) && (err->path[n] == '\0' || err->path[n] == '['))
@@ -1097,7 +1110,7 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
             unregister_locked(v, victims[i]);
             pthread_mutex_unlock(&v->mu);
             slog("capture --force: dropping \"%s\" (hash %s)", victims[i]->name, victims[i]->hash);
-            held_free(victims[i]);
+            held_retire(v, victims[i], "its graph was captured again (force)");
         }
 
     size_t free0 = 0, total = 0, free1 = 0;
@@ -1141,7 +1154,7 @@ static gr_status job_capture(svc *v, job *j, json_t **body, gr_error *err) {
         slog("capture --update: \"%s\" %s (cudaGraphExecUpdate %.1f us%s%s)", update_from->name,
              u.updated ? "updated in place" : "re-instantiated", u.update_us, u.updated ? "" : ": ",
              u.why);
-        held_free(update_from);
+        held_retire(v, update_from, "its graph was updated (capture with update)");
     }
     if (st == GR_OK && cudaMemGetInfo(&free1, &total) != cudaSuccess)
         st = gr_cuda_fail(cudaGetLastError(), "cudaMemGetInfo", __FILE__, __LINE__, err);
@@ -1247,46 +1260,55 @@ static int ends_with(const char *s, const char *suffix) {
 /* Everything a served step needs, checked before the device is touched: each buffer exists and
  * is used, each file matches its buffer (size, or the .npy dtype and shape) or can be written,
  * each shared-memory segment exists and holds offset + the buffer's bytes. */
+/* Entry i of a served step's (or a lane's) inputs or outputs: its plan buffer and the view the
+ * request sees (the batch's rows of a padded bucket). */
+static gr_status io_resolve(const held *h, const gr_io_spec *sp, const char *field, io_buf *io,
+                            long long batch, gr_error *err) {
+    const gr_plan *p = h->ld.plans[0];
+    io->sp = sp;
+    int b = -1;
+    for (int k = 0; k < p->nbufs && b < 0; k++)
+        if (!strcmp(p->bufs[k].name, sp->buffer)) b = k;
+    if (b < 0 || !p->bufs[b].used) {
+        char names[512];
+        size_t o = 0;
+        names[0] = '\0';
+        for (int k = 0; k < p->nbufs && o < sizeof(names) - 1; k++)
+            if (p->bufs[k].used)
+                o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s", o ? ", " : "",
+                                      p->bufs[k].name);
+        return gr_error_set(err, GR_ERR_INPUT, field, "\"%s\": %s of %s %s (buffers: %s)",
+                            sp->buffer, b < 0 ? "no such buffer in workload" : "not used by variant",
+                            h->workload, h->variant, names);
+    }
+    io->b = b;
+    io->view = p->bufs[b];
+    const gr_bucket_buffer *bb =
+        h->group && batch > 0 && batch < h->bucket ? gr_bucket_find(&h->group->layout, sp->buffer)
+                                                    : NULL;
+    if (bb && bb->batch_dim > 0)
+        return gr_error_set(err, GR_ERR_INPUT, field,
+                            "buffer \"%s\" changes with %s in dimension %d, so a request for "
+                            "batch %lld cannot be padded to bucket %lld: send the whole bucket",
+                            sp->buffer, h->group->spec.param, bb->batch_dim, batch,
+                            (long long)h->bucket);
+    if (bb && bb->batch_dim == 0) { /* the request's rows: the rest is padding */
+        io->view.numel = io->view.numel / io->view.shape[0] * batch;
+        io->view.shape[0] = batch;
+        io->view.bytes = (size_t)batch * bb->row_bytes;
+    }
+    return GR_OK;
+}
+
 static gr_status io_prepare(const held *h, const gr_io_spec *sp, int n, int out, io_buf *io,
                             long long batch, gr_error *err) {
     const gr_plan *p = h->ld.plans[0];
     const char *side = out ? "outputs" : "inputs";
     for (int i = 0; i < n; i++) {
-        io[i].sp = &sp[i];
         char field[64];
         snprintf(field, sizeof(field), "%s[%d]", side, i);
-        int b = -1;
-        for (int k = 0; k < p->nbufs && b < 0; k++)
-            if (!strcmp(p->bufs[k].name, sp[i].buffer)) b = k;
-        if (b < 0 || !p->bufs[b].used) {
-            char names[512];
-            size_t o = 0;
-            names[0] = '\0';
-            for (int k = 0; k < p->nbufs && o < sizeof(names) - 1; k++)
-                if (p->bufs[k].used)
-                    o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s", o ? ", " : "",
-                                          p->bufs[k].name);
-            return gr_error_set(err, GR_ERR_INPUT, field,
-                                "\"%s\": %s of %s %s (buffers: %s)", sp[i].buffer,
-                                b < 0 ? "no such buffer in workload" : "not used by variant",
-                                h->workload, h->variant, names);
-        }
-        io[i].b = b;
-        io[i].view = p->bufs[b];
-        const gr_bucket_buffer *bb =
-            h->group && batch > 0 && batch < h->bucket ? gr_bucket_find(&h->group->layout, sp[i].buffer)
-                                                        : NULL;
-        if (bb && bb->batch_dim > 0)
-            return gr_error_set(err, GR_ERR_INPUT, field,
-                                "buffer \"%s\" changes with %s in dimension %d, so a request for "
-                                "batch %lld cannot be padded to bucket %lld: send the whole bucket",
-                                sp[i].buffer, h->group->spec.param, bb->batch_dim, batch,
-                                (long long)h->bucket);
-        if (bb && bb->batch_dim == 0) { /* the request's rows: the rest is padding */
-            io[i].view.numel = io[i].view.numel / io[i].view.shape[0] * batch;
-            io[i].view.shape[0] = batch;
-            io[i].view.bytes = (size_t)batch * bb->row_bytes;
-        }
+        GR_TRY(io_resolve(h, &sp[i], field, &io[i], batch, err));
+        const int b = io[i].b;
         const gr_buffer *buf = &io[i].view;
         if (sp[i].shm[0]) {
             int fd = shm_open(sp[i].shm, out ? O_RDWR : O_RDONLY, 0);
@@ -1576,8 +1598,10 @@ static gr_status replay_before(void *user, gr_pipe *p, const gr_stage *s, int *s
     return GR_OK;
 }
 
-static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
-    gr_request *r = &j->req;
+/* The held graph a replay or lane_open names (`name`, else the latest; with `batch`, the
+ * group's bucket for it), or an error saying what is held. */
+static gr_status held_for_request(svc *v, const gr_request *r, held **out, gr_error *err) {
+    *out = NULL;
     pthread_mutex_lock(&v->mu);
     int ready = v->dev_state == DEV_READY;
     char dev_error[1024];
@@ -1599,6 +1623,14 @@ static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
     if (!h)
         return gr_error_set(err, GR_ERR_USAGE, "name",
                             "no graph captured yet: `graphrun capture WORKLOAD` first");
+    *out = h;
+    return GR_OK;
+}
+
+static gr_status job_replay(svc *v, job *j, json_t **body, gr_error *err) {
+    gr_request *r = &j->req;
+    held *h = NULL;
+    GR_TRY(held_for_request(v, r, &h, err));
     if (r->ninputs || r->noutputs) return job_serve(v, h, j, body, err);
     if (!v->have_bw) {
         size_t fr = 0, tot = 0;
@@ -1699,10 +1731,356 @@ static gr_status job_drop(svc *v, job *j, json_t **body, gr_error *err) {
                       "freed_bytes", freed, "graphs", names);
     for (int i = 0; i < nv; i++) {
         slog("dropped \"%s\" (hash %s)", victims[i]->name, victims[i]->hash);
-        held_free(victims[i]);
+        held_retire(v, victims[i], "its graph was dropped");
     }
     /* make the free visible (and any error of it) before the next request */
     GR_CUDA(cudaDeviceSynchronize(), err);
+    return GR_OK;
+}
+
+/* ---------------------------------------------------------------- lanes */
+
+#define LANE_MAX 16
+#define LANE_SEGMENT_MAX ((size_t)1 << 30)
+
+/* An open lane (replay/PROTOCOL.md, "Lanes"): a thread of its own waits on the doorbell in the
+ * client's segment and runs each step under gpu_mu. In v->lanes (under mu) from open until its
+ * thread ends; the thread frees it. */
+typedef struct lane {
+    uint64_t id, conn;
+    svc *v;
+    held *h;
+    gr_io_spec spec[2 * GR_PROTO_MAX_IO];
+    io_buf in[GR_PROTO_MAX_IO], out[GR_PROTO_MAX_IO];
+    int nin, nout;
+    void *map;
+    size_t map_len;
+    int registered; /* cudaHostRegister took the segment: the copies are DMA from/to it */
+    gr_lane_ctl *ctl;
+    int stop;       /* atomic (__atomic): set by whoever closes the lane */
+    char why[256];  /* why it closed (written before stop) */
+    double spin_us;
+    uint64_t steps; /* served (under mu) */
+    cudaEvent_t e0, e1;
+    struct lane *next;
+} lane;
+
+/* Copy in, one replay, copy out, on the graph's stream, then one wait. */
+static gr_status lane_step(lane *l, float *graph_ms, gr_error *err) {
+    held *h = l->h;
+    const gr_plan *p = h->ld.plans[0];
+    gr_devstate *dev = h->s->dev;
+    cudaStream_t stream = (cudaStream_t)dev->streams[0];
+    cudaError_t rc = cudaSuccess;
+    for (int i = 0; i < l->nin && rc == cudaSuccess; i++) {
+        const int b = l->in[i].b;
+        size_t nb = l->in[i].view.bytes, whole = p->bufs[b].bytes;
+        const char *src = (const char *)l->map + l->in[i].sp->offset;
+        if (nb) rc = cudaMemcpyAsync(dev->dptr[b], src, nb, cudaMemcpyHostToDevice, stream);
+        if (rc == cudaSuccess && nb < whole) /* a bucket's padding rows */
+            rc = cudaMemsetAsync((char *)dev->dptr[b] + nb, 0, whole - nb, stream);
+    }
+    if (rc != cudaSuccess) return gr_cuda_fail(rc, "cudaMemcpyAsync (lane input)", __FILE__, __LINE__, err);
+    GR_CUDA(cudaEventRecord(l->e0, stream), err);
+    GR_TRY(gr_graph_launch(&h->s->graph, dev->streams[0], err));
+    GR_CUDA(cudaEventRecord(l->e1, stream), err);
+    for (int i = 0; i < l->nout && rc == cudaSuccess; i++) {
+        char *dst = (char *)l->map + l->out[i].sp->offset;
+        size_t nb = l->out[i].view.bytes; /* the request's rows: the buffer's first ones */
+        if (nb) rc = cudaMemcpyAsync(dst, dev->dptr[l->out[i].b], nb, cudaMemcpyDeviceToHost, stream);
+    }
+    if (rc != cudaSuccess) return gr_cuda_fail(rc, "cudaMemcpyAsync (lane output)", __FILE__, __LINE__, err);
+    GR_CUDA(cudaStreamSynchronize(stream), err);
+    GR_CUDA(cudaEventElapsedTime(graph_ms, l->e0, l->e1), err);
+    return GR_OK;
+}
+
+/* A client can shrink its segment (ftruncate) while a lane has it mapped: the lane thread's next
+ * touch of the control block would raise SIGBUS and end the service. Around the thread's own
+ * reads and writes of the segment (never inside a CUDA call: the copies are DMA to the pages
+ * cudaHostRegister pinned, which stay valid) a SIGBUS jumps back to the thread, which ends the
+ * lane; any other SIGBUS takes its default action. */
+static _Thread_local sigjmp_buf *lane_guard;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc) {
+    (void)si, (void)uc;
+    if (lane_guard) siglongjmp(*lane_guard, 1);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Take gpu_mu, giving up when the lane is stopped (its closer may hold gpu_mu and wait for us). */
+static int lane_lock_gpu(lane *l) {
+    for (;;) {
+        if (__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) return 0;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 10 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        if (pthread_mutex_timedlock(&l->v->gpu_mu, &ts) == 0) {
+            if (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) return 1;
+            pthread_mutex_unlock(&l->v->gpu_mu);
+            return 0;
+        }
+    }
+}
+
+static void *lane_main(void *arg) {
+    lane *l = arg;
+    svc *v = l->v;
+    cudaSetDevice(v->o.device);
+    uint64_t done = 0, seq = 0;
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 1)) { /* SIGBUS on the segment (no lock is held there): do not touch it */
+        lane_guard = NULL;
+        pthread_mutex_lock(&v->mu);
+        snprintf(l->why, sizeof(l->why), "its client shrank the segment under it (SIGBUS)");
+        pthread_mutex_unlock(&v->mu);
+        goto out;
+    }
+    lane_guard = &jb;
+    while (gr_lane_await_request(l->ctl, done, l->spin_us, &l->stop, &seq)) {
+        double t0 = gr_now_us();
+        if (!lane_lock_gpu(l)) break;
+        double t1 = gr_now_us();
+        gr_error err;
+        gr_error_clear(&err);
+        float ms = 0;
+        lane_guard = NULL; /* CUDA calls: the copies use the pinned pages, never a CPU touch */
+        gr_status st = lane_step(l, &ms, &err);
+        pthread_mutex_unlock(&v->gpu_mu);
+        lane_guard = &jb;
+        pthread_mutex_lock(&v->mu);
+        if (st == GR_OK) {
+            l->h->replays++;
+            l->h->last_used_us = t1;
+            l->steps++;
+        } else if (st == GR_ERR_CUDA) { /* as run_job: never serve again from a broken context */
+            v->fatal = 1;
+            snprintf(v->fatal_msg, sizeof(v->fatal_msg), "%s", err.msg);
+            snprintf(l->why, sizeof(l->why), "a CUDA error in a step: the service exits");
+        }
+        pthread_mutex_unlock(&v->mu);
+        gr_lane_publish(l->ctl, seq, st, st == GR_OK ? NULL : err.msg, ms * 1e3, gr_now_us() - t0,
+                        t1 - t0);
+        done = seq;
+        if (st == GR_ERR_CUDA) {
+            wake(v); /* the I/O thread sees fatal and stops the service */
+            break;
+        }
+    }
+    gr_lane_mark_closed(l->ctl, l->why[0] ? l->why : "the lane was closed");
+out:
+    lane_guard = NULL;
+    if (l->registered) cudaHostUnregister(l->map);
+    cudaGetLastError();
+    munmap(l->map, l->map_len);
+    cudaEventDestroy(l->e0);
+    cudaEventDestroy(l->e1);
+    /* logged before the graph can go: a closer waiting for this lane may free it right after */
+    slog("lane %llu on \"%s\" closed after %llu steps: %s", (unsigned long long)l->id, l->h->name,
+         (unsigned long long)l->steps, l->why[0] ? l->why : "closed");
+    pthread_mutex_lock(&v->mu);
+    for (lane **pp = &v->lanes; *pp; pp = &(*pp)->next)
+        if (*pp == l) {
+            *pp = l->next;
+            break;
+        }
+    v->nlanes--;
+    l->h->nlanes--;
+    pthread_cond_broadcast(&v->lane_cv);
+    pthread_mutex_unlock(&v->mu);
+    free(l);
+    return NULL;
+}
+
+/* Under mu: ask a lane's thread to stop (it ends within ~10 ms, or at once when idle). */
+static void lane_stop_locked(lane *l, const char *why) {
+    if (__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) return;
+    snprintf(l->why, sizeof(l->why), "%s", why);
+    __atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
+    gr_lane_wake_server(l->ctl);
+}
+
+/* Stop the lanes on h (NULL: every lane) and wait until their threads have ended. The caller may
+ * hold gpu_mu, not mu. */
+static void lanes_close(svc *v, held *h, const char *why) {
+    pthread_mutex_lock(&v->mu);
+    for (lane *l = v->lanes; l; l = l->next)
+        if (!h || l->h == h) lane_stop_locked(l, why);
+    while (h ? h->nlanes > 0 : v->nlanes > 0) pthread_cond_wait(&v->lane_cv, &v->mu);
+    pthread_mutex_unlock(&v->mu);
+}
+
+/* A held graph leaves the service: its lanes end first. */
+static void held_retire(svc *v, held *h, const char *why) {
+    lanes_close(v, h, why);
+    held_free(h);
+}
+
+static json_t *lane_io_json(const io_buf *io, int n) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) {
+        const gr_buffer *b = &io[i].view;
+        json_t *shape = json_array();
+        for (int d = 0; d < b->ndim; d++) json_array_append_new(shape, json_integer(b->shape[d]));
+        json_array_append_new(a, json_pack("{s:s, s:s, s:o, s:I, s:I}", "buffer", b->name, "dtype",
+                                           gr_dtype_name(b->dtype), "shape", shape, "bytes",
+                                           (json_int_t)b->bytes, "offset",
+                                           (json_int_t)io[i].sp->offset));
+    }
+    return a;
+}
+
+static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
+    const gr_request *r = &j->req;
+    held *h = NULL;
+    GR_TRY(held_for_request(v, r, &h, err));
+    lane *l = calloc(1, sizeof(*l));
+    if (!l) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+    l->v = v;
+    l->h = h;
+    l->conn = j->conn;
+    l->spin_us = r->spin_us;
+    l->nin = r->ninputs;
+    l->nout = r->noutputs;
+    gr_lane_region reg[2 * GR_PROTO_MAX_IO];
+    char fields[2 * GR_PROTO_MAX_IO][32];
+    gr_status st = GR_OK;
+    for (int i = 0; i < l->nin + l->nout; i++) {
+        int out = i >= l->nin, k = out ? i - l->nin : i;
+        l->spec[i] = out ? r->outputs[k] : r->inputs[k];
+        snprintf(fields[i], sizeof(fields[i]), "%s[%d]", out ? "outputs" : "inputs", k);
+        io_buf *io = out ? &l->out[k] : &l->in[k];
+        if (io_resolve(h, &l->spec[i], fields[i], io, r->batch, err) != GR_OK) {
+            st = err->code;
+            continue;
+        }
+        reg[i] = (gr_lane_region){fields[i], l->spec[i].buffer, l->spec[i].offset, io->view.bytes};
+    }
+    int fd = -1;
+    struct stat sb;
+    if (st == GR_OK) {
+        fd = shm_open(r->shm, O_RDWR, 0);
+        if (fd < 0)
+            st = gr_error_set(err, GR_ERR_INPUT, "shm",
+                              "shared-memory segment %s: %s (the client creates it with shm_open "
+                              "and keeps it while the lane is open)",
+                              r->shm, strerror(errno));
+        else if (fstat(fd, &sb) != 0 || sb.st_size < (off_t)GR_LANE_HEADER_BYTES)
+            st = gr_error_set(err, GR_ERR_INPUT, "shm",
+                              "segment %s holds %lld bytes: a lane needs its %u-byte control block "
+                              "and then its buffers",
+                              r->shm, (long long)sb.st_size, GR_LANE_HEADER_BYTES);
+        else if ((size_t)sb.st_size > LANE_SEGMENT_MAX)
+            st = gr_error_set(err, GR_ERR_INPUT, "shm",
+                              "segment %s holds %lld bytes, more than a lane registers (%zu): make "
+                              "it just large enough for the control block and the buffers",
+                              r->shm, (long long)sb.st_size, LANE_SEGMENT_MAX);
+    }
+    if (st == GR_OK) st = gr_lane_check_layout((size_t)sb.st_size, reg, l->nin + l->nout, err);
+    if (st == GR_OK) {
+        l->map_len = (size_t)sb.st_size;
+        l->map = mmap(NULL, l->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (l->map == MAP_FAILED) {
+            l->map = NULL;
+            st = gr_error_set(err, GR_ERR_INPUT, "shm", "cannot map %s: %s", r->shm, strerror(errno));
+        }
+    }
+    if (fd >= 0) close(fd);
+    pthread_mutex_lock(&v->mu);
+    if (st == GR_OK && v->nlanes >= LANE_MAX)
+        st = gr_error_set(err, GR_ERR_SERVICE, "lane",
+                          "%d lanes are open, the most the service runs (each has a thread): "
+                          "close one (lane_close, or its connection) first",
+                          v->nlanes);
+    if (st == GR_OK) l->id = ++v->next_lane;
+    pthread_mutex_unlock(&v->mu);
+    if (st == GR_OK) {
+        /* pinned: each copy is one DMA from/to the segment, and no CUDA call touches its pages
+         * with the CPU (a client may shrink the segment: see on_sigbus) */
+        cudaError_t hr = cudaHostRegister(l->map, l->map_len, cudaHostRegisterDefault);
+        l->registered = hr == cudaSuccess;
+        cudaGetLastError();
+        if (!l->registered)
+            st = gr_error_set(err, GR_ERR_INPUT, "shm",
+                              "cudaHostRegister refused segment %s (%s): a lane needs its segment "
+                              "pinned; a served replay (replay with inputs/outputs) works without",
+                              r->shm, cudaGetErrorString(hr));
+        else if (cudaEventCreate(&l->e0) != cudaSuccess || cudaEventCreate(&l->e1) != cudaSuccess)
+            st = gr_cuda_fail(cudaGetLastError(), "cudaEventCreate", __FILE__, __LINE__, err);
+    }
+    pthread_t th;
+    pthread_attr_t attr;
+    if (st == GR_OK) {
+        l->ctl = (gr_lane_ctl *)l->map;
+        gr_lane_ctl_init(l->ctl, l->id);
+        pthread_mutex_lock(&v->mu); /* registered before the thread can end */
+        l->next = v->lanes;
+        v->lanes = l;
+        v->nlanes++;
+        h->nlanes++;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int prc = pthread_create(&th, &attr, lane_main, l);
+        pthread_attr_destroy(&attr);
+        if (prc != 0) {
+            v->lanes = l->next;
+            v->nlanes--;
+            h->nlanes--;
+            st = gr_error_set(err, GR_ERR_SERVICE, "lane", "cannot start the lane's thread: %s",
+                              strerror(prc));
+        }
+        pthread_mutex_unlock(&v->mu);
+    }
+    if (st != GR_OK) {
+        if (l->ctl) gr_lane_mark_closed(l->ctl, err->msg);
+        if (l->registered) cudaHostUnregister(l->map);
+        if (l->e0) cudaEventDestroy(l->e0);
+        if (l->e1) cudaEventDestroy(l->e1);
+        if (l->map) munmap(l->map, l->map_len);
+        free(l);
+        return st;
+    }
+    json_t *lj = json_pack("{s:I, s:s, s:s, s:I, s:i, s:o, s:o}", "id", (json_int_t)l->id,
+                           "graph", h->name, "shm", r->shm, "segment_bytes", (json_int_t)l->map_len,
+                           "spin_us", r->spin_us, "inputs",
+                           lane_io_json(l->in, l->nin), "outputs", lane_io_json(l->out, l->nout));
+    *body = json_pack("{s:o}", "lane", lj);
+    if (*body && r->batch > 0 && h->group)
+        json_object_set_new(*body, "bucket_run",
+                            json_pack("{s:s, s:I, s:I}", "param", h->group->spec.param, "value",
+                                      (json_int_t)h->bucket, "asked", (json_int_t)r->batch));
+    slog("lane %llu open on \"%s\" (segment %s, %zu bytes, %d in, %d out)", (unsigned long long)l->id,
+         h->name, r->shm, l->map_len, l->nin, l->nout);
+    return GR_OK;
+}
+
+static gr_status job_lane_close(svc *v, job *j, json_t **body, gr_error *err) {
+    pthread_mutex_lock(&v->mu);
+    lane *l = v->lanes;
+    while (l && l->id != (uint64_t)j->req.lane) l = l->next;
+    if (!l || l->conn != j->conn) {
+        pthread_mutex_unlock(&v->mu);
+        return gr_error_set(err, GR_ERR_USAGE, "lane",
+                            "no lane %lld is open on this connection (a lane closes with the "
+                            "connection that opened it, and with its graph)",
+                            j->req.lane);
+    }
+    uint64_t steps = l->steps, id = l->id;
+    lane_stop_locked(l, "closed by lane_close");
+    for (;;) { /* until its thread has ended */
+        lane *k = v->lanes;
+        while (k && k->id != id) k = k->next;
+        if (!k) break;
+        steps = k->steps;
+        pthread_cond_wait(&v->lane_cv, &v->mu);
+    }
+    pthread_mutex_unlock(&v->mu);
+    *body = json_pack("{s:{s:I, s:I}}", "lane", "id", (json_int_t)id, "steps", (json_int_t)steps);
     return GR_OK;
 }
 
@@ -1771,6 +2149,8 @@ static gr_status run_job(svc *v, job *j) {
     case GR_CMD_CAPTURE: st = job_capture(v, j, &body, &err); break;
     case GR_CMD_REPLAY: st = job_replay(v, j, &body, &err); break;
     case GR_CMD_DROP: st = job_drop(v, j, &body, &err); break;
+    case GR_CMD_LANE_OPEN: st = job_lane_open(v, j, &body, &err); break;
+    case GR_CMD_LANE_CLOSE: st = job_lane_close(v, j, &body, &err); break;
     case GR_CMD_DEBUG_SLEEP: st = job_sleep(v, j, &body, &err); break;
     case GR_CMD_DEBUG_FAULT: st = job_fault(v, j, &body, &err); break;
     default: st = gr_error_set(&err, GR_ERR_INTERNAL, NULL, "command not queued"); break;
@@ -1866,7 +2246,9 @@ static void *worker_main(void *arg) {
         v->running = j;
         j->started_us = gr_now_us();
         pthread_mutex_unlock(&v->mu);
+        pthread_mutex_lock(&v->gpu_mu);
         gr_status st = run_job(v, j);
+        pthread_mutex_unlock(&v->gpu_mu);
         pthread_mutex_lock(&v->mu);
         v->running = NULL;
         pthread_mutex_unlock(&v->mu);
@@ -1890,6 +2272,7 @@ static void *worker_main(void *arg) {
     if (fatal) {
         slog("the CUDA context is unusable: %d graphs are left to the process exit", n);
     } else {
+        lanes_close(v, NULL, "the service is stopping");
         for (int i = 0; i < n; i++) held_free(all[i]);
         if (n) slog("freed %d graphs", n);
     }
@@ -1978,6 +2361,8 @@ static void conn_drop(svc *v, conn *c, const char *why) {
         atomic_compare_exchange_strong(&v->running->cancel, &expect, 1);
         cancelled_running = 1;
     }
+    for (lane *l = v->lanes; l; l = l->next) /* a lane lives as long as its connection */
+        if (l->conn == c->id) lane_stop_locked(l, "the connection that opened it closed");
     pthread_mutex_unlock(&v->mu);
     if (why)
         slog("conn %llu (uid %u, pid %d): %s%s", (unsigned long long)c->id, c->uid, c->pid, why,
@@ -2022,12 +2407,12 @@ static json_t *status_json(svc *v) {
         running = json_pack("{s:s, s:s, s:f}", "cmd", gr_cmd_name(v->running->req.cmd), "what",
                             v->running->what, "seconds", (gr_now_us() - v->running->started_us) / 1e6);
     json_t *s = json_pack(
-        "{s:i, s:i, s:s, s:s, s:f, s:I, s:i, s:o, s:i, s:f, s:o, s:{s:i, s:f, s:i, s:I, s:I, s:f, "
+        "{s:i, s:i, s:s, s:s, s:f, s:I, s:i, s:o, s:i, s:f, s:i, s:o, s:{s:i, s:f, s:i, s:I, s:I, s:f, "
         "s:i, s:i}, s:{s:o, s:i}}",
         "pid", (int)getpid(), "protocol", GR_PROTO_SCHEMA_VERSION, "socket", v->paths.socket, "log",
         v->o.foreground ? "(stderr)" : v->paths.log, "uptime_s", (gr_now_us() - v->started_us) / 1e6,
         "requests_served", (json_int_t)v->requests, "connections", v->nconns, "device", dev,
-        "graphs", v->ngraphs, "graph_bytes", held_bytes_locked(v), "latest",
+        "graphs", v->ngraphs, "graph_bytes", held_bytes_locked(v), "lanes", v->nlanes, "latest",
         v->latest[0] ? json_string(v->latest) : json_null(), "limits", "max_graphs",
         v->o.max_graphs, "max_memory_bytes", v->max_memory, "max_request_bytes",
         (int)GR_PROTO_MAX_LINE, "max_client_input_bytes", (json_int_t)CONN_IN_MAX,
@@ -2615,12 +3000,20 @@ gr_status gr_service_run(const gr_service_opts *o, int *already_running, int *ab
     v->max_memory = o->max_memory;
     pthread_mutex_init(&v->mu, NULL);
     pthread_cond_init(&v->cv, NULL);
+    pthread_mutex_init(&v->gpu_mu, NULL);
+    pthread_cond_init(&v->lane_cv, NULL);
     /* a client gone before it reads a reply (or the notify pipe) must not kill the service */
     struct sigaction old_int, old_term, old_hup, old_pipe, ign;
     memset(&ign, 0, sizeof(ign));
     ign.sa_handler = SIG_IGN;
     sigemptyset(&ign.sa_mask);
     sigaction(SIGPIPE, &ign, &old_pipe);
+    struct sigaction bus, old_bus;
+    memset(&bus, 0, sizeof(bus));
+    bus.sa_sigaction = on_sigbus;
+    bus.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&bus.sa_mask);
+    sigaction(SIGBUS, &bus, &old_bus);
     gr_status st = gr_service_paths_resolve(o->socket, &v->paths, err);
     if (st == GR_OK) st = gr_service_dir_prepare(&v->paths, err);
     int locked = 0;
@@ -2734,8 +3127,11 @@ gr_status gr_service_run(const gr_service_opts *o, int *already_running, int *ab
         m = next;
     }
     sigaction(SIGPIPE, &old_pipe, NULL);
+    sigaction(SIGBUS, &old_bus, NULL);
     pthread_mutex_destroy(&v->mu);
     pthread_cond_destroy(&v->cv);
+    pthread_mutex_destroy(&v->gpu_mu);
+    pthread_cond_destroy(&v->lane_cv);
     free(v);
     return st;
 }

@@ -12,12 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/npy.h"
 #include "core/timer.h"
+#include "replay/lane.h"
 #include "service_util.h"
 #include "tests.h"
 
@@ -732,6 +735,195 @@ static void test_user_kernels_in_service(void) {
     svc_env_done(&s);
 }
 
+/* Lanes (issue 25): a lane's step gives the bytes a served replay gives for the same input; a
+ * segment laid out wrong is refused by field and the graph serves on; lane_close, a dropped
+ * graph and a closed connection each end a lane, and a client waiting on it fails at once. */
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void *lane_segment(const char *name, size_t bytes) {
+    shm_unlink(name);
+    int fd = shm_open(name, O_CREAT | O_RDWR | O_EXCL, 0600);
+    if (fd < 0) return NULL;
+    void *m = ftruncate(fd, (off_t)bytes) == 0
+                  ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                  : MAP_FAILED;
+    close(fd);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+static json_t *lane_open(int fd, const char *graph, const char *shm, long long in_off, long long out_off) {
+    char line[512];
+    snprintf(line, sizeof(line),
+             "{\"schema_version\":1,\"cmd\":\"lane_open\",\"name\":\"%s\",\"shm\":\"%s\","
+             "\"inputs\":[{\"buffer\":\"a\",\"offset\":%lld}],"
+             "\"outputs\":[{\"buffer\":\"y\",\"offset\":%lld}],\"spin_us\":100000}",
+             graph, shm, in_off, out_off);
+    return svc_raw_call(fd, line, 60000);
+}
+
+static void test_lanes(void) {
+    GR_REQUIRE_GPU();
+    svc_env s;
+    svc_env_make(&s);
+    CU_ASSERT_EQUAL_FATAL(svc_start_service(&s, NULL, ""), 0);
+    const int n = 4096;
+    const size_t nb = (size_t)n * 4, seg_bytes = GR_LANE_HEADER_BYTES + 2 * nb;
+    char args[1024], shm[64], shm2[64];
+    snprintf(args, sizeof(args), "capture workloads/pointwise_fusion.json --set n=%d --variant unfused "
+             "--name pw --socket %s --quiet", n, s.sock);
+    CU_ASSERT_EQUAL_FATAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    snprintf(shm, sizeof(shm), "/gr-test-lane-%d", (int)getpid());
+    snprintf(shm2, sizeof(shm2), "/gr-test-served-%d", (int)getpid());
+    char *m = lane_segment(shm, seg_bytes), *m2 = lane_segment(shm2, 2 * nb);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m2);
+    int fd = svc_raw_connect(s.sock);
+    CU_ASSERT_TRUE_FATAL(fd >= 0);
+    /* refused layouts, each by its field; then a good one */
+    json_t *r = lane_open(fd, "pw", shm, 100, GR_LANE_HEADER_BYTES);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    SVC_ASSERT_STR(r, svc_err_field(r), "inputs[0]");
+    GR_ASSERT_CONTAINS(svc_err_msg(r), "lies in the lane's control block");
+    json_decref(r);
+    r = lane_open(fd, "pw", shm, GR_LANE_HEADER_BYTES, GR_LANE_HEADER_BYTES + nb + 8);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    SVC_ASSERT_STR(r, svc_err_field(r), "outputs[0]");
+    GR_ASSERT_CONTAINS(svc_err_msg(r), "runs past the end of the segment");
+    json_decref(r);
+    r = lane_open(fd, "pw", shm, GR_LANE_HEADER_BYTES, GR_LANE_HEADER_BYTES + nb);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_TRUE_FATAL(json_is_true(json_object_get(r, "ok")));
+    json_t *lj = json_object_get(r, "lane");
+    long long id = json_integer_value(json_object_get(lj, "id"));
+    CU_ASSERT_TRUE(id > 0);
+    json_decref(r);
+    gr_lane_ctl *c = (gr_lane_ctl *)m;
+    float *a = (float *)(m + GR_LANE_HEADER_BYTES), *y = (float *)(m + GR_LANE_HEADER_BYTES + nb);
+    float *a2 = (float *)m2, *y2 = (float *)(m2 + nb);
+    /* step k: a = sin(0.01 i + k); the served replay of the same input must give the same y */
+    double *wall = calloc(1000, sizeof(double)), *graph = calloc(1000, sizeof(double));
+    int same = 1;
+    for (int k = 0; k < 1000; k++) {
+        for (int i = 0; i < n; i++) a[i] = (float)sin(0.01 * i + k);
+        gr_error e;
+        gr_error_clear(&e);
+        double t0 = gr_now_us();
+        gr_status st = gr_lane_step(c, 1e6, 10000, &e);
+        wall[k] = gr_now_us() - t0;
+        graph[k] = c->graph_us;
+        if (st != GR_OK) {
+            fprintf(stderr, "\n    lane step %d: %s", k, e.msg);
+            CU_FAIL("lane step failed");
+            break;
+        }
+        if (k % 250 == 0 || k == 999) {
+            memcpy(a2, a, nb);
+            char line[512];
+            snprintf(line, sizeof(line),
+                     "{\"schema_version\":1,\"cmd\":\"replay\",\"name\":\"pw\",\"inputs\":[{\"buffer\":"
+                     "\"a\",\"shm\":\"%s\",\"offset\":0}],\"outputs\":[{\"buffer\":\"y\",\"shm\":\"%s\","
+                     "\"offset\":%zu}]}",
+                     shm2, shm2, nb);
+            json_t *sr = svc_raw_call(fd, line, 60000);
+            CU_ASSERT_TRUE(sr && json_is_true(json_object_get(sr, "ok")));
+            json_decref(sr);
+            same &= memcmp(y, y2, nb) == 0;
+        }
+    }
+    CU_ASSERT_TRUE(same);
+    double yabs = 0;
+    for (int i = 0; i < n; i++) yabs += fabs(y[i]);
+    CU_ASSERT_TRUE(yabs > 0); /* never on zeros */
+    qsort(wall, 1000, sizeof(double), cmp_double);
+    qsort(graph, 1000, sizeof(double), cmp_double);
+    printf("\n    lane step (pointwise n=%d unfused, from this process): wall median %.2f us "
+           "[p10 %.2f, p90 %.2f], graph %.2f us; the same output as the served replay: %s",
+           n, wall[500], wall[100], wall[900], graph[500], same ? "yes" : "NO");
+    CU_ASSERT_EQUAL(c->steps, 1000);
+    free(wall);
+    free(graph);
+    /* lane_close: the steps served, then a step fails at once with the reason */
+    char line[256];
+    snprintf(line, sizeof(line), "{\"schema_version\":1,\"cmd\":\"lane_close\",\"lane\":%lld}", id);
+    r = svc_raw_call(fd, line, 60000);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(r, "lane"), "steps")), 1000);
+    json_decref(r);
+    gr_error e;
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_lane_step(c, 0, 2000, &e), GR_ERR_SERVICE);
+    GR_ASSERT_CONTAINS(e.msg, "closed by lane_close");
+    /* a dropped graph ends its lane */
+    r = lane_open(fd, "pw", shm, GR_LANE_HEADER_BYTES, GR_LANE_HEADER_BYTES + nb);
+    CU_ASSERT_TRUE(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_lane_step(c, 1e6, 10000, &e), GR_OK);
+    int fd2 = svc_raw_connect(s.sock);
+    CU_ASSERT_TRUE_FATAL(fd2 >= 0);
+    r = svc_raw_call(fd2, "{\"schema_version\":1,\"cmd\":\"drop\",\"name\":\"pw\"}", 60000);
+    CU_ASSERT_TRUE(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_lane_step(c, 0, 2000, &e), GR_ERR_SERVICE);
+    GR_ASSERT_CONTAINS(e.msg, "its graph was dropped");
+    /* a closed connection ends its lanes */
+    snprintf(args, sizeof(args), "capture workloads/pointwise_fusion.json --set n=%d --variant unfused "
+             "--name pw2 --socket %s --quiet", n, s.sock);
+    CU_ASSERT_EQUAL_FATAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
+    r = lane_open(fd, "pw2", shm, GR_LANE_HEADER_BYTES, GR_LANE_HEADER_BYTES + nb);
+    CU_ASSERT_TRUE(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    close(fd);
+    int lanes = -1;
+    for (int t = 0; t < 100 && lanes != 0; t++) {
+        usleep(20000);
+        r = svc_raw_call(fd2, "{\"schema_version\":1,\"cmd\":\"status\"}", 10000);
+        lanes = r ? (int)json_integer_value(json_object_get(r, "lanes")) : -1;
+        json_decref(r);
+    }
+    CU_ASSERT_EQUAL(lanes, 0);
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_lane_step(c, 0, 2000, &e), GR_ERR_SERVICE);
+    GR_ASSERT_CONTAINS(e.msg, "the connection that opened it closed");
+    /* a client that shrinks its segment under an open lane ends that lane, not the service */
+    char shm3[64];
+    snprintf(shm3, sizeof(shm3), "/gr-test-shrink-%d", (int)getpid());
+    char *m3 = lane_segment(shm3, seg_bytes);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m3);
+    r = lane_open(fd2, "pw2", shm3, GR_LANE_HEADER_BYTES, GR_LANE_HEADER_BYTES + nb);
+    CU_ASSERT_TRUE(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_lane_step((gr_lane_ctl *)m3, 1e6, 10000, &e), GR_OK);
+    munmap(m3, seg_bytes); /* this process must not touch it either */
+    int sfd = shm_open(shm3, O_RDWR, 0);
+    CU_ASSERT_TRUE(sfd >= 0 && ftruncate(sfd, 0) == 0);
+    if (sfd >= 0) close(sfd);
+    lanes = -1;
+    for (int t = 0; t < 100 && lanes != 0; t++) {
+        usleep(20000);
+        r = svc_raw_call(fd2, "{\"schema_version\":1,\"cmd\":\"status\"}", 10000);
+        lanes = r ? (int)json_integer_value(json_object_get(r, "lanes")) : -1;
+        json_decref(r);
+    }
+    CU_ASSERT_EQUAL(lanes, 0);
+    shm_unlink(shm3);
+    /* the service still serves pw2 */
+    r = svc_raw_call(fd2, "{\"schema_version\":1,\"cmd\":\"replay\",\"name\":\"pw2\",\"iters\":100}", 60000);
+    CU_ASSERT_TRUE(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    close(fd2);
+    munmap(m, seg_bytes);
+    munmap(m2, 2 * nb);
+    shm_unlink(shm);
+    shm_unlink(shm2);
+    svc_env_done(&s);
+}
+
 static CU_TestInfo gpu_service_tests[] = {
     {"capture + replay == run", test_capture_replay_like_run},
     {"kill -9 of a client mid-replay", test_killed_client_mid_replay},
@@ -743,6 +935,7 @@ static CU_TestInfo gpu_service_tests[] = {
     {"buckets share buffers; a batch is served padded", test_buckets_share_and_serve},
     {"capture --update: in place or re-instantiated", test_update_in_place},
     {"user kernels captured, replayed and served", test_user_kernels_in_service},
+    {"lanes: steps equal served replays; close, drop, disconnect end them", test_lanes},
     CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_gpu_service_suites[] = {{"gpu_service", gpu_service_tests, 1}, {NULL, NULL, 0}};

@@ -109,7 +109,7 @@ static const bad_case bad_cases[] = {
     {"{\"cmd\": \"status\"}", "schema_version", "missing"},
     {"{\"schema_version\": \"1\", \"cmd\": \"status\"}", "schema_version", "expected an integer, got a string"},
     {"{\"schema_version\": 2, \"cmd\": \"status\"}", "schema_version", "speaks schema_version 1, the request has 2"},
-    {"{\"schema_version\": 1}", "cmd", "missing (one of: status, list, capture, replay, drop, stop)"},
+    {"{\"schema_version\": 1}", "cmd", "missing (one of: status, list, capture, replay, drop, stop, lane_open, lane_close)"},
     {"{\"schema_version\": 1, \"cmd\": 3}", "cmd", "expected a string"},
     {"{\"schema_version\": 1, \"cmd\": \"frobnicate\"}", "cmd", "unknown command \"frobnicate\""},
     {"{\"schema_version\": 1, \"cmd\": \"status\", \"iters\": 3}", "iters", "unknown key for command status"},
@@ -765,6 +765,25 @@ static void test_malformed_requests(void) {
     CU_ASSERT_TRUE(json_is_false(json_object_get(j, "ok")));
     SVC_ASSERT_STR(j, svc_err_field(j), "batch");
     GR_ASSERT_CONTAINS(svc_err_msg(j), "was not captured with --buckets");
+    json_decref(j);
+    /* lanes: opening one needs a device and a held graph; closing names the lane field */
+    j = svc_raw_call(fd, "{\"schema_version\": 1, \"cmd\": \"lane_open\", \"shm\": \"/gr-no-such\", "
+                         "\"inputs\": [{\"buffer\": \"x\", \"offset\": 4096}]}",
+                     5000);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_TRUE(json_is_false(json_object_get(j, "ok")));
+    SVC_ASSERT_STR(j, svc_err_code(j), "no_device");
+    json_decref(j);
+    j = svc_raw_call(fd, "{\"schema_version\": 1, \"cmd\": \"lane_close\", \"lane\": 5}", 5000);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    SVC_ASSERT_STR(j, svc_err_code(j), "usage");
+    SVC_ASSERT_STR(j, svc_err_field(j), "lane");
+    GR_ASSERT_CONTAINS(svc_err_msg(j), "no lane 5 is open on this connection");
+    json_decref(j);
+    j = svc_raw_call(fd, "{\"schema_version\": 1, \"cmd\": \"status\"}", 5000);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_TRUE(json_is_integer(json_object_get(j, "lanes")));
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "lanes")), 0);
     json_decref(j);
     /* ids come back, on errors too */
     j = svc_raw_call(fd, "{\"schema_version\": 1, \"cmd\": \"nope\", \"id\": \"x-1\"}", 5000);
