@@ -1245,6 +1245,41 @@ typedef struct io_buf {
     int64_t file_offset;
 } io_buf;
 
+/* A client can shrink its segment (ftruncate) while the service has it mapped: the next touch of
+ * the missing pages raises SIGBUS, which would end the service. Around the service's own reads
+ * and writes of client segments (a served step's copies, a lane thread's control block; never
+ * inside a CUDA call, which only sees pinned staging or a lane's registered pages, which stay
+ * valid) a SIGBUS jumps back to the thread that touched it, which fails that request or ends that
+ * lane; any other SIGBUS takes its default action. */
+static _Thread_local sigjmp_buf *seg_guard;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc) {
+    (void)si, (void)uc;
+    if (seg_guard) siglongjmp(*seg_guard, 1);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* memcpy where either side may be a client's segment: -1 when it faulted (shrunk under us). */
+static int seg_copy(void *dst, const void *src, size_t n) {
+    sigjmp_buf jb;
+    sigjmp_buf *prev = seg_guard;
+    if (sigsetjmp(jb, 1)) {
+        seg_guard = prev;
+        return -1;
+    }
+    seg_guard = &jb;
+    memcpy(dst, src, n);
+    seg_guard = prev;
+    return 0;
+}
+
+static gr_status seg_fault(const io_buf *io, gr_error *err) {
+    return gr_error_set(err, GR_ERR_INPUT, io->sp->shm[0] ? io->sp->shm : io->sp->file,
+                        "the shared-memory segment shrank during the step (SIGBUS on its pages): "
+                        "keep a segment's size while a request uses it");
+}
+
 static void io_free(io_buf *io, int n) {
     for (int i = 0; i < n; i++) {
         free(io[i].host);
@@ -1437,11 +1472,18 @@ static gr_status serve_step(held *h, io_buf *in, int nin, io_buf *out, int nout,
         const void *src = in[i].map ? (const char *)in[i].map + in[i].sp->offset : in[i].host;
         size_t nb = in[i].view.bytes, whole = p->bufs[b].bytes;
         void *pin = pinned_for(h, b);
-        if (!pin) {
-            st = gr_devstate_upload_part(dev, b, src, nb, err);
+        if (!pin) { /* through a private copy: the CUDA call must not fault on a segment */
+            void *tmp = in[i].map ? malloc(nb ? nb : 1) : NULL;
+            if (in[i].map && !tmp) st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
+            else if (tmp && seg_copy(tmp, src, nb) != 0) st = seg_fault(&in[i], err);
+            else st = gr_devstate_upload_part(dev, b, tmp ? tmp : src, nb, err);
+            free(tmp);
             continue;
         }
-        memcpy(pin, src, nb);
+        if (seg_copy(pin, src, nb) != 0) {
+            st = seg_fault(&in[i], err);
+            break;
+        }
         cudaError_t rc = nb ? cudaMemcpyAsync(dev->dptr[b], pin, nb, cudaMemcpyHostToDevice, stream)
                             : cudaSuccess;
         if (rc == cudaSuccess && nb < whole) /* a bucket's padding rows */
@@ -1474,12 +1516,13 @@ static gr_status serve_step(held *h, io_buf *in, int nin, io_buf *out, int nout,
         void *dst = out[i].map ? (char *)out[i].map + out[i].sp->offset : out[i].host;
         void *pin = h->pinned ? h->pinned[b] : NULL;
         if (pin) {
-            memcpy(dst, pin, out[i].map ? vb->bytes : whole); /* a segment holds the rows asked */
-        } else if (out[i].map && vb->bytes < whole) { /* the segment holds the trimmed rows only */
+            if (seg_copy(dst, pin, out[i].map ? vb->bytes : whole) != 0) /* a segment holds the rows asked */
+                st = seg_fault(&out[i], err);
+        } else if (out[i].map) { /* through a private copy: the CUDA call must not fault on a segment */
             void *tmp = malloc(whole ? whole : 1);
             if (!tmp) st = gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
             if (st == GR_OK) st = gr_devstate_download(dev, b, tmp, err);
-            if (st == GR_OK) memcpy(dst, tmp, vb->bytes);
+            if (st == GR_OK && seg_copy(dst, tmp, vb->bytes) != 0) st = seg_fault(&out[i], err);
             free(tmp);
             continue;
         } else {
@@ -1795,20 +1838,6 @@ static gr_status lane_step(lane *l, float *graph_ms, gr_error *err) {
     return GR_OK;
 }
 
-/* A client can shrink its segment (ftruncate) while a lane has it mapped: the lane thread's next
- * touch of the control block would raise SIGBUS and end the service. Around the thread's own
- * reads and writes of the segment (never inside a CUDA call: the copies are DMA to the pages
- * cudaHostRegister pinned, which stay valid) a SIGBUS jumps back to the thread, which ends the
- * lane; any other SIGBUS takes its default action. */
-static _Thread_local sigjmp_buf *lane_guard;
-
-static void on_sigbus(int sig, siginfo_t *si, void *uc) {
-    (void)si, (void)uc;
-    if (lane_guard) siglongjmp(*lane_guard, 1);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
 /* Take gpu_mu, giving up when the lane is stopped (its closer may hold gpu_mu and wait for us). */
 static int lane_lock_gpu(lane *l) {
     for (;;) {
@@ -1835,13 +1864,13 @@ static void *lane_main(void *arg) {
     uint64_t done = 0, seq = 0;
     sigjmp_buf jb;
     if (sigsetjmp(jb, 1)) { /* SIGBUS on the segment (no lock is held there): do not touch it */
-        lane_guard = NULL;
+        seg_guard = NULL;
         pthread_mutex_lock(&v->mu);
         snprintf(l->why, sizeof(l->why), "its client shrank the segment under it (SIGBUS)");
         pthread_mutex_unlock(&v->mu);
         goto out;
     }
-    lane_guard = &jb;
+    seg_guard = &jb;
     while (gr_lane_await_request(l->ctl, done, l->spin_us, &l->stop, &seq)) {
         double t0 = gr_now_us();
         if (!lane_lock_gpu(l)) break;
@@ -1849,10 +1878,10 @@ static void *lane_main(void *arg) {
         gr_error err;
         gr_error_clear(&err);
         float ms = 0;
-        lane_guard = NULL; /* CUDA calls: the copies use the pinned pages, never a CPU touch */
+        seg_guard = NULL; /* CUDA calls: the copies use the pinned pages, never a CPU touch */
         gr_status st = lane_step(l, &ms, &err);
         pthread_mutex_unlock(&v->gpu_mu);
-        lane_guard = &jb;
+        seg_guard = &jb;
         pthread_mutex_lock(&v->mu);
         if (st == GR_OK) {
             l->h->replays++;
@@ -1874,7 +1903,7 @@ static void *lane_main(void *arg) {
     }
     gr_lane_mark_closed(l->ctl, l->why[0] ? l->why : "the lane was closed");
 out:
-    lane_guard = NULL;
+    seg_guard = NULL;
     if (l->registered) cudaHostUnregister(l->map);
     cudaGetLastError();
     munmap(l->map, l->map_len);
