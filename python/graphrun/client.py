@@ -98,6 +98,7 @@ class Client:
         self._buf = b""
         self._graphs = {}  # name -> buffers (from capture/list replies), to size outputs
         self._segs = {}  # (role, buffer, bytes) -> SharedMemory reused by serve(), unlinked at close
+        self._lanes = {}  # id -> Lane (open_lane), closed by close()
         self._connect(autostart)
 
     # ---- connection ----
@@ -138,6 +139,9 @@ class Client:
                            f"{self.socket_path}")
 
     def close(self):
+        for lane in list(self._lanes.values()):
+            lane.close(notify=False)  # the connection's end closes them in the service
+        self._lanes = {}
         for seg in self._segs.values():
             try:
                 seg.close()
@@ -310,6 +314,21 @@ class Client:
             dt = _numpy_dtype(np, e["dtype"])
             result[e["buffer"]] = np.ndarray(tuple(e["shape"]), dt, buffer=seg.buf).copy()
         return result, served
+
+    def open_lane(self, name=None, inputs=(), outputs=(), batch=None, spin_us=None):
+        """Opens a lane on graph NAME (default: the latest capture): served steps without the
+        socket (replay/PROTOCOL.md, "Lanes"). inputs / outputs: buffer names. The client makes
+        one POSIX shared-memory segment (the 4096-byte control block, then each buffer's region,
+        64-byte aligned) and the service registers it; a step is then a doorbell in the segment.
+        batch: NAME is a --buckets group, its smallest bucket >= batch runs (the views have
+        `batch` rows). spin_us: how long the service's lane thread spins after a step before it
+        sleeps (service default 2000). Returns a graphrun.Lane: write `lane.inputs[b][...]`,
+        `lane.step()`, read `lane.outputs[b]`; `lane.close()` (or `with`), or close() of the
+        client, closes it. Errors raise as for any request, the segment removed."""
+        from .lane import open_lane
+
+        return open_lane(self, name=name, inputs=inputs, outputs=outputs, batch=batch,
+                         spin_us=spin_us)
 
 
 def _numpy_dtype(np, name):

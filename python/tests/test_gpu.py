@@ -1,6 +1,7 @@
 """The Python client against the real service on a GPU: capture, timed replay, and served steps
-with fresh numpy inputs (shared memory) and .npy files, checked against numpy; the per-request
-overhead of a served step seen from Python. Skipped (not passed) without a device."""
+with fresh numpy inputs (shared memory) and .npy files, checked against numpy; lanes (steps as a
+doorbell in shared memory) against served steps; the per-request overhead of a served step seen
+from Python. Skipped (not passed) without a device."""
 
 import os
 import tempfile
@@ -85,3 +86,57 @@ def test_served_overhead_from_python(gpu_service):
     print(f"\n    served step from Python: median {times[100]:.1f} us per request "
           f"(graph alone {graph[100]:.2f} us, CUDA events)")
     assert times[100] > graph[100]
+
+
+def test_lane_matches_served_step(gpu_service):
+    """A lane on the pointwise graph: its output equals a served step's of the same input (the
+    same graph: bit-exact), over 100 steps with fresh inputs; then closed (segment removed)."""
+    c = gpu_service
+    c.capture(POINTWISE, name="pwl", sets={"n": 4096}, variant="fused")
+    rng = np.random.default_rng(11)
+    a, b, cc = (rng.standard_normal(4096).astype(np.float32) for _ in range(3))
+    want, _ = c.serve("pwl", inputs={"a": a, "b": b, "c": cc}, outputs=["y"])
+    with c.open_lane("pwl", inputs=["a", "b", "c"], outputs=["y"]) as lane:
+        assert lane.graph == "pwl" and set(lane.inputs) == {"a", "b", "c"}
+        assert lane.outputs["y"].shape == (4096,) and lane.outputs["y"].dtype == np.float32
+        shm = lane.shm
+        assert os.path.exists("/dev/shm" + shm)
+        for k, v in (("a", a), ("b", b), ("c", cc)):
+            lane.inputs[k][...] = v
+        t = lane.step(timeout=30)
+        assert t["seq"] == 1 and t["graph_us"] > 0 and t["step_us"] > 0
+        np.testing.assert_array_equal(lane.outputs["y"], want["y"])
+        wall = []
+        for i in range(100):
+            lane.inputs["a"][...] = a * (i % 7)
+            t0 = time.perf_counter()
+            t = lane.step(timeout=30)
+            wall.append((time.perf_counter() - t0) * 1e6)
+            np.testing.assert_allclose(lane.outputs["y"], np.maximum((a * (i % 7) + b) * cc, 0),
+                                       rtol=1e-6, atol=1e-6)
+        assert t["seq"] == 101 and lane.steps == 101
+        wall.sort()
+        print(f"\n    lane step from Python: median {wall[50]:.1f} us (graph {t['graph_us']:.2f} us, "
+              f"service {t['step_us']:.2f} us)")
+        closed = lane.close()
+        assert closed["id"] == lane.id and closed["steps"] == 101
+    assert lane.closed and not os.path.exists("/dev/shm" + shm)
+    # the graph still serves through the socket
+    again, _ = c.serve("pwl", inputs={"a": a, "b": b, "c": cc}, outputs=["y"])
+    np.testing.assert_array_equal(again["y"], want["y"])
+
+
+def test_lane_closed_when_graph_dropped(gpu_service):
+    c = gpu_service
+    c.capture(POINTWISE, name="pwd", sets={"n": 1024}, variant="fused")
+    lane = c.open_lane("pwd", inputs=["a"], outputs=["y"])
+    try:
+        lane.inputs["a"][...] = 1
+        lane.step(timeout=30)
+        c.drop("pwd")
+        with pytest.raises(graphrun.ServiceError, match="closed") as ei:
+            lane.step(timeout=30)
+        assert ei.value.code == "service" and lane.state == 2
+    finally:
+        lane.close()
+    assert lane.closed and c.status()["lanes"] == 0
