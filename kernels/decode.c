@@ -118,7 +118,7 @@ static void smem_caps(const gr_target *t, size_t *per_block, size_t *per_sm) {
     }
 }
 
-/* Launch geometry of the fused GEMV kernels (see decode_gemv.cu), B <= GR_DEC_GEMV_MAX_B: batch
+/* Launch geometry of the fused GEMV kernels (see decode_gemv.cu), B <= gemv_max_b: batch
  * tile BT (a power of two <= 8 whose activation tile fits in shared memory; more than one tile
  * only when fp32 rows of a large K do not fit 8 at a time), 1-2 blocks of 256 threads per SM
  * (shared memory, and GR_DEC_BLOCKS_PER_SM for the registers), and the team size TW: the fewest
@@ -179,20 +179,20 @@ static gr_status gemv_geometry(gr_op *op, const gr_plan *plan, int is_down, int6
     return GR_OK;
 }
 
-/* B > GR_DEC_GEMV_MAX_B: the main product through cuBLAS (fp32 into the op's scratch), then one
+/* B > gemv_max_b: the main product through cuBLAS (fp32 into the op's scratch), then one
  * epilogue kernel with a block per (tile of GR_DEC_EPI_THREADS outputs, batch row). The launch
  * dims are the epilogue's; cuBLAS picks its own, so the op's launch count is the library's. The
  * scratch is written by the GEMMs and read back by the epilogue: counted as HBM traffic. */
 static gr_status blas_geometry(gr_op *op, int is_down, int64_t B, int64_t K, int64_t N,
-                               int64_t rank, int esize, gr_error *err) {
+                               int64_t rank, int esize, int maxb, gr_error *err) {
     size_t smem =
         (size_t)(is_down ? rank + 2 * GR_DEC_EPI_THREADS : 2 * rank + GR_DEC_EPI_THREADS) *
         sizeof(float);
     if (smem > 48u * 1024u || B > 65535)
         return gr_error_set(err, GR_ERR_INPUT, op->path,
                             "kernel \"%s\": r = %lld or B = %lld is too large for the cuBLAS path "
-                            "(B > %d); use r <= 6000 and B <= 65535",
-                            op->kernel->name, (long long)rank, (long long)B, GR_DEC_GEMV_MAX_B);
+                            "(B > gemv_max_b = %d); use r <= 6000 and B <= 65535",
+                            op->kernel->name, (long long)rank, (long long)B, maxb);
     op->ip[GR_DEC_FLAGS] |= GR_DEC_F_BLAS;
     op->ip[GR_DEC_BT] = 0;
     op->ip[GR_DEC_TW] = 0;
@@ -209,15 +209,41 @@ static gr_status blas_geometry(gr_op *op, int is_down, int64_t B, int64_t K, int
                              : (double)B * (double)K * esize + 2.0 * (double)B * (double)N * 4.0;
     op->bytes_read += scratch;
     op->bytes_written += scratch;
+    snprintf(op->form, sizeof(op->form), "cublas, gemv_max_b %d", maxb);
     return GR_OK;
 }
 
-/* The GEMV kernels for B <= GR_DEC_GEMV_MAX_B, cuBLAS above. Call after the byte accounting. */
+/* The op's gemv_max_b attr (default GR_DEC_GEMV_MAX_B): the largest B the weight-streaming GEMV
+ * kernels run; above it the per-layer ops take the cuBLAS path and decode_step refuses. The
+ * workload sets it (decode_step.json's param of that name) where the crossover was measured. */
+static gr_status gemv_max_b(const gr_op *op, int *out, gr_error *err) {
+    double v = gr_op_attr_num(op, GR_DEC_ATTR_GEMV_MAX_B, GR_DEC_GEMV_MAX_B);
+    *out = GR_DEC_GEMV_MAX_B;
+    if (v >= 1 && v <= GR_DEC_GEMV_MAX_B && v == floor(v)) {
+        *out = (int)v;
+        return GR_OK;
+    }
+    char path[GR_PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s.attrs.%s", op->path, GR_DEC_ATTR_GEMV_MAX_B);
+    return gr_error_set(err, GR_ERR_INPUT, path,
+                        "kernel \"%s\": %s = %g is outside [1, %d]: it is the largest batch the "
+                        "weight-streaming GEMV kernels run, and they serve at most %d rows (batch "
+                        "tiles of up to %d); above it the main products go through cuBLAS",
+                        op->kernel->name, GR_DEC_ATTR_GEMV_MAX_B, v, GR_DEC_GEMV_MAX_B,
+                        GR_DEC_GEMV_MAX_B, GR_DEC_GEMV_MAX_B);
+}
+
+/* The GEMV kernels for B <= gemv_max_b, cuBLAS above. Call after the byte accounting: the cuBLAS
+ * path adds its scratch traffic. op->form names the path the plan takes. */
 static gr_status fused_geometry(gr_op *op, const gr_plan *plan, int is_down, int64_t B, int64_t K,
-                                int64_t N, int64_t rank, int esize, const char *kdim,
+                                int64_t N, int64_t rank, int esize, int maxb, const char *kdim,
                                 gr_error *err) {
-    if (B > GR_DEC_GEMV_MAX_B) return blas_geometry(op, is_down, B, K, N, rank, esize, err);
-    return gemv_geometry(op, plan, is_down, B, K, N, rank, esize, kdim, err);
+    op->ip[GR_DEC_MAXB] = maxb;
+    if (B > maxb) return blas_geometry(op, is_down, B, K, N, rank, esize, maxb, err);
+    GR_TRY(gemv_geometry(op, plan, is_down, B, K, N, rank, esize, kdim, err));
+    snprintf(op->form, sizeof(op->form), "gemv bt%lld, gemv_max_b %d", (long long)op->ip[GR_DEC_BT],
+             maxb);
+    return GR_OK;
 }
 
 /* ---------- fused kernels: checks ---------- */
@@ -344,6 +370,8 @@ static gr_status check_gate_up(gr_op *op, const gr_plan *plan, gr_error *err) {
     if (f > 0x3fffffffLL || d > 0x3fffffffLL)
         st = gr_error_set(err, GR_ERR_INPUT, op->path, "kernel \"%s\": d or f exceeds 2^30",
                           op->kernel->name);
+    int maxb;
+    if (gemv_max_b(op, &maxb, err) != GR_OK) st = GR_ERR_INPUT;
     if (st != GR_OK) return st;
     op->ip[GR_DEC_B] = B;
     op->ip[GR_DEC_K] = d;
@@ -361,7 +389,7 @@ static gr_status check_gate_up(gr_op *op, const gr_plan *plan, gr_error *err) {
     op->flops = (double)B * (4.0 * (double)f * (double)d + 4.0 * (double)f * (double)r +
                              2.0 * (double)r * (double)f + 6.0 * (double)f);
     op->launches = 1;
-    return fused_geometry(op, plan, 0, B, d, f, r, (int)gr_dtype_size(x->dtype), "d", err);
+    return fused_geometry(op, plan, 0, B, d, f, r, (int)gr_dtype_size(x->dtype), maxb, "d", err);
 }
 
 /* decode_down: inputs x [B, d], act [B, f], W_down [d, f], B_down [d, r], tdown [r, B], and for
@@ -430,6 +458,8 @@ static gr_status check_down(gr_op *op, const gr_plan *plan, gr_error *err) {
     if (f > 0x3fffffffLL || d > 0x3fffffffLL)
         st = gr_error_set(err, GR_ERR_INPUT, op->path, "kernel \"%s\": d or f exceeds 2^30",
                           op->kernel->name);
+    int maxb;
+    if (gemv_max_b(op, &maxb, err) != GR_OK) st = GR_ERR_INPUT;
     if (st != GR_OK) return st;
     op->ip[GR_DEC_B] = B;
     op->ip[GR_DEC_K] = f;
@@ -442,7 +472,7 @@ static gr_status check_down(gr_op *op, const gr_plan *plan, gr_error *err) {
     op->flops = (double)B * (2.0 * (double)d * (double)f + 2.0 * (double)d * (double)r + (double)d +
                              (next ? 2.0 * (2.0 * (double)r + 1.0) * (double)d : 0.0));
     op->launches = 1;
-    return fused_geometry(op, plan, 1, B, f, d, r, (int)gr_dtype_size(x->dtype), "f", err);
+    return fused_geometry(op, plan, 1, B, f, d, r, (int)gr_dtype_size(x->dtype), maxb, "f", err);
 }
 
 /* decode_step: the whole step in one persistent kernel (decode_gemv.cu). inputs x [B, d], then
@@ -501,12 +531,15 @@ static gr_status check_step(gr_op *op, const gr_plan *plan, gr_error *err) {
     if (need_multiple(op, "f", f, vec, x->dtype, err) != GR_OK) st = GR_ERR_INPUT;
     if (need_multiple(op, "r", r, vec, x->dtype, err) != GR_OK) st = GR_ERR_INPUT;
     if (need_no_alias(op, plan, 0, 0, err) != GR_OK) st = GR_ERR_INPUT;
-    if (B > GR_DEC_GEMV_MAX_B)
+    int maxb;
+    if (gemv_max_b(op, &maxb, err) != GR_OK)
+        st = GR_ERR_INPUT;
+    else if (B > maxb)
         st = gr_error_set(err, GR_ERR_INPUT, op->path,
                           "kernel \"%s\" streams the weights once per batch tile and serves B <= "
-                          "%d; B = %lld: use the per-layer kernels (decode_gate_up, decode_down), "
-                          "which call cuBLAS above %d rows",
-                          op->kernel->name, GR_DEC_GEMV_MAX_B, (long long)B, GR_DEC_GEMV_MAX_B);
+                          "gemv_max_b = %d (at most %d); B = %lld: use the per-layer kernels "
+                          "(decode_gate_up, decode_down), which call cuBLAS above their gemv_max_b",
+                          op->kernel->name, maxb, GR_DEC_GEMV_MAX_B, (long long)B);
     if (f > 0x3fffffffLL || d > 0x3fffffffLL)
         st = gr_error_set(err, GR_ERR_INPUT, op->path, "kernel \"%s\": d or f exceeds 2^30",
                           op->kernel->name);
@@ -515,6 +548,7 @@ static gr_status check_step(gr_op *op, const gr_plan *plan, gr_error *err) {
     op->ip[GR_DEC_K] = d;
     op->ip[GR_DEC_N] = f;
     op->ip[GR_DEC_RANK] = r;
+    op->ip[GR_DEC_MAXB] = maxb;
     op->fp[0] = gr_op_attr_num(op, "scale", 1.0);
     op->fp[1] = gr_op_attr_num(op, "eps", 1e-5);
     if (!(op->fp[1] >= 0))
@@ -1076,11 +1110,27 @@ static gr_status ref_mul_bcast(const gr_op *op, const gr_plan *plan, void *const
 static const gr_attr_spec eps_attr[] = {
     {"eps", GR_ATTR_FLOAT, 0, 0.0, NULL, NULL, "added before the square root (default 0)"}};
 static const gr_attr_spec s_attr[] = {{"s", GR_ATTR_FLOAT, 1, 1.0, NULL, NULL, "scale of b"}};
+#define DEC_STR_(x) #x
+#define DEC_STR(x) DEC_STR_(x)
+#define GEMV_MAX_B_RANGE                                                                           \
+    "(1 to " DEC_STR(GR_DEC_GEMV_MAX_B) ", default " DEC_STR(GR_DEC_GEMV_MAX_B) ")"
+#define GEMV_MAX_B_HELP                                                                            \
+    "largest B run by the weight-streaming GEMV kernels; above it cuBLAS does the main "           \
+    "products " GEMV_MAX_B_RANGE
+#define STEP_MAX_B_HELP                                                                            \
+    "largest B the step serves (its phases are the GEMV kernels'); a larger B is an error: use "   \
+    "the per-layer kernels " GEMV_MAX_B_RANGE
 static const gr_attr_spec gate_up_attrs[] = {
     {"scale", GR_ATTR_FLOAT, 1, 1.0, NULL, NULL, "LoRA scale alpha / r"},
-    {"eps", GR_ATTR_FLOAT, 0, 1e-5, NULL, NULL, "RMSNorm eps (default 1e-5)"}};
+    {"eps", GR_ATTR_FLOAT, 0, 1e-5, NULL, NULL, "RMSNorm eps (default 1e-5)"},
+    {GR_DEC_ATTR_GEMV_MAX_B, GR_ATTR_INT, 0, GR_DEC_GEMV_MAX_B, NULL, NULL, GEMV_MAX_B_HELP}};
 static const gr_attr_spec down_attrs[] = {
-    {"scale", GR_ATTR_FLOAT, 1, 1.0, NULL, NULL, "LoRA scale alpha / r"}};
+    {"scale", GR_ATTR_FLOAT, 1, 1.0, NULL, NULL, "LoRA scale alpha / r"},
+    {GR_DEC_ATTR_GEMV_MAX_B, GR_ATTR_INT, 0, GR_DEC_GEMV_MAX_B, NULL, NULL, GEMV_MAX_B_HELP}};
+static const gr_attr_spec step_attrs[] = {
+    {"scale", GR_ATTR_FLOAT, 1, 1.0, NULL, NULL, "LoRA scale alpha / r"},
+    {"eps", GR_ATTR_FLOAT, 0, 1e-5, NULL, NULL, "RMSNorm eps (default 1e-5)"},
+    {GR_DEC_ATTR_GEMV_MAX_B, GR_ATTR_INT, 0, GR_DEC_GEMV_MAX_B, NULL, NULL, STEP_MAX_B_HELP}};
 
 static const gr_kernel_def k_square = {
     "square",
@@ -1190,7 +1240,8 @@ static const gr_kernel_def k_gate_up = {
     "decode_gate_up",
     "fused gate/up projections of a LoRA MLP at decode: act = silu(g) * u, g = rstd (W_gate (x "
     "w_norm) + scale B_gate tin_g), u likewise; tdown += A_down act. Weight-streaming GEMV "
-    "(16-byte loads) for B <= 8; above, cuBLAS for W x with LoRA and epilogue in a small kernel",
+    "(16-byte loads) for B <= gemv_max_b (default 8); above, cuBLAS for W x with LoRA and "
+    "epilogue in a small kernel",
     "x [B, d], w_norm [d], ssq [B], tin [2r, B], W_gate [f, d], W_up [f, d], B_gate [f, r], "
     "B_up [f, r], A_down [r, f]",
     "act [B, f], tdown [r, B] fp32 (accumulated: zero it first), optional ssq_next [B] and "
@@ -1200,7 +1251,7 @@ static const gr_kernel_def k_gate_up = {
     2,
     4,
     gate_up_attrs,
-    2,
+    3,
     GR_KF_PDL | GR_KF_LIBRARY,
     check_gate_up,
     gr_launch_decode_gate_up,
@@ -1210,7 +1261,8 @@ static const gr_kernel_def k_gate_up = {
 static const gr_kernel_def k_down = {
     "decode_down",
     "fused down projection of a LoRA MLP at decode: x += W_down act + scale B_down tdown; with "
-    "the next layer's w_norm, A_gate, A_up also accumulates its RMSNorm statistics",
+    "the next layer's w_norm, A_gate, A_up also accumulates its RMSNorm statistics. "
+    "Weight-streaming GEMV for B <= gemv_max_b (default 8); above, cuBLAS for W_down act",
     "x [B, d], act [B, f], W_down [d, f], B_down [d, r], tdown [r, B] fp32, optional w_norm_next "
     "[d], A_gate_next [r, d], A_up_next [r, d]",
     "x_out [B, d] (may be x), with the next layer ssq_next [B], tin_next [2r, B] fp32 "
@@ -1220,7 +1272,7 @@ static const gr_kernel_def k_down = {
     1,
     4,
     down_attrs,
-    1,
+    2,
     GR_KF_INPLACE | GR_KF_PDL | GR_KF_LIBRARY,
     check_down,
     gr_launch_decode_down,
@@ -1238,15 +1290,15 @@ static const gr_kernel_def k_step = {
     "a whole fused LoRA MLP decode step in one persistent kernel: the norm statistics, then per "
     "layer the gate/up and the down weight-streaming GEMV phases of decode_gate_up and "
     "decode_down, separated by grid barriers; each phase's first weight loads are issued before "
-    "its barrier (B <= 8)",
+    "its barrier (B <= gemv_max_b, at most 8)",
     STEP_INPUTS_DOC,
     "x (in place), act [B, f]",
     1 + GR_DEC_P_PER_LAYER,
     1 + GR_DEC_P_PER_LAYER *GR_DEC_P_MAX_LAYERS,
     2,
     2,
-    gate_up_attrs,
-    2,
+    step_attrs,
+    3,
     GR_KF_INPLACE,
     check_step,
     gr_launch_decode_step,

@@ -38,18 +38,22 @@ enum {
     GR_DEC_BT = 4,    /* batch tile (template parameter: 1, 2, 4 or 8) */
     GR_DEC_TW = 5,    /* warps per team (a team computes one task's rows together) */
     GR_DEC_TILES = 6, /* batch tiles = ceil(B / BT); blocks per tile = grid / tiles */
-    GR_DEC_FLAGS = 7  /* GR_DEC_F_* */
+    GR_DEC_FLAGS = 7, /* GR_DEC_F_* */
+    GR_DEC_MAXB = 8   /* the op's gemv_max_b attr: the largest B for the GEMV kernels */
 };
 enum {
     GR_DEC_F_NEXT = 1u << 0, /* down: accumulate the next layer's norm statistics */
     GR_DEC_F_ZERO = 1u << 1, /* zero the accumulators named as extra outputs */
-    GR_DEC_F_BLAS = 1u << 2  /* B > GR_DEC_GEMV_MAX_B: the main product through cuBLAS into fp32
-                                scratch, LoRA and epilogues in a small kernel (decode_gemv.cu) */
+    GR_DEC_F_BLAS = 1u << 2  /* B > the op's gemv_max_b: the main product through cuBLAS into
+                                fp32 scratch, LoRA and epilogues in a small kernel
+                                (decode_gemv.cu) */
 };
-/* The weight-streaming GEMV kernels serve batches up to this size; larger batches use cuBLAS for
- * the main product (the GEMV would re-read the weights once per batch tile of 8 rows; a GEMM
- * reads them once). */
+/* The hard limit of the weight-streaming GEMV kernels (and of decode_step): batch tiles of at
+ * most 8 rows, so a larger batch would re-read the weights once per tile, where a GEMM reads them
+ * once. Where the GEMV hands over to cuBLAS is the op's attr gemv_max_b (1..GR_DEC_GEMV_MAX_B,
+ * default GR_DEC_GEMV_MAX_B): plan data, set from decode_step.json's param of that name. */
 #define GR_DEC_GEMV_MAX_B 8
+#define GR_DEC_ATTR_GEMV_MAX_B "gemv_max_b"
 /* Most blocks of 256 threads of the fused GEMV kernels per SM that their registers allow (their
  * launch bounds): at a batch tile of 8 they use up to 255 registers per thread (one block), below
  * at most 128 (two). The check may pick fewer when shared memory is short. */
@@ -75,7 +79,7 @@ void gr_teardown_decode_gemv(void *state);
  * For the tests. */
 int gr_decode_gemv_carveout(const gr_op *op, int dtype, int *norm_stats);
 
-/* decode_step (one persistent kernel per step, B <= GR_DEC_GEMV_MAX_B): inputs x, then per
+/* decode_step (one persistent kernel per step, B <= its gemv_max_b attr): inputs x, then per
  * layer GR_DEC_P_PER_LAYER weights in this order (the order decode_step.json declares them): */
 enum {
     GR_DEC_P_WNORM = 0,
@@ -93,7 +97,7 @@ enum {
 /* Layers one decode_step op serves: its per-layer argument tables are kernel parameters. */
 #define GR_DEC_P_MAX_LAYERS 48
 /* decode_step uses op->ip like the GEMV kernels (B, K = d, N = f, RANK, BT, TW = the gate_up
- * phase's team width, TILES) and this slot (GR_DEC_FLAGS there) for the down phase's. */
+ * phase's team width, TILES, MAXB) and this slot (GR_DEC_FLAGS there) for the down phase's. */
 #define GR_DEC_S_TW_DOWN 7
 gr_status gr_launch_decode_step(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err);
 /* setup(): the step's device scratch (grid barrier counter, per-layer statistics) and its

@@ -32,9 +32,11 @@
 //     value and block: at B = 4 the statistics' 34 K same-line atomics per kernel cost ~3 us);
 //   - the grid is 1-2 blocks of 256 threads per SM; teams are numbered across blocks first, so
 //     a task count that is not a multiple of the team count spreads over all SMs.
-// B > GR_DEC_GEMV_MAX_B (8): the GEMV would re-read every weight once per batch tile; instead the
-// main products go through cublasGemmEx (fp32 output in the op's scratch) and small kernels do
-// x * w_norm before and the LoRA terms, silu * u, residual and statistics after.
+// B > the op's gemv_max_b (at most GR_DEC_GEMV_MAX_B = 8; the check sets GR_DEC_F_BLAS): past 8
+// rows the GEMV would re-read every weight once per batch tile, and below that the workload may
+// hand over earlier where cuBLAS is measured faster; the main products go through cublasGemmEx
+// (fp32 output in the op's scratch) and small kernels do x * w_norm before and the LoRA terms,
+// silu * u, residual and statistics after.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -756,7 +758,7 @@ __global__ void __launch_bounds__(kThreads, GR_DEC_BLOCKS_PER_SM(BT))
     }
 }
 
-// ---------- cuBLAS path (B > GR_DEC_GEMV_MAX_B) ----------
+// ---------- cuBLAS path (B > the op's gemv_max_b: GR_DEC_F_BLAS) ----------
 
 // xw = x * w_norm in the weight dtype (the GEMM's A operand; one rounding, ~0.1% on a dot
 // product of d terms in bf16), and the zeroing of the next layer's statistics.
@@ -1049,14 +1051,16 @@ template <typename T> DownArgs<T> down_args(const gr_op *op, const gr_launch_ctx
 gr_status need_state(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
     if (!ctx->op_state || !ctx->cublas)
         return gr_error_set(err, GR_ERR_INTERNAL, op->path,
-                            "%s (B > %d): setup() did not allocate the scratch, or there is no "
-                            "cuBLAS handle (the kernel must carry GR_KF_LIBRARY)",
-                            op->kernel->name, GR_DEC_GEMV_MAX_B);
+                            "%s (B = %lld > gemv_max_b = %lld): setup() did not allocate the "
+                            "scratch, or there is no cuBLAS handle (the kernel must carry "
+                            "GR_KF_LIBRARY)",
+                            op->kernel->name, (long long)op->ip[GR_DEC_B],
+                            (long long)op->ip[GR_DEC_MAXB]);
     return GR_OK;
 }
 
-// B > 8: xw = x * w_norm; G = xw W_gate^T and U = xw W_up^T through cuBLAS (fp32 out); then
-// the epilogue kernel. The launch of every kernel is checked; cuBLAS returns its status.
+// B > gemv_max_b: xw = x * w_norm; G = xw W_gate^T and U = xw W_up^T through cuBLAS (fp32
+// out); then the epilogue kernel. The launch of every kernel is checked; cuBLAS returns its status.
 template <typename T>
 gr_status launch_gate_up_blas(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
     GR_TRY(need_state(op, ctx, err));

@@ -665,8 +665,8 @@ static void test_launch_geometry(void) {
     CU_ASSERT_EQUAL(gu->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS, 0);
     CU_ASSERT_EQUAL(p->library_ops, 0);
     gr_plan_destroy(p);
-    /* B = 13: past GR_DEC_GEMV_MAX_B, cuBLAS for W x and the epilogue kernel's dims: a block of
-     * 128 threads per 128 outputs and batch row */
+    /* B = 13: past gemv_max_b (default GR_DEC_GEMV_MAX_B), cuBLAS for W x and the epilogue
+     * kernel's dims: a block of 128 threads per 128 outputs and batch row */
     const char *s13[] = {"B=13"};
     p = decode_plan("fused", s13, 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -711,6 +711,111 @@ static void test_launch_geometry(void) {
     CU_ASSERT_EQUAL(dn->ip[GR_DEC_TW], 8);
     CU_ASSERT_EQUAL(dn->grid[0], 256); /* 256 tasks: one per block */
     gr_plan_destroy(p);
+}
+
+/* gemv_max_b (decode_step.json's param, passed to every GEMV op as the attr of that name) moves
+ * the GEMV/cuBLAS crossover below the kernels' limit of 8. At B = 8 with gemv_max_b = 4 every
+ * gate_up and down op takes the cuBLAS path: the flag (the op needs the library handles and
+ * its scratch), the epilogue's launch dims, a library launch count, and the scratch's bytes on
+ * top of the GEMV's; the flops are the same. At B = 4 with gemv_max_b = 4, and at B = 8 with the
+ * default, the ops stay GEMV. fused_persistent and gemv_only follow the same param. */
+static void test_gemv_max_b(void) {
+    const char *s_def[] = {"B=8"}, *s_lo[] = {"B=8", "gemv_max_b=4"};
+    const char *s_b4[] = {"B=4", "gemv_max_b=4"}, *s_b4d[] = {"B=4"};
+    gr_plan *g = decode_plan("fused", s_def, 1), *c = decode_plan("fused", s_lo, 2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    const char *names[] = {"gate_up.0", "down.0", "gate_up.7", "down.7", "gate_up.15", "down.15"};
+    for (int i = 0; i < 6; i++) {
+        const gr_op *go = op_named(g, names[i]), *co = op_named(c, names[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(go);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(co);
+        int is_down = names[i][0] == 'd';
+        /* default: GEMV, one tile of 8 rows */
+        CU_ASSERT_EQUAL(go->ip[GR_DEC_MAXB], 8);
+        CU_ASSERT_EQUAL(go->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS, 0);
+        CU_ASSERT_EQUAL(go->ip[GR_DEC_BT], 8);
+        CU_ASSERT_EQUAL(go->block[0], 256);
+        CU_ASSERT_EQUAL(go->grid[1], 1);
+        CU_ASSERT_EQUAL(go->launches, 1);
+        CU_ASSERT_STRING_EQUAL(go->form, "gemv bt8, gemv_max_b 8");
+        /* gemv_max_b = 4: cuBLAS and the epilogue kernel (a block per 128 outputs and row) */
+        CU_ASSERT_EQUAL(co->ip[GR_DEC_MAXB], 4);
+        CU_ASSERT_TRUE((co->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS) != 0);
+        CU_ASSERT_EQUAL(co->ip[GR_DEC_FLAGS] & ~GR_DEC_F_BLAS, go->ip[GR_DEC_FLAGS]);
+        CU_ASSERT_EQUAL(co->ip[GR_DEC_BT], 0);
+        CU_ASSERT_EQUAL(co->ip[GR_DEC_TILES], 0);
+        CU_ASSERT_EQUAL(co->block[0], GR_DEC_EPI_THREADS);
+        CU_ASSERT_EQUAL(co->grid[0], (is_down ? 2048 : 8192) / GR_DEC_EPI_THREADS);
+        CU_ASSERT_EQUAL(co->grid[1], 8);
+        CU_ASSERT_EQUAL(co->launches, -1);
+        CU_ASSERT_STRING_EQUAL(co->form, "cublas, gemv_max_b 4");
+        /* the scratch (gate_up: x * w_norm [8, d] bf16 and two fp32 [8, f]; down: fp32 [8, d])
+         * is written by the GEMMs and read back by the epilogue */
+        double scratch = is_down ? 8.0 * 2048 * 4 : 8.0 * 2048 * 2 + 2.0 * 8 * 8192 * 4;
+        CU_ASSERT_DOUBLE_EQUAL(co->bytes_read - go->bytes_read, scratch, 0.5);
+        CU_ASSERT_DOUBLE_EQUAL(co->bytes_written - go->bytes_written, scratch, 0.5);
+        CU_ASSERT_DOUBLE_EQUAL(co->flops, go->flops, 0.5);
+    }
+    CU_ASSERT_EQUAL(g->library_ops, 0);
+    CU_ASSERT_EQUAL(c->library_ops, 32);
+    CU_ASSERT_EQUAL(c->kernels, 33); /* library ops count once each */
+    CU_ASSERT_TRUE(c->bytes_read > g->bytes_read);
+    /* norm_stats has one form: unchanged */
+    CU_ASSERT_EQUAL(op_named(c, "norm_stats.0")->grid[0], op_named(g, "norm_stats.0")->grid[0]);
+    CU_ASSERT_EQUAL(op_named(c, "norm_stats.0")->form[0], '\0');
+    gr_plan_destroy(g);
+    gr_plan_destroy(c);
+    /* B = 4 with gemv_max_b = 4: GEMV, the same plan as the default at B = 4 */
+    gr_plan *k = decode_plan("fused", s_b4, 2), *kd = decode_plan("fused", s_b4d, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(kd);
+    CU_ASSERT_EQUAL(k->library_ops, 0);
+    CU_ASSERT_EQUAL(k->nops, kd->nops);
+    for (int i = 0; i < k->nops; i++) {
+        const gr_op *a = &k->ops[i], *b = &kd->ops[i];
+        CU_ASSERT_EQUAL(a->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS, 0);
+        CU_ASSERT_EQUAL(a->grid[0], b->grid[0]);
+        CU_ASSERT_EQUAL(a->smem, b->smem);
+        CU_ASSERT_EQUAL(a->ip[GR_DEC_BT], b->ip[GR_DEC_BT]);
+        CU_ASSERT_EQUAL(a->launches, b->launches);
+        CU_ASSERT_DOUBLE_EQUAL(a->bytes_read + a->bytes_written, b->bytes_read + b->bytes_written,
+                               0.5);
+    }
+    const gr_op *gu4 = op_named(k, "gate_up.0");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gu4);
+    CU_ASSERT_EQUAL(gu4->ip[GR_DEC_BT], 4);
+    CU_ASSERT_EQUAL(gu4->ip[GR_DEC_MAXB], 4);
+    CU_ASSERT_EQUAL(op_named(kd, "gate_up.0")->ip[GR_DEC_MAXB], 8);
+    gr_plan_destroy(k);
+    gr_plan_destroy(kd);
+    /* fused_persistent: one decode_step op for B <= gemv_max_b, the per-layer kernels (here on
+     * the cuBLAS path) above it */
+    gr_plan *p = decode_plan("fused_persistent", s_def, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->nops, 1);
+    CU_ASSERT_STRING_EQUAL(p->ops[0].kernel->name, "decode_step");
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_MAXB], 8);
+    gr_plan_destroy(p);
+    p = decode_plan("fused_persistent", s_lo, 2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->nops, 2 * 16 + 1);
+    CU_ASSERT_EQUAL(p->library_ops, 32);
+    CU_ASSERT_TRUE((op_named(p, "down.3")->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS) != 0);
+    gr_plan_destroy(p);
+    p = decode_plan("fused_persistent", s_b4, 2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->nops, 1);
+    CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_MAXB], 4);
+    gr_plan_destroy(p);
+    /* gemv_only and gemv_stream pass it too */
+    const char *names2[] = {"gemv_only", "gemv_stream"};
+    for (int v = 0; v < 2; v++) {
+        p = decode_plan(names2[v], s_lo, 2);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_EQUAL(p->library_ops, p->nops);
+        gr_plan_destroy(p);
+    }
 }
 
 /* fused_persistent at B <= 8: the whole step is one decode_step op; its inputs list x and then each
@@ -892,7 +997,8 @@ static void test_step_errors(void) {
     m = gr_test_plan_error(step_json(json, sizeof(json), 1, "[9, 64]", all, "[\"x\", \"act\"]"),
                            NULL);
     GR_ASSERT_CONTAINS(m, "kernel \"decode_step\" streams the weights once per batch tile and "
-                          "serves B <= 8; B = 9: use the per-layer kernels");
+                          "serves B <= gemv_max_b = 8 (at most 8); B = 9: use the per-layer "
+                          "kernels");
     /* an unknown name inside an inputs repeat block names its iteration */
     const char *typo = "[\"x\", {\"repeat\": \"L\", \"var\": \"i\", \"names\": [\"w_norm.{i}\", "
                        "\"W_gate.{i}\", \"W_up.{i}\", \"W_dwn.{i}\", \"A_gate.{i}\", "
@@ -1163,7 +1269,7 @@ static void test_down_and_stats_errors(void) {
     GR_ASSERT_CONTAINS(
         gr_test_plan_error(fused_json_n(json, sizeof(json), gf92, 6, GATE_UP_OP), NULL),
         "ops[1]: kernel \"decode_gate_up\": f = 92 is not a multiple of 8");
-    /* the cuBLAS path (B > 8) keeps 2r fp32 values per block in 48 KB of shared memory */
+    /* the cuBLAS path (B > gemv_max_b) keeps 2r fp32 values per block in 48 KB of shared memory */
     over big_r[] = {{"x", NULL, "[9, 64]"},      {"ssq", NULL, "[9]"},
                     {"tin", NULL, "[12288, 9]"}, {"Bg", NULL, "[96, 6144]"},
                     {"Bu", NULL, "[96, 6144]"},  {"Ad", NULL, "[6144, 96]"},
@@ -1171,7 +1277,7 @@ static void test_down_and_stats_errors(void) {
     GR_ASSERT_CONTAINS(
         gr_test_plan_error(fused_json_n(json, sizeof(json), big_r, 8, GATE_UP_OP), NULL),
         "ops[1]: kernel \"decode_gate_up\": r = 6144 or B = 9 is too large for the cuBLAS path "
-        "(B > 8)");
+        "(B > gemv_max_b = 8)");
     /* norm_stats */
     m = fused_error("Au", NULL, "[8, 63]", STATS_OP);
     GR_ASSERT_CONTAINS(m, "ops[1]: kernel \"decode_norm_stats\": inputs[3] (A_up) \"Au\" has shape "
@@ -1312,6 +1418,80 @@ static void test_small_kernel_errors(void) {
     }
 }
 
+/* gemv_max_b outside [1, 8]: the workload's param names itself (--set params.gemv_max_b), an op
+ * attr given directly names the op and the attr; decode_step refuses a B above its gemv_max_b. */
+static void test_gemv_max_b_errors(void) {
+    const char *bad[][2] = {{"gemv_max_b=9", "9 is outside [1, 8]"},
+                            {"gemv_max_b=0", "0 is outside [1, 8]"}};
+    for (int i = 0; i < 2; i++) {
+        const char *sets[] = {"B=8", bad[i][0]};
+        char msg[2048] = "";
+        gr_target t = gr_target_default();
+        gr_plan *p = decode_plan_for("fused", sets, 2, &t, msg, sizeof(msg));
+        CU_ASSERT_PTR_NULL(p);
+        gr_plan_destroy(p);
+        GR_ASSERT_CONTAINS(msg, "params.gemv_max_b");
+        GR_ASSERT_CONTAINS(msg, bad[i][1]);
+    }
+    /* not a whole number: the attr it is passed to says so */
+    {
+        const char *sets[] = {"gemv_max_b=4.5"};
+        char msg[2048] = "";
+        gr_target t = gr_target_default();
+        gr_plan *p = decode_plan_for("fused", sets, 1, &t, msg, sizeof(msg));
+        CU_ASSERT_PTR_NULL(p);
+        gr_plan_destroy(p);
+        GR_ASSERT_CONTAINS(msg, ".attrs.gemv_max_b: expected a whole number, got 4.5");
+    }
+    /* the attr itself, without the param's range */
+    const char *m = fused_error(
+        NULL, NULL, NULL,
+        "{\"kernel\": \"decode_gate_up\", \"inputs\": [\"x\", \"w\", \"ssq\", \"tin\", \"Wg\", "
+        "\"Wu\", \"Bg\", \"Bu\", \"Ad\"], \"outputs\": [\"act\", \"td\"], \"attrs\": "
+        "{\"scale\": 2, \"gemv_max_b\": 9}}");
+    GR_ASSERT_CONTAINS(m, "ops[1].attrs.gemv_max_b: kernel \"decode_gate_up\": gemv_max_b = 9 is "
+                          "outside [1, 8]: it is the largest batch the weight-streaming GEMV "
+                          "kernels run, and they serve at most 8 rows");
+    m = fused_error(NULL, NULL, NULL,
+                    "{\"kernel\": \"decode_down\", \"inputs\": [\"x\", \"act\", \"Wd\", \"Bd\", "
+                    "\"td\"], \"outputs\": [\"x\"], \"attrs\": {\"scale\": 2, \"gemv_max_b\": 0}}");
+    GR_ASSERT_CONTAINS(m, "ops[1].attrs.gemv_max_b: kernel \"decode_down\": gemv_max_b = 0 is "
+                          "outside [1, 8]");
+    /* in range: B = 2 above gemv_max_b = 1 takes the cuBLAS path */
+    char json[8192];
+    gr_error e;
+    gr_error_clear(&e);
+    gr_plan *p = gr_test_plan(
+        fused_json(json, sizeof(json), NULL, NULL, NULL,
+                   "{\"kernel\": \"decode_gate_up\", \"inputs\": [\"x\", \"w\", \"ssq\", \"tin\", "
+                   "\"Wg\", \"Wu\", \"Bg\", \"Bu\", \"Ad\"], \"outputs\": [\"act\", \"td\"], "
+                   "\"attrs\": {\"scale\": 2, \"gemv_max_b\": 1}}"),
+        NULL, &e);
+    if (!p) fprintf(stderr, "\n    %s", e.msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_TRUE((p->ops[1].ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS) != 0);
+    CU_ASSERT_EQUAL(p->library_ops, 1);
+    gr_plan_destroy(p);
+    /* decode_step: B = 2 above gemv_max_b = 1, and gemv_max_b = 9 */
+    const char *all = "[\"x\", {\"repeat\": \"L\", \"var\": \"i\", \"names\": " STEP_NAMES "}]";
+    const char *attrs[][2] = {
+        {"\"gemv_max_b\": 1",
+         "ops[0]: kernel \"decode_step\" streams the weights once per batch tile and serves B <= "
+         "gemv_max_b = 1 (at most 8); B = 2: use the per-layer kernels"},
+        {"\"gemv_max_b\": 9",
+         "ops[0].attrs.gemv_max_b: kernel \"decode_step\": gemv_max_b = 9 is outside [1, 8]"}};
+    for (int i = 0; i < 2; i++) {
+        step_json(json, sizeof(json), 1, "[2, 64]", all, "[\"x\", \"act\"]");
+        char *at = strstr(json, "\"attrs\": {\"scale\": 2}");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+        char tail[256];
+        snprintf(tail, sizeof(tail), "%s", at + strlen("\"attrs\": {\"scale\": 2"));
+        snprintf(at, sizeof(json) - (size_t)(at - json), "\"attrs\": {\"scale\": 2, %s%s",
+                 attrs[i][0], tail);
+        GR_ASSERT_CONTAINS(gr_test_plan_error(json, NULL), attrs[i][1]);
+    }
+}
+
 static CU_TestInfo decode_reference_tests[] = {
     {"small kernels by hand", test_small_kernels_by_hand},
     {"one layer by hand (fused and unfused)", test_decode_layer_by_hand},
@@ -1325,6 +1505,7 @@ static CU_TestInfo decode_accounting_tests[] = {
     {"launch geometry", test_launch_geometry},
     {"decode_step expansion", test_step_expansion},
     {"decode_step geometry and bytes", test_step_geometry_and_bytes},
+    {"gemv_max_b: GEMV or cuBLAS", test_gemv_max_b},
     CU_TEST_INFO_NULL};
 static CU_TestInfo decode_error_tests[] = {
     {"valid baseline", test_fused_valid_baseline},
@@ -1333,6 +1514,7 @@ static CU_TestInfo decode_error_tests[] = {
     {"size limits", test_size_limit_errors},
     {"small kernels", test_small_kernel_errors},
     {"decode_step", test_step_errors},
+    {"gemv_max_b", test_gemv_max_b_errors},
     CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_decode_suites[] = {{"decode_reference", decode_reference_tests, 0},
