@@ -2046,7 +2046,20 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
     pthread_attr_t attr;
     if (st == GR_OK) {
         l->ctl = (gr_lane_ctl *)l->map;
-        gr_lane_ctl_init(l->ctl, l->id);
+        sigjmp_buf jb;
+        sigjmp_buf *prev = seg_guard;
+        if (sigsetjmp(jb, 1)) { /* shrunk since fstat */
+            seg_guard = prev;
+            l->ctl = NULL;
+            st = gr_error_set(err, GR_ERR_INPUT, "shm",
+                              "segment %s shrank while the lane was being opened (SIGBUS)", r->shm);
+        } else {
+            seg_guard = &jb;
+            gr_lane_ctl_init(l->ctl, l->id);
+            seg_guard = prev;
+        }
+    }
+    if (st == GR_OK) {
         pthread_mutex_lock(&v->mu); /* registered before the thread can end */
         l->next = v->lanes;
         v->lanes = l;
@@ -2066,7 +2079,6 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
         pthread_mutex_unlock(&v->mu);
     }
     if (st != GR_OK) {
-        if (l->ctl) gr_lane_mark_closed(l->ctl, err->msg);
         if (l->registered) cudaHostUnregister(l->map);
         if (l->e0) cudaEventDestroy(l->e0);
         if (l->e1) cudaEventDestroy(l->e1);
