@@ -1799,6 +1799,8 @@ typedef struct lane {
     void *map;
     size_t map_len;
     int registered; /* cudaHostRegister took the segment: the copies are DMA from/to it */
+    dev_t seg_dev;  /* the segment's identity: two lanes on one control block would fight */
+    ino_t seg_ino;
     gr_lane_ctl *ctl;
     int stop;       /* atomic (__atomic): set by whoever closes the lane */
     char why[256];  /* why it closed (written before stop) */
@@ -2021,6 +2023,25 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
     }
     if (fd >= 0) close(fd);
     pthread_mutex_lock(&v->mu);
+    if (st == GR_OK) {
+        l->seg_dev = sb.st_dev;
+        l->seg_ino = sb.st_ino;
+        for (int again = 1; again && st == GR_OK;) {
+            again = 0;
+            for (lane *o = v->lanes; o && st == GR_OK && !again; o = o->next) {
+                if (o->seg_dev != sb.st_dev || o->seg_ino != sb.st_ino) continue;
+                if (__atomic_load_n(&o->stop, __ATOMIC_ACQUIRE)) { /* ending: let it finish */
+                    pthread_cond_wait(&v->lane_cv, &v->mu);
+                    again = 1;
+                } else {
+                    st = gr_error_set(err, GR_ERR_INPUT, "shm",
+                                      "segment %s already holds lane %llu's control block: give "
+                                      "each lane its own segment (or close that lane first)",
+                                      r->shm, (unsigned long long)o->id);
+                }
+            }
+        }
+    }
     if (st == GR_OK && v->nlanes >= LANE_MAX)
         st = gr_error_set(err, GR_ERR_SERVICE, "lane",
                           "%d lanes are open, the most the service runs (each has a thread): "

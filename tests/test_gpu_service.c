@@ -799,6 +799,11 @@ static void test_lanes(void) {
     json_t *lj = json_object_get(r, "lane");
     long long id = json_integer_value(json_object_get(lj, "id"));
     CU_ASSERT_TRUE(id > 0);
+    r = lane_open(fd, "pw", shm, GR_LANE_HEADER_BYTES, GR_LANE_HEADER_BYTES + nb); /* the same segment */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    SVC_ASSERT_STR(r, svc_err_field(r), "shm");
+    GR_ASSERT_CONTAINS(svc_err_msg(r), "already holds lane");
+    json_decref(r);
     json_decref(r);
     gr_lane_ctl *c = (gr_lane_ctl *)m;
     float *a = (float *)(m + GR_LANE_HEADER_BYTES), *y = (float *)(m + GR_LANE_HEADER_BYTES + nb);
