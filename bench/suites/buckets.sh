@@ -18,6 +18,25 @@ bench_buckets() {
         one "buckets_replay_B$b" replay "dec.B$b" --iters 2000 --socket "$sock" --quiet
         one "buckets_run_B$b" run "$wl" --variant fused --set "B=$b" --iters 2000 --no-cpu-ref --quiet
     done
+    # where the per-bucket device memory goes (run 81: ~130 MB a bucket beyond the shared
+    # buffers): the same group captured without the capture checker (CUPTI enabled around each
+    # capture) and a fresh service's single B = 64 capture, each listed on its own
+    one buckets_capture_nocc capture "$wl" --variant fused --name decnc --buckets B=1,2,4,8,16,32,64 \
+        --no-cpu-ref --no-capture-check --socket "$sock" --quiet
+    "$B" list --socket "$sock" --json "$O/buckets_list_nocc.json" > "$O/buckets_list_nocc.txt" 2>&1 || status=1
+    python3 - "$O/buckets_list.json" "$O/buckets_list_nocc.json" <<'PY' || true
+import json, sys
+for path in sys.argv[1:]:
+    try:
+        gs = json.load(open(path))["graphs"]
+    except Exception as e:
+        print(f"   {path}: {e}")
+        continue
+    print(f"   {path.rsplit('/', 1)[-1]}: per graph own / measured / device MB")
+    for g in gs:
+        print(f"     {g['name']:<12} {g.get('own_bytes', 0) / 1e6:9.1f} {g.get('measured_bytes', 0) / 1e6:9.1f}"
+              f" {g['device_bytes'] / 1e6:9.1f}  capture_checked={g.get('capture_checked')}")
+PY
     local v
     for v in unfused fused; do
         "$B" capture "$wl" --variant "$v" --name "up_$v" --no-cpu-ref --socket "$sock" --quiet \
