@@ -69,14 +69,34 @@ gr_status gr_devstate_create(const gr_plan *plan, int sm_count, gr_devstate **ou
     return gr_devstate_create_ext(plan, sm_count, NULL, out, err);
 }
 
-gr_status gr_devlib_create(int nstreams, gr_devlib **out, gr_error *err) {
+gr_status gr_devlib_create(int nstreams, int blas, size_t scratch_bytes, gr_devlib **out,
+                           gr_error *err) {
     *out = NULL;
     gr_devlib *lib = calloc(1, sizeof(*lib));
     if (!lib) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory");
     lib->nstreams = nstreams < 1 ? 1 : nstreams;
+    gr_status st = GR_OK;
+    if (scratch_bytes > 0) {
+        scratch_bytes = (scratch_bytes + 255) & ~(size_t)255; /* each slice 256-byte aligned */
+        cudaError_t crc = cudaMalloc(&lib->scratch, scratch_bytes * (size_t)lib->nstreams);
+        if (crc != cudaSuccess) {
+            lib->scratch = NULL;
+            st = gr_cuda_fail(crc, "cudaMalloc(scratch arena)", __FILE__, __LINE__, err);
+        } else {
+            lib->scratch_bytes = scratch_bytes;
+            lib->bytes += (double)scratch_bytes * lib->nstreams;
+        }
+    }
+    if (!blas || st != GR_OK) {
+        if (st != GR_OK) {
+            gr_devlib_destroy(lib);
+            return st;
+        }
+        *out = lib;
+        return GR_OK;
+    }
     cublasHandle_t h = NULL;
     cublasLtHandle_t lt = NULL;
-    gr_status st = GR_OK;
     int rc = cublasCreate(&h);
     if (rc != 0) st = gr_cublas_fail(rc, "cublasCreate", __FILE__, __LINE__, err);
     else lib->cublas = h;
@@ -91,6 +111,7 @@ gr_status gr_devlib_create(int nstreams, gr_devlib **out, gr_error *err) {
             st = gr_cuda_fail(crc, "cudaMalloc(workspace)", __FILE__, __LINE__, err);
         } else {
             lib->workspace_bytes = WORKSPACE_BYTES;
+            lib->bytes += (double)WORKSPACE_BYTES * lib->nstreams;
         }
     }
     if (st == GR_OK && (rc = cublasSetWorkspace(h, lib->workspace, lib->workspace_bytes)) != 0)
@@ -108,6 +129,7 @@ void gr_devlib_destroy(gr_devlib *lib) {
     if (lib->cublas) cublasDestroy((cublasHandle_t)lib->cublas);
     if (lib->cublaslt) cublasLtDestroy((cublasLtHandle_t)lib->cublaslt);
     if (lib->workspace) cudaFree(lib->workspace);
+    if (lib->scratch) cudaFree(lib->scratch);
     free(lib);
 }
 
@@ -168,14 +190,18 @@ gr_status gr_devstate_create_shared(const gr_plan *plan, int sm_count, void *con
         if (rc != cudaSuccess) st = gr_cuda_fail(rc, "cudaEventCreateWithFlags", __FILE__, __LINE__, err);
         else dev->events[e] = ev;
     }
-    if (st == GR_OK && gr_plan_needs_library(plan)) {
-        if (lib && lib->nstreams >= plan->nstreams) { /* shared: never run at once */
+    const int blas = gr_plan_needs_library(plan);
+    const size_t scratch = gr_plan_scratch(plan);
+    if (st == GR_OK && (blas || scratch > 0)) {
+        if (lib && lib->nstreams >= plan->nstreams && (!blas || lib->cublas) &&
+            lib->scratch_bytes >= scratch) { /* shared: never run at once */
             dev->lib = lib;
             dev->lib_borrowed = 1;
         } else {
             gr_devlib *own = NULL;
-            st = gr_devlib_create(plan->nstreams, &own, err);
+            st = gr_devlib_create(plan->nstreams, blas, scratch, &own, err);
             dev->lib = own;
+            if (own) dev->allocated_bytes += (size_t)own->bytes;
         }
     }
     for (int i = 0; i < plan->nops && st == GR_OK; i++) {
@@ -288,8 +314,14 @@ gr_launch_ctx gr_devstate_ctx(const gr_devstate *dev, const gr_op *op) {
     const gr_devlib *lib = dev->lib;
     c.cublas = lib ? lib->cublas : NULL;
     c.cublaslt = lib ? lib->cublaslt : NULL;
-    c.workspace = lib ? (char *)lib->workspace + (size_t)op->stream * lib->workspace_bytes : NULL;
-    c.workspace_bytes = lib ? lib->workspace_bytes : 0;
+    c.workspace = lib && lib->workspace
+                      ? (char *)lib->workspace + (size_t)op->stream * lib->workspace_bytes
+                      : NULL;
+    c.workspace_bytes = lib && lib->workspace ? lib->workspace_bytes : 0;
+    if (lib && lib->scratch && op->scratch > 0) {
+        c.scratch = (char *)lib->scratch + (size_t)op->stream * lib->scratch_bytes;
+        c.scratch_bytes = lib->scratch_bytes;
+    }
     c.sm_count = dev->sm_count;
     c.op_state = dev->op_state ? dev->op_state[op->index] : NULL;
     c.pdl = dev->pdl && gr_op_pdl_capable(op);

@@ -28,13 +28,18 @@ typedef struct gr_device_info {
 gr_status gr_device_probe(int ordinal, gr_device_info *info, gr_error *err);
 gr_target gr_target_from_info(const gr_device_info *info);
 
-/* Library state that several device states may share when their steps never run at once (the
- * replay service's bucket graphs, replayed one at a time by one worker): the cuBLAS and cuBLASLt
- * handles and one workspace per stream, created once instead of once per graph. */
+/* State that several device states may share when their steps never run at once (the replay
+ * service's bucket graphs, replayed one at a time by one worker), created once instead of once
+ * per graph: the cuBLAS and cuBLASLt handles and one workspace per stream (when a plan needs the
+ * library), and the scratch arena, one slice per stream, that ops use while they run (op->scratch:
+ * the largest op on a stream sets the slice). */
 typedef struct gr_devlib {
     void *cublas, *cublaslt, *workspace;
     size_t workspace_bytes; /* per stream */
+    void *scratch;
+    size_t scratch_bytes;   /* per stream */
     int nstreams;
+    double bytes;           /* device bytes it allocated (workspace and scratch) */
 } gr_devlib;
 
 typedef struct gr_devstate {
@@ -56,7 +61,10 @@ typedef struct gr_devstate {
 
 /* 1 when a plan has an op that needs the library state (GR_KF_LIBRARY). */
 int gr_plan_needs_library(const gr_plan *plan);
-gr_status gr_devlib_create(int nstreams, gr_devlib **out, gr_error *err);
+/* blas: create the cuBLAS/cuBLASLt handles and workspaces; scratch_bytes: the arena's slice per
+ * stream (0: none). */
+gr_status gr_devlib_create(int nstreams, int blas, size_t scratch_bytes, gr_devlib **out,
+                           gr_error *err);
 /* After every device state that borrowed it is destroyed. */
 void gr_devlib_destroy(gr_devlib *lib);
 
@@ -66,8 +74,9 @@ gr_status gr_devstate_create(const gr_plan *plan, int sm_count, gr_devstate **ou
  * bucket graphs share their buffers this way. */
 gr_status gr_devstate_create_ext(const gr_plan *plan, int sm_count, void *const *external,
                                  gr_devstate **out, gr_error *err);
-/* As gr_devstate_create_ext, borrowing lib's handles and workspace (when not NULL and the plan
- * needs them; lib must have at least the plan's streams) instead of creating its own. */
+/* As gr_devstate_create_ext, borrowing lib's handles, workspace and scratch (when not NULL and
+ * the plan needs them, and lib has at least the plan's streams, the handles when the plan needs
+ * the library and a slice at least the plan's scratch) instead of creating its own. */
 gr_status gr_devstate_create_shared(const gr_plan *plan, int sm_count, void *const *external,
                                     const gr_devlib *lib, gr_devstate **out, gr_error *err);
 void gr_devstate_destroy(gr_devstate *dev);

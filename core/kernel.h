@@ -37,6 +37,10 @@ typedef struct gr_launch_ctx {
     void *op_state;     /* what setup() returned for this op, or NULL */
     int pdl;            /* launch with programmatic dependent launch (GR_KF_PDL kernels only) */
     void *comm;         /* communicator of collective ops (an ncclComm_t), NULL outside graphrun tp */
+    void *scratch;      /* op->scratch bytes (or more) of device memory, live only during this op:
+                           the stream's slice of the device state's one scratch arena, NULL when
+                           op->scratch is 0 */
+    size_t scratch_bytes;
 } gr_launch_ctx;
 
 enum {

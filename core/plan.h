@@ -163,6 +163,8 @@ typedef struct gr_op {
     double fp[4];     /* float launch params (scales) */
     double bytes_read, bytes_written, flops;
     int launches;     /* kernels this op enqueues; -1 when a library decides */
+    size_t scratch;   /* device bytes the op needs while it runs and not after (check() sets it;
+                         the launch gets them as ctx->scratch): ops on one stream share them */
     /* which implementation the check chose, for kernels that have several (e.g. linear_act's
      * "wg w64 tf32x3"); empty otherwise. Printed by validate and in the plan JSON. */
     char form[40];
@@ -216,6 +218,9 @@ typedef struct gr_plan {
 } gr_plan;
 
 void gr_plan_destroy(gr_plan *plan);
+/* The largest op->scratch of a plan: the scratch arena's slice per stream its device state needs
+ * (core/device.c allocates it). */
+size_t gr_plan_scratch(const gr_plan *plan);
 /* After a plan's ops were copied into another plan (memcpy, e.g. kernels/breakers.c's fixed
  * plan), gives the copy its own user-op data (op->user, a module reference) so that each plan can
  * be destroyed. On failure the copy's user ops are dropped (op->user NULL): destroy it. */

@@ -253,6 +253,12 @@ void gr_plan_print(FILE *f, const gr_plan *p, int max_ops) {
     gr_fmt_bytes(p->intermediate_bytes, b1, sizeof(b1));
     fprintf(f, "intermediates: %d buffer%s written to HBM and read back (%s of round-trip traffic)\n",
             p->intermediates, p->intermediates == 1 ? "" : "s", b1);
+    size_t scratch = gr_plan_scratch(p);
+    if (scratch) {
+        gr_fmt_bytes((double)scratch, b1, sizeof(b1));
+        fprintf(f, "scratch: %s of device memory per stream, the largest op's (ops use it while they "
+                   "run; one arena, shared by a stream's ops)\n", b1);
+    }
     if (p->user_ops) {
         fprintf(f,
                 "user modules (%d op%s; bytes: each input read once and each output written "
@@ -422,6 +428,7 @@ void *gr_plan_to_json(const gr_plan *p) {
     json_object_set_new(tot, "ops", json_integer(p->nops));
     json_object_set_new(tot, "kernels", json_integer(p->kernels));
     json_object_set_new(tot, "library_ops", json_integer(p->library_ops));
+    json_object_set_new(tot, "scratch_bytes", json_integer((json_int_t)gr_plan_scratch(p)));
     json_object_set_new(tot, "bytes_read", json_real(p->bytes_read));
     json_object_set_new(tot, "bytes_written", json_real(p->bytes_written));
     json_object_set_new(tot, "bytes", json_real(p->bytes_read + p->bytes_written));

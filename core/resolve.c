@@ -2029,3 +2029,10 @@ double gr_plan_input_bytes(const gr_plan *plan) {
         if (plan->bufs[b].used && plan->bufs[b].first_write < 0) s += (double)plan->bufs[b].bytes;
     return s;
 }
+
+size_t gr_plan_scratch(const gr_plan *plan) {
+    size_t m = 0;
+    for (int i = 0; i < plan->nops; i++)
+        if (plan->ops[i].kind == GR_OP_KERNEL && plan->ops[i].scratch > m) m = plan->ops[i].scratch;
+    return m;
+}

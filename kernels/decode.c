@@ -209,6 +209,7 @@ static gr_status blas_geometry(gr_op *op, int is_down, int64_t B, int64_t K, int
                              : (double)B * (double)K * esize + 2.0 * (double)B * (double)N * 4.0;
     op->bytes_read += scratch;
     op->bytes_written += scratch;
+    op->scratch = gr_dec_scratch_layout(is_down, B, K, N, esize).total; /* the arena's slice */
     snprintf(op->form, sizeof(op->form), "cublas, gemv_max_b %d", maxb);
     return GR_OK;
 }

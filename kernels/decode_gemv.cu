@@ -882,11 +882,6 @@ __global__ void __launch_bounds__(GR_DEC_EPI_THREADS)
     }
 }
 
-// What setup() allocates on the cuBLAS path.
-struct blas_state {
-    void *scratch;
-};
-
 template <typename T> cudaDataType_t cuda_type();
 template <> cudaDataType_t cuda_type<float>() {
     return CUDA_R_32F;
@@ -1048,14 +1043,16 @@ template <typename T> DownArgs<T> down_args(const gr_op *op, const gr_launch_ctx
     return a;
 }
 
+// The cuBLAS path's scratch is the device state's arena slice (op->scratch bytes, set by the
+// check): live only while this op runs, shared with the other ops of its stream.
 gr_status need_state(const gr_op *op, const gr_launch_ctx *ctx, gr_error *err) {
-    if (!ctx->op_state || !ctx->cublas)
+    if (!ctx->scratch || ctx->scratch_bytes < op->scratch || !ctx->cublas)
         return gr_error_set(err, GR_ERR_INTERNAL, op->path,
-                            "%s (B = %lld > gemv_max_b = %lld): setup() did not allocate the "
-                            "scratch, or there is no cuBLAS handle (the kernel must carry "
+                            "%s (B = %lld > gemv_max_b = %lld): no scratch arena of %zu bytes "
+                            "(%zu given), or no cuBLAS handle (the kernel must carry "
                             "GR_KF_LIBRARY)",
                             op->kernel->name, (long long)op->ip[GR_DEC_B],
-                            (long long)op->ip[GR_DEC_MAXB]);
+                            (long long)op->ip[GR_DEC_MAXB], op->scratch, ctx->scratch_bytes);
     return GR_OK;
 }
 
@@ -1066,7 +1063,7 @@ gr_status launch_gate_up_blas(const gr_op *op, const gr_launch_ctx *ctx, gr_erro
     GR_TRY(need_state(op, ctx, err));
     const GateUpArgs<T> a = gate_up_args<T>(op, ctx);
     const gr_dec_scratch sl = gr_dec_scratch_layout(0, a.B, a.K, a.N, (int)sizeof(T));
-    unsigned char *s = (unsigned char *)((const blas_state *)ctx->op_state)->scratch;
+    unsigned char *s = (unsigned char *)ctx->scratch;
     T *xw = (T *)(s + sl.xw);
     float *G = (float *)(s + sl.g), *U = (float *)(s + sl.u);
     const long long n = (long long)a.B * a.K;
@@ -1088,7 +1085,7 @@ gr_status launch_down_blas(const gr_op *op, const gr_launch_ctx *ctx, gr_error *
     GR_TRY(need_state(op, ctx, err));
     const DownArgs<T> a = down_args<T>(op, ctx);
     const gr_dec_scratch sl = gr_dec_scratch_layout(1, a.B, a.K, a.N, (int)sizeof(T));
-    float *Y = (float *)((unsigned char *)((const blas_state *)ctx->op_state)->scratch + sl.y);
+    float *Y = (float *)((unsigned char *)ctx->scratch + sl.y);
     GR_TRY(gr_cublas_bind(ctx, err));
     GR_TRY(gemm_nt<T>(ctx, a.act, a.Wd, Y, a.B, a.N, a.K, err));
     GR_CUDA(launch(down_epi_kernel<T>, op, ctx, a, (const float *)Y), err);
@@ -1364,33 +1361,16 @@ extern "C" gr_status gr_launch_decode_down(const gr_op *op, const gr_launch_ctx 
 }
 
 extern "C" void gr_teardown_decode_gemv(void *state) {
-    blas_state *s = (blas_state *)state;
-    if (!s) return;
-    if (s->scratch) cudaFree(s->scratch);
-    free(s);
+    (void)state; /* setup keeps no state: the cuBLAS path's scratch is the arena's */
 }
 
-// Before any capture: on the cuBLAS path, allocate the op's scratch (capture forbids cudaMalloc);
-// on the GEMV path, the kernels' carveout and shared-memory limit (setup_gemv_t).
+// Before any capture: on the GEMV path, the kernels' carveout and shared-memory limit
+// (setup_gemv_t); the cuBLAS path needs nothing (its scratch is the device state's arena, sized
+// from op->scratch before any op is set up).
 extern "C" gr_status gr_setup_decode_gemv(const gr_op *op, const gr_launch_ctx *ctx, void **state,
                                           gr_error *err) {
     *state = nullptr;
-    const bool down = op->kernel->launch == gr_launch_decode_down;
-    if (op->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS) {
-        const gr_dec_scratch sl = gr_dec_scratch_layout(
-            down ? 1 : 0, op->ip[GR_DEC_B], op->ip[GR_DEC_K], op->ip[GR_DEC_N],
-            (int)gr_dtype_size(ctx->plan->bufs[op->inputs[0]].dtype));
-        blas_state *s = (blas_state *)calloc(1, sizeof(blas_state));
-        if (!s) return gr_error_set(err, GR_ERR_NOMEM, op->path, "out of host memory");
-        cudaError_t rc = cudaMalloc(&s->scratch, sl.total);
-        if (rc != cudaSuccess) {
-            free(s);
-            return gr_cuda_fail(rc, "cudaMalloc(decode cuBLAS-path scratch)", __FILE__, __LINE__,
-                                err);
-        }
-        *state = s;
-        return GR_OK;
-    }
+    if (op->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS) return GR_OK;
     GR_DEC_DISPATCH(weight_dtype(op, ctx), setup_gemv_t)
 }
 

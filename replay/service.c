@@ -848,19 +848,22 @@ static gr_status job_capture_buckets(svc *v, job *j, json_t **body, gr_error *er
         }
         g->bytes = g->layout.shared_bytes;
     }
-    /* one set of cuBLAS/cuBLASLt handles and workspaces for every bucket (they are replayed one at
-     * a time by the one worker), sized for the bucket with the most streams */
+    /* one set of cuBLAS/cuBLASLt handles and workspaces, and one scratch arena, for every bucket
+     * (they are replayed one at a time by the one worker), sized for the bucket with the most
+     * streams and the largest op scratch */
     if (st == GR_OK) {
         int need = 0, nstreams = 1;
+        size_t scratch = 0;
         for (int i = 0; i < n; i++) {
             const gr_plan *p = hs[i]->ld.plans[0];
             if (gr_plan_needs_library(p)) need = 1;
             if (p->nstreams > nstreams) nstreams = p->nstreams;
+            if (gr_plan_scratch(p) > scratch) scratch = gr_plan_scratch(p);
         }
-        if (need) {
+        if (need || scratch > 0) {
             size_t f0 = 0, f1 = 0, tot = 0;
             cudaMemGetInfo(&f0, &tot);
-            st = gr_devlib_create(nstreams, &g->lib, err);
+            st = gr_devlib_create(nstreams, need, scratch, &g->lib, err);
             cudaMemGetInfo(&f1, &tot);
             if (st == GR_OK && f0 > f1) g->bytes += (double)(f0 - f1);
         }

@@ -756,7 +756,14 @@ static void test_gemv_max_b(void) {
         CU_ASSERT_DOUBLE_EQUAL(co->bytes_read - go->bytes_read, scratch, 0.5);
         CU_ASSERT_DOUBLE_EQUAL(co->bytes_written - go->bytes_written, scratch, 0.5);
         CU_ASSERT_DOUBLE_EQUAL(co->flops, go->flops, 0.5);
+        /* that scratch is the op's slice of the device state's arena, not an allocation per op;
+         * the GEMV path needs none */
+        CU_ASSERT_EQUAL(co->scratch, (size_t)scratch);
+        CU_ASSERT_EQUAL(go->scratch, 0);
     }
+    /* one arena slice for the whole plan: the largest op (gate_up), not the sum over 32 ops */
+    CU_ASSERT_EQUAL(gr_plan_scratch(c), (size_t)(8 * 2048 * 2 + 2 * 8 * 8192 * 4));
+    CU_ASSERT_EQUAL(gr_plan_scratch(g), 0);
     CU_ASSERT_EQUAL(g->library_ops, 0);
     CU_ASSERT_EQUAL(c->library_ops, 32);
     CU_ASSERT_EQUAL(c->kernels, 33); /* library ops count once each */
