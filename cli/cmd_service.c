@@ -808,6 +808,9 @@ static int cmd_list(sopts *o, const gr_service_paths *paths) {
                json_is_true(json_object_get(g, "latest")) ? '*' : ' ', jstr(g, "name"),
                jstr(g, "variant"), jnum(g, "nodes"), jnum(g, "kernel_nodes"), mem,
                jnum(g, "replays"), jstr(g, "hash"), jstr(g, "source"), jstr(g, "params"));
+        if (jnum(g, "lanes") > 0)
+            printf("  %-24s %.0f lane%s open on it (steps counted in replays)\n", "",
+                   jnum(g, "lanes"), jnum(g, "lanes") == 1 ? "" : "s");
     }
     /* bucket groups: the buffers their graphs share, once */
     json_array_foreach(graphs, i, g) {
@@ -874,8 +877,9 @@ static int cmd_status(sopts *o, const gr_service_paths *paths) {
                jnum(q, "waiting"));
     else
         printf("queue     idle\n");
-    printf("requests  %.0f served; %.0f connection%s open\n", jnum(b, "requests_served"),
-           jnum(b, "connections"), jnum(b, "connections") == 1 ? "" : "s");
+    printf("requests  %.0f served; %.0f connection%s open; %.0f lane%s open\n",
+           jnum(b, "requests_served"), jnum(b, "connections"), jnum(b, "connections") == 1 ? "" : "s",
+           jnum(b, "lanes"), jnum(b, "lanes") == 1 ? "" : "s");
     gr_reply_clear(&r);
     return 0;
 }
