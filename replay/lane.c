@@ -19,6 +19,7 @@
 
 _Static_assert(offsetof(gr_lane_ctl, req_seq) == 64, "lane layout: req_seq");
 _Static_assert(offsetof(gr_lane_ctl, server_waiting) == 72, "lane layout: server_waiting");
+_Static_assert(offsetof(gr_lane_ctl, rows) == 76, "lane layout: rows");
 _Static_assert(offsetof(gr_lane_ctl, done_seq) == 128, "lane layout: done_seq");
 _Static_assert(offsetof(gr_lane_ctl, status) == 136, "lane layout: status");
 _Static_assert(offsetof(gr_lane_ctl, client_waiting) == 140, "lane layout: client_waiting");

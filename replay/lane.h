@@ -34,7 +34,9 @@ typedef struct gr_lane_ctl {
     uint8_t pad0[40];
     uint64_t req_seq;        /* 64: client: the step it asks for, done_seq + 1 */
     uint32_t server_waiting; /* 72: service: 1 while its thread sleeps on req_seq's futex */
-    uint8_t pad1[52];
+    uint32_t rows;           /* 76: client: the step's batch rows on a bucket's graph (0: the
+                                lane's default, its `batch` at open, else the bucket's) */
+    uint8_t pad1[48];
     uint64_t done_seq;       /* 128: service: the last step finished (its outputs are in place) */
     int32_t status;          /* 136: 0, or the error code (gr_status) of step done_seq */
     uint32_t client_waiting; /* 140: client: 1 while it sleeps on done_seq's futex */

@@ -1797,7 +1797,12 @@ typedef struct lane {
     svc *v;
     held *h;
     gr_io_spec spec[2 * GR_PROTO_MAX_IO];
-    io_buf in[GR_PROTO_MAX_IO], out[GR_PROTO_MAX_IO];
+    io_buf in[GR_PROTO_MAX_IO], out[GR_PROTO_MAX_IO]; /* views: the whole buffer (bucket rows) */
+    size_t row_bytes[2 * GR_PROTO_MAX_IO]; /* per spec: bytes a row of a buffer that changes with
+                                              the bucket in dimension 0, else 0 (always whole) */
+    int fixed_rows;   /* a buffer changes with the bucket in another dimension: no partial rows */
+    long long bucket; /* the graph's bucket value (its rows), 0 when not a bucket's graph */
+    long long rows;   /* the rows a step with ctl->rows 0 serves */
     int nin, nout;
     void *map;
     size_t map_len;
@@ -1813,8 +1818,14 @@ typedef struct lane {
     struct lane *next;
 } lane;
 
-/* Copy in, one replay, copy out, on the graph's stream, then one wait. */
-static gr_status lane_step(lane *l, float *graph_ms, gr_error *err) {
+/* Bytes of spec i a step of `rows` moves: a bucket buffer's first rows, else all of it. */
+static size_t lane_bytes(const lane *l, int i, const io_buf *io, long long rows) {
+    return l->row_bytes[i] ? (size_t)rows * l->row_bytes[i] : io->view.bytes;
+}
+
+/* Copy in, one replay, copy out, on the graph's stream, then one wait. `rows` (checked) pads the
+ * inputs of a bucket's graph with zero rows and trims its outputs. */
+static gr_status lane_step(lane *l, long long rows, float *graph_ms, gr_error *err) {
     held *h = l->h;
     const gr_plan *p = h->ld.plans[0];
     gr_devstate *dev = h->s->dev;
@@ -1822,7 +1833,7 @@ static gr_status lane_step(lane *l, float *graph_ms, gr_error *err) {
     cudaError_t rc = cudaSuccess;
     for (int i = 0; i < l->nin && rc == cudaSuccess; i++) {
         const int b = l->in[i].b;
-        size_t nb = l->in[i].view.bytes, whole = p->bufs[b].bytes;
+        size_t nb = lane_bytes(l, i, &l->in[i], rows), whole = p->bufs[b].bytes;
         const char *src = (const char *)l->map + l->in[i].sp->offset;
         if (nb) rc = cudaMemcpyAsync(dev->dptr[b], src, nb, cudaMemcpyHostToDevice, stream);
         if (rc == cudaSuccess && nb < whole) /* a bucket's padding rows */
@@ -1834,7 +1845,7 @@ static gr_status lane_step(lane *l, float *graph_ms, gr_error *err) {
     GR_CUDA(cudaEventRecord(l->e1, stream), err);
     for (int i = 0; i < l->nout && rc == cudaSuccess; i++) {
         char *dst = (char *)l->map + l->out[i].sp->offset;
-        size_t nb = l->out[i].view.bytes; /* the request's rows: the buffer's first ones */
+        size_t nb = lane_bytes(l, l->nin + i, &l->out[i], rows); /* the buffer's first rows */
         if (nb) rc = cudaMemcpyAsync(dst, dev->dptr[l->out[i].b], nb, cudaMemcpyDeviceToHost, stream);
     }
     if (rc != cudaSuccess) return gr_cuda_fail(rc, "cudaMemcpyAsync (lane output)", __FILE__, __LINE__, err);
@@ -1883,8 +1894,24 @@ static void *lane_main(void *arg) {
         gr_error err;
         gr_error_clear(&err);
         float ms = 0;
+        long long rows = __atomic_load_n(&l->ctl->rows, __ATOMIC_ACQUIRE);
+        gr_status st = GR_OK;
+        if (rows == 0) rows = l->rows;
+        else if (!l->bucket)
+            st = gr_error_set(&err, GR_ERR_INPUT, "rows",
+                              "rows %lld: graph \"%s\" is not a bucket's, so a step serves its "
+                              "buffers whole (leave rows 0)",
+                              rows, l->h->name);
+        else if (rows > l->bucket || (l->fixed_rows && rows != l->bucket))
+            st = gr_error_set(&err, GR_ERR_INPUT, "rows",
+                              "rows %lld: this lane's graph is bucket %s = %lld%s (open a lane on a "
+                              "larger bucket for more rows)",
+                              rows, l->h->group->spec.param, l->bucket,
+                              l->fixed_rows ? ", and one of its buffers changes with the bucket "
+                                              "in another dimension, so a step serves all rows"
+                                            : "");
         seg_guard = NULL; /* CUDA calls: the copies use the pinned pages, never a CPU touch */
-        gr_status st = lane_step(l, &ms, &err);
+        if (st == GR_OK) st = lane_step(l, rows, &ms, &err);
         pthread_mutex_unlock(&v->gpu_mu);
         seg_guard = &jb;
         pthread_mutex_lock(&v->mu);
@@ -1955,16 +1982,17 @@ static void held_retire(svc *v, held *h, const char *why) {
     held_free(h);
 }
 
-static json_t *lane_io_json(const io_buf *io, int n) {
+static json_t *lane_io_json(const io_buf *io, int n, const size_t *row_bytes) {
     json_t *a = json_array();
     for (int i = 0; i < n; i++) {
         const gr_buffer *b = &io[i].view;
         json_t *shape = json_array();
         for (int d = 0; d < b->ndim; d++) json_array_append_new(shape, json_integer(b->shape[d]));
-        json_array_append_new(a, json_pack("{s:s, s:s, s:o, s:I, s:I}", "buffer", b->name, "dtype",
-                                           gr_dtype_name(b->dtype), "shape", shape, "bytes",
-                                           (json_int_t)b->bytes, "offset",
-                                           (json_int_t)io[i].sp->offset));
+        json_array_append_new(a, json_pack("{s:s, s:s, s:o, s:I, s:I, s:I}", "buffer", b->name,
+                                           "dtype", gr_dtype_name(b->dtype), "shape", shape,
+                                           "bytes", (json_int_t)b->bytes, "offset",
+                                           (json_int_t)io[i].sp->offset, "row_bytes",
+                                           (json_int_t)row_bytes[i]));
     }
     return a;
 }
@@ -1993,8 +2021,15 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
             st = err->code;
             continue;
         }
+        /* a region holds the whole buffer (the bucket's rows): a step may ask for fewer rows */
+        io->view = h->ld.plans[0]->bufs[io->b];
+        const gr_bucket_buffer *bb = h->group ? gr_bucket_find(&h->group->layout, l->spec[i].buffer) : NULL;
+        if (bb && bb->batch_dim == 0) l->row_bytes[i] = bb->row_bytes;
+        if (bb && bb->batch_dim > 0) l->fixed_rows = 1;
         reg[i] = (gr_lane_region){fields[i], l->spec[i].buffer, l->spec[i].offset, io->view.bytes};
     }
+    l->bucket = h->group ? h->bucket : 0;
+    l->rows = r->batch > 0 && l->bucket ? r->batch : l->bucket;
     int fd = -1;
     struct stat sb;
     if (st == GR_OK) {
@@ -2110,10 +2145,12 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
         free(l);
         return st;
     }
-    json_t *lj = json_pack("{s:I, s:s, s:s, s:I, s:i, s:o, s:o}", "id", (json_int_t)l->id,
-                           "graph", h->name, "shm", r->shm, "segment_bytes", (json_int_t)l->map_len,
-                           "spin_us", r->spin_us, "inputs",
-                           lane_io_json(l->in, l->nin), "outputs", lane_io_json(l->out, l->nout));
+    json_t *lj = json_pack("{s:I, s:s, s:s, s:I, s:i, s:I, s:I, s:b, s:o, s:o}", "id",
+                           (json_int_t)l->id, "graph", h->name, "shm", r->shm, "segment_bytes",
+                           (json_int_t)l->map_len, "spin_us", r->spin_us, "bucket",
+                           (json_int_t)l->bucket, "rows", (json_int_t)l->rows, "fixed_rows",
+                           l->fixed_rows, "inputs", lane_io_json(l->in, l->nin, l->row_bytes),
+                           "outputs", lane_io_json(l->out, l->nout, l->row_bytes + l->nin));
     *body = json_pack("{s:o}", "lane", lj);
     if (*body && r->batch > 0 && h->group)
         json_object_set_new(*body, "bucket_run",

@@ -49,7 +49,8 @@ class _Ctl(ctypes.Structure):
                 ("_pad0", ctypes.c_uint8 * 40),
                 ("req_seq", ctypes.c_uint64),         # 64  C
                 ("server_waiting", ctypes.c_uint32),  # 72  S
-                ("_pad1", ctypes.c_uint8 * 52),
+                ("rows", ctypes.c_uint32),            # 76  C
+                ("_pad1", ctypes.c_uint8 * 48),
                 ("done_seq", ctypes.c_uint64),        # 128 S
                 ("status", ctypes.c_int32),           # 136 S
                 ("client_waiting", ctypes.c_uint32),  # 140 C
@@ -61,7 +62,8 @@ class _Ctl(ctypes.Structure):
                 ("message", ctypes.c_char * 512)]     # 256 S
 
 
-for _f, _off in (("req_seq", 64), ("server_waiting", 72), ("done_seq", 128), ("status", 136),
+for _f, _off in (("req_seq", 64), ("server_waiting", 72), ("rows", 76), ("done_seq", 128),
+                 ("status", 136),
                  ("client_waiting", 140), ("graph_us", 144), ("step_us", 152),
                  ("lock_us", 160), ("steps", 168), ("message", 256)):
     assert getattr(_Ctl, _f).offset == _off, f"lane layout: {_f}"
@@ -166,6 +168,11 @@ class Doorbell:
         """Forget the mapping (call before unmapping it); a later step raises ServiceError."""
         self._ctl = None
         self._base = None
+
+    def set_rows(self, rows):
+        """The next steps' batch rows on a bucket's graph (0: the lane's default)."""
+        if self._ctl is not None:
+            self._ctl.rows = int(rows) & 0xFFFFFFFF
 
     def step(self, timeout=None, spin_s=0.05, alive=None):
         """Ring for one step and wait for it (the inputs already written in their regions): spin
@@ -325,9 +332,10 @@ def layout(buffers, inputs, outputs):
 
 class Lane:
     """A lane open on a held graph (Client.open_lane): write the inputs into `.inputs[name]`
-    (numpy views on the segment, the reply's dtype and shape: bf16 as uint16 bit patterns; with
-    batch, `batch` rows), call `.step()`, read `.outputs[name]` (views: copy what you keep, the
-    next step overwrites them). Without numpy the views are memoryview slices. `.info` is the
+    (numpy views on the segment, the reply's dtype and shape: bf16 as uint16 bit patterns; on a
+    bucket's graph the bucket's rows, of which a step serves `rows`: the first ones), call
+    `.step()` (or `.step(rows=n)`), read `.outputs[name]` (views: copy what you keep, the next
+    step overwrites them; on a bucket, the first rows of the step are its output). Without numpy the views are memoryview slices. `.info` is the
     `lane_open` reply's lane object, `.bucket_run` its bucket_run (with batch). close() (or a
     `with` block) closes the lane in the service, unmaps and unlinks the segment."""
 
@@ -337,6 +345,8 @@ class Lane:
         self.graph = lane.get("graph")
         self.shm = shm or lane.get("shm")
         self.bucket_run = bucket_run
+        self.bucket = lane.get("bucket", 0)  # the bucket's rows, 0: not a bucket's graph
+        self.rows = lane.get("rows", 0)  # the rows a step serves by default
         self.spin_s = 0.05  # default for step()
         self._mm = mm
         self._client = client
@@ -413,12 +423,16 @@ class Lane:
     def steps(self):
         return self._bell.steps
 
-    def step(self, timeout=None, spin_s=None):
-        """One step: the doorbell (Doorbell.step; spin_s default self.spin_s, 0.05 s). timeout:
+    def step(self, timeout=None, spin_s=None, rows=None):
+        """One step: the doorbell (Doorbell.step; spin_s default self.spin_s, 0.05 s). rows: on
+        a bucket's graph, the rows this step serves (1 to .bucket; None: the lane's default,
+        .rows): the inputs' first rows go in, the rest of each buffer is zeroed, the outputs'
+        first rows come back. timeout:
         seconds (None: no limit; a service that exits is noticed through the connection).
         Returns {"seq", "graph_us", "step_us", "lock_us"}. The spin holds the GIL (other Python
         threads of the process run at the interpreter's switch interval): spin_s=0 sleeps on
         the futex at once, for a few microseconds more per step."""
+        self._bell.set_rows(0 if rows is None else rows)
         return self._bell.step(timeout=timeout, spin_s=self.spin_s if spin_s is None else spin_s,
                                alive=self._alive if self._client is not None else None)
 

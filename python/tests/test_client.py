@@ -466,6 +466,26 @@ def test_lane_control_block_layout():
         gl.layout({"a": {"bytes": 4}}, ["a", "a"], [])
 
 
+def test_lane_rows_reach_the_control_block(lane_segment):
+    """step(rows=n) writes the rows field (offset 76) the service reads for that step; a step
+    without rows writes 0 (the lane's default)."""
+    ln, serve = lane_segment
+    seen = []
+    srv = serve()
+    orig = srv._put
+
+    def spy(fmt, off, v):
+        if off == 128:  # done_seq: the step is being published; record the rows it ran with
+            seen.append(srv._get("<I", 76))
+        orig(fmt, off, v)
+    srv._put = spy
+    ln.step(timeout=5, rows=3)
+    ln.step(timeout=5)
+    ln.step(timeout=5, rows=8)
+    assert seen == [3, 0, 8]
+    assert gl._Ctl.rows.offset == 76
+
+
 def test_lane_steps_round_trip(lane_segment):
     np = pytest.importorskip("numpy")
     ln, serve = lane_segment
