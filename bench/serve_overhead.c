@@ -223,7 +223,8 @@ int main(int argc, char **argv) {
     double *wall = calloc((size_t)n, sizeof(double)), *req = calloc((size_t)n, sizeof(double)),
            *graph = calloc((size_t)n, sizeof(double)), *inside = calloc((size_t)n, sizeof(double)),
            *outside = calloc((size_t)n, sizeof(double)), *way_in = calloc((size_t)n, sizeof(double)),
-           *way_out = calloc((size_t)n, sizeof(double));
+           *way_out = calloc((size_t)n, sizeof(double)), *body = calloc((size_t)n, sizeof(double)),
+           *lookup = calloc((size_t)n, sizeof(double));
     int rc = 0;
     for (int k = 0; k < warm + n && !rc; k++) {
         for (size_t q = 0; q < xbytes; q++) in[q] = (unsigned char)(k * 31 + q * 7); /* fresh input */
@@ -247,6 +248,8 @@ int main(int argc, char **argv) {
              * made -> this client has it parsed */
             way_in[k - warm] = json_number_value(json_object_get(sv, "received_mono_us")) - t0;
             way_out[k - warm] = t1 - json_number_value(json_object_get(sv, "replied_mono_us"));
+            body[k - warm] = json_number_value(json_object_get(sv, "reply_body_us"));
+            lookup[k - warm] = json_number_value(json_object_get(sv, "lookup_us"));
         }
         gr_reply_clear(&r);
     }
@@ -275,6 +278,9 @@ int main(int argc, char **argv) {
         double am, a10, a90, bm, b10, b90;
         stats(way_in, n, &am, &a10, &a90);
         stats(way_out, n, &bm, &b10, &b90);
+        double ym, y10, y90, lm, l10, l90;
+        stats(body, n, &ym, &y10, &y90);
+        stats(lookup, n, &lm, &l10, &l90);
         stats(wall, n, &wm, &w10, &w90);
         stats(req, n, &rm, &r10, &r90);
         stats(graph, n, &gm, &g10, &g90);
@@ -286,6 +292,10 @@ int main(int argc, char **argv) {
         printf("  graph (events)   median %8.2f us [p10 %.2f, p90 %.2f]\n", gm, g10, g90);
         printf("  in the service   median %8.2f us [p10 %.2f, p90 %.2f] (queue_us + job_us)\n", im,
                i10, i90);
+        printf("    lookup         median %8.2f us [p10 %.2f, p90 %.2f] (worker start -> input checks)\n",
+               lm, l10, l90);
+        printf("    reply body     median %8.2f us [p10 %.2f, p90 %.2f] (the reply's graph object)\n",
+               ym, y10, y90);
         printf("  outside it       median %8.2f us [p10 %.2f, p90 %.2f] (wall - in the service: "
                "socket, I/O thread, client)\n",
                om, o10, o90);
@@ -317,6 +327,7 @@ int main(int argc, char **argv) {
     shm_unlink(out_name);
     json_decref(lane);
     free(wall), free(req), free(graph), free(inside), free(outside), free(way_in), free(way_out);
+    free(body), free(lookup);
     gr_client_close(c);
     return rc;
 }

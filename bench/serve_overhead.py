@@ -100,6 +100,7 @@ def main():
             return xin.astype(dt)
 
         wall, req, cin, cout, graph, queue, job, prep, outside = [], [], [], [], [], [], [], [], []
+        lookup, body = [], []
         way_in, way_out = [], []
         for i in range(a.warmup + a.n):
             xin = fresh_x()
@@ -117,6 +118,8 @@ def main():
                 queue.append(s.get("queue_us", 0))
                 job.append(s.get("job_us", 0))
                 prep.append(s.get("prepare_us", 0))
+                lookup.append(s.get("lookup_us", 0))
+                body.append(s.get("reply_body_us", 0))
                 outside.append(wall[-1] - queue[-1] - job[-1])
                 if "received_mono_us" in s:
                     way_in.append(s["received_mono_us"] - m0)
@@ -128,6 +131,7 @@ def main():
             "served": {"client_wall_us": summary(wall), "service_request_us": summary(req),
                        "copy_in_us": summary(cin), "copy_out_us": summary(cout),
                        "graph_us": summary(graph), "prepare_us": summary(prep),
+                       "lookup_us": summary(lookup), "reply_body_us": summary(body),
                        "queue_us": summary(queue), "job_us": summary(job),
                        "outside_service_us": summary(outside),
                        **({"way_in_us": summary(way_in), "way_out_us": summary(way_out)} if way_in else {})},

@@ -1589,7 +1589,10 @@ static gr_status job_serve(svc *v, held *h, job *j, json_t **body, gr_error *err
     json_object_set_new(served, "prepare_us", json_real(p1 - p0));
     /* a served step answers with the graph object less its buffer list (`list` and the capture
      * give it): building decode_step's 161 entries alone takes ~180 us of host time */
+    double b0 = gr_now_us();
     *body = replayed(v, h, r, 0);
+    json_object_set_new(served, "reply_body_us", json_real(gr_now_us() - b0));
+    json_object_set_new(served, "lookup_us", json_real(p0 - j->started_us));
     if (*body) json_object_set_new(*body, "served", served);
     else json_decref(served);
     double now = gr_now_us();
