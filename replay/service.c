@@ -1809,7 +1809,9 @@ typedef struct lane {
     int nin, nout;
     void *map;
     size_t map_len;
-    int registered; /* cudaHostRegister took the segment: the copies are DMA from/to it */
+    int registered; /* cudaHostRegister took the segment: the copies are DMA from/to it; else
+                       each buffer goes through pinned staging (stage), a guarded memcpy away */
+    void *stage[2 * GR_PROTO_MAX_IO];
     dev_t seg_dev;  /* the segment's identity: two lanes on one control block would fight */
     ino_t seg_ino;
     gr_lane_ctl *ctl;
@@ -1838,6 +1840,10 @@ static gr_status lane_step(lane *l, long long rows, float *graph_ms, gr_error *e
         const int b = l->in[i].b;
         size_t nb = lane_bytes(l, i, &l->in[i], rows), whole = p->bufs[b].bytes;
         const char *src = (const char *)l->map + l->in[i].sp->offset;
+        if (l->stage[i]) { /* not registered: through pinned staging */
+            if (seg_copy(l->stage[i], src, nb) != 0) return seg_fault(&l->in[i], err);
+            src = (const char *)l->stage[i];
+        }
         if (nb) rc = cudaMemcpyAsync(dev->dptr[b], src, nb, cudaMemcpyHostToDevice, stream);
         if (rc == cudaSuccess && nb < whole) /* a bucket's padding rows */
             rc = cudaMemsetAsync((char *)dev->dptr[b] + nb, 0, whole - nb, stream);
@@ -1847,13 +1853,21 @@ static gr_status lane_step(lane *l, long long rows, float *graph_ms, gr_error *e
     GR_TRY(gr_graph_launch(&h->s->graph, dev->streams[0], err));
     GR_CUDA(cudaEventRecord(l->e1, stream), err);
     for (int i = 0; i < l->nout && rc == cudaSuccess; i++) {
-        char *dst = (char *)l->map + l->out[i].sp->offset;
+        void *stage = l->stage[l->nin + i];
+        char *dst = stage ? (char *)stage : (char *)l->map + l->out[i].sp->offset;
         size_t nb = lane_bytes(l, l->nin + i, &l->out[i], rows); /* the buffer's first rows */
         if (nb) rc = cudaMemcpyAsync(dst, dev->dptr[l->out[i].b], nb, cudaMemcpyDeviceToHost, stream);
     }
     if (rc != cudaSuccess) return gr_cuda_fail(rc, "cudaMemcpyAsync (lane output)", __FILE__, __LINE__, err);
     GR_CUDA(cudaStreamSynchronize(stream), err);
     GR_CUDA(cudaEventElapsedTime(graph_ms, l->e0, l->e1), err);
+    for (int i = 0; i < l->nout; i++) {
+        void *stage = l->stage[l->nin + i];
+        if (!stage) continue;
+        size_t nb = lane_bytes(l, l->nin + i, &l->out[i], rows);
+        if (seg_copy((char *)l->map + l->out[i].sp->offset, stage, nb) != 0)
+            return seg_fault(&l->out[i], err);
+    }
     return GR_OK;
 }
 
@@ -1940,6 +1954,8 @@ static void *lane_main(void *arg) {
 out:
     seg_guard = NULL;
     if (l->registered) cudaHostUnregister(l->map);
+    for (int i = 0; i < l->nin + l->nout; i++)
+        if (l->stage[i]) cudaFreeHost(l->stage[i]);
     cudaGetLastError();
     munmap(l->map, l->map_len);
     cudaEventDestroy(l->e0);
@@ -2096,12 +2112,21 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
         cudaError_t hr = cudaHostRegister(l->map, l->map_len, cudaHostRegisterDefault);
         l->registered = hr == cudaSuccess;
         cudaGetLastError();
-        if (!l->registered)
-            st = gr_error_set(err, GR_ERR_INPUT, "shm",
-                              "cudaHostRegister refused segment %s (%s): a lane needs its segment "
-                              "pinned; a served replay (replay with inputs/outputs) works without",
-                              r->shm, cudaGetErrorString(hr));
-        else if (cudaEventCreate(&l->e0) != cudaSuccess || cudaEventCreate(&l->e1) != cudaSuccess)
+        for (int i = 0; i < l->nin + l->nout && !l->registered && st == GR_OK; i++) {
+            /* refused: pinned staging per buffer, so no CUDA call ever reads the segment */
+            const io_buf *io = i < l->nin ? &l->in[i] : &l->out[i - l->nin];
+            if (cudaMallocHost(&l->stage[i], io->view.bytes ? io->view.bytes : 1) != cudaSuccess) {
+                l->stage[i] = NULL;
+                st = gr_error_set(err, GR_ERR_INPUT, "shm",
+                                  "cudaHostRegister refused segment %s (%s), and %zu bytes of "
+                                  "pinned staging for \"%s\" could not be had either: a served "
+                                  "replay (replay with inputs/outputs) needs neither",
+                                  r->shm, cudaGetErrorString(hr), io->view.bytes, io->view.name);
+                cudaGetLastError();
+            }
+        }
+        if (st == GR_OK &&
+            (cudaEventCreate(&l->e0) != cudaSuccess || cudaEventCreate(&l->e1) != cudaSuccess))
             st = gr_cuda_fail(cudaGetLastError(), "cudaEventCreate", __FILE__, __LINE__, err);
     }
     pthread_t th;
@@ -2142,25 +2167,28 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
     }
     if (st != GR_OK) {
         if (l->registered) cudaHostUnregister(l->map);
+        for (int i = 0; i < l->nin + l->nout; i++)
+            if (l->stage[i]) cudaFreeHost(l->stage[i]);
         if (l->e0) cudaEventDestroy(l->e0);
         if (l->e1) cudaEventDestroy(l->e1);
         if (l->map) munmap(l->map, l->map_len);
         free(l);
         return st;
     }
-    json_t *lj = json_pack("{s:I, s:s, s:s, s:I, s:i, s:I, s:I, s:b, s:o, s:o}", "id",
+    json_t *lj = json_pack("{s:I, s:s, s:s, s:I, s:i, s:I, s:I, s:b, s:b, s:o, s:o}", "id",
                            (json_int_t)l->id, "graph", h->name, "shm", r->shm, "segment_bytes",
                            (json_int_t)l->map_len, "spin_us", r->spin_us, "bucket",
                            (json_int_t)l->bucket, "rows", (json_int_t)l->rows, "fixed_rows",
-                           l->fixed_rows, "inputs", lane_io_json(l->in, l->nin, l->row_bytes),
+                           l->fixed_rows, "registered", l->registered, "inputs", lane_io_json(l->in, l->nin, l->row_bytes),
                            "outputs", lane_io_json(l->out, l->nout, l->row_bytes + l->nin));
     *body = json_pack("{s:o}", "lane", lj);
     if (*body && r->batch > 0 && h->group)
         json_object_set_new(*body, "bucket_run",
                             json_pack("{s:s, s:I, s:I}", "param", h->group->spec.param, "value",
                                       (json_int_t)h->bucket, "asked", (json_int_t)r->batch));
-    slog("lane %llu open on \"%s\" (segment %s, %zu bytes, %d in, %d out)", (unsigned long long)l->id,
-         h->name, r->shm, l->map_len, l->nin, l->nout);
+    slog("lane %llu open on \"%s\" (segment %s, %zu bytes, %d in, %d out, %s)",
+         (unsigned long long)l->id, h->name, r->shm, l->map_len, l->nin, l->nout,
+         l->registered ? "registered" : "cudaHostRegister refused it: pinned staging");
     return GR_OK;
 }
 
