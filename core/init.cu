@@ -13,6 +13,7 @@
 #include "core/cuda_check.h"
 #include "core/device.h"
 #include "core/fileio.h"
+#include "core/parallel.h"
 #include "core/rng.h"
 
 namespace {
@@ -174,6 +175,21 @@ extern "C" gr_status gr_fill_device(void *dptr, gr_dtype t, int64_t n, const gr_
     return gr_launch_status("gr_fill", NULL, err);
 }
 
+namespace {
+struct host_fill {
+    void *host;
+    gr_dtype t;
+    fill_params fp;
+};
+
+int fill_chunk(void *ctx, int64_t chunk, int64_t b, int64_t e) {
+    const host_fill *h = (const host_fill *)ctx;
+    (void)chunk;
+    for (int64_t i = b; i < e; i++) gr_store(h->host, h->t, (size_t)i, fill_value(h->fp, i));
+    return 0;
+}
+} // namespace
+
 extern "C" gr_status gr_fill_host(void *host, gr_dtype t, int64_t n, const gr_init *init,
                                   gr_error *err) {
     size_t bytes = (size_t)n * gr_dtype_size(t);
@@ -192,6 +208,8 @@ extern "C" gr_status gr_fill_host(void *host, gr_dtype t, int64_t n, const gr_in
     default: break;
     }
     fill_params fp = params_of(init);
-    for (int64_t i = 0; i < n; i++) gr_store(host, t, (size_t)i, fill_value(fp, i));
+    host_fill h = {host, t, fp};
+    /* counter-based values: any split of the range gives the same bytes */
+    gr_parallel_for(n, 1 << 16, fill_chunk, &h);
     return GR_OK;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/cuda_check.h"
+#include "core/parallel.h"
 #include "kernels/common.h"
 
 static const gr_dtype f32_only[] = {GR_FP32, GR_DTYPE_INVALID};
@@ -707,28 +708,31 @@ typedef struct gate_up_host {
     float *td; /* accumulated */
 } gate_up_host;
 
-static int gate_up_math(const dec_dims *D, const gate_up_host *h) {
+/* gate_up's outputs in parallel (core/parallel.h), 64 at a time: each chunk keeps its own partial
+ * of A_down act, summed in chunk order afterwards, so the result does not depend on the threads. */
+#define DEC_REF_CHUNK 64
+
+typedef struct gate_up_par {
+    const dec_dims *D;
+    const gate_up_host *h;
+    const double *xw, *ad, *rstd;
+    double *tpart; /* [chunks][r * B] */
+} gate_up_par;
+
+static int gate_up_chunk(void *ctx, int64_t c, int64_t n0, int64_t n1) {
+    const gate_up_par *P = ctx;
+    const dec_dims *D = P->D;
+    const gate_up_host *h = P->h;
     int64_t B = D->B, d = D->d, f = D->f, r = D->r;
     gr_dtype t = D->t;
-    double *xw = malloc((size_t)(B * d) * sizeof(double)), *w = malloc((size_t)d * sizeof(double));
     double *rg = malloc((size_t)d * sizeof(double)), *ru = malloc((size_t)d * sizeof(double));
-    double *bg = malloc((size_t)r * sizeof(double)), *bu = malloc((size_t)r * sizeof(double));
-    double *ad = malloc((size_t)(r * f) * sizeof(double)),
-           *tacc = calloc((size_t)(r * B), sizeof(double));
-    double *rstd = malloc((size_t)B * sizeof(double));
-    if (!xw || !w || !rg || !ru || !bg || !bu || !ad || !tacc || !rstd) {
-        free(xw), free(w), free(rg), free(ru), free(bg), free(bu), free(ad), free(tacc), free(rstd);
+    double *bg = malloc((size_t)(r ? r : 1) * sizeof(double)), *bu = malloc((size_t)(r ? r : 1) * sizeof(double));
+    if (!rg || !ru || !bg || !bu) {
+        free(rg), free(ru), free(bg), free(bu);
         return -1;
     }
-    load_row(h->w, t, 0, (size_t)d, w);
-    for (int64_t b = 0; b < B; b++) {
-        load_row(h->x, t, (size_t)(b * d), (size_t)d, xw + b * d);
-        for (int64_t k = 0; k < d; k++)
-            xw[b * d + k] *= w[k];
-        rstd[b] = 1.0 / sqrt((double)h->ssq[b] / (double)d + D->eps);
-    }
-    load_row(h->Ad, t, 0, (size_t)(r * f), ad);
-    for (int64_t n = 0; n < f; n++) {
+    double *tacc = P->tpart + c * r * B;
+    for (int64_t n = n0; n < n1; n++) {
         load_row(h->Wg, t, (size_t)(n * d), (size_t)d, rg);
         load_row(h->Wu, t, (size_t)(n * d), (size_t)d, ru);
         load_row(h->Bg, t, (size_t)(n * r), (size_t)r, bg);
@@ -739,17 +743,47 @@ static int gate_up_math(const dec_dims *D, const gate_up_host *h) {
                 lg += bg[j] * h->tin[j * B + b];
                 lu += bu[j] * h->tin[(r + j) * B + b];
             }
-            double g = rstd[b] * (dot(rg, xw + b * d, d) + D->scale * lg);
-            double u = rstd[b] * (dot(ru, xw + b * d, d) + D->scale * lu);
+            double g = P->rstd[b] * (dot(rg, P->xw + b * d, d) + D->scale * lg);
+            double u = P->rstd[b] * (dot(ru, P->xw + b * d, d) + D->scale * lu);
             double a = store_rounded(h->act, t, (size_t)(b * f + n), g / (1.0 + exp(-g)) * u);
             for (int64_t j = 0; j < r; j++)
-                tacc[j * B + b] += ad[j * f + n] * a;
+                tacc[j * B + b] += P->ad[j * f + n] * a;
         }
     }
-    for (int64_t i = 0; i < r * B; i++)
-        h->td[i] = (float)((double)h->td[i] + tacc[i]);
-    free(xw), free(w), free(rg), free(ru), free(bg), free(bu), free(ad), free(tacc), free(rstd);
+    free(rg), free(ru), free(bg), free(bu);
     return 0;
+}
+
+static int gate_up_math(const dec_dims *D, const gate_up_host *h) {
+    int64_t B = D->B, d = D->d, f = D->f, r = D->r;
+    gr_dtype t = D->t;
+    int64_t chunks = (f + DEC_REF_CHUNK - 1) / DEC_REF_CHUNK;
+    double *xw = malloc((size_t)(B * d) * sizeof(double)), *w = malloc((size_t)d * sizeof(double));
+    double *ad = malloc((size_t)(r * f + 1) * sizeof(double)),
+           *tpart = calloc((size_t)(chunks * r * B + 1), sizeof(double));
+    double *rstd = malloc((size_t)B * sizeof(double));
+    if (!xw || !w || !ad || !tpart || !rstd) {
+        free(xw), free(w), free(ad), free(tpart), free(rstd);
+        return -1;
+    }
+    load_row(h->w, t, 0, (size_t)d, w);
+    for (int64_t b = 0; b < B; b++) {
+        load_row(h->x, t, (size_t)(b * d), (size_t)d, xw + b * d);
+        for (int64_t k = 0; k < d; k++)
+            xw[b * d + k] *= w[k];
+        rstd[b] = 1.0 / sqrt((double)h->ssq[b] / (double)d + D->eps);
+    }
+    load_row(h->Ad, t, 0, (size_t)(r * f), ad);
+    gate_up_par P = {D, h, xw, ad, rstd, tpart};
+    int rc = gr_parallel_for(f, DEC_REF_CHUNK, gate_up_chunk, &P);
+    for (int64_t i = 0; i < r * B && rc == 0; i++) {
+        double sum = 0;
+        for (int64_t c = 0; c < chunks; c++)
+            sum += tpart[c * r * B + i];
+        h->td[i] = (float)((double)h->td[i] + sum);
+    }
+    free(xw), free(w), free(ad), free(tpart), free(rstd);
+    return rc;
 }
 
 typedef struct down_host {
@@ -760,35 +794,63 @@ typedef struct down_host {
     float *ssq, *tin;           /* the next layer's statistics (accumulated) when wn */
 } down_host;
 
-static int down_math(const dec_dims *D, const down_host *h) {
+/* down's outputs in parallel, 64 at a time (each element of x is read and written by its own
+ * chunk: x_out may be x). */
+typedef struct down_par {
+    const dec_dims *D;
+    const down_host *h;
+    const double *act;
+    double *xnew;
+} down_par;
+
+static int down_chunk(void *ctx, int64_t c, int64_t m0, int64_t m1) {
+    const down_par *P = ctx;
+    const dec_dims *D = P->D;
+    const down_host *h = P->h;
     int64_t B = D->B, f = D->f, d = D->d, r = D->r;
     gr_dtype t = D->t;
-    int next = h->wn != NULL;
-    int64_t nstat = 2 * r + 1;
-    double *act = malloc((size_t)(B * f) * sizeof(double)),
-           *row = malloc((size_t)f * sizeof(double));
-    double *br = malloc((size_t)r * sizeof(double)),
-           *xnew = malloc((size_t)(B * d) * sizeof(double));
-    double *wn = next ? malloc((size_t)d * sizeof(double)) : NULL;
-    double *an = next ? malloc((size_t)(2 * r * d) * sizeof(double)) : NULL;
-    double *st = next ? calloc((size_t)(nstat * B), sizeof(double)) : NULL;
-    if (!act || !row || !br || !xnew || (next && (!wn || !an || !st))) {
-        free(act), free(row), free(br), free(xnew), free(wn), free(an), free(st);
+    (void)c;
+    double *row = malloc((size_t)f * sizeof(double)), *br = malloc((size_t)(r ? r : 1) * sizeof(double));
+    if (!row || !br) {
+        free(row), free(br);
         return -1;
     }
-    load_row(h->act, t, 0, (size_t)(B * f), act);
-    for (int64_t m = 0; m < d; m++) {
+    for (int64_t m = m0; m < m1; m++) {
         load_row(h->Wd, t, (size_t)(m * f), (size_t)f, row);
         load_row(h->Bd, t, (size_t)(m * r), (size_t)r, br);
         for (int64_t b = 0; b < B; b++) {
             double lo = 0;
             for (int64_t j = 0; j < r; j++)
                 lo += br[j] * h->td[j * B + b];
-            double y = dot(row, act + b * f, f) + D->scale * lo;
+            double y = dot(row, P->act + b * f, f) + D->scale * lo;
             size_t idx = (size_t)(b * d + m);
             /* read x before writing: x_out may be x */
-            xnew[idx] = store_rounded(h->xout, t, idx, gr_load(h->xin, t, idx) + y);
+            P->xnew[idx] = store_rounded(h->xout, t, idx, gr_load(h->xin, t, idx) + y);
         }
+    }
+    free(row), free(br);
+    return 0;
+}
+
+static int down_math(const dec_dims *D, const down_host *h) {
+    int64_t B = D->B, f = D->f, d = D->d, r = D->r;
+    gr_dtype t = D->t;
+    int next = h->wn != NULL;
+    int64_t nstat = 2 * r + 1;
+    double *act = malloc((size_t)(B * f) * sizeof(double)),
+           *xnew = malloc((size_t)(B * d) * sizeof(double));
+    double *wn = next ? malloc((size_t)d * sizeof(double)) : NULL;
+    double *an = next ? malloc((size_t)(2 * r * d) * sizeof(double)) : NULL;
+    double *st = next ? calloc((size_t)(nstat * B), sizeof(double)) : NULL;
+    if (!act || !xnew || (next && (!wn || !an || !st))) {
+        free(act), free(xnew), free(wn), free(an), free(st);
+        return -1;
+    }
+    load_row(h->act, t, 0, (size_t)(B * f), act);
+    down_par P = {D, h, act, xnew};
+    if (gr_parallel_for(d, DEC_REF_CHUNK, down_chunk, &P) != 0) {
+        free(act), free(xnew), free(wn), free(an), free(st);
+        return -1;
     }
     if (next) {
         load_row(h->wn, t, 0, (size_t)d, wn);
@@ -807,7 +869,7 @@ static int down_math(const dec_dims *D, const down_host *h) {
             for (int64_t b = 0; b < B; b++)
                 h->tin[j * B + b] = (float)((double)h->tin[j * B + b] + st[(1 + j) * B + b]);
     }
-    free(act), free(row), free(br), free(xnew), free(wn), free(an), free(st);
+    free(act), free(xnew), free(wn), free(an), free(st);
     return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/cuda_check.h"
+#include "core/parallel.h"
 #include "kernels/common.h"
 
 enum { P_M, P_N, P_K, P_BATCH, P_TA, P_TB, P_BBATCHED, P_HASC };
@@ -151,51 +152,113 @@ static gr_status launch_gemm(const gr_op *op, const gr_launch_ctx *ctx, gr_error
     return GR_OK;
 }
 
-static gr_status ref_gemm(const gr_op *op, const gr_plan *plan, void *const *host, gr_error *err) {
-    const gr_buffer *A = gr_in(op, plan, 0), *B = gr_in(op, plan, 1), *Y = gr_out(op, plan, 0);
-    const void *a = host[op->inputs[0]], *b = host[op->inputs[1]];
-    const void *c = op->ip[P_HASC] ? host[op->inputs[2]] : NULL;
-    void *y = host[op->outputs[0]];
-    int64_t M = op->ip[P_M], N = op->ip[P_N], K = op->ip[P_K], batch = op->ip[P_BATCH];
-    int ta = (int)op->ip[P_TA], tb = (int)op->ip[P_TB], bb = (int)op->ip[P_BBATCHED];
-    double alpha = op->fp[0], beta = op->fp[1];
-    double *row = malloc((size_t)N * sizeof(double));
-    double *acol = malloc((size_t)K * sizeof(double));
-    if (!row || !acol) {
-        free(row);
-        free(acol);
-        return gr_error_set(err, GR_ERR_NOMEM, op->path, "out of host memory");
-    }
-    for (int64_t s = 0; s < batch; s++) {
-        size_t aoff = (size_t)(s * M * K), boff = bb ? (size_t)(s * K * N) : 0, yoff = (size_t)(s * M * N);
-        for (int64_t i = 0; i < M; i++) {
-            for (int64_t k = 0; k < K; k++)
-                acol[k] = gr_load(a, A->dtype, aoff + (size_t)(ta ? k * M + i : i * K + k));
-            for (int64_t j = 0; j < N; j++) row[j] = 0;
-            if (!tb) {
-                for (int64_t k = 0; k < K; k++) {
-                    double av = acol[k];
-                    if (av == 0) continue;
-                    for (int64_t j = 0; j < N; j++) row[j] += av * gr_load(b, B->dtype, boff + (size_t)(k * N + j));
-                }
-            } else {
-                /* B stored [N, K]: each output is a dot product of two contiguous rows */
-                for (int64_t j = 0; j < N; j++) {
-                    double sum = 0;
-                    size_t brow = boff + (size_t)(j * K);
-                    for (int64_t k = 0; k < K; k++) sum += acol[k] * gr_load(b, B->dtype, brow + (size_t)k);
-                    row[j] = sum;
-                }
-            }
-            for (int64_t j = 0; j < N; j++) {
-                double v = alpha * row[j];
-                if (c) v += beta * gr_load(c, Y->dtype, yoff + (size_t)(i * N + j));
-                gr_store(y, Y->dtype, yoff + (size_t)(i * N + j), v);
-            }
+/* The reference GEMM, in parallel (core/parallel.h): over output rows when there are many, else
+ * over column chunks of each row. Every output is the same k-ordered double sum either way, so
+ * the result does not depend on the thread count. */
+typedef struct gemm_ref {
+    const gr_buffer *A, *B, *Y;
+    const void *a, *b, *c;
+    void *y;
+    int64_t M, N, K;
+    int ta, tb, bb;
+    double alpha, beta;
+    int64_t row; /* columns mode: the row (s * M + i) being computed */
+} gemm_ref;
+
+/* Outputs [j0, j1) of row r (= s * M + i); acol holds A's row, out scratch of j1 - j0. */
+static void gemm_ref_cols(const gemm_ref *g, int64_t r, int64_t j0, int64_t j1, const double *acol,
+                          double *out) {
+    int64_t s = r / g->M, i = r % g->M, N = g->N, K = g->K;
+    size_t boff = g->bb ? (size_t)(s * K * N) : 0, yoff = (size_t)(s * g->M * N);
+    for (int64_t j = j0; j < j1; j++) out[j - j0] = 0;
+    if (!g->tb) {
+        for (int64_t k = 0; k < K; k++) {
+            double av = acol[k];
+            if (av == 0) continue;
+            for (int64_t j = j0; j < j1; j++)
+                out[j - j0] += av * gr_load(g->b, g->B->dtype, boff + (size_t)(k * N + j));
+        }
+    } else {
+        /* B stored [N, K]: each output is a dot product of two contiguous rows */
+        for (int64_t j = j0; j < j1; j++) {
+            double sum = 0;
+            size_t brow = boff + (size_t)(j * K);
+            for (int64_t k = 0; k < K; k++) sum += acol[k] * gr_load(g->b, g->B->dtype, brow + (size_t)k);
+            out[j - j0] = sum;
         }
     }
-    free(row);
-    free(acol);
+    for (int64_t j = j0; j < j1; j++) {
+        double v = g->alpha * out[j - j0];
+        if (g->c) v += g->beta * gr_load(g->c, g->Y->dtype, yoff + (size_t)(i * N + j));
+        gr_store(g->y, g->Y->dtype, yoff + (size_t)(i * N + j), v);
+    }
+}
+
+static void gemm_ref_acol(const gemm_ref *g, int64_t r, double *acol) {
+    int64_t s = r / g->M, i = r % g->M, M = g->M, K = g->K;
+    size_t aoff = (size_t)(s * M * K);
+    for (int64_t k = 0; k < K; k++)
+        acol[k] = gr_load(g->a, g->A->dtype, aoff + (size_t)(g->ta ? k * M + i : i * K + k));
+}
+
+static int gemm_ref_rows(void *ctx, int64_t chunk, int64_t r0, int64_t r1) {
+    const gemm_ref *g = ctx;
+    (void)chunk;
+    double *acol = malloc((size_t)(g->K ? g->K : 1) * sizeof(double));
+    double *out = malloc((size_t)(g->N ? g->N : 1) * sizeof(double));
+    if (!acol || !out) {
+        free(acol), free(out);
+        return -1;
+    }
+    for (int64_t r = r0; r < r1; r++) {
+        gemm_ref_acol(g, r, acol);
+        gemm_ref_cols(g, r, 0, g->N, acol, out);
+    }
+    free(acol), free(out);
+    return 0;
+}
+
+typedef struct gemm_ref_row {
+    const gemm_ref *g;
+    const double *acol;
+} gemm_ref_row;
+
+static int gemm_ref_colchunk(void *ctx, int64_t chunk, int64_t j0, int64_t j1) {
+    const gemm_ref_row *R = ctx;
+    (void)chunk;
+    double *out = malloc((size_t)(j1 - j0) * sizeof(double));
+    if (!out) return -1;
+    gemm_ref_cols(R->g, R->g->row, j0, j1, R->acol, out);
+    free(out);
+    return 0;
+}
+
+static gr_status ref_gemm(const gr_op *op, const gr_plan *plan, void *const *host, gr_error *err) {
+    gemm_ref g;
+    g.A = gr_in(op, plan, 0), g.B = gr_in(op, plan, 1), g.Y = gr_out(op, plan, 0);
+    g.a = host[op->inputs[0]], g.b = host[op->inputs[1]];
+    g.c = op->ip[P_HASC] ? host[op->inputs[2]] : NULL;
+    g.y = host[op->outputs[0]];
+    g.M = op->ip[P_M], g.N = op->ip[P_N], g.K = op->ip[P_K];
+    int64_t rows = op->ip[P_BATCH] * g.M;
+    g.ta = (int)op->ip[P_TA], g.tb = (int)op->ip[P_TB], g.bb = (int)op->ip[P_BBATCHED];
+    g.alpha = op->fp[0], g.beta = op->fp[1];
+    g.row = 0;
+    int rc = 0;
+    if (rows >= 4 * (int64_t)gr_parallel_threads()) {
+        rc = gr_parallel_for(rows, 1, gemm_ref_rows, &g);
+    } else {
+        double *acol = malloc((size_t)(g.K ? g.K : 1) * sizeof(double));
+        if (!acol) rc = -1;
+        for (int64_t r = 0; r < rows && rc == 0; r++) {
+            g.row = r;
+            gemm_ref_acol(&g, r, acol);
+            gemm_ref_row R = {&g, acol};
+            rc = gr_parallel_for(g.N, 256, gemm_ref_colchunk, &R);
+        }
+        free(acol);
+    }
+    if (rc != 0) return gr_error_set(err, GR_ERR_NOMEM, op->path, "out of host memory");
     return GR_OK;
 }
 
