@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/cuda_check.h"
+#include "core/parallel.h"
 #include "kernels/common.h"
 
 static const gr_dtype fp32_only[] = {GR_FP32, GR_DTYPE_INVALID};
@@ -940,10 +941,23 @@ static gr_status check_linear(gr_op *op, const gr_plan *plan, gr_error *err) {
     return GR_OK;
 }
 
-/* y [M, N] = act(x [M, K] w [N, K]^T + bias), double accumulation, rounded to fp32 as stored. */
-static void ref_linear_rows(const float *x, const float *w, const float *bias, int64_t M, int64_t N,
-                            int64_t K, int act, float *y) {
-    for (int64_t m = 0; m < M; m++) {
+/* y [M, N] = act(x [M, K] w [N, K]^T + bias), double accumulation, rounded to fp32 as stored;
+ * rows in parallel (each output's sum is the same either way). */
+typedef struct linear_ref {
+    const float *x, *w, *bias;
+    int64_t N, K;
+    int act;
+    float *y;
+} linear_ref;
+
+static int linear_ref_rows(void *ctx, int64_t chunk, int64_t m0, int64_t m1) {
+    const linear_ref *L = ctx;
+    const float *x = L->x, *w = L->w, *bias = L->bias;
+    int64_t N = L->N, K = L->K;
+    int act = L->act;
+    float *y = L->y;
+    (void)chunk;
+    for (int64_t m = m0; m < m1; m++) {
         const float *xr = x + m * K;
         for (int64_t n = 0; n < N; n++) {
             const float *wr = w + n * K;
@@ -955,6 +969,13 @@ static void ref_linear_rows(const float *x, const float *w, const float *bias, i
             y[m * N + n] = (float)s;
         }
     }
+    return 0;
+}
+
+static void ref_linear_rows(const float *x, const float *w, const float *bias, int64_t M, int64_t N,
+                            int64_t K, int act, float *y) {
+    linear_ref L = {x, w, bias, N, K, act, y};
+    gr_parallel_for(M, 8, linear_ref_rows, &L);
 }
 
 static gr_status ref_linear(const gr_op *op, const gr_plan *plan, void *const *host,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/parallel.h"
 #include "kernels/common.h"
 
 static const char *const act_choices[] = {"relu", "gelu", "silu", "none", NULL};
@@ -126,36 +127,59 @@ static gr_status check_pointwise(gr_op *op, const gr_plan *plan, gr_error *err) 
     return GR_OK;
 }
 
+/* Per element, in parallel chunks (each element is computed the same way whatever the split). */
+typedef struct pw_ref {
+    const void *in[3];
+    void *out;
+    gr_dtype t;
+    int kind; /* 0 add/mul, 1 three inputs, 2 activation alone */
+    int add, act;
+} pw_ref;
+
+static int pw_ref_chunk(void *ctx, int64_t chunk, int64_t i0, int64_t i1) {
+    const pw_ref *P = ctx;
+    const void *const *in = P->in;
+    gr_dtype t = P->t;
+    (void)chunk;
+    /* The device computes in fp32 and rounds once to the output dtype; so does this reference
+     * (float arithmetic, erf/exp in double), so fp32 results agree to an ulp or so. */
+    if (P->kind == 0) {
+        for (int64_t i = i0; i < i1; i++) {
+            float a = (float)gr_load(in[0], t, (size_t)i), b = (float)gr_load(in[1], t, (size_t)i);
+            gr_store(P->out, t, (size_t)i, P->add ? a + b : a * b);
+        }
+    } else if (P->kind == 1) {
+        for (int64_t i = i0; i < i1; i++) {
+            float a = (float)gr_load(in[0], t, (size_t)i), b = (float)gr_load(in[1], t, (size_t)i),
+                  c = (float)gr_load(in[2], t, (size_t)i);
+            float s = (a + b) * c;
+            gr_store(P->out, t, (size_t)i, (float)gr_act_host(s, P->act));
+        }
+    } else {
+        for (int64_t i = i0; i < i1; i++)
+            gr_store(P->out, t, (size_t)i, (float)gr_act_host((float)gr_load(in[0], t, (size_t)i), P->act));
+    }
+    return 0;
+}
+
 static gr_status ref_pointwise(const gr_op *op, const gr_plan *plan, void *const *host,
                                gr_error *err) {
     (void)err;
     const gr_buffer *y = gr_out(op, plan, 0);
-    int64_t n = op->ip[0];
-    gr_dtype t = y->dtype;
-    const void *in[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < op->ninputs && i < 3; i++) in[i] = host[op->inputs[i]];
-    void *out = host[op->outputs[0]];
+    pw_ref P;
+    memset(&P, 0, sizeof(P));
+    for (int i = 0; i < op->ninputs && i < 3; i++) P.in[i] = host[op->inputs[i]];
+    P.out = host[op->outputs[0]];
+    P.t = y->dtype;
     const char *kn = op->kernel->name;
-    int act = (int)op->ip[1];
-    /* The device computes in fp32 and rounds once to the output dtype; so does this reference
-     * (float arithmetic, erf/exp in double), so fp32 results agree to an ulp or so. */
+    P.act = (int)op->ip[1];
     if (!strcmp(kn, "add") || !strcmp(kn, "mul")) {
-        int add = op->ip[1] == GR_BIN_ADD;
-        for (int64_t i = 0; i < n; i++) {
-            float a = (float)gr_load(in[0], t, (size_t)i), b = (float)gr_load(in[1], t, (size_t)i);
-            gr_store(out, t, (size_t)i, add ? a + b : a * b);
-        }
-    } else if (op->ninputs == 3) {
-        for (int64_t i = 0; i < n; i++) {
-            float a = (float)gr_load(in[0], t, (size_t)i), b = (float)gr_load(in[1], t, (size_t)i),
-                  c = (float)gr_load(in[2], t, (size_t)i);
-            float s = (a + b) * c;
-            gr_store(out, t, (size_t)i, (float)gr_act_host(s, act));
-        }
+        P.kind = 0;
+        P.add = op->ip[1] == GR_BIN_ADD;
     } else {
-        for (int64_t i = 0; i < n; i++)
-            gr_store(out, t, (size_t)i, (float)gr_act_host((float)gr_load(in[0], t, (size_t)i), act));
+        P.kind = op->ninputs == 3 ? 1 : 2;
     }
+    gr_parallel_for(op->ip[0], 1 << 16, pw_ref_chunk, &P);
     return GR_OK;
 }
 

@@ -1,6 +1,7 @@
 /* The CPU references' parallel loop (core/parallel.h): every index once, in fixed chunks, the first
- * error stops it; and the decode references (gate_up, down, the unfused GEMMs) give the same
- * bytes on one CPU as on all of them (a child process pinned to one CPU computes the same step). */
+ * error stops it; and the references that use it (the host fill, decode's gate_up/down, the GEMM,
+ * pointwise, DLRM's linear layers) give the same bytes on one CPU as on all of them (a child
+ * process pinned to one CPU computes the same step). */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdatomic.h>
@@ -51,16 +52,15 @@ static void test_every_index_once(void) {
     printf("\n    %d threads here", gr_parallel_threads());
 }
 
-/* x after one reference step of decode_step `variant` (small sizes), malloc'd; *bytes set. */
-static void *decode_x(const char *variant, const char *dtype, size_t *bytes) {
+/* Output buffer `out` after one reference step of a bundled workload's variant with `sets`,
+ * malloc'd; *bytes set. */
+static void *ref_out(const char *workload, const char *variant, const char *const *sets, int nsets,
+                     const char *out, size_t *bytes) {
     gr_error e;
     gr_error_clear(&e);
     gr_workload *wl = NULL;
-    if (gr_workload_load_file(gr_test_src("workloads/decode_step.json"), &wl, &e) != GR_OK) return NULL;
-    char dt[32];
-    snprintf(dt, sizeof(dt), "dtype=%s", dtype);
-    const char *sets[] = {dt, "L=3", "d=256", "f=1024", "B=3", "gemv_max_b=2"};
-    for (int i = 0; i < 6; i++) gr_workload_set(wl, sets[i], &e);
+    if (gr_workload_load_file(gr_test_src(workload), &wl, &e) != GR_OK) return NULL;
+    for (int i = 0; i < nsets; i++) gr_workload_set(wl, sets[i], &e);
     gr_plan *p = NULL;
     gr_target t = gr_target_default();
     gr_status st = gr_plan_resolve(wl, variant, &t, gr_kernel_find, gr_kernel_all_names, &p, &e);
@@ -71,7 +71,7 @@ static void *decode_x(const char *variant, const char *dtype, size_t *bytes) {
     }
     int b = -1;
     for (int k = 0; k < p->nbufs; k++)
-        if (!strcmp(p->bufs[k].name, "x")) b = k;
+        if (!strcmp(p->bufs[k].name, out)) b = k;
     gr_hoststate *hs = NULL;
     void *x = NULL;
     if (b >= 0 && gr_hoststate_create(p, &hs, &e) == GR_OK && gr_hoststate_fill(hs, &e) == GR_OK &&
@@ -88,9 +88,10 @@ static void *decode_x(const char *variant, const char *dtype, size_t *bytes) {
 }
 
 /* The same step in a child pinned to one CPU (one thread) and here: the same bytes. */
-static void same_on_one_cpu(const char *variant, const char *dtype) {
+static void same_on_one_cpu(const char *workload, const char *variant, const char *const *sets,
+                            int nsets, const char *out) {
     size_t n = 0;
-    void *here = decode_x(variant, dtype, &n);
+    void *here = ref_out(workload, variant, sets, nsets, out, &n);
     CU_ASSERT_PTR_NOT_NULL_FATAL(here);
     int fd[2];
     CU_ASSERT_FATAL(pipe(fd) == 0);
@@ -103,7 +104,7 @@ static void same_on_one_cpu(const char *variant, const char *dtype) {
         CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
         if (sched_setaffinity(0, sizeof(one), &one) != 0 || gr_parallel_threads() != 1) _exit(3);
         size_t m = 0;
-        void *x = decode_x(variant, dtype, &m);
+        void *x = ref_out(workload, variant, sets, nsets, out, &m);
         if (!x || m != n) _exit(4);
         size_t off = 0;
         while (off < m) {
@@ -123,25 +124,33 @@ static void same_on_one_cpu(const char *variant, const char *dtype) {
     waitpid(pid, &status, 0);
     CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     CU_ASSERT_EQUAL(got, n);
-    CU_ASSERT_TRUE(got == n && memcmp(here, there, n) == 0);
-    double s = 0;
-    for (size_t i = 0; i < n / 4; i++) s += ((unsigned char *)here)[i];
-    CU_ASSERT_TRUE(s > 0); /* not all zeros */
-    printf("\n    decode %s %s, %d threads here vs 1 pinned: %s", variant, dtype,
-           gr_parallel_threads(), got == n && memcmp(here, there, n) == 0 ? "same bytes" : "DIFFERENT");
+    int same = got == n && memcmp(here, there, n) == 0;
+    CU_ASSERT_TRUE(same);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < n; i++) nonzero += ((unsigned char *)here)[i] != 0;
+    CU_ASSERT_TRUE(nonzero > n / 4); /* not all zeros */
+    printf("\n    %s %s -> %s, %d threads here vs 1 pinned: %s", workload, variant, out,
+           gr_parallel_threads(), same ? "same bytes" : "DIFFERENT");
     free(here);
     free(there);
 }
 
-static void test_decode_references_thread_independent(void) {
-    same_on_one_cpu("fused", "fp32");   /* B = 3 > gemv_max_b = 2: the cuBLAS path's reference */
-    same_on_one_cpu("fused", "bf16");
-    same_on_one_cpu("unfused", "fp32"); /* the GEMM reference */
+static void test_references_thread_independent(void) {
+    const char *dec32[] = {"dtype=fp32", "L=3", "d=256", "f=1024", "B=3", "gemv_max_b=2"};
+    const char *dec16[] = {"dtype=bf16", "L=3", "d=256", "f=1024", "B=3", "gemv_max_b=2"};
+    /* B = 3 > gemv_max_b = 2: the per-layer ops (their reference is the same on either path) */
+    same_on_one_cpu("workloads/decode_step.json", "fused", dec32, 6, "x");
+    same_on_one_cpu("workloads/decode_step.json", "fused", dec16, 6, "x");
+    same_on_one_cpu("workloads/decode_step.json", "unfused", dec32, 6, "x"); /* the GEMM reference */
+    const char *pw[] = {"n=300000", "act=gelu"}; /* 5 chunks of the fill and of the reference */
+    same_on_one_cpu("workloads/pointwise_fusion.json", "unfused", pw, 2, "y");
+    const char *dl[] = {"B=64"};
+    same_on_one_cpu("workloads/dlrm_small.json", "unfused", dl, 1, "y");
 }
 
 static CU_TestInfo parallel_tests[] = {
     {"every index once, fixed chunks, the first error", test_every_index_once},
-    {"decode references: the same bytes on one CPU", test_decode_references_thread_independent},
+    {"references: the same bytes on one CPU as on all", test_references_thread_independent},
     CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_parallel_suites[] = {{"parallel", parallel_tests, 0}, {NULL, NULL, 0}};
