@@ -69,31 +69,23 @@ static void *segment(const char *tag, size_t bytes, char *name, size_t size) {
  * what the served replay gave for the same input (`want`, NULL: not compared). */
 static int lane_steps(gr_client *c, size_t xbytes, int warm, int n, const unsigned char *last_in,
                       const unsigned char *want, json_t **out) {
-    char name[64];
-    size_t off_in = GR_LANE_HEADER_BYTES, off_out = off_in + ((xbytes + 63) & ~(size_t)63);
-    unsigned char *m = segment("lane", off_out + xbytes, name, sizeof(name));
-    if (!m) {
-        fprintf(stderr, "gr_serve_bench: cannot make the lane's segment\n");
+    /* the C client's lane API (replay/client.h): it sizes, makes and maps the segment */
+    const char *io[] = {"x"};
+    gr_client_lane *lane = NULL;
+    gr_error e0;
+    gr_error_clear(&e0);
+    if (gr_client_lane_open(c, "served_c", io, 1, io, 1, 0, 100000, &lane, &e0) != GR_OK) {
+        fprintf(stderr, "gr_serve_bench: lane_open: %s\n", e0.msg);
         return 1;
     }
-    gr_reply r;
-    int rc = call(c, json_pack("{s:i, s:s, s:s, s:s, s:[{s:s, s:I}], s:[{s:s, s:I}], s:i}",
-                               "schema_version", 1, "cmd", "lane_open", "name", "served_c", "shm", name,
-                               "inputs", "buffer", "x", "offset", (json_int_t)off_in, "outputs",
-                               "buffer", "x", "offset", (json_int_t)off_out, "spin_us", 100000),
-                  &r);
-    if (rc) {
-        shm_unlink(name);
-        return rc;
-    }
-    long long id = json_integer_value(json_object_get(json_object_get(r.body, "lane"), "id"));
-    gr_reply_clear(&r);
-    gr_lane_ctl *ctl = (gr_lane_ctl *)m;
+    int rc = 0;
+    unsigned char *xin = gr_client_lane_data(lane, "x", 0), *xout = gr_client_lane_data(lane, "x", 1);
+    gr_lane_ctl *ctl = lane->ctl;
     double *wall = calloc((size_t)n, sizeof(double)), *graph = calloc((size_t)n, sizeof(double)),
            *step = calloc((size_t)n, sizeof(double));
     for (int k = 0; k < warm + n && !rc; k++) {
-        if (k == warm + n - 1) memcpy(m + off_in, last_in, xbytes);
-        else for (size_t q = 0; q < xbytes; q++) m[off_in + q] = (unsigned char)(k * 29 + q * 5);
+        if (k == warm + n - 1) memcpy(xin, last_in, xbytes);
+        else for (size_t q = 0; q < xbytes; q++) xin[q] = (unsigned char)(k * 29 + q * 5);
         gr_error e;
         gr_error_clear(&e);
         double t0 = now_us();
@@ -109,7 +101,7 @@ static int lane_steps(gr_client *c, size_t xbytes, int warm, int n, const unsign
             step[k - warm] = ctl->step_us;
         }
     }
-    int same = !rc && want ? memcmp(m + off_out, want, xbytes) == 0 : -1;
+    int same = !rc && want ? memcmp(xout, want, xbytes) == 0 : -1;
     if (!rc) {
         double wm, w10, w90, gm, g10, g90, sm, s10, s90;
         stats(wall, n, &wm, &w10, &w90);
@@ -129,13 +121,13 @@ static int lane_steps(gr_client *c, size_t xbytes, int warm, int n, const unsign
                          "p90", g90, "same_as_served", same == 1);
         if (same == 0) rc = 1;
     }
-    if (call(c, json_pack("{s:i, s:s, s:I}", "schema_version", 1, "cmd", "lane_close", "lane",
-                          (json_int_t)id),
-             &r) == 0)
-        gr_reply_clear(&r);
+    gr_error e1;
+    gr_error_clear(&e1);
+    if (gr_client_lane_close(c, lane, &e1) != GR_OK) {
+        fprintf(stderr, "gr_serve_bench: lane_close: %s\n", e1.msg);
+        rc = 1;
+    }
     free(wall), free(graph), free(step);
-    munmap(m, off_out + xbytes);
-    shm_unlink(name);
     return rc;
 }
 

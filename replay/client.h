@@ -64,6 +64,42 @@ gr_status gr_client_call(gr_client *c, void *request, int timeout_ms, gr_progres
 /* After `stop`: wait until the service closed the connection and released its lock. */
 gr_status gr_client_wait_gone(gr_client *c, int timeout_ms, gr_error *err);
 
+/* A lane opened from C (replay/PROTOCOL.md, "Lanes"; the doorbell is replay/lane.h's): the
+ * segment is made here, sized from the graph's buffers (`list`), laid out after the control
+ * block (64-byte aligned regions, each the whole buffer: a bucket's rows), and mapped. */
+#define GR_CLIENT_LANE_MAX_IO (2 * GR_PROTO_MAX_IO)
+typedef struct gr_client_lane_io {
+    char buffer[96];
+    int output;
+    void *data;       /* its region in the segment */
+    size_t bytes;     /* the whole buffer */
+    size_t row_bytes; /* a row of a buffer that changes with the bucket, else 0 */
+} gr_client_lane_io;
+
+typedef struct gr_client_lane {
+    struct gr_lane_ctl *ctl;
+    long long id, bucket, rows; /* rows: a step's default on a bucket's graph */
+    int registered;
+    int n; /* inputs, then outputs */
+    gr_client_lane_io io[GR_CLIENT_LANE_MAX_IO];
+    void *map;
+    size_t map_len;
+    char shm[64];
+} gr_client_lane;
+
+/* lane_open on `graph` (NULL: the most recent capture; a bucket group's name with batch > 0),
+ * inputs and outputs by buffer name; spin_us < 0 takes the service's default. The lane's
+ * steps: gr_lane_step(lane->ctl, ...) after writing the inputs (lane->ctl->rows for a bucket).
+ * A failed request is returned with the service's message (and field in err->path). */
+gr_status gr_client_lane_open(gr_client *c, const char *graph, const char *const *inputs, int nin,
+                              const char *const *outputs, int nout, long long batch, int spin_us,
+                              gr_client_lane **out, gr_error *err);
+/* The region of buffer `name` (an output when output != 0), or NULL. */
+void *gr_client_lane_data(const gr_client_lane *l, const char *name, int output);
+/* lane_close when c is not NULL (its reply's error, if any, is returned; the lane is freed
+ * either way), then unmap and remove the segment. NULL lane: nothing. */
+gr_status gr_client_lane_close(gr_client *c, gr_client_lane *l, gr_error *err);
+
 /* "\r  LABEL [######.......] done/total steps" on a terminal; cleared when done >= total. */
 void gr_progress_bar(FILE *f, const char *label, long long done, long long total);
 

@@ -20,6 +20,7 @@
 
 #include "core/npy.h"
 #include "core/timer.h"
+#include "replay/client.h"
 #include "replay/lane.h"
 #include "service_util.h"
 #include "tests.h"
@@ -971,6 +972,30 @@ static void test_lanes(void) {
     }
     CU_ASSERT_EQUAL(lanes, 0);
     shm_unlink(shm3);
+    /* the C client's lane API on pw2: the segment made and sized by it, a step, the close */
+    {
+        gr_service_paths paths;
+        gr_client *cl = NULL;
+        gr_error_clear(&e);
+        CU_ASSERT_EQUAL_FATAL(gr_service_paths_resolve(s.sock, &paths, &e), GR_OK);
+        CU_ASSERT_EQUAL_FATAL(gr_client_connect(&paths, 0, &cl, &e), GR_OK);
+        const char *ins[] = {"a"}, *outs[] = {"y"};
+        gr_client_lane *cla = NULL;
+        CU_ASSERT_EQUAL_FATAL(gr_client_lane_open(cl, "pw2", ins, 1, outs, 1, 0, 100000, &cla, &e), GR_OK);
+        float *ca = gr_client_lane_data(cla, "a", 0), *cy = gr_client_lane_data(cla, "y", 1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ca);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(cy);
+        CU_ASSERT_EQUAL(cla->io[0].bytes, nb);
+        for (int i = 0; i < n; i++) ca[i] = (float)cos(0.02 * i);
+        gr_error_clear(&e);
+        CU_ASSERT_EQUAL(gr_lane_step(cla->ctl, 1e6, 10000, &e), GR_OK);
+        double cs = 0;
+        for (int i = 0; i < n; i++) cs += fabs(cy[i]);
+        CU_ASSERT_TRUE(cs > 0);
+        gr_error_clear(&e);
+        CU_ASSERT_EQUAL(gr_client_lane_close(cl, cla, &e), GR_OK);
+        gr_client_close(cl);
+    }
     /* the service still serves pw2 */
     r = svc_raw_call(fd2, "{\"schema_version\":1,\"cmd\":\"replay\",\"name\":\"pw2\",\"iters\":100}", 60000);
     CU_ASSERT_TRUE(r && json_is_true(json_object_get(r, "ok")));

@@ -719,13 +719,35 @@ static void test_requests_without_gpu(void) {
     snprintf(args, sizeof(args), "drop nothere --socket %s", s.sock);
     CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 2);
     GR_ASSERT_CONTAINS(svc_out, "name: no graph named \"nothere\" is held");
+    /* the C client's lane_open: no graph held, named or latest, is refused before any segment
+     * is made (each a `list` request) */
+    {
+        gr_service_paths paths;
+        gr_client *c = NULL;
+        gr_error e;
+        gr_error_clear(&e);
+        CU_ASSERT_EQUAL_FATAL(gr_service_paths_resolve(s.sock, &paths, &e), GR_OK);
+        CU_ASSERT_EQUAL_FATAL(gr_client_connect(&paths, 0, &c, &e), GR_OK);
+        const char *io[] = {"a"};
+        gr_client_lane *lane = NULL;
+        CU_ASSERT_EQUAL(gr_client_lane_open(c, "nothere", io, 1, io, 1, 0, -1, &lane, &e), GR_ERR_USAGE);
+        CU_ASSERT_STRING_EQUAL(e.path, "name");
+        GR_ASSERT_CONTAINS(e.msg, "no graph named \"nothere\" is held");
+        CU_ASSERT_PTR_NULL(lane);
+        gr_error_clear(&e);
+        CU_ASSERT_EQUAL(gr_client_lane_open(c, NULL, io, 1, NULL, 0, 0, -1, &lane, &e), GR_ERR_USAGE);
+        GR_ASSERT_CONTAINS(e.msg, "no graph captured yet");
+        CU_ASSERT_EQUAL(gr_client_lane_close(c, NULL, &e), GR_OK); /* NULL: nothing */
+        gr_client_close(c);
+    }
     /* the service is still there and counted every request */
     snprintf(args, sizeof(args), "status --socket %s --json -", s.sock);
     CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
     json_t *j = json_loads(svc_out, 0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    /* the four bad workloads above were refused by the client (validated before sending) */
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "requests_served")), gpu ? 3 : 5);
+    /* the four bad workloads above were refused by the client (validated before sending); the
+     * two lane_opens asked `list` */
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "requests_served")), gpu ? 5 : 7);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(j, "device"), "state")),
                            gpu ? "ready" : "none");
     json_decref(j);
