@@ -1,5 +1,6 @@
 /* The C client's side of lanes: make, size and map the segment, lane_open / lane_close. The
  * doorbell itself is replay/lane.c (gr_lane_step). */
+#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdatomic.h>
@@ -116,13 +117,21 @@ gr_status gr_client_lane_open(gr_client *c, const char *graph, const char *const
     long pg = sysconf(_SC_PAGESIZE);
     l->map_len = (off + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
     static atomic_int counter;
-    snprintf(l->shm, sizeof(l->shm), "/gr-lane-%d-%d", (int)getpid(), atomic_fetch_add(&counter, 1));
-    int fd = shm_open(l->shm, O_CREAT | O_EXCL | O_RDWR, 0600);
+    int fd = -1;
+    for (int tries = 0; tries < 64 && fd < 0; tries++) { /* a name left by a dead process: next */
+        snprintf(l->shm, sizeof(l->shm), "/gr-lane-%d-%d", (int)getpid(),
+                 atomic_fetch_add(&counter, 1));
+        fd = shm_open(l->shm, O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd < 0 && errno != EEXIST) break;
+    }
     if (fd < 0 || ftruncate(fd, (off_t)l->map_len) != 0) {
+        int e = errno;
         if (fd >= 0) close(fd), shm_unlink(l->shm);
         free(l);
-        return gr_error_set(err, GR_ERR_IO, NULL, "cannot make a shared-memory segment of %zu bytes",
-                            off);
+        return gr_error_set(err, GR_ERR_IO, NULL,
+                            "cannot make a shared-memory segment of %zu bytes: %s (is /dev/shm "
+                            "full or not mounted?)",
+                            off, strerror(e));
     }
     l->map = mmap(NULL, l->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
