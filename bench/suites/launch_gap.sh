@@ -37,9 +37,9 @@ bench_launch_gap() {
                 probe_gr) clocked "${what}_${k}_r$r" "$PG" --via bare --kernel $k --k 1000 --mode graph ;;
                 probe_grk) clocked "${what}_${k}_r$r" "$PG" --via graphrun --kernel $k --k 1000 --mode graph ;;
                 graphrun) clocked "${what}_${k}_r$r" "$B" run workloads/launch_bound.json --variant $k \
-                    --no-pdl --iters 1000 --quiet --json "$d/${what}_${k}_r$r.json" ;;
+                    --no-pdl --iters 300 --quiet --json "$d/${what}_${k}_r$r.json" ;;
                 graphrun_nobw) clocked "${what}_${k}_r$r" "$B" run workloads/launch_bound.json --variant $k \
-                    --no-pdl --no-bandwidth --iters 1000 --quiet --json "$d/${what}_${k}_r$r.json" ;;
+                    --no-pdl --no-bandwidth --iters 300 --quiet --json "$d/${what}_${k}_r$r.json" ;;
                 esac
             done
         done
