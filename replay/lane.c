@@ -8,6 +8,7 @@
 #include "replay/lane.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 
 #include "core/timer.h"
 
+_Static_assert(offsetof(gr_lane_ctl, service_pid) == 24, "lane layout: service_pid");
 _Static_assert(offsetof(gr_lane_ctl, req_seq) == 64, "lane layout: req_seq");
 _Static_assert(offsetof(gr_lane_ctl, server_waiting) == 72, "lane layout: server_waiting");
 _Static_assert(offsetof(gr_lane_ctl, rows) == 76, "lane layout: rows");
@@ -56,6 +58,7 @@ void gr_lane_ctl_init(gr_lane_ctl *c, uint64_t lane_id) {
     c->magic = GR_LANE_MAGIC;
     c->version = GR_LANE_VERSION;
     c->lane_id = lane_id;
+    c->service_pid = (uint32_t)getpid();
     FENCE();
     STORE(&c->state, (uint32_t)GR_LANE_OPEN);
 }
@@ -113,26 +116,21 @@ void gr_lane_wake_server(gr_lane_ctl *c) {
     futex_wake(&c->req_seq);
 }
 
-gr_status gr_lane_step(gr_lane_ctl *c, double spin_us, int timeout_ms, gr_error *err) {
-    if (LOAD(&c->magic) != GR_LANE_MAGIC || LOAD(&c->version) != GR_LANE_VERSION)
-        return gr_error_set(err, GR_ERR_PROTOCOL, NULL,
-                            "not a lane's control block (magic/version): open the lane with "
-                            "`lane_open` before stepping");
-    uint32_t state = LOAD(&c->state);
-    if (state != GR_LANE_OPEN)
-        return gr_error_set(err, GR_ERR_SERVICE, NULL, "lane %llu is closed: %s",
-                            (unsigned long long)c->lane_id,
-                            c->message[0] ? c->message : "not open");
-    uint64_t seq = LOAD(&c->done_seq) + 1;
-    double t0 = gr_now_us();
-    STORE(&c->req_seq, seq);
-    FENCE();
-    if (LOAD(&c->server_waiting)) futex_wake(&c->req_seq);
-    double spin_until = t0 + (spin_us > 0 ? spin_us : 0);
+/* 1 while the service process that opened the lane exists (or is unknown). */
+static int service_alive(const gr_lane_ctl *c) {
+    pid_t pid = (pid_t)LOAD(&c->service_pid);
+    return pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+/* Wait until done_seq reaches seq: spin for spin_us, then sleep on the futex, looking at the
+ * lane's state and (every ~50 ms) the service's process. */
+static gr_status wait_done(gr_lane_ctl *c, uint64_t seq, double t0, double spin_us, int timeout_ms,
+                           gr_error *err) {
+    double spin_until = t0 + (spin_us > 0 ? spin_us : 0), next_alive = t0 + 50e3;
     unsigned k = 0;
     for (;;) {
         uint64_t d = LOAD(&c->done_seq);
-        if (d == seq) break;
+        if (d == seq) return GR_OK;
         if (LOAD(&c->state) != GR_LANE_OPEN)
             return gr_error_set(err, GR_ERR_SERVICE, NULL, "lane %llu closed during the step: %s",
                                 (unsigned long long)c->lane_id, c->message);
@@ -148,6 +146,15 @@ gr_status gr_lane_step(gr_lane_ctl *c, double spin_us, int timeout_ms, gr_error 
                                 "`graphrun status` shows what runs)",
                                 (unsigned long long)c->lane_id, (unsigned long long)seq,
                                 timeout_ms);
+        if (now >= next_alive) {
+            next_alive = now + 50e3;
+            if (!service_alive(c))
+                return gr_error_set(err, GR_ERR_SERVICE, NULL,
+                                    "lane %llu: the service (pid %u) is gone: step %llu was not "
+                                    "answered (its log next to the socket says why)",
+                                    (unsigned long long)c->lane_id, (unsigned)c->service_pid,
+                                    (unsigned long long)seq);
+        }
         if (now < spin_until) {
             cpu_relax();
             continue;
@@ -158,6 +165,30 @@ gr_status gr_lane_step(gr_lane_ctl *c, double spin_us, int timeout_ms, gr_error 
             futex_wait(&c->done_seq, (uint32_t)d, 1000000L);
         STORE(&c->client_waiting, 0u);
     }
+}
+
+gr_status gr_lane_step(gr_lane_ctl *c, double spin_us, int timeout_ms, gr_error *err) {
+    if (LOAD(&c->magic) != GR_LANE_MAGIC || LOAD(&c->version) != GR_LANE_VERSION)
+        return gr_error_set(err, GR_ERR_PROTOCOL, NULL,
+                            "not a lane's control block (magic/version): open the lane with "
+                            "`lane_open` before stepping");
+    uint32_t state = LOAD(&c->state);
+    if (state != GR_LANE_OPEN)
+        return gr_error_set(err, GR_ERR_SERVICE, NULL, "lane %llu is closed: %s",
+                            (unsigned long long)c->lane_id,
+                            c->message[0] ? c->message : "not open");
+    double t0 = gr_now_us();
+    uint64_t pending = LOAD(&c->req_seq);
+    gr_status st = GR_OK;
+    if (pending != LOAD(&c->done_seq)) /* an earlier call gave up on this one: let it end */
+        st = wait_done(c, pending, t0, spin_us, timeout_ms, err);
+    if (st != GR_OK) return st;
+    uint64_t seq = LOAD(&c->done_seq) + 1;
+    STORE(&c->req_seq, seq);
+    FENCE();
+    if (LOAD(&c->server_waiting)) futex_wake(&c->req_seq);
+    st = wait_done(c, seq, t0, spin_us, timeout_ms, err);
+    if (st != GR_OK) return st;
     int status = c->status;
     if (status != 0)
         return gr_error_set(err, (gr_status)status, NULL, "lane %llu step %llu: %s",

@@ -31,7 +31,9 @@ typedef struct gr_lane_ctl {
     uint32_t version;        /* 8: GR_LANE_VERSION (service) */
     uint32_t state;          /* 12: GR_LANE_* (service) */
     uint64_t lane_id;        /* 16: the service's id for the lane (service) */
-    uint8_t pad0[40];
+    uint32_t service_pid;    /* 24: the service's process: a client waiting on a step checks it
+                                lives (a service killed outright never marks its lanes closed) */
+    uint8_t pad0[36];
     uint64_t req_seq;        /* 64: client: the step it asks for, done_seq + 1 */
     uint32_t server_waiting; /* 72: service: 1 while its thread sleeps on req_seq's futex */
     uint32_t rows;           /* 76: client: the step's batch rows on a bucket's graph (0: the
@@ -69,7 +71,9 @@ void gr_lane_wake_server(gr_lane_ctl *c);
 
 /* Ring for one step and wait for it: spin for spin_us, then sleep on the futex; give up after
  * timeout_ms (< 0: no limit) with GR_ERR_SERVICE. A step that failed in the service returns its
- * status with the service's message; a closed lane is GR_ERR_SERVICE with the reason. */
+ * status with the service's message; a closed lane, or a service process that is gone, is
+ * GR_ERR_SERVICE with the reason. A step still pending from an earlier call that gave up is
+ * waited for first (its outputs are not this step's). */
 gr_status gr_lane_step(gr_lane_ctl *c, double spin_us, int timeout_ms, gr_error *err);
 
 /* ---- the layout */

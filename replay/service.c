@@ -204,11 +204,15 @@ typedef struct svc {
     /* GPU work is one at a time: the worker holds gpu_mu through each job, a lane's thread through
      * each step */
     pthread_mutex_t gpu_mu;
+    atomic_int gpu_wanted;  /* the worker waits for gpu_mu: lanes let it have it first */
     pthread_cond_t lane_cv; /* (with mu) a lane's thread ended */
     /* under mu */
     struct lane *lanes;
     int nlanes;
     uint64_t next_lane;
+    struct lane *reap; /* ended lanes whose CUDA teardown waits for gpu_mu (the worker's) */
+    uint64_t closed_id[16], closed_steps[16]; /* the last lanes ended: their served steps */
+    int closed_next;
     job *qhead, *qtail;
     int qlen;
     job *running;
@@ -1267,7 +1271,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc) {
 static int seg_copy(void *dst, const void *src, size_t n) {
     sigjmp_buf jb;
     sigjmp_buf *prev = seg_guard;
-    if (sigsetjmp(jb, 1)) {
+    if (sigsetjmp(jb, 0)) { /* no mask to restore: the handler runs with SA_NODEFER */
         seg_guard = prev;
         return -1;
     }
@@ -1324,11 +1328,12 @@ static gr_status io_resolve(const held *h, const gr_io_spec *sp, const char *fie
     const gr_bucket_buffer *bb =
         h->group && batch > 0 && batch < h->bucket ? gr_bucket_find(&h->group->layout, sp->buffer)
                                                     : NULL;
-    if (bb && bb->batch_dim > 0)
+    if (bb && (bb->batch_dim > 0 || (bb->batch_dim == 0 && io->view.shape[0] != h->bucket)))
         return gr_error_set(err, GR_ERR_INPUT, field,
-                            "buffer \"%s\" changes with %s in dimension %d, so a request for "
+                            "buffer \"%s\" changes with %s in dimension %d%s, so a request for "
                             "batch %lld cannot be padded to bucket %lld: send the whole bucket",
-                            sp->buffer, h->group->spec.param, bb->batch_dim, batch,
+                            sp->buffer, h->group->spec.param, bb->batch_dim,
+                            bb->batch_dim == 0 ? " (not one row a unit)" : "", batch,
                             (long long)h->bucket);
     if (bb && bb->batch_dim == 0) { /* the request's rows: the rest is padding */
         io->view.numel = io->view.numel / io->view.shape[0] * batch;
@@ -1816,6 +1821,7 @@ typedef struct lane {
     ino_t seg_ino;
     gr_lane_ctl *ctl;
     int stop;       /* atomic (__atomic): set by whoever closes the lane */
+    int closer_reaps; /* (under mu, before stop) the closer holds gpu_mu and tears it down */
     char why[256];  /* why it closed (written before stop) */
     double spin_us;
     uint64_t steps; /* served (under mu) */
@@ -1830,7 +1836,19 @@ static size_t lane_bytes(const lane *l, int i, const io_buf *io, long long rows)
 
 /* Copy in, one replay, copy out, on the graph's stream, then one wait. `rows` (checked) pads the
  * inputs of a bucket's graph with zero rows and trims its outputs. */
+static gr_status lane_step_enqueue(lane *l, long long rows, float *graph_ms, gr_error *err);
+
 static gr_status lane_step(lane *l, long long rows, float *graph_ms, gr_error *err) {
+    gr_status st = lane_step_enqueue(l, rows, graph_ms, err);
+    if (st != GR_OK && st != GR_ERR_CUDA) {
+        /* copies may be queued from/to the staging the next step reuses: let them finish */
+        cudaStreamSynchronize((cudaStream_t)l->h->s->dev->streams[0]);
+        cudaGetLastError();
+    }
+    return st;
+}
+
+static gr_status lane_step_enqueue(lane *l, long long rows, float *graph_ms, gr_error *err) {
     held *h = l->h;
     const gr_plan *p = h->ld.plans[0];
     gr_devstate *dev = h->s->dev;
@@ -1875,6 +1893,11 @@ static gr_status lane_step(lane *l, long long rows, float *graph_ms, gr_error *e
 static int lane_lock_gpu(lane *l) {
     for (;;) {
         if (__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) return 0;
+        if (atomic_load(&l->v->gpu_wanted) > 0) { /* a queued request goes first: no starving */
+            struct timespec pause = {0, 50 * 1000};
+            nanosleep(&pause, NULL);
+            continue;
+        }
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 10 * 1000 * 1000;
@@ -1890,28 +1913,67 @@ static int lane_lock_gpu(lane *l) {
     }
 }
 
+/* A lane's CUDA resources and mapping: under gpu_mu (a global-mode capture must not see a
+ * cudaHostUnregister or cudaFreeHost from another thread). */
+static void lane_teardown_keep(lane *l) {
+    if (l->registered) cudaHostUnregister(l->map);
+    for (int i = 0; i < l->nin + l->nout; i++)
+        if (l->stage[i]) cudaFreeHost(l->stage[i]);
+    if (l->e0) cudaEventDestroy(l->e0);
+    if (l->e1) cudaEventDestroy(l->e1);
+    cudaGetLastError();
+    munmap(l->map, l->map_len);
+}
+
+static void lane_teardown(lane *l) {
+    lane_teardown_keep(l);
+    free(l);
+}
+
+/* The worker, holding gpu_mu (or alone at the end): tear down the lanes that ended while the
+ * GPU was busy. */
+static void lanes_reap(svc *v) {
+    pthread_mutex_lock(&v->mu);
+    lane *r = v->reap;
+    v->reap = NULL;
+    pthread_mutex_unlock(&v->mu);
+    while (r) {
+        lane *next = r->next;
+        lane_teardown(r);
+        r = next;
+    }
+}
+
 static void *lane_main(void *arg) {
     lane *l = arg;
     svc *v = l->v;
     cudaSetDevice(v->o.device);
     uint64_t done = 0, seq = 0;
+    int segment_gone = 0;
     sigjmp_buf jb;
-    if (sigsetjmp(jb, 1)) { /* SIGBUS on the segment (no lock is held there): do not touch it */
+    if (sigsetjmp(jb, 0)) { /* SIGBUS on the segment (no lock is held there): do not touch it */
         seg_guard = NULL;
+        segment_gone = 1;
         pthread_mutex_lock(&v->mu);
-        snprintf(l->why, sizeof(l->why), "its client shrank the segment under it (SIGBUS)");
+        if (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE))
+            snprintf(l->why, sizeof(l->why), "its client shrank the segment under it (SIGBUS)");
         pthread_mutex_unlock(&v->mu);
         goto out;
     }
     seg_guard = &jb;
     while (gr_lane_await_request(l->ctl, done, l->spin_us, &l->stop, &seq)) {
         double t0 = gr_now_us();
-        if (!lane_lock_gpu(l)) break;
+        /* the step's rows: read before gpu_mu is taken (a SIGBUS here holds no lock) */
+        long long rows = __atomic_load_n(&l->ctl->rows, __ATOMIC_ACQUIRE);
+        seg_guard = NULL; /* from here to the unlock: no touch of the segment but DMA/staging */
+        if (!lane_lock_gpu(l)) {
+            seg_guard = &jb;
+            break;
+        }
         double t1 = gr_now_us();
         gr_error err;
         gr_error_clear(&err);
         float ms = 0;
-        long long rows = __atomic_load_n(&l->ctl->rows, __ATOMIC_ACQUIRE);
         gr_status st = GR_OK;
         if (rows == 0) rows = l->rows;
         else if (!l->bucket)
@@ -1927,7 +1989,6 @@ static void *lane_main(void *arg) {
                               l->fixed_rows ? ", and one of its buffers changes with the bucket "
                                               "in another dimension, so a step serves all rows"
                                             : "");
-        seg_guard = NULL; /* CUDA calls: the copies use the pinned pages, never a CPU touch */
         if (st == GR_OK) st = lane_step(l, rows, &ms, &err);
         pthread_mutex_unlock(&v->gpu_mu);
         seg_guard = &jb;
@@ -1939,7 +2000,8 @@ static void *lane_main(void *arg) {
         } else if (st == GR_ERR_CUDA) { /* as run_job: never serve again from a broken context */
             v->fatal = 1;
             snprintf(v->fatal_msg, sizeof(v->fatal_msg), "%s", err.msg);
-            snprintf(l->why, sizeof(l->why), "a CUDA error in a step: the service exits");
+            if (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE))
+                snprintf(l->why, sizeof(l->why), "a CUDA error in a step: the service exits");
         }
         pthread_mutex_unlock(&v->mu);
         gr_lane_publish(l->ctl, seq, st, st == GR_OK ? NULL : err.msg, ms * 1e3, gr_now_us() - t0,
@@ -1950,19 +2012,35 @@ static void *lane_main(void *arg) {
             break;
         }
     }
-    gr_lane_mark_closed(l->ctl, l->why[0] ? l->why : "the lane was closed");
 out:
+    /* from here no closer touches the lane (stop is set), nor its block once it is marked */
+    pthread_mutex_lock(&v->mu);
+    __atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
+    char why[256];
+    snprintf(why, sizeof(why), "%s", l->why[0] ? l->why : "the lane was closed");
+    pthread_mutex_unlock(&v->mu);
+    if (!segment_gone) gr_lane_mark_closed(l->ctl, why); /* guarded: it may fault too */
     seg_guard = NULL;
-    if (l->registered) cudaHostUnregister(l->map);
-    for (int i = 0; i < l->nin + l->nout; i++)
-        if (l->stage[i]) cudaFreeHost(l->stage[i]);
-    cudaGetLastError();
-    munmap(l->map, l->map_len);
-    cudaEventDestroy(l->e0);
-    cudaEventDestroy(l->e1);
     /* logged before the graph can go: a closer waiting for this lane may free it right after */
     slog("lane %llu on \"%s\" closed after %llu steps: %s", (unsigned long long)l->id, l->h->name,
-         (unsigned long long)l->steps, l->why[0] ? l->why : "closed");
+         (unsigned long long)l->steps, why);
+    /* gpu_mu, if it comes within 50 ms (another lane's step ends by then; a capture may not);
+     * not when the closer holds it and tears the lane down itself */
+    pthread_mutex_lock(&v->mu);
+    int handoff = l->closer_reaps;
+    pthread_mutex_unlock(&v->mu);
+    int teardown_now = 0;
+    for (int tries = 0; tries < 50 && !teardown_now && !handoff; tries++) {
+        teardown_now = pthread_mutex_trylock(&v->gpu_mu) == 0;
+        if (!teardown_now) {
+            struct timespec ms1 = {0, 1000 * 1000};
+            nanosleep(&ms1, NULL);
+        }
+    }
+    if (teardown_now) {
+        lane_teardown_keep(l);
+        pthread_mutex_unlock(&v->gpu_mu);
+    }
     pthread_mutex_lock(&v->mu);
     for (lane **pp = &v->lanes; *pp; pp = &(*pp)->next)
         if (*pp == l) {
@@ -1971,9 +2049,17 @@ out:
         }
     v->nlanes--;
     l->h->nlanes--;
+    v->closed_id[v->closed_next] = l->id;
+    v->closed_steps[v->closed_next] = l->steps;
+    v->closed_next = (v->closed_next + 1) % 16;
+    if (teardown_now) {
+        free(l);
+    } else { /* the GPU is busy (a capture may be running): the worker tears it down */
+        l->next = v->reap;
+        v->reap = l;
+    }
     pthread_cond_broadcast(&v->lane_cv);
     pthread_mutex_unlock(&v->mu);
-    free(l);
     return NULL;
 }
 
@@ -1990,9 +2076,13 @@ static void lane_stop_locked(lane *l, const char *why) {
 static void lanes_close(svc *v, held *h, const char *why) {
     pthread_mutex_lock(&v->mu);
     for (lane *l = v->lanes; l; l = l->next)
-        if (!h || l->h == h) lane_stop_locked(l, why);
+        if (!h || l->h == h) {
+            if (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) l->closer_reaps = 1;
+            lane_stop_locked(l, why);
+        }
     while (h ? h->nlanes > 0 : v->nlanes > 0) pthread_cond_wait(&v->lane_cv, &v->mu);
     pthread_mutex_unlock(&v->mu);
+    lanes_reap(v); /* the caller is the worker: it holds gpu_mu, or no GPU work remains */
 }
 
 /* A held graph leaves the service: its lanes end first. */
@@ -2043,8 +2133,12 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
         /* a region holds the whole buffer (the bucket's rows): a step may ask for fewer rows */
         io->view = h->ld.plans[0]->bufs[io->b];
         const gr_bucket_buffer *bb = h->group ? gr_bucket_find(&h->group->layout, l->spec[i].buffer) : NULL;
-        if (bb && bb->batch_dim == 0) l->row_bytes[i] = bb->row_bytes;
-        if (bb && bb->batch_dim > 0) l->fixed_rows = 1;
+        /* rows count the bucket's units only where dimension 0 is the bucket's value itself (a
+         * shape such as [B*T, d] changes with B but holds T rows a unit: served whole) */
+        if (bb && bb->batch_dim == 0 && io->view.ndim > 0 && io->view.shape[0] == h->bucket)
+            l->row_bytes[i] = bb->row_bytes;
+        else if (bb && bb->batch_dim >= 0)
+            l->fixed_rows = 1;
         reg[i] = (gr_lane_region){fields[i], l->spec[i].buffer, l->spec[i].offset, io->view.bytes};
     }
     l->bucket = h->group ? h->bucket : 0;
@@ -2148,20 +2242,24 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
     }
     if (st == GR_OK) {
         pthread_mutex_lock(&v->mu); /* registered before the thread can end */
-        l->next = v->lanes;
-        v->lanes = l;
-        v->nlanes++;
-        h->nlanes++;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int prc = pthread_create(&th, &attr, lane_main, l);
-        pthread_attr_destroy(&attr);
-        if (prc != 0) {
-            v->lanes = l->next;
-            v->nlanes--;
-            h->nlanes--;
-            st = gr_error_set(err, GR_ERR_SERVICE, "lane", "cannot start the lane's thread: %s",
-                              strerror(prc));
+        if (cancelled(j)) /* its connection closed meanwhile: conn_drop will not see this lane */
+            st = cancel_error(j, err);
+        if (st == GR_OK) {
+            l->next = v->lanes;
+            v->lanes = l;
+            v->nlanes++;
+            h->nlanes++;
+            pthread_attr_init(&attr);
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            int prc = pthread_create(&th, &attr, lane_main, l);
+            pthread_attr_destroy(&attr);
+            if (prc != 0) {
+                v->lanes = l->next;
+                v->nlanes--;
+                h->nlanes--;
+                st = gr_error_set(err, GR_ERR_SERVICE, "lane", "cannot start the lane's thread: %s",
+                                  strerror(prc));
+            }
         }
         pthread_mutex_unlock(&v->mu);
     }
@@ -2204,15 +2302,18 @@ static gr_status job_lane_close(svc *v, job *j, json_t **body, gr_error *err) {
                             j->req.lane);
     }
     uint64_t steps = l->steps, id = l->id;
+    if (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) l->closer_reaps = 1; /* we hold gpu_mu */
     lane_stop_locked(l, "closed by lane_close");
     for (;;) { /* until its thread has ended */
         lane *k = v->lanes;
         while (k && k->id != id) k = k->next;
         if (!k) break;
-        steps = k->steps;
         pthread_cond_wait(&v->lane_cv, &v->mu);
     }
+    for (int i = 0; i < 16; i++) /* the count its thread left when it ended */
+        if (v->closed_id[i] == id) steps = v->closed_steps[i];
     pthread_mutex_unlock(&v->mu);
+    lanes_reap(v);
     *body = json_pack("{s:{s:I, s:I}}", "lane", "id", (json_int_t)id, "steps", (json_int_t)steps);
     return GR_OK;
 }
@@ -2379,7 +2480,10 @@ static void *worker_main(void *arg) {
         v->running = j;
         j->started_us = gr_now_us();
         pthread_mutex_unlock(&v->mu);
+        atomic_fetch_add(&v->gpu_wanted, 1); /* lanes step aside until the worker has it */
         pthread_mutex_lock(&v->gpu_mu);
+        atomic_fetch_sub(&v->gpu_wanted, 1);
+        lanes_reap(v); /* lanes that ended while the GPU was busy */
         gr_status st = run_job(v, j);
         pthread_mutex_unlock(&v->gpu_mu);
         pthread_mutex_lock(&v->mu);
@@ -2402,10 +2506,13 @@ static void *worker_main(void *arg) {
     v->ngraphs = 0;
     v->latest[0] = '\0';
     pthread_mutex_unlock(&v->mu);
-    if (fatal) {
+    /* the lanes end first, whatever the context's state: their threads use the service */
+    lanes_close(v, NULL, fatal || v->fatal ? "a CUDA error made the context unusable: the service exits"
+                                           : "the service is stopping");
+    lanes_reap(v);
+    if (fatal || v->fatal) {
         slog("the CUDA context is unusable: %d graphs are left to the process exit", n);
     } else {
-        lanes_close(v, NULL, "the service is stopping");
         for (int i = 0; i < n; i++) held_free(all[i]);
         if (n) slog("freed %d graphs", n);
     }

@@ -174,6 +174,65 @@ static void test_unanswered_and_garbage(void) {
     munmap(m, SEG_BYTES);
 }
 
+/* A service killed outright never marks its lanes closed: a client waiting without a timeout
+ * notices its process is gone (the block's service_pid) instead of waiting forever. */
+static void test_dead_service(void) {
+    void *m = segment();
+    gr_lane_ctl *c = m;
+    gr_lane_ctl_init(c, 4);
+    CU_ASSERT_EQUAL(c->service_pid, (uint32_t)getpid());
+    pid_t gone = fork();
+    CU_ASSERT_FATAL(gone >= 0);
+    if (gone == 0) _exit(0);
+    waitpid(gone, NULL, 0); /* reaped: its pid names no process now */
+    c->service_pid = (uint32_t)gone;
+    gr_error e;
+    gr_error_clear(&e);
+    double t0 = gr_now_us();
+    CU_ASSERT_EQUAL(gr_lane_step(c, 0, -1, &e), GR_ERR_SERVICE);
+    CU_ASSERT(gr_now_us() - t0 < 2e6);
+    GR_ASSERT_CONTAINS(e.msg, "is gone: step 1 was not answered");
+    munmap(m, SEG_BYTES);
+}
+
+/* A step whose call gave up (timeout) is still pending in the service: the next call waits for
+ * it and then rings its own, so the outputs it returns are its own step's, not the old one's. */
+static void test_pending_step_first(void) {
+    void *m = segment();
+    gr_lane_ctl *c = m;
+    gr_lane_ctl_init(c, 6);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        int stop = 0;
+        uint64_t done = 0, seq;
+        while (gr_lane_await_request(c, done, 1e5, &stop, &seq)) {
+            usleep(150000); /* slow: the first call gives up before this ends */
+            long long x = *(volatile long long *)((char *)m + IN_OFF);
+            if (x < 0) break;
+            *(volatile long long *)((char *)m + OUT_OFF) = 2 * x + 1 + 1000 * (long long)seq;
+            gr_lane_publish(c, seq, 0, NULL, 0, 0, 0);
+            done = seq;
+        }
+        _exit(0);
+    }
+    gr_error e;
+    *(volatile long long *)((char *)m + IN_OFF) = 5;
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_lane_step(c, 0, 20, &e), GR_ERR_SERVICE); /* gives up on step 1 */
+    GR_ASSERT_CONTAINS(e.msg, "step 1 not answered within 20 ms");
+    *(volatile long long *)((char *)m + IN_OFF) = 7;
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_lane_step(c, 0, 5000, &e), GR_OK);
+    CU_ASSERT_EQUAL(c->done_seq, 2);
+    CU_ASSERT_EQUAL(*(volatile long long *)((char *)m + OUT_OFF), 2 * 7 + 1 + 2000); /* step 2's */
+    *(volatile long long *)((char *)m + IN_OFF) = -1;
+    c->req_seq = 3;
+    gr_lane_wake_server(c);
+    waitpid(pid, NULL, 0);
+    munmap(m, SEG_BYTES);
+}
+
 typedef struct waiter {
     gr_lane_ctl *c;
     int stop;
@@ -281,6 +340,8 @@ static CU_TestInfo lane_tests[] = {
     {"a failed step, then a lane closed by the service", test_failed_step},
     {"a block never opened, a step nobody answers", test_unanswered_and_garbage},
     {"stopping a lane thread wakes it", test_stop_wakes_the_server},
+    {"a service process that is gone fails a waiting step", test_dead_service},
+    {"a step given up on is waited for before the next", test_pending_step_first},
     {"segment layout: control block, overlaps, the end", test_layout},
     {"lane_open / lane_close request fields", test_request_fields},
     CU_TEST_INFO_NULL};

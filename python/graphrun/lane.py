@@ -46,7 +46,8 @@ class _Ctl(ctypes.Structure):
                 ("version", ctypes.c_uint32),         # 8   S
                 ("state", ctypes.c_uint32),           # 12  S
                 ("lane_id", ctypes.c_uint64),         # 16  S
-                ("_pad0", ctypes.c_uint8 * 40),
+                ("service_pid", ctypes.c_uint32),     # 24  S
+                ("_pad0", ctypes.c_uint8 * 36),
                 ("req_seq", ctypes.c_uint64),         # 64  C
                 ("server_waiting", ctypes.c_uint32),  # 72  S
                 ("rows", ctypes.c_uint32),            # 76  C
@@ -62,7 +63,7 @@ class _Ctl(ctypes.Structure):
                 ("message", ctypes.c_char * 512)]     # 256 S
 
 
-for _f, _off in (("req_seq", 64), ("server_waiting", 72), ("rows", 76), ("done_seq", 128),
+for _f, _off in (("service_pid", 24), ("req_seq", 64), ("server_waiting", 72), ("rows", 76), ("done_seq", 128),
                  ("status", 136),
                  ("client_waiting", 140), ("graph_us", 144), ("step_us", 152),
                  ("lock_us", 160), ("steps", 168), ("message", 256)):
@@ -174,6 +175,54 @@ class Doorbell:
         if self._ctl is not None:
             self._ctl.rows = int(rows) & 0xFFFFFFFF
 
+    def _service_alive(self):
+        """False once the service process that opened the lane is gone (offset 24: its pid)."""
+        pid = self._ctl.service_pid if self._ctl is not None else 0
+        if pid <= 0:
+            return True
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def _wait(self, seq, t0, spin_s, timeout, alive):
+        """Until done_seq is seq: spin, then sleep on the futex (1 ms at a time), looking at the
+        lane's state, the deadline and (every 50 ms) the service."""
+        c = self._ctl
+        base = self._base
+        spin_until = t0 + (spin_s if spin_s and spin_s > 0 else 0)
+        deadline = t0 + timeout if timeout is not None else None
+        next_alive = t0 + 0.05
+        while True:
+            if c.done_seq == seq:
+                return
+            if c.state != OPEN:
+                raise ServiceError("service", "", f"lane {self.lane_id} closed during the step: "
+                                   f"{self.message()}")
+            now = time.perf_counter()
+            if deadline is not None and now > deadline:
+                raise ServiceError(
+                    "service", "", f"lane {self.lane_id}: step {seq} not answered within "
+                    f"{timeout * 1e3:.0f} ms (the service's lane thread is gone or the GPU is held "
+                    "by a long request: `graphrun status` shows what runs)")
+            if now < spin_until:
+                continue
+            if now >= next_alive:
+                next_alive = now + 0.05
+                if (alive is not None and not alive()) or not self._service_alive():
+                    raise ServiceError("service", "", f"lane {self.lane_id}: step {seq}: the "
+                                       "service is gone (see its log next to the socket)")
+            c.client_waiting = 1
+            try:
+                d = c.done_seq
+                if d != seq and c.state == OPEN:
+                    futex_wait(base + 128, d)
+            finally:  # (a KeyboardInterrupt lands here: the flag must not stay set)
+                c.client_waiting = 0
+
     def step(self, timeout=None, spin_s=0.05, alive=None):
         """Ring for one step and wait for it (the inputs already written in their regions): spin
         for spin_s seconds, then sleep on the futex of done_seq (1 ms at a time). timeout:
@@ -194,43 +243,17 @@ class Doorbell:
             raise ServiceError("service", "", f"lane {self.lane_id} is closed: "
                                f"{self.message() or 'not open'}")
         base = self._base
-        seq = c.done_seq + 1
         t0 = time.perf_counter()
+        pending = c.req_seq
+        if pending != c.done_seq:  # an earlier call gave up on that step: let it end first
+            self._wait(pending, t0, spin_s, timeout, alive)
+        seq = c.done_seq + 1
         _fence()  # the inputs before req_seq
         c.req_seq = seq
         _fence()
         if c.server_waiting:
             futex_wake(base + 64)
-        spin_until = t0 + (spin_s if spin_s and spin_s > 0 else 0)
-        deadline = t0 + timeout if timeout is not None else None
-        next_alive = t0 + 0.05
-        while True:
-            if c.done_seq == seq:
-                break
-            if c.state != OPEN:
-                raise ServiceError("service", "", f"lane {self.lane_id} closed during the step: "
-                                   f"{self.message()}")
-            now = time.perf_counter()
-            if deadline is not None and now > deadline:
-                raise ServiceError(
-                    "service", "", f"lane {self.lane_id}: step {seq} not answered within "
-                    f"{timeout * 1e3:.0f} ms (the service's lane thread is gone or the GPU is held "
-                    "by a long request: `graphrun status` shows what runs)")
-            if now < spin_until:
-                continue
-            if alive is not None and now >= next_alive:
-                next_alive = now + 0.05
-                if not alive():
-                    raise ServiceError("service", "", f"lane {self.lane_id}: step {seq}: the "
-                                       "service closed the connection (see its log next to the "
-                                       "socket)")
-            c.client_waiting = 1
-            try:
-                d = c.done_seq
-                if d != seq and c.state == OPEN:
-                    futex_wait(base + 128, d)
-            finally:  # (a KeyboardInterrupt lands here: the flag must not stay set)
-                c.client_waiting = 0
+        self._wait(seq, t0, spin_s, timeout, alive)
         _fence()  # done_seq before the outputs
         status = c.status
         if status != 0:
