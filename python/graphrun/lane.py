@@ -520,6 +520,7 @@ def open_lane(client, name=None, inputs=(), outputs=(), batch=None, spin_us=None
     if not name:
         raise BadInputError("bad_input", "name", "no graph is held: capture one first (or pass "
                             "name=)")
+    client._graphs.pop(name, None)  # fresh sizes: another client may have re-captured the name
     bufs = client._buffers(name)
     ins, outs, nbytes = layout(bufs, inputs, outputs)
     shm, mm = _create_segment(nbytes)

@@ -614,11 +614,12 @@ def test_open_lane_through_the_service(fake):
     assert ei.value.field == "inputs[0].offset"
     shm = svc.requests[-1]["shm"]
     assert svc.requests[-1]["spin_us"] == 0 and not os.path.exists("/dev/shm" + shm)
-    # an unknown buffer is refused before anything is made
+    # an unknown buffer is refused before anything is made (only the fresh `list` that sizes
+    # the buffers goes out: no lane_open, no segment)
     n = len(svc.requests)
     with pytest.raises(graphrun.BadInputError, match="no buffer \"q\""):
         c.open_lane("g", outputs=["q"])
-    assert len(svc.requests) == n
+    assert [r["cmd"] for r in svc.requests[n:]] == ["list"]
     # close() of the client closes the lanes still open (the service closes its side when the
     # connection ends: no lane_close)
     ln2 = c.open_lane("g", inputs="x", outputs="y")
