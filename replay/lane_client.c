@@ -17,16 +17,18 @@ static size_t align64(size_t x) {
     return (x + 63) & ~(size_t)63;
 }
 
-/* `graph` is held (a graph's name, or a bucket group's). */
+/* Graph object g (a `list` entry) answers to `graph`: its own name, or its bucket group's. */
+static int graph_is(json_t *g, const char *graph) {
+    const char *gn = json_string_value(json_object_get(g, "name"));
+    json_t *bk = json_object_get(g, "bucket");
+    const char *base = bk ? json_string_value(json_object_get(bk, "group")) : NULL;
+    return (gn && !strcmp(gn, graph)) || (base && !strcmp(base, graph));
+}
+
 static int graph_held(json_t *graphs, const char *graph) {
     size_t gi;
     json_t *g;
-    json_array_foreach(graphs, gi, g) {
-        const char *gn = json_string_value(json_object_get(g, "name"));
-        json_t *bk = json_object_get(g, "bucket");
-        const char *base = bk ? json_string_value(json_object_get(bk, "group")) : NULL;
-        if ((gn && !strcmp(gn, graph)) || (base && !strcmp(base, graph))) return 1;
-    }
+    json_array_foreach(graphs, gi, g) if (graph_is(g, graph)) return 1;
     return 0;
 }
 
@@ -36,10 +38,7 @@ static size_t buffer_bytes(json_t *graphs, const char *graph, const char *name) 
     size_t gi;
     json_t *g;
     json_array_foreach(graphs, gi, g) {
-        const char *gn = json_string_value(json_object_get(g, "name"));
-        json_t *bk = json_object_get(g, "bucket");
-        const char *base = bk ? json_string_value(json_object_get(bk, "group")) : NULL;
-        if (!gn || (strcmp(gn, graph) && (!base || strcmp(base, graph)))) continue;
+        if (!graph_is(g, graph)) continue;
         size_t bi;
         json_t *b;
         json_array_foreach(json_object_get(g, "buffers"), bi, b) {

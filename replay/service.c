@@ -1922,7 +1922,7 @@ static void lane_teardown_keep(lane *l) {
     if (l->e0) cudaEventDestroy(l->e0);
     if (l->e1) cudaEventDestroy(l->e1);
     cudaGetLastError();
-    munmap(l->map, l->map_len);
+    if (l->map) munmap(l->map, l->map_len);
 }
 
 static void lane_teardown(lane *l) {
@@ -2264,13 +2264,7 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
         pthread_mutex_unlock(&v->mu);
     }
     if (st != GR_OK) {
-        if (l->registered) cudaHostUnregister(l->map);
-        for (int i = 0; i < l->nin + l->nout; i++)
-            if (l->stage[i]) cudaFreeHost(l->stage[i]);
-        if (l->e0) cudaEventDestroy(l->e0);
-        if (l->e1) cudaEventDestroy(l->e1);
-        if (l->map) munmap(l->map, l->map_len);
-        free(l);
+        lane_teardown(l); /* the worker holds gpu_mu */
         return st;
     }
     json_t *lj = json_pack("{s:I, s:s, s:s, s:I, s:i, s:I, s:I, s:b, s:b, s:o, s:o}", "id",

@@ -369,3 +369,8 @@ size_t svc_flood_until_blocked(int fd, double max_s, int *blocked) {
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     return sent;
 }
+
+gr_status svc_parse(const char *line, gr_request *req, gr_error *err) {
+    gr_error_clear(err);
+    return gr_request_parse(line, strlen(line), req, err);
+}

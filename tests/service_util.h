@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "replay/protocol.h"
+
 typedef struct svc_env {
     char dir[64];
     char sock[128];
@@ -44,6 +46,8 @@ int svc_raw_send(int fd, const char *data, size_t n);
 long svc_raw_line(int fd, char *buf, size_t size, int timeout_ms);
 /* Send one request line, return the final reply (progress skipped), or NULL. */
 json_t *svc_raw_call(int fd, const char *line, int timeout_ms);
+/* gr_request_parse of a NUL-terminated line with a cleared error (the protocol unit tests). */
+gr_status svc_parse(const char *line, gr_request *req, gr_error *err);
 /* The next final reply on fd (progress and unparsable lines skipped), or NULL when the stream
  * ends or a line takes longer than timeout_ms. */
 json_t *svc_raw_final(int fd, int timeout_ms);

@@ -809,6 +809,19 @@ static void *lane_segment(const char *name, size_t bytes) {
     return m == MAP_FAILED ? NULL : m;
 }
 
+/* Open lanes as `status` counts them, polled until 0 (at most 2 s): a lane ends asynchronously
+ * when its connection closes or its segment shrinks. */
+static int lanes_after_close(int fd) {
+    int lanes = -1;
+    for (int t = 0; t < 100 && lanes != 0; t++) {
+        usleep(20000);
+        json_t *r = svc_raw_call(fd, "{\"schema_version\":1,\"cmd\":\"status\"}", 10000);
+        lanes = r ? (int)json_integer_value(json_object_get(r, "lanes")) : -1;
+        json_decref(r);
+    }
+    return lanes;
+}
+
 static json_t *lane_open(int fd, const char *graph, const char *shm, long long in_off, long long out_off) {
     char line[512];
     snprintf(line, sizeof(line),
@@ -938,14 +951,7 @@ static void test_lanes(void) {
     CU_ASSERT_TRUE(r && json_is_true(json_object_get(r, "ok")));
     json_decref(r);
     close(fd);
-    int lanes = -1;
-    for (int t = 0; t < 100 && lanes != 0; t++) {
-        usleep(20000);
-        r = svc_raw_call(fd2, "{\"schema_version\":1,\"cmd\":\"status\"}", 10000);
-        lanes = r ? (int)json_integer_value(json_object_get(r, "lanes")) : -1;
-        json_decref(r);
-    }
-    CU_ASSERT_EQUAL(lanes, 0);
+    CU_ASSERT_EQUAL(lanes_after_close(fd2), 0);
     gr_error_clear(&e);
     CU_ASSERT_EQUAL(gr_lane_step(c, 0, 2000, &e), GR_ERR_SERVICE);
     GR_ASSERT_CONTAINS(e.msg, "the connection that opened it closed");
@@ -963,14 +969,7 @@ static void test_lanes(void) {
     int sfd = shm_open(shm3, O_RDWR, 0);
     CU_ASSERT_TRUE(sfd >= 0 && ftruncate(sfd, 0) == 0);
     if (sfd >= 0) close(sfd);
-    lanes = -1;
-    for (int t = 0; t < 100 && lanes != 0; t++) {
-        usleep(20000);
-        r = svc_raw_call(fd2, "{\"schema_version\":1,\"cmd\":\"status\"}", 10000);
-        lanes = r ? (int)json_integer_value(json_object_get(r, "lanes")) : -1;
-        json_decref(r);
-    }
-    CU_ASSERT_EQUAL(lanes, 0);
+    CU_ASSERT_EQUAL(lanes_after_close(fd2), 0);
     shm_unlink(shm3);
     /* the C client's lane API on pw2: the segment made and sized by it, a step, the close */
     {

@@ -19,6 +19,7 @@
 #include "core/timer.h"
 #include "replay/lane.h"
 #include "replay/protocol.h"
+#include "service_util.h"
 #include "tests.h"
 
 #define SEG_BYTES (3 * 4096)
@@ -283,15 +284,10 @@ static void test_layout(void) {
                               "of the segment (8192 bytes): make the segment at least 8400 bytes");
 }
 
-static gr_status parse(const char *line, gr_request *r, gr_error *e) {
-    gr_error_clear(e);
-    return gr_request_parse(line, strlen(line), r, e);
-}
-
 static void test_request_fields(void) {
     gr_request r;
     gr_error e;
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"lane_open\",\"shm\":\"/lane1\",\"name\":\"g\","
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"lane_open\",\"shm\":\"/lane1\",\"name\":\"g\","
                           "\"inputs\":[{\"buffer\":\"x\",\"offset\":4096}],"
                           "\"outputs\":[{\"buffer\":\"y\",\"offset\":8192}],\"batch\":3}",
                           &r, &e),
@@ -305,7 +301,7 @@ static void test_request_fields(void) {
     CU_ASSERT_EQUAL(r.batch, 3);
     CU_ASSERT(gr_cmd_is_queued(GR_CMD_LANE_OPEN));
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"lane_open\",\"shm\":\"lane\",\"spin_us\":-1,"
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"lane_open\",\"shm\":\"lane\",\"spin_us\":-1,"
                           "\"inputs\":[{\"buffer\":\"x\",\"file\":\"/x.npy\",\"offset\":4096},"
                           "{\"buffer\":\"w\"},{\"buffer\":\"v\",\"offset\":4096,\"shm\":\"/s\"}]}",
                           &r, &e),
@@ -316,17 +312,17 @@ static void test_request_fields(void) {
     GR_ASSERT_CONTAINS(e.msg, "inputs[1]: missing \"offset\"");
     GR_ASSERT_CONTAINS(e.msg, "inputs[2].shm: a lane's buffers live in its one segment");
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"lane_open\"}", &r, &e), GR_ERR_PROTOCOL);
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"lane_open\"}", &r, &e), GR_ERR_PROTOCOL);
     GR_ASSERT_CONTAINS(e.msg, "shm: missing (command lane_open needs it)");
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"lane_close\"}", &r, &e), GR_ERR_PROTOCOL);
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"lane_close\"}", &r, &e), GR_ERR_PROTOCOL);
     GR_ASSERT_CONTAINS(e.msg, "lane: missing (command lane_close needs it)");
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"lane_close\",\"lane\":4}", &r, &e), GR_OK);
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"lane_close\",\"lane\":4}", &r, &e), GR_OK);
     CU_ASSERT_EQUAL(r.lane, 4);
     gr_request_clear(&r);
     /* a served replay's entries keep their own rules */
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"replay\",\"inputs\":[{\"buffer\":\"x\","
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"replay\",\"inputs\":[{\"buffer\":\"x\","
                           "\"offset\":4096}]}",
                           &r, &e),
                     GR_ERR_PROTOCOL);

@@ -14,6 +14,7 @@
 #include "replay/protocol.h"
 #include "replay/report.h"
 #include "replay/trace.h"
+#include "service_util.h"
 #include "tests.h"
 
 typedef struct trail {
@@ -241,22 +242,17 @@ static void test_report_stages(void) {
     gr_plan_destroy(p);
 }
 
-static gr_status parse(const char *line, gr_request *r, gr_error *e) {
-    gr_error_clear(e);
-    return gr_request_parse(line, strlen(line), r, e);
-}
-
 /* the capture request takes the options the pipeline gives every command */
 static void test_request_fields(void) {
     gr_request r;
     gr_error e;
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w.json\"}", &r, &e), GR_OK);
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w.json\"}", &r, &e), GR_OK);
     CU_ASSERT_EQUAL(r.pdl, -1); /* absent: the service's GPU decides */
     CU_ASSERT_EQUAL(r.unroll, 1);
     CU_ASSERT_EQUAL(r.capture_check, 1);
     CU_ASSERT_STRING_EQUAL(r.input, "");
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w.json\","
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w.json\","
                           "\"pdl\":true,\"unroll\":8,\"capture_check\":false,\"input\":\"/d.tsv\","
                           "\"skip_bad_lines\":true}",
                           &r, &e),
@@ -267,7 +263,7 @@ static void test_request_fields(void) {
     CU_ASSERT_EQUAL(r.skip_bad_lines, 1);
     CU_ASSERT_STRING_EQUAL(r.input, "/d.tsv");
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w.json\","
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w.json\","
                           "\"unroll\":0,\"input\":\"d.tsv\",\"pdl\":1}",
                           &r, &e),
                     GR_ERR_PROTOCOL);
@@ -275,12 +271,12 @@ static void test_request_fields(void) {
     GR_ASSERT_CONTAINS(e.msg, "input: must be an absolute path");
     GR_ASSERT_CONTAINS(e.msg, "pdl: expected true or false");
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w.json\","
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w.json\","
                           "\"pdl\":false}", &r, &e), GR_OK);
     CU_ASSERT_EQUAL(r.pdl, 0); /* false is --no-pdl, not "absent" */
     gr_request_clear(&r);
     /* replay does not take capture options */
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"replay\",\"pdl\":true}", &r, &e), GR_ERR_PROTOCOL);
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"replay\",\"pdl\":true}", &r, &e), GR_ERR_PROTOCOL);
     GR_ASSERT_CONTAINS(e.msg, "pdl");
     gr_request_clear(&r);
 }

@@ -15,15 +15,10 @@
 #include "service_util.h"
 #include "tests.h"
 
-static gr_status parse(const char *line, gr_request *r, gr_error *e) {
-    gr_error_clear(e);
-    return gr_request_parse(line, strlen(line), r, e);
-}
-
 static void test_io_fields(void) {
     gr_request r;
     gr_error e;
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"replay\",\"name\":\"g\",\"inputs\":["
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"replay\",\"name\":\"g\",\"inputs\":["
                           "{\"buffer\":\"x\",\"file\":\"/d/x.npy\"},"
                           "{\"buffer\":\"w\",\"shm\":\"/seg1\",\"offset\":4096}],"
                           "\"outputs\":[{\"buffer\":\"y\",\"shm\":\"/seg2\"}]}",
@@ -38,7 +33,7 @@ static void test_io_fields(void) {
     CU_ASSERT_STRING_EQUAL(r.outputs[0].shm, "/seg2");
     gr_request_clear(&r);
     /* every problem, each by its field, in one reply */
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"replay\",\"inputs\":["
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"replay\",\"inputs\":["
                           "{\"buffer\":\"x\",\"file\":\"x.npy\"},"
                           "{\"buffer\":\"w\",\"shm\":\"seg\"},"
                           "{\"buffer\":\"v\",\"file\":\"/a\",\"shm\":\"/b\"},"
@@ -61,13 +56,13 @@ static void test_io_fields(void) {
     GR_ASSERT_CONTAINS(e.msg, "outputs[1]: buffer \"y\" is listed twice");
     gr_request_clear(&r);
     /* a served step does not take the timing loop's fields; capture does not take inputs */
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"replay\",\"iters\":5,\"outputs\":"
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"replay\",\"iters\":5,\"outputs\":"
                           "[{\"buffer\":\"y\",\"file\":\"/y\"}]}",
                           &r, &e),
                     GR_ERR_PROTOCOL);
     GR_ASSERT_CONTAINS(e.msg, "iters: a replay with inputs or outputs serves one step");
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\","
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\","
                           "\"inputs\":[]}",
                           &r, &e),
                     GR_ERR_PROTOCOL);
@@ -80,7 +75,7 @@ static void test_io_fields(void) {
         o += (size_t)snprintf(line + o, sizeof(line) - o, "%s{\"buffer\":\"b%d\",\"file\":\"/f\"}",
                               i ? "," : "", i);
     snprintf(line + o, sizeof(line) - o, "]}");
-    CU_ASSERT_EQUAL(parse(line, &r, &e), GR_ERR_PROTOCOL);
+    CU_ASSERT_EQUAL(svc_parse(line, &r, &e), GR_ERR_PROTOCOL);
     GR_ASSERT_CONTAINS(e.msg, "inputs: at most 32 entries");
     gr_request_clear(&r);
 }
@@ -274,29 +269,29 @@ static void test_buckets_cli(void) {
 static void test_bucket_fields(void) {
     gr_request r;
     gr_error e;
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"buckets\":\"B=4,1\"}", &r, &e), GR_OK);
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"buckets\":\"B=4,1\"}", &r, &e), GR_OK);
     CU_ASSERT_EQUAL(r.buckets.n, 2);
     CU_ASSERT_EQUAL(r.buckets.values[0], 1);
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"buckets\":\"B=4,4\"}", &r, &e), GR_ERR_PROTOCOL);
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"buckets\":\"B=4,4\"}", &r, &e), GR_ERR_PROTOCOL);
     GR_ASSERT_CONTAINS(e.msg, "buckets: bucket 4 is given twice");
     CU_ASSERT_STRING_EQUAL(e.path, "buckets");
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"update\":true}", &r, &e), GR_ERR_PROTOCOL);
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"update\":true}", &r, &e), GR_ERR_PROTOCOL);
     GR_ASSERT_CONTAINS(e.msg, "update: needs \"name\"");
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"name\":\"g\","
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"name\":\"g\","
                           "\"update\":true,\"buckets\":\"B=1,2\"}", &r, &e), GR_ERR_PROTOCOL);
     GR_ASSERT_CONTAINS(e.msg, "update: does not go with \"buckets\"");
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"name\":\"g\","
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"capture\",\"workload\":\"/w\",\"name\":\"g\","
                           "\"update\":true}", &r, &e), GR_OK);
     CU_ASSERT_EQUAL(r.update, 1);
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"replay\",\"batch\":5}", &r, &e), GR_OK);
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"replay\",\"batch\":5}", &r, &e), GR_OK);
     CU_ASSERT_EQUAL(r.batch, 5);
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\":1,\"cmd\":\"replay\",\"batch\":0}", &r, &e), GR_ERR_PROTOCOL);
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"replay\",\"batch\":0}", &r, &e), GR_ERR_PROTOCOL);
     GR_ASSERT_CONTAINS(e.msg, "batch: 0 is outside");
     gr_request_clear(&r);
 }

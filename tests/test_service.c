@@ -31,19 +31,14 @@
 
 /* ================================================================ protocol (unit) */
 
-static gr_status parse(const char *line, gr_request *req, gr_error *err) {
-    gr_error_clear(err);
-    return gr_request_parse(line, strlen(line), req, err);
-}
-
 static void test_parse_valid(void) {
     gr_request r;
     gr_error e;
-    CU_ASSERT_EQUAL(parse("{\"schema_version\": 1, \"cmd\": \"status\"}", &r, &e), GR_OK);
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\": 1, \"cmd\": \"status\"}", &r, &e), GR_OK);
     CU_ASSERT_EQUAL(r.cmd, GR_CMD_STATUS);
     CU_ASSERT_PTR_NULL(r.id);
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\": 1, \"cmd\": \"capture\", \"workload\": \"/w/x.json\", "
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\": 1, \"cmd\": \"capture\", \"workload\": \"/w/x.json\", "
                           "\"name\": \"g.1-a\", \"sets\": [\"n=4096\", \"act=gelu\"], \"variant\": "
                           "\"fused\", \"capture_mode\": \"relaxed\", \"force\": true, "
                           "\"cpu_reference\": false, \"progress\": true, \"id\": \"abc\"}",
@@ -62,14 +57,14 @@ static void test_parse_valid(void) {
     CU_ASSERT_STRING_EQUAL(json_string_value((json_t *)r.id), "abc");
     gr_request_clear(&r);
     /* defaults */
-    CU_ASSERT_EQUAL(parse("{\"schema_version\": 1, \"cmd\": \"replay\"}", &r, &e), GR_OK);
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\": 1, \"cmd\": \"replay\"}", &r, &e), GR_OK);
     CU_ASSERT_EQUAL(r.iters, 1000);
     CU_ASSERT_EQUAL(r.warmup, -1);
     CU_ASSERT_EQUAL(r.batches, 20);
     CU_ASSERT_FALSE(r.compare_eager);
     CU_ASSERT_EQUAL(r.name[0], '\0');
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\": 1.0, \"cmd\": \"replay\", \"iters\": 1e4, \"warmup\": 0,"
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\": 1.0, \"cmd\": \"replay\", \"iters\": 1e4, \"warmup\": 0,"
                           " \"batches\": 7, \"compare_eager\": true, \"name\": \"x\", \"id\": 42}",
                           &r, &e),
                     GR_OK);
@@ -79,12 +74,12 @@ static void test_parse_valid(void) {
     CU_ASSERT_TRUE(r.compare_eager);
     CU_ASSERT_EQUAL(json_integer_value((json_t *)r.id), 42);
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"schema_version\": 1, \"cmd\": \"drop\", \"name\": \"x\"}", &r, &e), GR_OK);
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\": 1, \"cmd\": \"drop\", \"name\": \"x\"}", &r, &e), GR_OK);
     CU_ASSERT_EQUAL(r.cmd, GR_CMD_DROP);
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("{\"cmd\": \"stop\", \"schema_version\": 1}\r", &r, &e), GR_OK); /* JSON whitespace */
+    CU_ASSERT_EQUAL(svc_parse("{\"cmd\": \"stop\", \"schema_version\": 1}\r", &r, &e), GR_OK); /* JSON whitespace */
     gr_request_clear(&r);
-    CU_ASSERT_EQUAL(parse("  {\"cmd\": \"stop\", \"schema_version\": 1}  ", &r, &e), GR_OK);
+    CU_ASSERT_EQUAL(svc_parse("  {\"cmd\": \"stop\", \"schema_version\": 1}  ", &r, &e), GR_OK);
     CU_ASSERT_EQUAL(r.cmd, GR_CMD_STOP);
     gr_request_clear(&r);
     CU_ASSERT_TRUE(gr_cmd_is_queued(GR_CMD_CAPTURE));
@@ -145,7 +140,7 @@ static void test_parse_errors_name_field(void) {
         const bad_case *c = &bad_cases[i];
         gr_request r;
         gr_error e;
-        gr_status st = parse(c->line, &r, &e);
+        gr_status st = svc_parse(c->line, &r, &e);
         if (st != GR_ERR_PROTOCOL || strcmp(e.path, c->field) != 0 || !strstr(e.msg, c->message))
             fprintf(stderr, "\n    case %zu %s: status %d path \"%s\" msg %s", i, c->line, st, e.path, e.msg);
         CU_ASSERT_EQUAL(st, GR_ERR_PROTOCOL);
@@ -160,7 +155,7 @@ static void test_parse_errors_name_field(void) {
 static void test_parse_reports_every_problem(void) {
     gr_request r;
     gr_error e;
-    CU_ASSERT_EQUAL(parse("{\"schema_version\": 1, \"cmd\": \"replay\", \"iters\": \"x\", \"warmup\": -5, "
+    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\": 1, \"cmd\": \"replay\", \"iters\": \"x\", \"warmup\": -5, "
                           "\"bogus\": 1, \"name\": \"/\", \"id\": \"req-9\"}",
                           &r, &e),
                     GR_ERR_PROTOCOL);
@@ -222,7 +217,7 @@ static void test_generated_battery(void) {
         CU_ASSERT_PTR_NOT_NULL_FATAL(base);
         gr_request r;
         gr_error e;
-        CU_ASSERT_EQUAL_FATAL(parse(valid[v], &r, &e), GR_OK);
+        CU_ASSERT_EQUAL_FATAL(svc_parse(valid[v], &r, &e), GR_OK);
         gr_request_clear(&r);
         const char *key;
         json_t *val;
@@ -234,7 +229,7 @@ static void test_generated_battery(void) {
                 json_t *m = json_deep_copy(base);
                 json_object_set(m, key, wrong[w]);
                 char *text = json_dumps(m, JSON_COMPACT);
-                gr_status st = parse(text, &r, &e);
+                gr_status st = svc_parse(text, &r, &e);
                 cases++;
                 /* schema_version 2.5 / -7 and the like: wrong all the same */
                 if (st == GR_OK) fprintf(stderr, "\n    accepted: %s", text);
@@ -253,7 +248,7 @@ static void test_generated_battery(void) {
             json_t *m = json_deep_copy(base);
             json_object_del(m, key);
             char *text = json_dumps(m, JSON_COMPACT);
-            gr_status st = parse(text, &r, &e);
+            gr_status st = svc_parse(text, &r, &e);
             cases++;
             int is_required = 0;
             for (size_t q = 0; q < sizeof(required) / sizeof(required[0]); q++)
@@ -277,7 +272,7 @@ static void test_generated_battery(void) {
         json_t *m = json_deep_copy(base);
         json_object_set_new(m, "surprise", json_integer(1));
         char *text = json_dumps(m, JSON_COMPACT);
-        CU_ASSERT_EQUAL(parse(text, &r, &e), GR_ERR_PROTOCOL);
+        CU_ASSERT_EQUAL(svc_parse(text, &r, &e), GR_ERR_PROTOCOL);
         GR_ASSERT_CONTAINS(e.msg, "surprise: unknown key for command");
         gr_request_clear(&r);
         free(text);
