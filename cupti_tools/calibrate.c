@@ -273,15 +273,25 @@ void gr_cal_derive(gr_cal_result *res) {
     res->hbm = gr_summarize(gb, nb);
 
     /* the sanity check, before the written figures' notes: the chain's untraced time per node
-     * must exceed the traced duration the prediction adds node_us to, by less than 3 us */
+     * less the traced duration the prediction adds node_us to must be under 3 us, and not
+     * below -0.25 us. Between -0.25 and 0 the traced duration is a little longer than a chained
+     * node (the H100 of run 85: -0.096 us): a graph node then costs nothing beyond the traced
+     * duration, which is what the written 0 says */
     res->node_positive = n > 0 && res->node.median > 0;
+    res->node_above_min = n > 0 && res->node.median > GR_CAL_NODE_MIN_US;
     res->node_below_max = n > 0 && res->node.median < GR_CAL_NODE_MAX_US;
-    if (!res->node_positive)
+    if (!res->node_above_min)
         note(res,
              "sanity check failed: the tiny chain's untraced time per node, %.3f us (launch taken "
-             "out), does not exceed the tiny kernel's traced duration, %.3f us (node_us = "
-             "%.4f us, not above 0; the trace's split of the per-node time is suspect)",
-             res->period, res->dur, res->node.median);
+             "out), is below the tiny kernel's traced duration, %.3f us, by more than %.2f us "
+             "(node_us = %.4f us; the trace's split of the per-node time is suspect)",
+             res->period, res->dur, -GR_CAL_NODE_MIN_US, res->node.median);
+    else if (!res->node_positive && n > 0)
+        note(res,
+             "the tiny chain's untraced time per node, %.3f us (launch taken out), does not exceed "
+             "the tiny kernel's traced duration, %.3f us (by %.4f us, within the %.2f us the check "
+             "allows): on this GPU a graph node costs nothing beyond a kernel's traced duration",
+             res->period, res->dur, res->node.median, -GR_CAL_NODE_MIN_US);
     else if (!res->node_below_max)
         note(res,
              "sanity check failed: the tiny chain's untraced time per node, %.3f us (launch taken "
@@ -455,8 +465,9 @@ void gr_cal_print(FILE *f, const gr_cal_result *res) {
     if (r->pdl)
         fprintf(f, "    per tiny node with PDL, untraced (launch taken out): %s us\n",
                 fmt_num(a, sizeof(a), res->pdl_period));
-    fprintf(f, "    sanity check: node_us in (0, %.0f) us: %s\n", GR_CAL_NODE_MAX_US,
-            res->node_positive && res->node_below_max ? "passed" : "FAILED (see the note)");
+    fprintf(f, "    sanity check: node_us in (%.2f, %.0f) us: %s\n", GR_CAL_NODE_MIN_US,
+            GR_CAL_NODE_MAX_US,
+            res->node_above_min && res->node_below_max ? "passed" : "FAILED (see the note)");
     if (r->buffer_checked)
         fprintf(f, "    tiny kernels' buffer after %lld kernels: %s\n", r->tiny_kernels,
                 r->buffer_bad ? "WRONG (see the note)" : "every element as expected");
@@ -586,10 +597,12 @@ void *gr_cal_json(const gr_cal_result *res) {
                         json_pack("{s:f, s:f, s:f, s:f}", "period_us", res->period,
                                   "traced_tiny_us", res->dur, "node_us", res->node.median,
                                   "pdl_period_us", res->pdl_period));
-    json_t *ck = json_pack("{s:b, s:b, s:b, s:f, s:b}", "sane",
-                           res->node_positive && res->node_below_max, "period_exceeds_traced",
-                           res->node_positive, "node_below_max", res->node_below_max, "node_max_us",
-                           GR_CAL_NODE_MAX_US, "clock_moved", res->clock_moved);
+    json_t *ck = json_pack("{s:b, s:b, s:b, s:b, s:f, s:f, s:b}", "sane",
+                           res->node_above_min && res->node_below_max, "period_exceeds_traced",
+                           res->node_positive, "node_above_min", res->node_above_min,
+                           "node_below_max", res->node_below_max, "node_min_us",
+                           GR_CAL_NODE_MIN_US, "node_max_us", GR_CAL_NODE_MAX_US, "clock_moved",
+                           res->clock_moved);
     json_object_set_new(ck, "buffer_ok",
                         r->buffer_checked ? json_boolean(r->buffer_bad == 0) : json_null());
     json_object_set_new(ck, "buffer_kernels", json_integer(r->tiny_kernels));
