@@ -107,11 +107,13 @@ static int lane_steps(gr_client *c, size_t xbytes, int warm, int n, const unsign
         stats(wall, n, &wm, &w10, &w90);
         stats(graph, n, &gm, &g10, &g90);
         stats(step, n, &sm, &s10, &s90);
-        printf("lane steps from C (the same graph, %d steps after %d warm-up):\n", n, warm);
+        printf("lane steps from C (the same graph, %d steps after %d warm-up; copies %s):\n", n,
+               warm, lane->io_graph ? "inside the graph" : "around the graph");
         printf("  client wall      median %8.2f us [p10 %.2f, p90 %.2f]\n", wm, w10, w90);
         printf("  service step     median %8.2f us [p10 %.2f, p90 %.2f] (doorbell seen -> outputs in "
                "the segment)\n", sm, s10, s90);
-        printf("  graph (events)   median %8.2f us [p10 %.2f, p90 %.2f]\n", gm, g10, g90);
+        printf("  graph (events)   median %8.2f us [p10 %.2f, p90 %.2f]%s\n", gm, g10, g90,
+               lane->io_graph ? " (its copies included)" : "");
         printf("  over the graph   %8.2f us (client wall - graph, medians)\n", wm - gm);
         printf("  output equals the served step's for the same input: %s\n",
                same < 0 ? "not compared" : same ? "yes" : "NO");
@@ -119,6 +121,7 @@ static int lane_steps(gr_client *c, size_t xbytes, int warm, int n, const unsign
                          "client_wall_us", "median", wm, "p10", w10, "p90", w90, "service_step_us",
                          "median", sm, "p10", s10, "p90", s90, "graph_us", "median", gm, "p10", g10,
                          "p90", g90, "same_as_served", same == 1);
+        if (*out) json_object_set_new(*out, "io_graph", json_boolean(lane->io_graph));
         if (same == 0) rc = 1;
     }
     gr_error e1;

@@ -61,7 +61,7 @@ def measure_lane(c, a, fresh_x, graph_alone):
         spin_us = lane.info.get("spin_us")
     return {"client_wall_us": summary(wall), "step_call_us": summary(call),
             "graph_us": summary(graph), "service_step_us": summary(step),
-            "lock_us": summary(lock), "spin_us": spin_us,
+            "lock_us": summary(lock), "spin_us": spin_us, "io_graph": lane.info.get("io_graph"),
             "overhead_us": statistics.median(wall) - graph_alone["median"]}
 
 
@@ -154,7 +154,8 @@ def main():
         if lane is not None and "error" in lane:
             print(f"  lane: not measured: {lane['error']}")
         elif lane is not None:
-            print(f"  lane (spin_us {lane['spin_us']}):")
+            print(f"  lane (spin_us {lane['spin_us']}, copies "
+                  f"{'inside the graph' if lane.get('io_graph') else 'around the graph'}):")
             for k, v in lane.items():
                 if isinstance(v, dict) and "median" in v:
                     print(f"    {k:20s} median {v['median']:9.2f} us  [p10 {v['p10']:.2f}, "

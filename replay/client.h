@@ -80,6 +80,7 @@ typedef struct gr_client_lane {
     struct gr_lane_ctl *ctl;
     long long id, bucket, rows; /* rows: a step's default on a bucket's graph */
     int registered;
+    int io_graph; /* the service copies inside the graph (replay/PROTOCOL.md, "Lanes") */
     int n; /* inputs, then outputs */
     gr_client_lane_io io[GR_CLIENT_LANE_MAX_IO];
     void *map;

@@ -164,6 +164,7 @@ gr_status gr_client_lane_open(gr_client *c, const char *graph, const char *const
     l->bucket = json_integer_value(json_object_get(lj, "bucket"));
     l->rows = json_integer_value(json_object_get(lj, "rows"));
     l->registered = json_is_true(json_object_get(lj, "registered"));
+    l->io_graph = json_is_true(json_object_get(lj, "io_graph"));
     for (int i = 0; i < l->n; i++) {
         json_t *arr = json_object_get(lj, l->io[i].output ? "outputs" : "inputs");
         json_t *e = json_array_get(arr, (size_t)(l->io[i].output ? i - nin : i));

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture/iograph.h"
 #include "core/cuda_check.h"
 #include "core/expect.h"
 #include "core/npy.h"
@@ -1826,6 +1827,9 @@ typedef struct lane {
     double spin_us;
     uint64_t steps; /* served (under mu) */
     cudaEvent_t e0, e1;
+    gr_io_graph io; /* the graph with its copies inside (capture/iograph.h), when io_ok */
+    int io_ok;
+    char io_why[200]; /* why not, when !io_ok */
     struct lane *next;
 } lane;
 
@@ -1848,7 +1852,34 @@ static gr_status lane_step(lane *l, long long rows, float *graph_ms, gr_error *e
     return st;
 }
 
+/* The io graph's step: staging in (when not registered), the copies' sizes for `rows`, one
+ * launch, one wait, staging out. graph_ms covers the copies too. */
+static gr_status lane_step_io(lane *l, long long rows, float *graph_ms, gr_error *err) {
+    cudaStream_t stream = (cudaStream_t)l->h->s->dev->streams[0];
+    for (int i = 0; i < l->nin + l->nout; i++) {
+        const io_buf *io = i < l->nin ? &l->in[i] : &l->out[i - l->nin];
+        GR_TRY(gr_io_graph_set_bytes(&l->io, i, lane_bytes(l, i, io, rows), err));
+    }
+    for (int i = 0; i < l->nin; i++)
+        if (l->stage[i] && seg_copy(l->stage[i], (const char *)l->map + l->in[i].sp->offset,
+                                    lane_bytes(l, i, &l->in[i], rows)) != 0)
+            return seg_fault(&l->in[i], err);
+    GR_CUDA(cudaEventRecord(l->e0, stream), err);
+    GR_TRY(gr_graph_launch(&l->io.g, (gr_stream_t)stream, err));
+    GR_CUDA(cudaEventRecord(l->e1, stream), err);
+    GR_CUDA(cudaStreamSynchronize(stream), err);
+    GR_CUDA(cudaEventElapsedTime(graph_ms, l->e0, l->e1), err);
+    for (int i = 0; i < l->nout; i++) {
+        void *stage = l->stage[l->nin + i];
+        if (stage && seg_copy((char *)l->map + l->out[i].sp->offset, stage,
+                              lane_bytes(l, l->nin + i, &l->out[i], rows)) != 0)
+            return seg_fault(&l->out[i], err);
+    }
+    return GR_OK;
+}
+
 static gr_status lane_step_enqueue(lane *l, long long rows, float *graph_ms, gr_error *err) {
+    if (l->io_ok) return lane_step_io(l, rows, graph_ms, err);
     held *h = l->h;
     const gr_plan *p = h->ld.plans[0];
     gr_devstate *dev = h->s->dev;
@@ -1889,6 +1920,57 @@ static gr_status lane_step_enqueue(lane *l, long long rows, float *graph_ms, gr_
     return GR_OK;
 }
 
+/* The lane's io graph (capture/iograph.h), built at open under gpu_mu: the held graph with a
+ * copy kernel per input before it and per output after it, reading and writing the segment (or
+ * the staging) through its device mapping. When something refuses (no mapping, a graph that
+ * cannot be cloned), the lane keeps the separate copies and says why. */
+static void lane_io_graph(lane *l) {
+    held *h = l->h;
+    const gr_plan *p = h->ld.plans[0];
+    gr_devstate *dev = h->s->dev;
+    gr_iocopy_args a[2 * GR_PROTO_MAX_IO];
+    memset(a, 0, sizeof(a));
+    void *dmap = NULL;
+    if (l->registered && cudaHostGetDevicePointer(&dmap, l->map, 0) != cudaSuccess) {
+        snprintf(l->io_why, sizeof(l->io_why), "the segment has no device mapping (%s)",
+                 cudaGetErrorName(cudaGetLastError()));
+        return;
+    }
+    for (int i = 0; i < l->nin + l->nout; i++) {
+        const int in = i < l->nin;
+        const io_buf *io = in ? &l->in[i] : &l->out[i - l->nin];
+        void *host = NULL;
+        if (l->stage[i]) {
+            if (cudaHostGetDevicePointer(&host, l->stage[i], 0) != cudaSuccess) {
+                snprintf(l->io_why, sizeof(l->io_why), "the staging of \"%s\" has no device "
+                         "mapping (%s)", io->view.name, cudaGetErrorName(cudaGetLastError()));
+                return;
+            }
+        } else {
+            host = (char *)dmap + io->sp->offset;
+        }
+        size_t nb = lane_bytes(l, i, io, l->rows);
+        if (in) {
+            a[i].dst = dev->dptr[io->b];
+            a[i].src = host;
+            a[i].bytes = nb;
+            a[i].whole = p->bufs[io->b].bytes;
+        } else {
+            a[i].dst = host;
+            a[i].src = dev->dptr[io->b];
+            a[i].bytes = a[i].whole = nb;
+        }
+    }
+    gr_error e;
+    gr_error_clear(&e);
+    if (gr_io_graph_build(&h->s->graph, a, l->nin, a + l->nin, l->nout, dev->streams[0], &l->io,
+                          &e) != GR_OK) {
+        snprintf(l->io_why, sizeof(l->io_why), "%s", e.msg);
+        return;
+    }
+    l->io_ok = 1;
+}
+
 /* Take gpu_mu, giving up when the lane is stopped (its closer may hold gpu_mu and wait for us). */
 static int lane_lock_gpu(lane *l) {
     for (;;) {
@@ -1916,6 +1998,7 @@ static int lane_lock_gpu(lane *l) {
 /* A lane's CUDA resources and mapping: under gpu_mu (a global-mode capture must not see a
  * cudaHostUnregister or cudaFreeHost from another thread). */
 static void lane_teardown_keep(lane *l) {
+    gr_io_graph_destroy(&l->io); /* before the memory its copies name */
     if (l->registered) cudaHostUnregister(l->map);
     for (int i = 0; i < l->nin + l->nout; i++)
         if (l->stage[i]) cudaFreeHost(l->stage[i]);
@@ -2203,7 +2286,11 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
     if (st == GR_OK) {
         /* pinned: each copy is one DMA from/to the segment, and no CUDA call touches its pages
          * with the CPU (a client may shrink the segment: see on_sigbus) */
-        cudaError_t hr = cudaHostRegister(l->map, l->map_len, cudaHostRegisterDefault);
+        cudaError_t hr = cudaHostRegister(l->map, l->map_len, cudaHostRegisterMapped);
+        if (hr != cudaSuccess) { /* mapped is for the io graph's copy kernels; DMA needs less */
+            cudaGetLastError();
+            hr = cudaHostRegister(l->map, l->map_len, cudaHostRegisterDefault);
+        }
         l->registered = hr == cudaSuccess;
         cudaGetLastError();
         for (int i = 0; i < l->nin + l->nout && !l->registered && st == GR_OK; i++) {
@@ -2222,6 +2309,7 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
         if (st == GR_OK &&
             (cudaEventCreate(&l->e0) != cudaSuccess || cudaEventCreate(&l->e1) != cudaSuccess))
             st = gr_cuda_fail(cudaGetLastError(), "cudaEventCreate", __FILE__, __LINE__, err);
+        if (st == GR_OK) lane_io_graph(l);
     }
     pthread_t th;
     pthread_attr_t attr;
@@ -2267,20 +2355,23 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
         lane_teardown(l); /* the worker holds gpu_mu */
         return st;
     }
-    json_t *lj = json_pack("{s:I, s:s, s:s, s:I, s:i, s:I, s:I, s:b, s:b, s:o, s:o}", "id",
+    json_t *lj = json_pack("{s:I, s:s, s:s, s:I, s:i, s:I, s:I, s:b, s:b, s:b, s:s, s:o, s:o}", "id",
                            (json_int_t)l->id, "graph", h->name, "shm", r->shm, "segment_bytes",
                            (json_int_t)l->map_len, "spin_us", r->spin_us, "bucket",
                            (json_int_t)l->bucket, "rows", (json_int_t)l->rows, "fixed_rows",
-                           l->fixed_rows, "registered", l->registered, "inputs", lane_io_json(l->in, l->nin, l->row_bytes),
+                           l->fixed_rows, "registered", l->registered, "io_graph", l->io_ok,
+                           "io_graph_why", l->io_ok ? "" : l->io_why,
+                           "inputs", lane_io_json(l->in, l->nin, l->row_bytes),
                            "outputs", lane_io_json(l->out, l->nout, l->row_bytes + l->nin));
     *body = json_pack("{s:o}", "lane", lj);
     if (*body && r->batch > 0 && h->group)
         json_object_set_new(*body, "bucket_run",
                             json_pack("{s:s, s:I, s:I}", "param", h->group->spec.param, "value",
                                       (json_int_t)h->bucket, "asked", (json_int_t)r->batch));
-    slog("lane %llu open on \"%s\" (segment %s, %zu bytes, %d in, %d out, %s)",
+    slog("lane %llu open on \"%s\" (segment %s, %zu bytes, %d in, %d out, %s; %s%s)",
          (unsigned long long)l->id, h->name, r->shm, l->map_len, l->nin, l->nout,
-         l->registered ? "registered" : "cudaHostRegister refused it: pinned staging");
+         l->registered ? "registered" : "cudaHostRegister refused it: pinned staging",
+         l->io_ok ? "copies inside the graph" : "separate copies: ", l->io_ok ? "" : l->io_why);
     return GR_OK;
 }
 

@@ -664,6 +664,8 @@ static void test_buckets_share_and_serve(void) {
         json_t *lj = json_object_get(lr, "lane");
         CU_ASSERT_EQUAL(json_integer_value(json_object_get(lj, "bucket")), 8);
         CU_ASSERT_EQUAL(json_integer_value(json_object_get(lj, "rows")), 5);
+        /* the copies run inside the graph (capture/iograph.h) on this machine */
+        CU_ASSERT_TRUE(json_is_true(json_object_get(lj, "io_graph")));
         CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_array_get(json_object_get(lj, "inputs"), 0),
                                                            "row_bytes")),
                         256 * 4);
@@ -689,6 +691,15 @@ static void test_buckets_share_and_serve(void) {
         c->rows = 8;
         gr_error_clear(&le);
         CU_ASSERT_EQUAL(gr_lane_step(c, 1e6, 30000, &le), GR_OK);
+        /* back to 5 rows after a full step: the copies shrink again, the padding is zero again
+         * (the rows past 5 still hold 1e30 in the segment), and the output is the same */
+        memset(ly, 0, 5 * 256 * sizeof(float));
+        c->rows = 5;
+        gr_error_clear(&le);
+        CU_ASSERT_EQUAL(gr_lane_step(c, 1e6, 30000, &le), GR_OK);
+        ln = 0;
+        for (int i = 0; i < 5 * 256; i++) ln += (ly[i] - a[i]) * (double)(ly[i] - a[i]);
+        CU_ASSERT_TRUE(sqrt(ln / (ld > 0 ? ld : 1)) < 1e-6);
         close(lfd); /* ends the lane */
         munmap(m, seg);
         shm_unlink(shm);
@@ -867,6 +878,10 @@ static void test_lanes(void) {
     json_t *lj = json_object_get(r, "lane");
     long long id = json_integer_value(json_object_get(lj, "id"));
     CU_ASSERT_TRUE(id > 0);
+    CU_ASSERT_TRUE(json_is_true(json_object_get(lj, "registered")));
+    CU_ASSERT_TRUE(json_is_true(json_object_get(lj, "io_graph")));
+    if (!json_is_true(json_object_get(lj, "io_graph")))
+        printf("    io_graph: false: %s\n", json_string_value(json_object_get(lj, "io_graph_why")));
     r = lane_open(fd, "pw", shm, GR_LANE_HEADER_BYTES, GR_LANE_HEADER_BYTES + nb); /* the same segment */
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     SVC_ASSERT_STR(r, svc_err_field(r), "shm");
