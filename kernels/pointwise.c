@@ -58,7 +58,7 @@ static int op_act(const gr_op *op) {
  * moves do not depend on its form. */
 static gr_status vec_form(gr_op *op, const gr_plan *plan, int64_t n, int threads, int per_vec,
                           gr_error *err) {
-    const char *fs = gr_op_attr_str(op, "form", "grid_stride");
+    const char *fs = gr_op_attr_str(op, "form", "tile");
     int form = GR_PW_GRID_STRIDE;
     for (int k = 0; form_choices[k]; k++)
         if (!strcmp(fs, form_choices[k])) form = k;

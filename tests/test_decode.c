@@ -649,8 +649,8 @@ static void test_launch_geometry(void) {
     /* B = 8: one tile of 8; the kernels' registers allow one block per SM at BT = 8 (and down's
      * act tile of 8 x 8192 bf16 = 128 KB alone would too): gate_up 4096 tasks on 132 x 8 warps,
      * one warp per task; down 512 tasks, 2 warps per task (528 teams), trimmed to 128 blocks */
-    const char *s8b[] = {"B=8"};
-    p = decode_plan("fused", s8b, 1);
+    const char *s8b[] = {"B=8", "gemv_max_b=8"}; /* the GEMV path at its limit (default: 4) */
+    p = decode_plan("fused", s8b, 2);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     gu = op_named(p, "gate_up.0");
     dn = op_named(p, "down.0");
@@ -694,8 +694,8 @@ static void test_launch_geometry(void) {
     CU_ASSERT_DOUBLE_EQUAL(dn->bytes_read - dn_in, 13.0 * 2048 * 4, 0.5);
     gr_plan_destroy(p);
     /* fp32 at f = 8192: a tile of 8 rows would need 256 KB; the check falls back to 4 */
-    const char *s8[] = {"B=8", "dtype=fp32"};
-    p = decode_plan("fused", s8, 2);
+    const char *s8[] = {"B=8", "dtype=fp32", "gemv_max_b=8"};
+    p = decode_plan("fused", s8, 3);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     dn = op_named(p, "down.0");
     CU_ASSERT_EQUAL(dn->ip[GR_DEC_BT], 4);
@@ -717,14 +717,24 @@ static void test_launch_geometry(void) {
  * the GEMV/cuBLAS crossover below the kernels' limit of 8. At B = 8 with gemv_max_b = 4 every
  * gate_up and down op takes the cuBLAS path: the flag (the op needs the library handles and
  * its scratch), the epilogue's launch dims, a library launch count, and the scratch's bytes on
- * top of the GEMV's; the flops are the same. At B = 4 with gemv_max_b = 4, and at B = 8 with the
- * default, the ops stay GEMV. fused_persistent and gemv_only follow the same param. */
+ * top of the GEMV's; the flops are the same. At B = 4 with gemv_max_b = 4 (the default since run
+ * 85), and at B = 8 with gemv_max_b = 8, the ops stay GEMV. fused_persistent and gemv_only follow
+ * the same param. */
 static void test_gemv_max_b(void) {
-    const char *s_def[] = {"B=8"}, *s_lo[] = {"B=8", "gemv_max_b=4"};
-    const char *s_b4[] = {"B=4", "gemv_max_b=4"}, *s_b4d[] = {"B=4"};
-    gr_plan *g = decode_plan("fused", s_def, 1), *c = decode_plan("fused", s_lo, 2);
+    const char *s_def[] = {"B=8", "gemv_max_b=8"}, *s_lo[] = {"B=8", "gemv_max_b=4"};
+    const char *s_b4[] = {"B=4", "gemv_max_b=4"}, *s_b4d[] = {"B=4", "gemv_max_b=8"}, *s_b8d[] = {"B=8"};
+    gr_plan *g = decode_plan("fused", s_def, 2), *c = decode_plan("fused", s_lo, 2);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    /* the default is 4 since run 85 (H100: cuBLAS faster from B = 5): B = 8 takes cuBLAS */
+    gr_plan *d8 = decode_plan("fused", s_b8d, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d8);
+    const gr_op *d8o = op_named(d8, "gate_up.0");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d8o);
+    CU_ASSERT_EQUAL(d8o->ip[GR_DEC_MAXB], 4);
+    CU_ASSERT_TRUE((d8o->ip[GR_DEC_FLAGS] & GR_DEC_F_BLAS) != 0);
+    CU_ASSERT_EQUAL(d8->library_ops, 32);
+    gr_plan_destroy(d8);
     const char *names[] = {"gate_up.0", "down.0", "gate_up.7", "down.7", "gate_up.15", "down.15"};
     for (int i = 0; i < 6; i++) {
         const gr_op *go = op_named(g, names[i]), *co = op_named(c, names[i]);
@@ -773,8 +783,8 @@ static void test_gemv_max_b(void) {
     CU_ASSERT_EQUAL(op_named(c, "norm_stats.0")->form[0], '\0');
     gr_plan_destroy(g);
     gr_plan_destroy(c);
-    /* B = 4 with gemv_max_b = 4: GEMV, the same plan as the default at B = 4 */
-    gr_plan *k = decode_plan("fused", s_b4, 2), *kd = decode_plan("fused", s_b4d, 1);
+    /* B = 4 with gemv_max_b = 4: GEMV, the same plan as with gemv_max_b = 8 at B = 4 */
+    gr_plan *k = decode_plan("fused", s_b4, 2), *kd = decode_plan("fused", s_b4d, 2);
     CU_ASSERT_PTR_NOT_NULL_FATAL(k);
     CU_ASSERT_PTR_NOT_NULL_FATAL(kd);
     CU_ASSERT_EQUAL(k->library_ops, 0);
@@ -798,7 +808,7 @@ static void test_gemv_max_b(void) {
     gr_plan_destroy(kd);
     /* fused_persistent: one decode_step op for B <= gemv_max_b, the per-layer kernels (here on
      * the cuBLAS path) above it */
-    gr_plan *p = decode_plan("fused_persistent", s_def, 1);
+    gr_plan *p = decode_plan("fused_persistent", s_def, 2);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(p->nops, 1);
     CU_ASSERT_STRING_EQUAL(p->ops[0].kernel->name, "decode_step");
@@ -900,8 +910,8 @@ static void test_step_geometry_and_bytes(void) {
     gr_plan_destroy(fl);
     gr_plan_destroy(p);
     /* B = 8 bf16: one tile of 8, one block per SM (registers at BT = 8) */
-    const char *s8[] = {"B=8"};
-    p = decode_plan("fused_persistent", s8, 1);
+    const char *s8[] = {"B=8", "gemv_max_b=8"};
+    p = decode_plan("fused_persistent", s8, 2);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 8);
     CU_ASSERT_EQUAL(p->ops[0].grid[0], 132);
@@ -914,8 +924,8 @@ static void test_step_geometry_and_bytes(void) {
     CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 4);
     CU_ASSERT_EQUAL(p->ops[0].grid[0], 132);
     gr_plan_destroy(p);
-    const char *s5[] = {"B=5", "dtype=fp32"};
-    p = decode_plan("fused_persistent", s5, 2);
+    const char *s5[] = {"B=5", "dtype=fp32", "gemv_max_b=8"};
+    p = decode_plan("fused_persistent", s5, 3);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_BT], 4);
     CU_ASSERT_EQUAL(p->ops[0].ip[GR_DEC_TILES], 2);

@@ -61,7 +61,8 @@ static void test_pointwise_accounting(void) {
     gr_plan *b = bundled("workloads/pointwise_fusion.json", "fused_vec", "dtype=bf16", "n=4096");
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_DOUBLE_EQUAL(b->bytes_read, 3 * 4096 * 2, 0);
-    CU_ASSERT_EQUAL(b->ops[0].grid[0], 2); /* 4096 / (256 threads * 8 bf16) */
+    /* the tile form (the default): 4096 / (256 threads x 2 vectors x 8 bf16) = one block */
+    CU_ASSERT_EQUAL(b->ops[0].grid[0], 1);
     gr_plan_destroy(b);
 }
 
@@ -264,8 +265,10 @@ static void test_pointwise_forms(void) {
         int form, vecs;
         const char *str;
     } cases[] = {
-        {NULL, NULL, NULL, 132 * 8, 256, GR_PW_GRID_STRIDE, 4, "grid_stride, 4 vec, cs"},
-        {"vecs=2", NULL, NULL, 132 * 8, 256, GR_PW_GRID_STRIDE, 2, "grid_stride, 2 vec, cs"},
+        /* the default since run 85: tile, auto = 2 vectors (1e8 / 2048 = 48828.1 blocks) */
+        {NULL, NULL, NULL, 48829, 256, GR_PW_TILE, 2, "tile 2048, 2 vec"},
+        {"form=grid_stride", NULL, NULL, 132 * 8, 256, GR_PW_GRID_STRIDE, 4, "grid_stride, 4 vec, cs"},
+        {"form=grid_stride", "vecs=2", NULL, 132 * 8, 256, GR_PW_GRID_STRIDE, 2, "grid_stride, 2 vec, cs"},
         /* 1e8 / (256 threads x 2 vectors x 4 floats) = 48828.1: 48829 blocks */
         {"form=tile", NULL, NULL, 48829, 256, GR_PW_TILE, 2, "tile 2048, 2 vec"},
         /* Inductor's config for n = 1e8: XBLOCK 1024, 4 warps */
