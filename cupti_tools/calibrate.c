@@ -289,7 +289,7 @@ void gr_cal_derive(gr_cal_result *res) {
     else if (!res->node_positive && n > 0)
         note(res,
              "the tiny chain's untraced time per node, %.3f us (launch taken out), does not exceed "
-             "the tiny kernel's traced duration, %.3f us (by %.4f us, within the %.2f us the check "
+             "the tiny kernel's traced duration, %.3f us (node_us %.4f us, within the %.2f us the check "
              "allows): on this GPU a graph node costs nothing beyond a kernel's traced duration",
              res->period, res->dur, res->node.median, -GR_CAL_NODE_MIN_US);
     else if (!res->node_below_max)

@@ -226,7 +226,10 @@ class Client:
         name of a held graph, update it in place (cudaGraphExecUpdate) when the topology allows.
         pdl: None (programmatic dependent launch where the GPU has it), True (required), False.
         Returns the reply: name, hash, nodes, buffers, report_text, report (`graphrun run
-        --json`), update; with buckets: name, buckets (their graph objects), shared_bytes."""
+        --json`), update; with buckets: name, buckets (their graph objects), shared_bytes. A
+        capture whose content (workload, variant, params, options) a held graph already has is
+        not captured again: the reply is that graph's, with its own name and "reused": true, so
+        address the graph by the reply's name (force=True captures it again)."""
         if isinstance(sets, dict):
             sets = [f"{k}={v}" for k, v in sets.items()]
         if isinstance(buckets, (tuple, list)):
