@@ -3,6 +3,8 @@
 # ruled out). Four candidates, each measured with the SM clock sampled by nvidia-smi every 50 ms
 # while it runs (a lower clock in one process would show):
 #   probe        gr_launch_probe: bare kernels, shared CUDA runtime
+#   probe_ef     the same after 330 eager steps of the same kernels, as graphrun run times eager
+#                before it captures (run 85: graphrun +0.18 us per node over the probe)
 #   probe_gr     gr_launch_probe_gr --via bare: the same kernels, linked with graphrun's kernel
 #                library and the static runtime graphrun uses
 #   probe_grk    gr_launch_probe_gr --via graphrun: graphrun's own kernels through their launch
@@ -28,12 +30,13 @@ bench_launch_gap() {
     }
     local r k
     for r in 1 2; do
-        local order=(probe probe_gr probe_grk graphrun graphrun_nobw)
-        [ $r -eq 2 ] && order=(graphrun_nobw graphrun probe_grk probe_gr probe)
+        local order=(probe probe_ef probe_gr probe_grk graphrun graphrun_nobw)
+        [ $r -eq 2 ] && order=(graphrun_nobw graphrun probe_grk probe_gr probe_ef probe)
         for what in "${order[@]}"; do
             for k in tiny empty; do
                 case $what in
                 probe) clocked "${what}_${k}_r$r" "$P" --kernel $k --k 1000 --mode graph ;;
+                probe_ef) clocked "${what}_${k}_r$r" "$P" --kernel $k --k 1000 --mode graph --eager-first 330 ;;
                 probe_gr) clocked "${what}_${k}_r$r" "$PG" --via bare --kernel $k --k 1000 --mode graph ;;
                 probe_grk) clocked "${what}_${k}_r$r" "$PG" --via graphrun --kernel $k --k 1000 --mode graph ;;
                 graphrun) clocked "${what}_${k}_r$r" "$B" run workloads/launch_bound.json --variant $k \
@@ -71,7 +74,7 @@ def clocks(label):
         pass
     return (min(sm), statistics.median(sm), max(sm)) if sm else None
 print("   us per node (graph, --no-pdl), SM clock MHz min/median/max while it ran")
-for what in ("probe", "probe_gr", "probe_grk", "graphrun", "graphrun_nobw"):
+for what in ("probe", "probe_ef", "probe_gr", "probe_grk", "graphrun", "graphrun_nobw"):
     for k in ("tiny", "empty"):
         cells = []
         for r in (1, 2):
