@@ -58,7 +58,7 @@ gr_status gr_io_graph_build(const gr_graph *held, const gr_iocopy_args *in, int 
         if (rc == cudaSuccess && nd == 0) leaves[nleaves++] = nodes[i];
     }
     if (rc != cudaSuccess) {
-        st = fail(rc, "cudaGraphGetNodes (io graph)", err);
+        st = fail(rc, "reading the held graph's nodes (io graph)", err);
         goto done;
     }
     for (int k = 0; k < nin + nout; k++) {
@@ -68,8 +68,10 @@ gr_status gr_io_graph_build(const gr_graph *held, const gr_iocopy_args *in, int 
         if (k < nin) {
             rc = cudaGraphAddKernelNode(&node, g, NULL, 0, &kp);
             for (size_t r = 0; r < nroots && rc == cudaSuccess; r++) rc = ADD_EDGES(g, &node, &roots[r], 1);
-        } else {
+        } else if (nleaves > 0) {
             rc = cudaGraphAddKernelNode(&node, g, leaves, nleaves, &kp);
+        } else { /* an empty step: outputs after the inputs, as in stream order */
+            rc = cudaGraphAddKernelNode(&node, g, (cudaGraphNode_t *)io->node, (size_t)nin, &kp);
         }
         if (rc != cudaSuccess) {
             st = fail(rc, "cudaGraphAddKernelNode (io graph copy)", err);
@@ -118,6 +120,7 @@ gr_status gr_io_graph_set_bytes(gr_io_graph *io, int k, size_t bytes, gr_error *
                                                       (cudaGraphNode_t)io->node[k], &kp);
     if (rc != cudaSuccess) return fail(rc, "cudaGraphExecKernelNodeSetParams (io graph copy)", err);
     *a = next;
+    gr_iocopy_params(a, &kp); /* argv into a's own storage again, not the local */
     return GR_OK;
 }
 

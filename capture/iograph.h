@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define GR_IOGRAPH_MAX 32
+#define GR_IOGRAPH_MAX 64 /* a request's inputs and outputs (replay/protocol.h: 32 each) */
 
 typedef struct gr_io_graph {
     gr_graph g; /* the clone with the copy nodes, instantiated (owned) */

@@ -20,6 +20,13 @@ __global__ void __launch_bounds__(kThreads) iocopy_kernel(char *dst, const char 
         for (size_t i = tid; i < nw; i += stride) d[i] = i < nb ? __ldcv(s + i) : make_uint4(0, 0, 0, 0);
         return;
     }
+    if ((((uintptr_t)dst | (uintptr_t)src | bytes | whole) & 3) == 0) { /* e.g. an offset of 4 */
+        unsigned *d = reinterpret_cast<unsigned *>(dst);
+        const unsigned *s = reinterpret_cast<const unsigned *>(src);
+        const size_t nb = bytes / 4, nw = whole / 4;
+        for (size_t i = tid; i < nw; i += stride) d[i] = i < nb ? __ldcv(s + i) : 0u;
+        return;
+    }
     for (size_t i = tid; i < whole; i += stride)
         dst[i] = i < bytes ? __ldcv(src + i) : (char)0;
 }

@@ -1858,7 +1858,17 @@ static gr_status lane_step_io(lane *l, long long rows, float *graph_ms, gr_error
     cudaStream_t stream = (cudaStream_t)l->h->s->dev->streams[0];
     for (int i = 0; i < l->nin + l->nout; i++) {
         const io_buf *io = i < l->nin ? &l->in[i] : &l->out[i - l->nin];
-        GR_TRY(gr_io_graph_set_bytes(&l->io, i, lane_bytes(l, i, io, rows), err));
+        gr_error e;
+        gr_error_clear(&e);
+        if (gr_io_graph_set_bytes(&l->io, i, lane_bytes(l, i, io, rows), &e) != GR_OK) {
+            /* nothing was launched: the lane goes on with the separate copies */
+            snprintf(l->io_why, sizeof(l->io_why), "%s", e.msg);
+            slog("lane %llu: its io graph refused %lld rows (%s): separate copies from now on",
+                 (unsigned long long)l->id, rows, e.msg);
+            gr_io_graph_destroy(&l->io);
+            l->io_ok = 0;
+            return lane_step_enqueue(l, rows, graph_ms, err);
+        }
     }
     for (int i = 0; i < l->nin; i++)
         if (l->stage[i] && seg_copy(l->stage[i], (const char *)l->map + l->in[i].sp->offset,
