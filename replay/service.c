@@ -1827,9 +1827,8 @@ typedef struct lane {
     double spin_us;
     uint64_t steps; /* served (under mu) */
     cudaEvent_t e0, e1;
-    gr_io_graph io; /* the graph with its copies inside (capture/iograph.h), when io_ok */
-    int io_ok;
-    char io_why[200]; /* why not, when !io_ok */
+    gr_io_graph io; /* the graph with its copies inside (capture/iograph.h); empty: none */
+    char io_why[200]; /* why there is none */
     struct lane *next;
 } lane;
 
@@ -1838,8 +1837,6 @@ static size_t lane_bytes(const lane *l, int i, const io_buf *io, long long rows)
     return l->row_bytes[i] ? (size_t)rows * l->row_bytes[i] : io->view.bytes;
 }
 
-/* Copy in, one replay, copy out, on the graph's stream, then one wait. `rows` (checked) pads the
- * inputs of a bucket's graph with zero rows and trims its outputs. */
 static gr_status lane_step_enqueue(lane *l, long long rows, float *graph_ms, gr_error *err);
 
 static gr_status lane_step(lane *l, long long rows, float *graph_ms, gr_error *err) {
@@ -1852,66 +1849,59 @@ static gr_status lane_step(lane *l, long long rows, float *graph_ms, gr_error *e
     return st;
 }
 
-/* The io graph's step: staging in (when not registered), the copies' sizes for `rows`, one
- * launch, one wait, staging out. graph_ms covers the copies too. */
-static gr_status lane_step_io(lane *l, long long rows, float *graph_ms, gr_error *err) {
-    cudaStream_t stream = (cudaStream_t)l->h->s->dev->streams[0];
+/* Whether the lane steps through its io graph (built at open; gone after a refused resize). */
+static int lane_io(const lane *l) {
+    return l->io.g.exec != NULL;
+}
+
+/* The io graph's copies sized for `rows`. A resize CUDA refuses launched nothing: the io graph
+ * goes, and this step and the later ones take the separate copies (logged, and in io_why). */
+static void lane_io_resize(lane *l, long long rows) {
     for (int i = 0; i < l->nin + l->nout; i++) {
         const io_buf *io = i < l->nin ? &l->in[i] : &l->out[i - l->nin];
         gr_error e;
         gr_error_clear(&e);
         if (gr_io_graph_set_bytes(&l->io, i, lane_bytes(l, i, io, rows), &e) != GR_OK) {
-            /* nothing was launched: the lane goes on with the separate copies */
             snprintf(l->io_why, sizeof(l->io_why), "%s", e.msg);
             slog("lane %llu: its io graph refused %lld rows (%s): separate copies from now on",
                  (unsigned long long)l->id, rows, e.msg);
             gr_io_graph_destroy(&l->io);
-            l->io_ok = 0;
-            return lane_step_enqueue(l, rows, graph_ms, err);
+            return;
         }
     }
-    for (int i = 0; i < l->nin; i++)
-        if (l->stage[i] && seg_copy(l->stage[i], (const char *)l->map + l->in[i].sp->offset,
-                                    lane_bytes(l, i, &l->in[i], rows)) != 0)
-            return seg_fault(&l->in[i], err);
-    GR_CUDA(cudaEventRecord(l->e0, stream), err);
-    GR_TRY(gr_graph_launch(&l->io.g, (gr_stream_t)stream, err));
-    GR_CUDA(cudaEventRecord(l->e1, stream), err);
-    GR_CUDA(cudaStreamSynchronize(stream), err);
-    GR_CUDA(cudaEventElapsedTime(graph_ms, l->e0, l->e1), err);
-    for (int i = 0; i < l->nout; i++) {
-        void *stage = l->stage[l->nin + i];
-        if (stage && seg_copy((char *)l->map + l->out[i].sp->offset, stage,
-                              lane_bytes(l, l->nin + i, &l->out[i], rows)) != 0)
-            return seg_fault(&l->out[i], err);
-    }
-    return GR_OK;
 }
 
+/* One step: the inputs into pinned staging when the segment is not registered; then either the
+ * io graph (its copies inside: one launch) or copies in, the held graph and copies out on the
+ * graph's stream; one wait; the staged outputs into the segment. `rows` (checked) pads the
+ * inputs of a bucket's graph with zero rows and trims its outputs. graph_ms: events around the
+ * launch (with the io graph, its copies included). */
 static gr_status lane_step_enqueue(lane *l, long long rows, float *graph_ms, gr_error *err) {
-    if (l->io_ok) return lane_step_io(l, rows, graph_ms, err);
     held *h = l->h;
     const gr_plan *p = h->ld.plans[0];
     gr_devstate *dev = h->s->dev;
     cudaStream_t stream = (cudaStream_t)dev->streams[0];
+    if (lane_io(l)) lane_io_resize(l, rows);
+    const int io = lane_io(l);
+    for (int i = 0; i < l->nin; i++) /* not registered: through pinned staging */
+        if (l->stage[i] && seg_copy(l->stage[i], (const char *)l->map + l->in[i].sp->offset,
+                                    lane_bytes(l, i, &l->in[i], rows)) != 0)
+            return seg_fault(&l->in[i], err);
     cudaError_t rc = cudaSuccess;
-    for (int i = 0; i < l->nin && rc == cudaSuccess; i++) {
+    for (int i = 0; i < l->nin && !io && rc == cudaSuccess; i++) {
         const int b = l->in[i].b;
         size_t nb = lane_bytes(l, i, &l->in[i], rows), whole = p->bufs[b].bytes;
-        const char *src = (const char *)l->map + l->in[i].sp->offset;
-        if (l->stage[i]) { /* not registered: through pinned staging */
-            if (seg_copy(l->stage[i], src, nb) != 0) return seg_fault(&l->in[i], err);
-            src = (const char *)l->stage[i];
-        }
+        const char *src = l->stage[i] ? (const char *)l->stage[i]
+                                      : (const char *)l->map + l->in[i].sp->offset;
         if (nb) rc = cudaMemcpyAsync(dev->dptr[b], src, nb, cudaMemcpyHostToDevice, stream);
         if (rc == cudaSuccess && nb < whole) /* a bucket's padding rows */
             rc = cudaMemsetAsync((char *)dev->dptr[b] + nb, 0, whole - nb, stream);
     }
     if (rc != cudaSuccess) return gr_cuda_fail(rc, "cudaMemcpyAsync (lane input)", __FILE__, __LINE__, err);
     GR_CUDA(cudaEventRecord(l->e0, stream), err);
-    GR_TRY(gr_graph_launch(&h->s->graph, dev->streams[0], err));
+    GR_TRY(gr_graph_launch(io ? &l->io.g : &h->s->graph, dev->streams[0], err));
     GR_CUDA(cudaEventRecord(l->e1, stream), err);
-    for (int i = 0; i < l->nout && rc == cudaSuccess; i++) {
+    for (int i = 0; i < l->nout && !io && rc == cudaSuccess; i++) {
         void *stage = l->stage[l->nin + i];
         char *dst = stage ? (char *)stage : (char *)l->map + l->out[i].sp->offset;
         size_t nb = lane_bytes(l, l->nin + i, &l->out[i], rows); /* the buffer's first rows */
@@ -1974,11 +1964,8 @@ static void lane_io_graph(lane *l) {
     gr_error e;
     gr_error_clear(&e);
     if (gr_io_graph_build(&h->s->graph, a, l->nin, a + l->nin, l->nout, dev->streams[0], &l->io,
-                          &e) != GR_OK) {
+                          &e) != GR_OK)
         snprintf(l->io_why, sizeof(l->io_why), "%s", e.msg);
-        return;
-    }
-    l->io_ok = 1;
 }
 
 /* Take gpu_mu, giving up when the lane is stopped (its closer may hold gpu_mu and wait for us). */
@@ -2369,8 +2356,8 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
                            (json_int_t)l->id, "graph", h->name, "shm", r->shm, "segment_bytes",
                            (json_int_t)l->map_len, "spin_us", r->spin_us, "bucket",
                            (json_int_t)l->bucket, "rows", (json_int_t)l->rows, "fixed_rows",
-                           l->fixed_rows, "registered", l->registered, "io_graph", l->io_ok,
-                           "io_graph_why", l->io_ok ? "" : l->io_why,
+                           l->fixed_rows, "registered", l->registered, "io_graph", lane_io(l),
+                           "io_graph_why", lane_io(l) ? "" : l->io_why,
                            "inputs", lane_io_json(l->in, l->nin, l->row_bytes),
                            "outputs", lane_io_json(l->out, l->nout, l->row_bytes + l->nin));
     *body = json_pack("{s:o}", "lane", lj);
@@ -2381,7 +2368,7 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
     slog("lane %llu open on \"%s\" (segment %s, %zu bytes, %d in, %d out, %s; %s%s)",
          (unsigned long long)l->id, h->name, r->shm, l->map_len, l->nin, l->nout,
          l->registered ? "registered" : "cudaHostRegister refused it: pinned staging",
-         l->io_ok ? "copies inside the graph" : "separate copies: ", l->io_ok ? "" : l->io_why);
+         lane_io(l) ? "copies inside the graph" : "separate copies: ", lane_io(l) ? "" : l->io_why);
     return GR_OK;
 }
 
