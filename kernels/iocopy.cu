@@ -60,6 +60,7 @@ __global__ void iogate_kernel(gr_iogate_ctl c, gr_iogate_host *host, gr_iogate_d
         const uint64_t req = *(volatile const uint64_t *)c.req_seq;
         const uint32_t cancel = h->cancel;
         if (req != done) {
+            __threadfence_system(); /* the rows (and inputs) the client wrote before the doorbell */
             uint32_t r = *(volatile const uint32_t *)c.rows;
             if (r == 0) r = default_rows;
             else if (r < lo || r > hi) {

@@ -1828,6 +1828,7 @@ typedef struct lane {
     char why[256];  /* why it closed (written before stop) */
     double spin_us;
     int armed;      /* the io graph is launched before the doorbell: the GPU waits for it */
+    char armed_why[160]; /* why armed was asked for and not granted */
     uint64_t steps; /* served (under mu) */
     cudaEvent_t e0, e1;
     gr_io_graph io; /* the step with its gate and copies inside (capture/iograph.h); empty: none */
@@ -2097,23 +2098,27 @@ static int gpu_wanted_elsewhere(svc *v) {
  * published by the GPU (done_seq and its timings in the control block): here only the counts and
  * a sleeping client's wake. A doorbell the gate declined (rows this graph cannot serve) is
  * answered here with the reason. Without `armed` that is one step; an armed lane launches again at
- * once and keeps the GPU until someone else wants it or the lane stops (its gate is cancelled: the
- * launch ends without running the step). GR_OK when the caller may release gpu_mu; *gone when the
- * segment faulted under us; GR_ERR_CUDA is the service's end, as a step's. */
+ * once (before its bookkeeping) and keeps the GPU until someone else wants it or the lane stops:
+ * its gate is cancelled, and the launch ends without running the step. A plain lane's gate that
+ * has not passed within a millisecond is cancelled too (its doorbell was taken back): the caller
+ * reads the doorbell again. GR_OK when the caller may release gpu_mu (no launch in flight);
+ * *gone when the segment faulted under us; GR_ERR_CUDA is the service's end, as a step's. */
 static gr_status lane_io_steps(lane *l, uint64_t *done, int *gone, gr_error *err) {
     svc *v = l->v;
     held *h = l->h;
     cudaStream_t stream = (cudaStream_t)h->s->dev->streams[0];
+    int launched = 0;
     for (;;) {
-        GR_TRY(gr_io_graph_launch(&l->io, *done, h->s->dev->streams[0], err));
+        if (!launched) GR_TRY(gr_io_graph_launch(&l->io, *done, h->s->dev->streams[0], err));
+        launched = 0;
         double t0 = gr_now_us(), next_query = t0 + 1000;
         int cancelled = 0;
         unsigned k = 0, verdict;
         uint64_t seq = 0;
         while ((verdict = gr_io_graph_verdict(&l->io, &seq)) == GR_IOGATE_WAITING) {
-            if (!cancelled && (__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE) ||
-                               (l->armed && gpu_wanted_elsewhere(v)))) {
-                gr_io_graph_cancel(&l->io);
+            if (!cancelled &&
+                (__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE) || gpu_wanted_elsewhere(v))) {
+                gr_io_graph_cancel(&l->io); /* no effect once the gate passed */
                 cancelled = 1;
             }
             if ((++k & 63) != 0) {
@@ -2121,6 +2126,10 @@ static gr_status lane_io_steps(lane *l, uint64_t *done, int *gone, gr_error *err
                 continue;
             }
             double now = gr_now_us();
+            if (!cancelled && !l->armed && now - t0 > 1000) {
+                gr_io_graph_cancel(&l->io);
+                cancelled = 1;
+            }
             if (now >= next_query) { /* a launch that ended without a verdict: a fault in it */
                 next_query = now + 1000;
                 uint64_t rq;
@@ -2144,19 +2153,28 @@ static gr_status lane_io_steps(lane *l, uint64_t *done, int *gone, gr_error *err
                 nanosleep(&pause, NULL);
             }
         }
-        int leave = !l->armed || __atomic_load_n(&l->stop, __ATOMIC_ACQUIRE) ||
+        int leave = !l->armed || *gone || __atomic_load_n(&l->stop, __ATOMIC_ACQUIRE) ||
                     gpu_wanted_elsewhere(v);
         if (verdict == GR_IOGATE_RAN) {
             *done = seq;
+            if (!leave) { /* armed: the gate waits again before the client can ring */
+                GR_TRY(gr_io_graph_launch(&l->io, *done, h->s->dev->streams[0], err));
+                launched = 1;
+            }
             pthread_mutex_lock(&v->mu);
             h->replays++;
             h->last_used_us = gr_now_us();
             l->steps++;
             pthread_mutex_unlock(&v->mu);
-            if (ctl_wake_client(l->ctl) != 0) *gone = 1;
+            if (ctl_wake_client(l->ctl) != 0) {
+                *gone = 1;
+                if (launched) gr_io_graph_cancel(&l->io);
+            }
         }
-        if (verdict != GR_IOGATE_RAN || leave || *gone) /* the launch ends (a skipped body: soon) */
+        if (verdict != GR_IOGATE_RAN || leave || *gone) { /* the launch ends (a skipped body: soon) */
             GR_CUDA(cudaStreamSynchronize(stream), err);
+            launched = 0;
+        }
         if (verdict == GR_IOGATE_DECLINED) {
             /* the rows asked for are not this graph's: the reason, as the separate copies give it
              * (rows changed since the gate read them: the next launch serves them) */
@@ -2190,10 +2208,23 @@ static void *lane_main(void *arg) {
         goto out;
     }
     seg_guard = &jb;
-    while (gr_lane_await_request(l->ctl, done, l->spin_us, &l->stop, &seq)) {
+    for (;;) {
+        /* an armed lane arms when the GPU is free (a trylock that does not count as wanting it:
+         * two idle armed lanes do not take it from each other); else the doorbell, on the host */
+        int armed_now = 0;
+        if (l->armed && lane_io(l) && !__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE) &&
+            !gpu_wanted_elsewhere(v) && pthread_mutex_trylock(&v->gpu_mu) == 0) {
+            armed_now = 1;
+            if (__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
+                pthread_mutex_unlock(&v->gpu_mu);
+                break;
+            }
+        } else if (!gr_lane_await_request(l->ctl, done, l->spin_us, &l->stop, &seq)) {
+            break;
+        }
         if (lane_io(l)) { /* the step in the GPU: its gate, copies and publication in the graph */
             seg_guard = NULL; /* the io steps guard each touch of the segment themselves */
-            if (!lane_lock_gpu(l)) {
+            if (!armed_now && !lane_lock_gpu(l)) {
                 seg_guard = &jb;
                 break;
             }
@@ -2279,6 +2310,7 @@ out:
     int handoff = l->closer_reaps;
     pthread_mutex_unlock(&v->mu);
     int teardown_now = 0;
+    atomic_fetch_add(&v->lanes_wanting, 1); /* an armed lane holding it lets it go */
     for (int tries = 0; tries < 50 && !teardown_now && !handoff; tries++) {
         teardown_now = pthread_mutex_trylock(&v->gpu_mu) == 0;
         if (!teardown_now) {
@@ -2286,6 +2318,7 @@ out:
             nanosleep(&ms1, NULL);
         }
     }
+    atomic_fetch_sub(&v->lanes_wanting, 1);
     if (teardown_now) {
         lane_teardown_keep(l);
         pthread_mutex_unlock(&v->gpu_mu);
@@ -2477,7 +2510,16 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
             (cudaEventCreate(&l->e0) != cudaSuccess || cudaEventCreate(&l->e1) != cudaSuccess))
             st = gr_cuda_fail(cudaGetLastError(), "cudaEventCreate", __FILE__, __LINE__, err);
         if (st == GR_OK) lane_io_graph(l);
-        if (!lane_io(l)) l->armed = 0; /* the GPU can wait for the doorbell only in the io graph */
+        int watchdog = 0;
+        cudaDeviceGetAttribute(&watchdog, cudaDevAttrKernelExecTimeout, v->o.device);
+        cudaGetLastError();
+        if (l->armed && !lane_io(l)) /* the GPU can wait for the doorbell only in the io graph */
+            snprintf(l->armed_why, sizeof(l->armed_why), "the lane has no io graph (%s)", l->io_why);
+        else if (l->armed && watchdog)
+            snprintf(l->armed_why, sizeof(l->armed_why),
+                     "this GPU limits a kernel's run time (a display's watchdog): a gate waiting "
+                     "for the doorbell would be killed");
+        if (l->armed_why[0]) l->armed = 0;
     }
     pthread_t th;
     pthread_attr_t attr;
@@ -2523,12 +2565,13 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
         lane_teardown(l); /* the worker holds gpu_mu */
         return st;
     }
-    json_t *lj = json_pack("{s:I, s:s, s:s, s:I, s:i, s:I, s:I, s:b, s:b, s:b, s:s, s:b, s:o, s:o}", "id",
+    json_t *lj = json_pack("{s:I, s:s, s:s, s:I, s:i, s:I, s:I, s:b, s:b, s:b, s:s, s:b, s:s, s:o, s:o}", "id",
                            (json_int_t)l->id, "graph", h->name, "shm", r->shm, "segment_bytes",
                            (json_int_t)l->map_len, "spin_us", r->spin_us, "bucket",
                            (json_int_t)l->bucket, "rows", (json_int_t)l->rows, "fixed_rows",
                            l->fixed_rows, "registered", l->registered, "io_graph", lane_io(l),
                            "io_graph_why", lane_io(l) ? "" : l->io_why, "armed", l->armed,
+                           "armed_why", l->armed_why,
                            "inputs", lane_io_json(l->in, l->nin, l->row_bytes),
                            "outputs", lane_io_json(l->out, l->nout, l->row_bytes + l->nin));
     *body = json_pack("{s:o}", "lane", lj);
