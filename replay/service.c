@@ -1824,6 +1824,8 @@ typedef struct lane {
     ino_t seg_ino;
     gr_lane_ctl *ctl;
     int stop;       /* atomic (__atomic): set by whoever closes the lane */
+    int wake;       /* atomic: its thread stops waiting on the host (stop, or an armed lane's cue
+                       that the GPU is free again) */
     int closer_reaps; /* (under mu, before stop) the closer holds gpu_mu and tears it down */
     char why[256];  /* why it closed (written before stop) */
     double spin_us;
@@ -2219,8 +2221,10 @@ static void *lane_main(void *arg) {
                 pthread_mutex_unlock(&v->gpu_mu);
                 break;
             }
-        } else if (!gr_lane_await_request(l->ctl, done, l->spin_us, &l->stop, &seq)) {
-            break;
+        } else if (!gr_lane_await_request(l->ctl, done, l->spin_us, &l->wake, &seq)) {
+            if (__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) break;
+            __atomic_store_n(&l->wake, 0, __ATOMIC_RELEASE); /* a cue: try to arm */
+            continue;
         }
         if (lane_io(l)) { /* the step in the GPU: its gate, copies and publication in the graph */
             seg_guard = NULL; /* the io steps guard each touch of the segment themselves */
@@ -2350,7 +2354,19 @@ static void lane_stop_locked(lane *l, const char *why) {
     if (__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) return;
     snprintf(l->why, sizeof(l->why), "%s", why);
     __atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&l->wake, 1, __ATOMIC_RELEASE);
     gr_lane_wake_server(l->ctl);
+}
+
+/* Under mu, after the worker let the GPU go: armed lanes waiting on the host for a doorbell (they
+ * stepped aside for the worker, or could not arm at open while it held the GPU) try to arm now. A
+ * futex wake on a segment that shrank is EFAULT in the kernel, not a signal here. */
+static void lanes_cue_armed(svc *v) {
+    for (lane *l = v->lanes; l; l = l->next)
+        if (l->armed && l->ctl && !__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&l->wake, 1, __ATOMIC_RELEASE);
+            gr_lane_wake_server(l->ctl);
+        }
 }
 
 /* Stop the lanes on h (NULL: every lane) and wait until their threads have ended. The caller may
@@ -2785,6 +2801,7 @@ static void *worker_main(void *arg) {
         pthread_mutex_unlock(&v->gpu_mu);
         pthread_mutex_lock(&v->mu);
         v->running = NULL;
+        lanes_cue_armed(v); /* the GPU is free: armed lanes arm again */
         pthread_mutex_unlock(&v->mu);
         gr_request_clear(&j->req);
         free(j);
