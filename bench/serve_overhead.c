@@ -3,9 +3,8 @@
  * sends N served steps through replay/client.h, input x and output x in POSIX shared memory,
  * and prints, per request, the client's wall time, the service's host time and the graph launch
  * (CUDA events), median [p10, p90] after warm-up; then the same N steps through a lane (the
- * doorbell in a shared segment, replay/lane.h), and through an armed lane (its graph launched
- * before the doorbell), each checked to give the served step's bytes for the same input; JSON
- * with --json FILE. Needs a GPU.
+ * doorbell in a shared segment, replay/lane.h), checked to give the served step's bytes for the
+ * same input; JSON with --json FILE. Needs a GPU.
  *   gr_serve_bench [--socket PATH] [--workload W] [--variant V] [--set k=v]... [--n N] [--json F] */
 #include <fcntl.h>
 #include <jansson.h>
@@ -69,13 +68,13 @@ static void *segment(const char *tag, size_t bytes, char *name, size_t size) {
 /* N steps through a lane over x (in and out), fresh input each; the last output is compared with
  * what the served replay gave for the same input (`want`, NULL: not compared). */
 static int lane_steps(gr_client *c, size_t xbytes, int warm, int n, const unsigned char *last_in,
-                      const unsigned char *want, int armed, json_t **out) {
+                      const unsigned char *want, json_t **out) {
     /* the C client's lane API (replay/client.h): it sizes, makes and maps the segment */
     const char *io[] = {"x"};
     gr_client_lane *lane = NULL;
     gr_error e0;
     gr_error_clear(&e0);
-    if (gr_client_lane_open(c, "served_c", io, 1, io, 1, 0, 100000, armed ? GR_CLIENT_LANE_ARMED : 0, &lane, &e0) != GR_OK) {
+    if (gr_client_lane_open(c, "served_c", io, 1, io, 1, 0, 100000, &lane, &e0) != GR_OK) {
         fprintf(stderr, "gr_serve_bench: lane_open: %s\n", e0.msg);
         return 1;
     }
@@ -108,15 +107,13 @@ static int lane_steps(gr_client *c, size_t xbytes, int warm, int n, const unsign
         stats(wall, n, &wm, &w10, &w90);
         stats(graph, n, &gm, &g10, &g90);
         stats(step, n, &sm, &s10, &s90);
-        printf("lane steps from C (the same graph, %d steps after %d warm-up; %s%s):\n", n, warm,
-               lane->io_graph ? "gate and copies inside the graph" : "copies around the graph",
-               lane->armed ? ", armed: launched before the doorbell" : "");
+        printf("lane steps from C (the same graph, %d steps after %d warm-up; copies %s):\n", n,
+               warm, lane->io_graph ? "inside the graph" : "around the graph");
         printf("  client wall      median %8.2f us [p10 %.2f, p90 %.2f]\n", wm, w10, w90);
-        printf("  service step     median %8.2f us [p10 %.2f, p90 %.2f] (%s)\n", sm, s10, s90,
-               lane->io_graph ? "GPU clock: the gate passed -> published"
-                              : "doorbell seen -> outputs in the segment");
-        printf("  graph            median %8.2f us [p10 %.2f, p90 %.2f]%s\n", gm, g10, g90,
-               lane->io_graph ? " (GPU clock, its copies included)" : " (CUDA events)");
+        printf("  service step     median %8.2f us [p10 %.2f, p90 %.2f] (doorbell seen -> outputs in "
+               "the segment)\n", sm, s10, s90);
+        printf("  graph (events)   median %8.2f us [p10 %.2f, p90 %.2f]%s\n", gm, g10, g90,
+               lane->io_graph ? " (its copies included)" : "");
         printf("  over the graph   %8.2f us (client wall - graph, medians)\n", wm - gm);
         printf("  output equals the served step's for the same input: %s\n",
                same < 0 ? "not compared" : same ? "yes" : "NO");
@@ -125,7 +122,6 @@ static int lane_steps(gr_client *c, size_t xbytes, int warm, int n, const unsign
                          "median", sm, "p10", s10, "p90", s90, "graph_us", "median", gm, "p10", g10,
                          "p90", g90, "same_as_served", same == 1);
         if (*out) json_object_set_new(*out, "io_graph", json_boolean(lane->io_graph));
-        if (*out) json_object_set_new(*out, "armed", json_boolean(lane->armed));
         if (same == 0) rc = 1;
     }
     gr_error e1;
@@ -252,7 +248,7 @@ int main(int argc, char **argv) {
         }
         gr_reply_clear(&r);
     }
-    json_t *lane = NULL, *armed_lane = NULL;
+    json_t *lane = NULL;
     if (!rc) {
         /* the last served step's input and output: the lane must give the same bytes */
         unsigned char *last_in = malloc(xbytes), *want = malloc(xbytes);
@@ -265,8 +261,7 @@ int main(int argc, char **argv) {
         if (!rc) {
             gr_reply_clear(&r);
             memcpy(want, out, xbytes);
-            rc = lane_steps(c, xbytes, warm, n, last_in, want, 0, &lane);
-            if (!rc) rc = lane_steps(c, xbytes, warm, n, last_in, want, 1, &armed_lane);
+            rc = lane_steps(c, xbytes, warm, n, last_in, want, &lane);
         }
         free(last_in);
         free(want);
@@ -317,7 +312,6 @@ int main(int argc, char **argv) {
             json_object_set_new(j, "way_out_us",
                                 json_pack("{s:f, s:f, s:f}", "median", bm, "p10", b10, "p90", b90));
             if (lane) json_object_set(j, "lane", lane);
-            if (armed_lane) json_object_set(j, "lane_armed", armed_lane);
             if (json_dump_file(j, json, JSON_INDENT(2)) != 0) rc = 1;
             json_decref(j);
         }
@@ -327,7 +321,6 @@ int main(int argc, char **argv) {
     shm_unlink(in_name);
     shm_unlink(out_name);
     json_decref(lane);
-    json_decref(armed_lane);
     free(wall), free(req), free(graph), free(inside), free(outside), free(way_in), free(way_out);
     free(body), free(lookup);
     gr_client_close(c);

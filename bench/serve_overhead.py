@@ -34,12 +34,10 @@ def summary(xs):
     return {"median": statistics.median(xs), "p10": pct(xs, 0.1), "p90": pct(xs, 0.9), "n": len(xs)}
 
 
-def measure_lane(c, a, fresh_x, graph_alone, armed=False):
-    """N steps (after warm-up) through a lane on "served" with input x and output x (armed: the
-    service launches each step's graph before the doorbell)."""
+def measure_lane(c, a, fresh_x, graph_alone):
+    """N steps (after warm-up) through a lane on "served" with input x and output x."""
     try:
-        lane = c.open_lane("served", inputs=["x"], outputs=["x"], spin_us=a.lane_spin_us,
-                           armed=armed)
+        lane = c.open_lane("served", inputs=["x"], outputs=["x"], spin_us=a.lane_spin_us)
     except graphrun.GraphrunError as e:
         return {"error": str(e)}
     wall, call, graph, step, lock = [], [], [], [], []
@@ -64,7 +62,6 @@ def measure_lane(c, a, fresh_x, graph_alone, armed=False):
     return {"client_wall_us": summary(wall), "step_call_us": summary(call),
             "graph_us": summary(graph), "service_step_us": summary(step),
             "lock_us": summary(lock), "spin_us": spin_us, "io_graph": lane.info.get("io_graph"),
-            "armed": lane.info.get("armed"),
             "overhead_us": statistics.median(wall) - graph_alone["median"]}
 
 
@@ -128,7 +125,6 @@ def main():
                     way_in.append(s["received_mono_us"] - m0)
                     way_out.append(m1 - s["replied_mono_us"])
         lane = None if a.no_lane else measure_lane(c, a, fresh_x, graph_alone)
-        armed = None if a.no_lane else measure_lane(c, a, fresh_x, graph_alone, armed=True)
         res = {
             "workload": a.workload, "variant": a.variant, "sets": sets, "device": c.status()["device"],
             "graph_replay_us": graph_alone,
@@ -149,26 +145,22 @@ def main():
         }
         if lane is not None:
             res["lane"] = lane
-            res["lane_armed"] = armed
         with open(os.path.join(a.out, "serve_overhead.json"), "w") as f:
             json.dump(res, f, indent=2)
         print(f"{a.workload} {a.variant} {' '.join(sets)}: graph replay {graph_alone['median']:.2f} us/step")
         for k, v in res["served"].items():
             print(f"  {k:22s} median {v['median']:9.2f} us  [p10 {v['p10']:.2f}, p90 {v['p90']:.2f}]")
         print(f"  served - replay alone: {res['overhead_us']:.2f} us per request (target: <= 10)")
-        for ln in ([] if lane is None else [lane, armed]):
-            if "error" in ln:
-                print(f"  lane: not measured: {ln['error']}")
-                continue
-            print(f"  lane (spin_us {ln['spin_us']}, "
-                  f"{'gate and copies inside the graph' if ln.get('io_graph') else 'copies around the graph'}"
-                  f"{', armed' if ln.get('armed') else ''}):")
-            for k, v in ln.items():
+        if lane is not None and "error" in lane:
+            print(f"  lane: not measured: {lane['error']}")
+        elif lane is not None:
+            print(f"  lane (spin_us {lane['spin_us']}, copies "
+                  f"{'inside the graph' if lane.get('io_graph') else 'around the graph'}):")
+            for k, v in lane.items():
                 if isinstance(v, dict) and "median" in v:
                     print(f"    {k:20s} median {v['median']:9.2f} us  [p10 {v['p10']:.2f}, "
                           f"p90 {v['p90']:.2f}]")
-            print(f"  lane{' (armed)' if ln.get('armed') else ''} - replay alone: "
-                  f"{ln['overhead_us']:.2f} us per step")
+            print(f"  lane - replay alone: {lane['overhead_us']:.2f} us per step")
     finally:
         try:
             c.stop()

@@ -1,18 +1,12 @@
-/* A held graph a lane's step runs in, with its inputs, outputs and doorbell inside:
- *
- *     gate -> IF(the gate says run) { input copies -> the held graph -> output copies -> done }
- *
- * The gate (one thread) waits in the GPU for the client's doorbell in its control block
- * (replay/lane.h), or for the service's cancel; the copies read and write the client's segment
- * through its device mapping (zero-padding a bucket's missing rows, the rows the doorbell asked
- * for); the done kernel publishes the step in the control block. So a step is one graph launch
- * and nothing else on the host, and the launch can be made before the doorbell rings ("armed":
- * the GPU is already waiting when the client asks). kernels/iocopy.h has the kernels. */
+/* A held graph with its inputs and outputs inside: a clone of the step's graph whose roots wait
+ * for one copy kernel per input (from mapped host memory into the device buffer, zero-padding a
+ * bucket's missing rows) and whose leaves are followed by one copy kernel per output (to mapped
+ * host memory). A lane step (replay/lane.h) is then one graph launch and one wait: no copy
+ * engine, no separate submissions before and after the replay. */
 #ifndef GR_CAPTURE_IOGRAPH_H
 #define GR_CAPTURE_IOGRAPH_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 #include "capture/capture.h"
 #include "core/error.h"
@@ -25,31 +19,23 @@ extern "C" {
 #define GR_IOGRAPH_MAX 64 /* a request's inputs and outputs (replay/protocol.h: 32 each) */
 
 typedef struct gr_io_graph {
-    gr_graph g; /* the graph with the gate, the copies and the done kernel, instantiated (owned) */
+    gr_graph g; /* the clone with the copy nodes, instantiated (owned) */
     int nin, nout;
-    gr_iocopy_args args[GR_IOGRAPH_MAX]; /* inputs first, then outputs */
-    gr_iogate_args gate;
-    gr_iogate_host *host; /* the gate's host words (pinned, mapped; owned) */
+    void *node[GR_IOGRAPH_MAX];         /* cudaGraphNode_t: inputs first, then outputs */
+    gr_iocopy_args args[GR_IOGRAPH_MAX]; /* what each node's launch copies now */
 } gr_io_graph;
 
 /* Builds and instantiates the io graph of `held` (which is not changed): in[i] copies into the
- * step's input buffers before it, out[i] from its output buffers after it; a copy with `rows`
- * NULL here and row_bytes > 0 moves the rows the gate passes (the graph points it at the gate's
- * device state). gate: its ctl pointers (device-mapped), default rows and range; the rest is
- * filled here. Host pointers must be device-accessible (mapped). Without conditional nodes (CUDA
- * < 12.4), or when a call refuses (a held graph a conditional body may not hold), GR_ERR_CUDA /
- * GR_ERR_USAGE naming the cause: the caller keeps the copies around the held graph. */
+ * step's input buffers before any of its nodes, out[i] from its output buffers after all of them.
+ * Host pointers must be device-accessible (mapped: cudaHostGetDevicePointer). A graph that cannot
+ * be cloned or extended (e.g. a device loop's conditional node on an older driver) is
+ * GR_ERR_CUDA naming the call; the caller can keep the separate copies. */
 gr_status gr_io_graph_build(const gr_graph *held, const gr_iocopy_args *in, int nin,
-                            const gr_iocopy_args *out, int nout, const gr_iogate_args *gate,
-                            gr_stream_t stream, gr_io_graph *io, gr_error *err);
-/* Launches the io graph for the step after `done` (the lane's done_seq): the gate passes on a
- * doorbell that differs from `done`. Clears the verdict and the cancel first. */
-gr_status gr_io_graph_launch(gr_io_graph *io, uint64_t done, gr_stream_t stream, gr_error *err);
-/* The current launch's verdict (GR_IOGATE_*; WAITING until the gate decided and, when the step
- * ran, until it is published); with RAN, *seq is the step. */
-unsigned gr_io_graph_verdict(const gr_io_graph *io, uint64_t *seq);
-/* Asks the current launch's gate to stop waiting (no effect once it passed). */
-void gr_io_graph_cancel(gr_io_graph *io);
+                            const gr_iocopy_args *out, int nout, gr_stream_t stream,
+                            gr_io_graph *io, gr_error *err);
+/* Sets copy k's byte count (k < nin: an input, with its zero padding up to `whole`; else
+ * output k - nin) for the launches that follow; no call when it is unchanged. */
+gr_status gr_io_graph_set_bytes(gr_io_graph *io, int k, size_t bytes, gr_error *err);
 void gr_io_graph_destroy(gr_io_graph *io);
 
 #ifdef __cplusplus

@@ -80,8 +80,7 @@ typedef struct gr_client_lane {
     struct gr_lane_ctl *ctl;
     long long id, bucket, rows; /* rows: a step's default on a bucket's graph */
     int registered;
-    int io_graph; /* the step runs in its io graph: gate, copies and publication on the GPU */
-    int armed;    /* the service launches it before the doorbell (GR_CLIENT_LANE_ARMED granted) */
+    int io_graph; /* the service copies inside the graph (replay/PROTOCOL.md, "Lanes") */
     int n; /* inputs, then outputs */
     gr_client_lane_io io[GR_CLIENT_LANE_MAX_IO];
     void *map;
@@ -89,16 +88,13 @@ typedef struct gr_client_lane {
     char shm[64];
 } gr_client_lane;
 
-#define GR_CLIENT_LANE_ARMED 1u /* lane_open's "armed": the GPU waits for each doorbell */
-
 /* lane_open on `graph` (NULL: the most recent capture; a bucket group's name with batch > 0),
- * inputs and outputs by buffer name; spin_us < 0 takes the service's default; flags:
- * GR_CLIENT_LANE_ARMED or 0. The lane's
+ * inputs and outputs by buffer name; spin_us < 0 takes the service's default. The lane's
  * steps: gr_lane_step(lane->ctl, ...) after writing the inputs (lane->ctl->rows for a bucket).
  * A failed request is returned with the service's message (and field in err->path). */
 gr_status gr_client_lane_open(gr_client *c, const char *graph, const char *const *inputs, int nin,
                               const char *const *outputs, int nout, long long batch, int spin_us,
-                              unsigned flags, gr_client_lane **out, gr_error *err);
+                              gr_client_lane **out, gr_error *err);
 /* The region of buffer `name` (an output when output != 0), or NULL. */
 void *gr_client_lane_data(const gr_client_lane *l, const char *name, int output);
 /* lane_close when c is not NULL (its reply's error, if any, is returned; the lane is freed

@@ -102,15 +102,6 @@ void gr_lane_publish(gr_lane_ctl *c, uint64_t seq, int status, const char *messa
     if (LOAD(&c->client_waiting)) futex_wake(&c->done_seq);
 }
 
-void gr_lane_wake_client(gr_lane_ctl *c) {
-    FENCE();
-    if (LOAD(&c->client_waiting)) futex_wake(&c->done_seq);
-}
-
-void gr_lane_relax(void) {
-    cpu_relax();
-}
-
 void gr_lane_mark_closed(gr_lane_ctl *c, const char *why) {
     snprintf(c->message, sizeof(c->message), "%s", why ? why : "the lane was closed");
     FENCE();

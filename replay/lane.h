@@ -62,11 +62,6 @@ int gr_lane_await_request(gr_lane_ctl *c, uint64_t done, double spin_us, const i
  * done_seq, then wake a sleeping client. */
 void gr_lane_publish(gr_lane_ctl *c, uint64_t seq, int status, const char *message,
                      double graph_us, double step_us, double lock_us);
-/* A step the GPU published itself (the io graph's done kernel wrote done_seq): wake the client
- * if it sleeps on it. */
-void gr_lane_wake_client(gr_lane_ctl *c);
-/* One pause of a spin loop (the CPU's pause hint). */
-void gr_lane_relax(void);
 /* The lane is over (state CLOSED, `why` in message): a waiting client wakes and fails. */
 void gr_lane_mark_closed(gr_lane_ctl *c, const char *why);
 /* Wake a thread sleeping in gr_lane_await_request (after setting its stop flag). */

@@ -56,7 +56,7 @@ static gr_status reply_error(const gr_reply *r, gr_error *err) {
 
 gr_status gr_client_lane_open(gr_client *c, const char *graph, const char *const *inputs, int nin,
                               const char *const *outputs, int nout, long long batch, int spin_us,
-                              unsigned flags, gr_client_lane **out, gr_error *err) {
+                              gr_client_lane **out, gr_error *err) {
     *out = NULL;
     if (nin < 0 || nout < 0 || nin > GR_PROTO_MAX_IO || nout > GR_PROTO_MAX_IO)
         return gr_error_set(err, GR_ERR_USAGE, NULL, "a lane takes at most %d inputs and %d outputs",
@@ -149,7 +149,6 @@ gr_status gr_client_lane_open(gr_client *c, const char *graph, const char *const
     if (graph) json_object_set_new(req, "name", json_string(graph));
     if (batch > 0) json_object_set_new(req, "batch", json_integer(batch));
     if (spin_us >= 0) json_object_set_new(req, "spin_us", json_integer(spin_us));
-    if (flags & GR_CLIENT_LANE_ARMED) json_object_set_new(req, "armed", json_true());
     st = gr_client_call(c, req, -1, NULL, NULL, &r, err);
     json_decref(req);
     if (st == GR_OK && !r.ok) st = reply_error(&r, err);
@@ -166,7 +165,6 @@ gr_status gr_client_lane_open(gr_client *c, const char *graph, const char *const
     l->rows = json_integer_value(json_object_get(lj, "rows"));
     l->registered = json_is_true(json_object_get(lj, "registered"));
     l->io_graph = json_is_true(json_object_get(lj, "io_graph"));
-    l->armed = json_is_true(json_object_get(lj, "armed"));
     for (int i = 0; i < l->n; i++) {
         json_t *arr = json_object_get(lj, l->io[i].output ? "outputs" : "inputs");
         json_t *e = json_array_get(arr, (size_t)(l->io[i].output ? i - nin : i));

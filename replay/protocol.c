@@ -55,7 +55,6 @@ static const field_spec lane_open_fields[] = {
     {"name", F_STR, 0, 0, GR_PROTO_NAME_MAX},
     {"batch", F_INT, 0, 1, 1LL << 30},
     {"spin_us", F_INT, 0, 0, 1000000},
-    {"armed", F_BOOL, 0, 0, 0},
     {NULL, F_STR, 0, 0, 0}};
 static const field_spec lane_close_fields[] = {{"lane", F_INT, 1, 1, 1LL << 62},
                                                {NULL, F_STR, 0, 0, 0}};
@@ -212,7 +211,6 @@ static void store(gr_request *req, const char *name, const json_t *v, gr_error *
     else if (!strcmp(name, "batches")) req->batches = (int)json_integer_value(v);
     else if (!strcmp(name, "ms")) req->ms = (int)json_integer_value(v);
     else if (!strcmp(name, "spin_us")) req->spin_us = (int)json_integer_value(v);
-    else if (!strcmp(name, "armed")) req->armed = json_is_true(v);
     else if (!strcmp(name, "lane")) req->lane = json_integer_value(v);
     else if (!strcmp(name, "shm")) {
         const char *sv = json_string_value(v);

@@ -82,7 +82,6 @@ typedef struct gr_request {
     /* lane_open: inputs / outputs are {buffer, offset} in this one segment */
     char shm[256];
     int spin_us; /* how long the lane thread spins after a step before it sleeps */
-    int armed;   /* lane_open: launch the step before the doorbell (the GPU waits for it) */
     long long lane; /* lane_close: the lane's id */
     int progress; /* send progress lines */
     /* debug_sleep */

@@ -16,7 +16,6 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,7 +206,6 @@ typedef struct svc {
      * each step */
     pthread_mutex_t gpu_mu;
     atomic_int gpu_wanted;  /* the worker waits for gpu_mu: lanes let it have it first */
-    atomic_int lanes_wanting; /* lane threads waiting for gpu_mu: an armed lane lets it go */
     pthread_cond_t lane_cv; /* (with mu) a lane's thread ended */
     /* under mu */
     struct lane *lanes;
@@ -569,7 +567,7 @@ static const char *reply_field(const gr_error *err) {
         "skip_bad_lines", "buckets",       "update",      "progress",      "iters",
         "warmup",         "batches",       "compare_eager", "output_digest", "batch",
         "inputs",         "outputs",       "max_graphs",  "max_memory",    "host_memory",
-        "shm",            "spin_us",       "lane",        "armed",         NULL};
+        "shm",            "spin_us",       "lane",        NULL};
     for (const char *const *f = fields; *f; f++) {
         size_t n = strlen(*f);
         if (!strncmp(err->path, *f, n) && (err->path[n] == '\0' || err->path[n] == '['))
@@ -1824,16 +1822,12 @@ typedef struct lane {
     ino_t seg_ino;
     gr_lane_ctl *ctl;
     int stop;       /* atomic (__atomic): set by whoever closes the lane */
-    int wake;       /* atomic: its thread stops waiting on the host (stop, or an armed lane's cue
-                       that the GPU is free again) */
     int closer_reaps; /* (under mu, before stop) the closer holds gpu_mu and tears it down */
     char why[256];  /* why it closed (written before stop) */
     double spin_us;
-    int armed;      /* the io graph is launched before the doorbell: the GPU waits for it */
-    char armed_why[160]; /* why armed was asked for and not granted */
     uint64_t steps; /* served (under mu) */
     cudaEvent_t e0, e1;
-    gr_io_graph io; /* the step with its gate and copies inside (capture/iograph.h); empty: none */
+    gr_io_graph io; /* the graph with its copies inside (capture/iograph.h); empty: none */
     char io_why[200]; /* why there is none */
     struct lane *next;
 } lane;
@@ -1855,26 +1849,46 @@ static gr_status lane_step(lane *l, long long rows, float *graph_ms, gr_error *e
     return st;
 }
 
-/* Whether the lane steps through its io graph (built at open). */
+/* Whether the lane steps through its io graph (built at open; gone after a refused resize). */
 static int lane_io(const lane *l) {
     return l->io.g.exec != NULL;
 }
 
-/* One step of a lane without an io graph: the inputs into pinned staging when the segment is not
- * registered; copies in, the held graph and copies out on the graph's stream; one wait; the
- * staged outputs into the segment. `rows` (checked) pads the inputs of a bucket's graph with zero
- * rows and trims its outputs. graph_ms: events around the launch. */
+/* The io graph's copies sized for `rows`. A resize CUDA refuses launched nothing: the io graph
+ * goes, and this step and the later ones take the separate copies (logged, and in io_why). */
+static void lane_io_resize(lane *l, long long rows) {
+    for (int i = 0; i < l->nin + l->nout; i++) {
+        const io_buf *io = i < l->nin ? &l->in[i] : &l->out[i - l->nin];
+        gr_error e;
+        gr_error_clear(&e);
+        if (gr_io_graph_set_bytes(&l->io, i, lane_bytes(l, i, io, rows), &e) != GR_OK) {
+            snprintf(l->io_why, sizeof(l->io_why), "%s", e.msg);
+            slog("lane %llu: its io graph refused %lld rows (%s): separate copies from now on",
+                 (unsigned long long)l->id, rows, e.msg);
+            gr_io_graph_destroy(&l->io);
+            return;
+        }
+    }
+}
+
+/* One step: the inputs into pinned staging when the segment is not registered; then either the
+ * io graph (its copies inside: one launch) or copies in, the held graph and copies out on the
+ * graph's stream; one wait; the staged outputs into the segment. `rows` (checked) pads the
+ * inputs of a bucket's graph with zero rows and trims its outputs. graph_ms: events around the
+ * launch (with the io graph, its copies included). */
 static gr_status lane_step_enqueue(lane *l, long long rows, float *graph_ms, gr_error *err) {
     held *h = l->h;
     const gr_plan *p = h->ld.plans[0];
     gr_devstate *dev = h->s->dev;
     cudaStream_t stream = (cudaStream_t)dev->streams[0];
+    if (lane_io(l)) lane_io_resize(l, rows);
+    const int io = lane_io(l);
     for (int i = 0; i < l->nin; i++) /* not registered: through pinned staging */
         if (l->stage[i] && seg_copy(l->stage[i], (const char *)l->map + l->in[i].sp->offset,
                                     lane_bytes(l, i, &l->in[i], rows)) != 0)
             return seg_fault(&l->in[i], err);
     cudaError_t rc = cudaSuccess;
-    for (int i = 0; i < l->nin && rc == cudaSuccess; i++) {
+    for (int i = 0; i < l->nin && !io && rc == cudaSuccess; i++) {
         const int b = l->in[i].b;
         size_t nb = lane_bytes(l, i, &l->in[i], rows), whole = p->bufs[b].bytes;
         const char *src = l->stage[i] ? (const char *)l->stage[i]
@@ -1885,9 +1899,9 @@ static gr_status lane_step_enqueue(lane *l, long long rows, float *graph_ms, gr_
     }
     if (rc != cudaSuccess) return gr_cuda_fail(rc, "cudaMemcpyAsync (lane input)", __FILE__, __LINE__, err);
     GR_CUDA(cudaEventRecord(l->e0, stream), err);
-    GR_TRY(gr_graph_launch(&h->s->graph, dev->streams[0], err));
+    GR_TRY(gr_graph_launch(io ? &l->io.g : &h->s->graph, dev->streams[0], err));
     GR_CUDA(cudaEventRecord(l->e1, stream), err);
-    for (int i = 0; i < l->nout && rc == cudaSuccess; i++) {
+    for (int i = 0; i < l->nout && !io && rc == cudaSuccess; i++) {
         void *stage = l->stage[l->nin + i];
         char *dst = stage ? (char *)stage : (char *)l->map + l->out[i].sp->offset;
         size_t nb = lane_bytes(l, l->nin + i, &l->out[i], rows); /* the buffer's first rows */
@@ -1906,68 +1920,56 @@ static gr_status lane_step_enqueue(lane *l, long long rows, float *graph_ms, gr_
     return GR_OK;
 }
 
-/* The lane's io graph (capture/iograph.h), built at open under gpu_mu: the held graph behind a
- * gate that waits in the GPU for the doorbell in the control block, with a copy kernel per input
- * before it and per output after it (through the segment's device mapping) and a done kernel that
- * publishes the step. When something refuses (a segment not registered, no conditional nodes, a
- * graph that cannot be a conditional body), the lane keeps the separate copies and says why. */
+/* The lane's io graph (capture/iograph.h), built at open under gpu_mu: the held graph with a
+ * copy kernel per input before it and per output after it, reading and writing the segment (or
+ * the staging) through its device mapping. When something refuses (no mapping, a graph that
+ * cannot be cloned), the lane keeps the separate copies and says why. */
 static void lane_io_graph(lane *l) {
     held *h = l->h;
     const gr_plan *p = h->ld.plans[0];
     gr_devstate *dev = h->s->dev;
     gr_iocopy_args a[2 * GR_PROTO_MAX_IO];
     memset(a, 0, sizeof(a));
-    char *dmap = NULL;
-    if (!l->registered) {
-        snprintf(l->io_why, sizeof(l->io_why), "cudaHostRegister refused the segment: its "
-                 "control block and buffers have no device mapping");
-        return;
-    }
-    if (cudaHostGetDevicePointer((void **)&dmap, l->map, 0) != cudaSuccess) {
+    void *dmap = NULL;
+    if (l->registered && cudaHostGetDevicePointer(&dmap, l->map, 0) != cudaSuccess) {
         snprintf(l->io_why, sizeof(l->io_why), "the segment has no device mapping (%s)",
                  cudaGetErrorName(cudaGetLastError()));
         return;
     }
     for (int i = 0; i < l->nin + l->nout; i++) {
-        const io_buf *io = i < l->nin ? &l->in[i] : &l->out[i - l->nin];
-        char *host = dmap + io->sp->offset;
-        a[i].row_bytes = l->row_bytes[i]; /* with rows: the gate's (the doorbell's) */
-        if (i < l->nin) {
+        const int in = i < l->nin;
+        const io_buf *io = in ? &l->in[i] : &l->out[i - l->nin];
+        void *host = NULL;
+        if (l->stage[i]) {
+            if (cudaHostGetDevicePointer(&host, l->stage[i], 0) != cudaSuccess) {
+                snprintf(l->io_why, sizeof(l->io_why), "the staging of \"%s\" has no device "
+                         "mapping (%s)", io->view.name, cudaGetErrorName(cudaGetLastError()));
+                return;
+            }
+        } else {
+            host = (char *)dmap + io->sp->offset;
+        }
+        size_t nb = lane_bytes(l, i, io, l->rows);
+        if (in) {
             a[i].dst = dev->dptr[io->b];
             a[i].src = host;
-            a[i].bytes = lane_bytes(l, i, io, l->rows);
+            a[i].bytes = nb;
             a[i].whole = p->bufs[io->b].bytes;
         } else {
             a[i].dst = host;
             a[i].src = dev->dptr[io->b];
-            a[i].bytes = a[i].whole = io->view.bytes; /* the region: the whole buffer */
+            a[i].bytes = a[i].whole = nb;
         }
     }
-    gr_iogate_args g;
-    memset(&g, 0, sizeof(g));
-    g.ctl.req_seq = (const uint64_t *)(dmap + offsetof(gr_lane_ctl, req_seq));
-    g.ctl.rows = (const uint32_t *)(dmap + offsetof(gr_lane_ctl, rows));
-    g.ctl.done_seq = (uint64_t *)(dmap + offsetof(gr_lane_ctl, done_seq));
-    g.ctl.status = (int32_t *)(dmap + offsetof(gr_lane_ctl, status));
-    g.ctl.graph_us = (double *)(dmap + offsetof(gr_lane_ctl, graph_us));
-    g.ctl.step_us = (double *)(dmap + offsetof(gr_lane_ctl, step_us));
-    g.ctl.lock_us = (double *)(dmap + offsetof(gr_lane_ctl, lock_us));
-    g.ctl.steps = (uint64_t *)(dmap + offsetof(gr_lane_ctl, steps));
-    g.ctl.message = dmap + offsetof(gr_lane_ctl, message);
-    /* the rows a doorbell may ask for, as lane_rows_check: others are declined, then answered */
-    g.default_rows = (uint32_t)l->rows;
-    g.rows_lo = 1;
-    g.rows_hi = l->bucket ? (uint32_t)l->bucket : 0;
-    if (l->bucket && l->fixed_rows) g.rows_lo = (uint32_t)l->bucket;
     gr_error e;
     gr_error_clear(&e);
-    if (gr_io_graph_build(&h->s->graph, a, l->nin, a + l->nin, l->nout, &g, dev->streams[0],
-                          &l->io, &e) != GR_OK)
+    if (gr_io_graph_build(&h->s->graph, a, l->nin, a + l->nin, l->nout, dev->streams[0], &l->io,
+                          &e) != GR_OK)
         snprintf(l->io_why, sizeof(l->io_why), "%s", e.msg);
 }
 
 /* Take gpu_mu, giving up when the lane is stopped (its closer may hold gpu_mu and wait for us). */
-static int lane_lock_gpu_wait(lane *l) {
+static int lane_lock_gpu(lane *l) {
     for (;;) {
         if (__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) return 0;
         if (atomic_load(&l->v->gpu_wanted) > 0) { /* a queued request goes first: no starving */
@@ -1988,13 +1990,6 @@ static int lane_lock_gpu_wait(lane *l) {
             return 0;
         }
     }
-}
-
-static int lane_lock_gpu(lane *l) {
-    atomic_fetch_add(&l->v->lanes_wanting, 1); /* an armed lane holding it lets it go */
-    int got = lane_lock_gpu_wait(l);
-    atomic_fetch_sub(&l->v->lanes_wanting, 1);
-    return got;
 }
 
 /* A lane's CUDA resources and mapping: under gpu_mu (a global-mode capture must not see a
@@ -2029,170 +2024,6 @@ static void lanes_reap(svc *v) {
     }
 }
 
-/* A step's rows (0: the lane's default) checked against the lane's graph. */
-static gr_status lane_rows_check(const lane *l, long long rows, gr_error *err) {
-    if (rows == 0) return GR_OK;
-    if (!l->bucket)
-        return gr_error_set(err, GR_ERR_INPUT, "rows",
-                            "rows %lld: graph \"%s\" is not a bucket's, so a step serves its "
-                            "buffers whole (leave rows 0)",
-                            rows, l->h->name);
-    if (rows > l->bucket || (l->fixed_rows && rows != l->bucket))
-        return gr_error_set(err, GR_ERR_INPUT, "rows",
-                            "rows %lld: this lane's graph is bucket %s = %lld%s (open a lane on a "
-                            "larger bucket for more rows)",
-                            rows, l->h->group->spec.param, l->bucket,
-                            l->fixed_rows ? ", and one of its buffers changes with the bucket "
-                                            "in another dimension, so a step serves all rows"
-                                          : "");
-    return GR_OK;
-}
-
-/* The control block's touches while gpu_mu is held, each guarded on its own (a client may shrink
- * its segment under us: a SIGBUS returns -1 here, never jumps out with the lock held). */
-static int ctl_wake_client(gr_lane_ctl *c) {
-    sigjmp_buf jb;
-    sigjmp_buf *prev = seg_guard;
-    if (sigsetjmp(jb, 0)) {
-        seg_guard = prev;
-        return -1;
-    }
-    seg_guard = &jb;
-    gr_lane_wake_client(c);
-    seg_guard = prev;
-    return 0;
-}
-
-static int ctl_read_request(gr_lane_ctl *c, uint64_t *seq, long long *rows) {
-    sigjmp_buf jb;
-    sigjmp_buf *prev = seg_guard;
-    if (sigsetjmp(jb, 0)) {
-        seg_guard = prev;
-        return -1;
-    }
-    seg_guard = &jb;
-    *seq = __atomic_load_n(&c->req_seq, __ATOMIC_ACQUIRE);
-    *rows = __atomic_load_n(&c->rows, __ATOMIC_ACQUIRE);
-    seg_guard = prev;
-    return 0;
-}
-
-static int ctl_publish_error(gr_lane_ctl *c, uint64_t seq, const gr_error *e) {
-    sigjmp_buf jb;
-    sigjmp_buf *prev = seg_guard;
-    if (sigsetjmp(jb, 0)) {
-        seg_guard = prev;
-        return -1;
-    }
-    seg_guard = &jb;
-    gr_lane_publish(c, seq, e->code, e->msg, 0, 0, 0);
-    seg_guard = prev;
-    return 0;
-}
-
-/* Whether anyone else waits for the GPU (the worker, another lane): an armed lane lets it go. */
-static int gpu_wanted_elsewhere(svc *v) {
-    return atomic_load(&v->gpu_wanted) > 0 || atomic_load(&v->lanes_wanting) > 0;
-}
-
-/* Steps through the io graph while this thread holds gpu_mu: launch it for the step after *done
- * (its gate waits in the GPU for the doorbell), wait for the gate's verdict. A step that ran was
- * published by the GPU (done_seq and its timings in the control block): here only the counts and
- * a sleeping client's wake. A doorbell the gate declined (rows this graph cannot serve) is
- * answered here with the reason. Without `armed` that is one step; an armed lane launches again at
- * once (before its bookkeeping) and keeps the GPU until someone else wants it or the lane stops:
- * its gate is cancelled, and the launch ends without running the step. A plain lane's gate that
- * has not passed within a millisecond is cancelled too (its doorbell was taken back): the caller
- * reads the doorbell again. GR_OK when the caller may release gpu_mu (no launch in flight);
- * *gone when the segment faulted under us; GR_ERR_CUDA is the service's end, as a step's. */
-static gr_status lane_io_steps(lane *l, uint64_t *done, int *gone, gr_error *err) {
-    svc *v = l->v;
-    held *h = l->h;
-    cudaStream_t stream = (cudaStream_t)h->s->dev->streams[0];
-    int launched = 0;
-    for (;;) {
-        if (!launched) GR_TRY(gr_io_graph_launch(&l->io, *done, h->s->dev->streams[0], err));
-        launched = 0;
-        double t0 = gr_now_us(), next_query = t0 + 1000;
-        int cancelled = 0;
-        unsigned k = 0, verdict;
-        uint64_t seq = 0;
-        while ((verdict = gr_io_graph_verdict(&l->io, &seq)) == GR_IOGATE_WAITING) {
-            if (!cancelled &&
-                (__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE) || gpu_wanted_elsewhere(v))) {
-                gr_io_graph_cancel(&l->io); /* no effect once the gate passed */
-                cancelled = 1;
-            }
-            if ((++k & 63) != 0) {
-                gr_lane_relax();
-                continue;
-            }
-            double now = gr_now_us();
-            if (!cancelled && !l->armed && now - t0 > 1000) {
-                gr_io_graph_cancel(&l->io);
-                cancelled = 1;
-            }
-            if (now >= next_query) { /* a launch that ended without a verdict: a fault in it */
-                next_query = now + 1000;
-                uint64_t rq;
-                long long rr;
-                if (!*gone && ctl_read_request(l->ctl, &rq, &rr) != 0) { /* shrunk under us */
-                    *gone = 1;
-                    gr_io_graph_cancel(&l->io);
-                    cancelled = 1;
-                }
-                cudaError_t q = cudaStreamQuery(stream);
-                if (q != cudaErrorNotReady &&
-                    gr_io_graph_verdict(&l->io, &seq) == GR_IOGATE_WAITING) {
-                    if (q != cudaSuccess)
-                        return gr_cuda_fail(q, "a lane's io graph", __FILE__, __LINE__, err);
-                    return gr_error_set(err, GR_ERR_CUDA, NULL,
-                                        "a lane's io graph ended without its gate's verdict");
-                }
-            }
-            if (now - t0 > l->spin_us) { /* an armed lane idle for long: look every 20 us */
-                struct timespec pause = {0, 20 * 1000};
-                nanosleep(&pause, NULL);
-            }
-        }
-        int leave = !l->armed || *gone || __atomic_load_n(&l->stop, __ATOMIC_ACQUIRE) ||
-                    gpu_wanted_elsewhere(v);
-        if (verdict == GR_IOGATE_RAN) {
-            *done = seq;
-            if (!leave) { /* armed: the gate waits again before the client can ring */
-                GR_TRY(gr_io_graph_launch(&l->io, *done, h->s->dev->streams[0], err));
-                launched = 1;
-            }
-            pthread_mutex_lock(&v->mu);
-            h->replays++;
-            h->last_used_us = gr_now_us();
-            l->steps++;
-            pthread_mutex_unlock(&v->mu);
-            if (ctl_wake_client(l->ctl) != 0) {
-                *gone = 1;
-                if (launched) gr_io_graph_cancel(&l->io);
-            }
-        }
-        if (verdict != GR_IOGATE_RAN || leave || *gone) { /* the launch ends (a skipped body: soon) */
-            GR_CUDA(cudaStreamSynchronize(stream), err);
-            launched = 0;
-        }
-        if (verdict == GR_IOGATE_DECLINED) {
-            /* the rows asked for are not this graph's: the reason, as the separate copies give it
-             * (rows changed since the gate read them: the next launch serves them) */
-            long long rows = 0;
-            gr_error e;
-            gr_error_clear(&e);
-            if (ctl_read_request(l->ctl, &seq, &rows) != 0) *gone = 1;
-            else if (seq != *done && lane_rows_check(l, rows, &e) != GR_OK) {
-                if (ctl_publish_error(l->ctl, seq, &e) != 0) *gone = 1;
-                *done = seq;
-            }
-        }
-        if (*gone || verdict == GR_IOGATE_CANCELLED || leave) return GR_OK;
-    }
-}
-
 static void *lane_main(void *arg) {
     lane *l = arg;
     svc *v = l->v;
@@ -2210,54 +2041,7 @@ static void *lane_main(void *arg) {
         goto out;
     }
     seg_guard = &jb;
-    for (;;) {
-        /* an armed lane arms when the GPU is free (a trylock that does not count as wanting it:
-         * two idle armed lanes do not take it from each other); else the doorbell, on the host */
-        int armed_now = 0;
-        if (l->armed && lane_io(l) && !__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE) &&
-            !gpu_wanted_elsewhere(v) && pthread_mutex_trylock(&v->gpu_mu) == 0) {
-            armed_now = 1;
-            if (__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
-                pthread_mutex_unlock(&v->gpu_mu);
-                break;
-            }
-        } else if (!gr_lane_await_request(l->ctl, done, l->spin_us, &l->wake, &seq)) {
-            if (__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) break;
-            __atomic_store_n(&l->wake, 0, __ATOMIC_RELEASE); /* a cue: try to arm */
-            continue;
-        }
-        if (lane_io(l)) { /* the step in the GPU: its gate, copies and publication in the graph */
-            seg_guard = NULL; /* the io steps guard each touch of the segment themselves */
-            if (!armed_now && !lane_lock_gpu(l)) {
-                seg_guard = &jb;
-                break;
-            }
-            gr_error err;
-            gr_error_clear(&err);
-            int gone = 0;
-            gr_status st = lane_io_steps(l, &done, &gone, &err);
-            pthread_mutex_unlock(&v->gpu_mu);
-            seg_guard = &jb;
-            if (st != GR_OK) { /* a CUDA error: as run_job, never serve again from that context */
-                pthread_mutex_lock(&v->mu);
-                v->fatal = 1;
-                snprintf(v->fatal_msg, sizeof(v->fatal_msg), "%s", err.msg);
-                if (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE))
-                    snprintf(l->why, sizeof(l->why), "a CUDA error in a step: the service exits");
-                pthread_mutex_unlock(&v->mu);
-                wake(v);
-                break;
-            }
-            if (gone) {
-                pthread_mutex_lock(&v->mu);
-                if (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE))
-                    snprintf(l->why, sizeof(l->why), "its client shrank the segment under it (SIGBUS)");
-                pthread_mutex_unlock(&v->mu);
-                segment_gone = 1;
-                goto out;
-            }
-            continue;
-        }
+    while (gr_lane_await_request(l->ctl, done, l->spin_us, &l->stop, &seq)) {
         double t0 = gr_now_us();
         /* the step's rows: read before gpu_mu is taken (a SIGBUS here holds no lock) */
         long long rows = __atomic_load_n(&l->ctl->rows, __ATOMIC_ACQUIRE);
@@ -2272,7 +2056,19 @@ static void *lane_main(void *arg) {
         float ms = 0;
         gr_status st = GR_OK;
         if (rows == 0) rows = l->rows;
-        else st = lane_rows_check(l, rows, &err);
+        else if (!l->bucket)
+            st = gr_error_set(&err, GR_ERR_INPUT, "rows",
+                              "rows %lld: graph \"%s\" is not a bucket's, so a step serves its "
+                              "buffers whole (leave rows 0)",
+                              rows, l->h->name);
+        else if (rows > l->bucket || (l->fixed_rows && rows != l->bucket))
+            st = gr_error_set(&err, GR_ERR_INPUT, "rows",
+                              "rows %lld: this lane's graph is bucket %s = %lld%s (open a lane on a "
+                              "larger bucket for more rows)",
+                              rows, l->h->group->spec.param, l->bucket,
+                              l->fixed_rows ? ", and one of its buffers changes with the bucket "
+                                              "in another dimension, so a step serves all rows"
+                                            : "");
         if (st == GR_OK) st = lane_step(l, rows, &ms, &err);
         pthread_mutex_unlock(&v->gpu_mu);
         seg_guard = &jb;
@@ -2314,7 +2110,6 @@ out:
     int handoff = l->closer_reaps;
     pthread_mutex_unlock(&v->mu);
     int teardown_now = 0;
-    atomic_fetch_add(&v->lanes_wanting, 1); /* an armed lane holding it lets it go */
     for (int tries = 0; tries < 50 && !teardown_now && !handoff; tries++) {
         teardown_now = pthread_mutex_trylock(&v->gpu_mu) == 0;
         if (!teardown_now) {
@@ -2322,7 +2117,6 @@ out:
             nanosleep(&ms1, NULL);
         }
     }
-    atomic_fetch_sub(&v->lanes_wanting, 1);
     if (teardown_now) {
         lane_teardown_keep(l);
         pthread_mutex_unlock(&v->gpu_mu);
@@ -2354,19 +2148,7 @@ static void lane_stop_locked(lane *l, const char *why) {
     if (__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) return;
     snprintf(l->why, sizeof(l->why), "%s", why);
     __atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&l->wake, 1, __ATOMIC_RELEASE);
     gr_lane_wake_server(l->ctl);
-}
-
-/* Under mu, after the worker let the GPU go: armed lanes waiting on the host for a doorbell (they
- * stepped aside for the worker, or could not arm at open while it held the GPU) try to arm now. A
- * futex wake on a segment that shrank is EFAULT in the kernel, not a signal here. */
-static void lanes_cue_armed(svc *v) {
-    for (lane *l = v->lanes; l; l = l->next)
-        if (l->armed && l->ctl && !__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
-            __atomic_store_n(&l->wake, 1, __ATOMIC_RELEASE);
-            gr_lane_wake_server(l->ctl);
-        }
 }
 
 /* Stop the lanes on h (NULL: every lane) and wait until their threads have ended. The caller may
@@ -2414,7 +2196,6 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
     l->h = h;
     l->conn = j->conn;
     l->spin_us = r->spin_us;
-    l->armed = r->armed;
     l->nin = r->ninputs;
     l->nout = r->noutputs;
     gr_lane_region reg[2 * GR_PROTO_MAX_IO];
@@ -2526,16 +2307,6 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
             (cudaEventCreate(&l->e0) != cudaSuccess || cudaEventCreate(&l->e1) != cudaSuccess))
             st = gr_cuda_fail(cudaGetLastError(), "cudaEventCreate", __FILE__, __LINE__, err);
         if (st == GR_OK) lane_io_graph(l);
-        int watchdog = 0;
-        cudaDeviceGetAttribute(&watchdog, cudaDevAttrKernelExecTimeout, v->o.device);
-        cudaGetLastError();
-        if (l->armed && !lane_io(l)) /* the GPU can wait for the doorbell only in the io graph */
-            snprintf(l->armed_why, sizeof(l->armed_why), "the lane has no io graph (%s)", l->io_why);
-        else if (l->armed && watchdog)
-            snprintf(l->armed_why, sizeof(l->armed_why),
-                     "this GPU limits a kernel's run time (a display's watchdog): a gate waiting "
-                     "for the doorbell would be killed");
-        if (l->armed_why[0]) l->armed = 0;
     }
     pthread_t th;
     pthread_attr_t attr;
@@ -2581,13 +2352,12 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
         lane_teardown(l); /* the worker holds gpu_mu */
         return st;
     }
-    json_t *lj = json_pack("{s:I, s:s, s:s, s:I, s:i, s:I, s:I, s:b, s:b, s:b, s:s, s:b, s:s, s:o, s:o}", "id",
+    json_t *lj = json_pack("{s:I, s:s, s:s, s:I, s:i, s:I, s:I, s:b, s:b, s:b, s:s, s:o, s:o}", "id",
                            (json_int_t)l->id, "graph", h->name, "shm", r->shm, "segment_bytes",
                            (json_int_t)l->map_len, "spin_us", r->spin_us, "bucket",
                            (json_int_t)l->bucket, "rows", (json_int_t)l->rows, "fixed_rows",
                            l->fixed_rows, "registered", l->registered, "io_graph", lane_io(l),
-                           "io_graph_why", lane_io(l) ? "" : l->io_why, "armed", l->armed,
-                           "armed_why", l->armed_why,
+                           "io_graph_why", lane_io(l) ? "" : l->io_why,
                            "inputs", lane_io_json(l->in, l->nin, l->row_bytes),
                            "outputs", lane_io_json(l->out, l->nout, l->row_bytes + l->nin));
     *body = json_pack("{s:o}", "lane", lj);
@@ -2595,11 +2365,10 @@ static gr_status job_lane_open(svc *v, job *j, json_t **body, gr_error *err) {
         json_object_set_new(*body, "bucket_run",
                             json_pack("{s:s, s:I, s:I}", "param", h->group->spec.param, "value",
                                       (json_int_t)h->bucket, "asked", (json_int_t)r->batch));
-    slog("lane %llu open on \"%s\" (segment %s, %zu bytes, %d in, %d out, %s; %s%s%s)",
+    slog("lane %llu open on \"%s\" (segment %s, %zu bytes, %d in, %d out, %s; %s%s)",
          (unsigned long long)l->id, h->name, r->shm, l->map_len, l->nin, l->nout,
          l->registered ? "registered" : "cudaHostRegister refused it: pinned staging",
-         lane_io(l) ? "gate and copies inside the graph" : "separate copies: ",
-         lane_io(l) ? "" : l->io_why, l->armed ? ", armed" : "");
+         lane_io(l) ? "copies inside the graph" : "separate copies: ", lane_io(l) ? "" : l->io_why);
     return GR_OK;
 }
 
@@ -2801,7 +2570,6 @@ static void *worker_main(void *arg) {
         pthread_mutex_unlock(&v->gpu_mu);
         pthread_mutex_lock(&v->mu);
         v->running = NULL;
-        lanes_cue_armed(v); /* the GPU is free: armed lanes arm again */
         pthread_mutex_unlock(&v->mu);
         gr_request_clear(&j->req);
         free(j);

@@ -640,9 +640,8 @@ static void test_buckets_share_and_serve(void) {
     printf("    5 rows through bucket 8 vs a B = 5 graph: rel L2 %.2e\n", sqrt(num / (den > 0 ? den : 1)));
     CU_ASSERT_TRUE(den > 0 && sqrt(num / den) < 1e-4);
     /* a lane on the group with batch 5: bucket 8's graph, 5 rows a step by default; its output
-     * rows equal the served replay's (the same graph, padding and data); then the same through an
-     * armed lane (its gate declines the 9-row doorbell in the GPU and the service answers it) */
-    for (int armed = 0; armed < 2; armed++) {
+     * rows equal the served replay's (the same graph, padding and data) */
+    {
         char shm[64];
         snprintf(shm, sizeof(shm), "/gr-test-blane-%d", (int)getpid());
         shm_unlink(shm);
@@ -658,8 +657,8 @@ static void test_buckets_share_and_serve(void) {
         snprintf(line, sizeof(line),
                  "{\"schema_version\":1,\"cmd\":\"lane_open\",\"name\":\"dec\",\"batch\":5,"
                  "\"shm\":\"%s\",\"inputs\":[{\"buffer\":\"x\",\"offset\":%u}],"
-                 "\"outputs\":[{\"buffer\":\"x\",\"offset\":%zu}],\"armed\":%s}",
-                 shm, GR_LANE_HEADER_BYTES, GR_LANE_HEADER_BYTES + xb, armed ? "true" : "false");
+                 "\"outputs\":[{\"buffer\":\"x\",\"offset\":%zu}]}",
+                 shm, GR_LANE_HEADER_BYTES, GR_LANE_HEADER_BYTES + xb);
         json_t *lr = svc_raw_call(lfd, line, 60000);
         CU_ASSERT_TRUE_FATAL(lr && json_is_true(json_object_get(lr, "ok")));
         json_t *lj = json_object_get(lr, "lane");
@@ -667,7 +666,6 @@ static void test_buckets_share_and_serve(void) {
         CU_ASSERT_EQUAL(json_integer_value(json_object_get(lj, "rows")), 5);
         /* the copies run inside the graph (capture/iograph.h) on this machine */
         CU_ASSERT_TRUE(json_is_true(json_object_get(lj, "io_graph")));
-        CU_ASSERT_EQUAL(json_is_true(json_object_get(lj, "armed")), armed);
         CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_array_get(json_object_get(lj, "inputs"), 0),
                                                            "row_bytes")),
                         256 * 4);
@@ -684,8 +682,7 @@ static void test_buckets_share_and_serve(void) {
             ln += (ly[i] - a[i]) * (double)(ly[i] - a[i]);
             ld += (double)a[i] * a[i];
         }
-        printf("    %s lane, 5 rows on bucket 8 vs the served replay: rel L2 %.2e\n",
-               armed ? "armed" : "plain", sqrt(ln / (ld > 0 ? ld : 1)));
+        printf("    lane, 5 rows on bucket 8 vs the served replay: rel L2 %.2e\n", sqrt(ln / (ld > 0 ? ld : 1)));
         CU_ASSERT_TRUE(ld > 0 && sqrt(ln / ld) < 1e-6);
         c->rows = 9; /* more than the bucket: that step fails, the lane goes on */
         gr_error_clear(&le);
@@ -998,7 +995,7 @@ static void test_lanes(void) {
         CU_ASSERT_EQUAL_FATAL(gr_client_connect(&paths, 0, &cl, &e), GR_OK);
         const char *ins[] = {"a"}, *outs[] = {"y"};
         gr_client_lane *cla = NULL;
-        CU_ASSERT_EQUAL_FATAL(gr_client_lane_open(cl, "pw2", ins, 1, outs, 1, 0, 100000, 0, &cla, &e), GR_OK);
+        CU_ASSERT_EQUAL_FATAL(gr_client_lane_open(cl, "pw2", ins, 1, outs, 1, 0, 100000, &cla, &e), GR_OK);
         float *ca = gr_client_lane_data(cla, "a", 0), *cy = gr_client_lane_data(cla, "y", 1);
         CU_ASSERT_PTR_NOT_NULL_FATAL(ca);
         CU_ASSERT_PTR_NOT_NULL_FATAL(cy);
@@ -1025,156 +1022,6 @@ static void test_lanes(void) {
     svc_env_done(&s);
 }
 
-
-/* Armed lanes (issue 25): the io graph is launched before the doorbell, so the GPU waits for it.
- * Two armed lanes on one graph take turns (each lets the GPU go when the other rings), served
- * replays and a capture through the socket take it from them, a client sleeping on the futex is
- * woken, and every step's output equals the served replay's for the same input. */
-static json_t *armed_lane_open(int fd, const char *graph, const char *shm) {
-    char line[512];
-    snprintf(line, sizeof(line),
-             "{\"schema_version\":1,\"cmd\":\"lane_open\",\"name\":\"%s\",\"shm\":\"%s\","
-             "\"inputs\":[{\"buffer\":\"a\",\"offset\":%u}],"
-             "\"outputs\":[{\"buffer\":\"y\",\"offset\":%u}],\"spin_us\":100000,\"armed\":true}",
-             graph, shm, GR_LANE_HEADER_BYTES, GR_LANE_HEADER_BYTES + 4096 * 4);
-    return svc_raw_call(fd, line, 60000);
-}
-
-static void test_armed_lanes(void) {
-    GR_REQUIRE_GPU();
-    svc_env s;
-    svc_env_make(&s);
-    CU_ASSERT_EQUAL_FATAL(svc_start_service(&s, NULL, ""), 0);
-    const int n = 4096;
-    const size_t nb = (size_t)n * 4, seg_bytes = GR_LANE_HEADER_BYTES + 2 * nb;
-    char args[1024], shm[2][64], shms[64];
-    snprintf(args, sizeof(args), "capture workloads/pointwise_fusion.json --set n=%d --variant unfused "
-             "--name pw --socket %s --quiet", n, s.sock);
-    CU_ASSERT_EQUAL_FATAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
-    char *m[2];
-    for (int k = 0; k < 2; k++) {
-        snprintf(shm[k], sizeof(shm[k]), "/gr-test-armed%d-%d", k, (int)getpid());
-        m[k] = lane_segment(shm[k], seg_bytes);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(m[k]);
-    }
-    snprintf(shms, sizeof(shms), "/gr-test-armeds-%d", (int)getpid());
-    char *ms = lane_segment(shms, 2 * nb);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ms);
-    int fd = svc_raw_connect(s.sock);
-    CU_ASSERT_TRUE_FATAL(fd >= 0);
-    long long id[2] = {0, 0};
-    for (int k = 0; k < 2; k++) {
-        json_t *r = armed_lane_open(fd, "pw", shm[k]);
-        CU_ASSERT_TRUE_FATAL(r && json_is_true(json_object_get(r, "ok")));
-        json_t *lj = json_object_get(r, "lane");
-        CU_ASSERT_TRUE(json_is_true(json_object_get(lj, "io_graph")));
-        CU_ASSERT_TRUE(json_is_true(json_object_get(lj, "armed")));
-        if (!json_is_true(json_object_get(lj, "armed")))
-            printf("\n    not armed: %s", json_string_value(json_object_get(lj, "io_graph_why")));
-        id[k] = json_integer_value(json_object_get(lj, "id"));
-        json_decref(r);
-    }
-    /* 600 steps: lane 0 alone, then the two lanes in turn, then lane 0 with a client that sleeps
-     * on the futex (spin 0); every 50th step, a served replay of the same input through the socket */
-    enum { N = 600 };
-    double *wall = calloc(N, sizeof(double)), *graph = calloc(N, sizeof(double));
-    int same = 1, failed = 0;
-    for (int k = 0; k < N && !failed; k++) {
-        const int w = k >= 200 && k < 400 ? k % 2 : 0;
-        const double spin = k >= 400 ? 0 : 1e6;
-        gr_lane_ctl *c = (gr_lane_ctl *)m[w];
-        float *a = (float *)(m[w] + GR_LANE_HEADER_BYTES), *y = (float *)(m[w] + GR_LANE_HEADER_BYTES + nb);
-        for (int i = 0; i < n; i++) a[i] = (float)sin(0.01 * i + 0.1 * k);
-        gr_error e;
-        gr_error_clear(&e);
-        double t0 = gr_now_us();
-        gr_status st = gr_lane_step(c, spin, 10000, &e);
-        wall[k] = gr_now_us() - t0;
-        graph[k] = c->graph_us;
-        if (st != GR_OK) {
-            fprintf(stderr, "\n    armed lane %d step %d: %s", w, k, e.msg);
-            CU_FAIL("armed lane step failed");
-            failed = 1;
-            break;
-        }
-        if (k % 50 == 49) {
-            float *a2 = (float *)ms, *y2 = (float *)(ms + nb);
-            memcpy(a2, a, nb);
-            char line[512];
-            snprintf(line, sizeof(line),
-                     "{\"schema_version\":1,\"cmd\":\"replay\",\"name\":\"pw\",\"inputs\":[{\"buffer\":"
-                     "\"a\",\"shm\":\"%s\",\"offset\":0}],\"outputs\":[{\"buffer\":\"y\",\"shm\":\"%s\","
-                     "\"offset\":%zu}]}",
-                     shms, shms, nb);
-            double s0 = gr_now_us();
-            json_t *sr = svc_raw_call(fd, line, 60000);
-            double served_ms = (gr_now_us() - s0) / 1e3;
-            CU_ASSERT_TRUE(sr && json_is_true(json_object_get(sr, "ok")));
-            CU_ASSERT_TRUE(served_ms < 1000); /* the armed lane let the GPU go */
-            json_decref(sr);
-            same &= memcmp(y, y2, nb) == 0;
-        }
-    }
-    CU_ASSERT_TRUE(same);
-    double yabs = 0;
-    for (int i = 0; i < n; i++) yabs += fabs(((float *)(m[0] + GR_LANE_HEADER_BYTES + nb))[i]);
-    CU_ASSERT_TRUE(yabs > 0); /* never on zeros */
-    if (!failed) {
-        double alone[200], turns[200], sleeping[200];
-        memcpy(alone, wall, sizeof(alone));
-        memcpy(turns, wall + 200, sizeof(turns));
-        memcpy(sleeping, wall + 400, sizeof(sleeping));
-        qsort(alone, 200, sizeof(double), cmp_double);
-        qsort(turns, 200, sizeof(double), cmp_double);
-        qsort(sleeping, 200, sizeof(double), cmp_double);
-        qsort(graph, 200, sizeof(double), cmp_double);
-        printf("\n    armed lane step (pointwise n=%d unfused): alone median %.2f us [p10 %.2f, p90 "
-               "%.2f], GPU clock %.2f us; two lanes in turn %.2f us; client asleep %.2f us; the "
-               "same output as the served replay: %s",
-               n, alone[100], alone[20], alone[180], graph[100], turns[100], sleeping[100],
-               same ? "yes" : "NO");
-        CU_ASSERT_TRUE(graph[100] > 0);
-        CU_ASSERT_TRUE(sleeping[180] < 50e3); /* woken, not left to the futex's 1 ms timeouts */
-    }
-    CU_ASSERT_EQUAL(((gr_lane_ctl *)m[0])->steps, 500);
-    CU_ASSERT_EQUAL(((gr_lane_ctl *)m[1])->steps, 100);
-    free(wall);
-    free(graph);
-    /* a capture while both lanes are armed and idle: the worker gets the GPU */
-    double c0 = gr_now_us();
-    snprintf(args, sizeof(args), "capture workloads/pointwise_fusion.json --set n=%d --variant fused "
-             "--name pwf --socket %s --quiet", n, s.sock);
-    CU_ASSERT_EQUAL(svc_grun(NULL, args, svc_out, sizeof(svc_out)), 0);
-    printf("\n    a capture while two lanes were armed: %.1f ms", (gr_now_us() - c0) / 1e3);
-    /* lane_close of an armed lane: its count, and a step after it fails with the reason */
-    char line[256];
-    snprintf(line, sizeof(line), "{\"schema_version\":1,\"cmd\":\"lane_close\",\"lane\":%lld}", id[0]);
-    json_t *r = svc_raw_call(fd, line, 60000);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(r, "lane"), "steps")), 500);
-    json_decref(r);
-    gr_error e;
-    gr_error_clear(&e);
-    CU_ASSERT_EQUAL(gr_lane_step((gr_lane_ctl *)m[0], 0, 2000, &e), GR_ERR_SERVICE);
-    GR_ASSERT_CONTAINS(e.msg, "closed by lane_close");
-    /* a client that shrinks its segment under an armed, idle lane ends that lane */
-    munmap(m[1], seg_bytes);
-    int sfd = shm_open(shm[1], O_RDWR, 0);
-    CU_ASSERT_TRUE(sfd >= 0 && ftruncate(sfd, 0) == 0);
-    if (sfd >= 0) close(sfd);
-    CU_ASSERT_EQUAL(lanes_after_close(fd), 0);
-    /* the service still serves pw */
-    r = svc_raw_call(fd, "{\"schema_version\":1,\"cmd\":\"replay\",\"name\":\"pw\",\"iters\":100}", 60000);
-    CU_ASSERT_TRUE(r && json_is_true(json_object_get(r, "ok")));
-    json_decref(r);
-    close(fd);
-    munmap(m[0], seg_bytes);
-    munmap(ms, 2 * nb);
-    for (int k = 0; k < 2; k++) shm_unlink(shm[k]);
-    shm_unlink(shms);
-    svc_env_done(&s);
-}
-
 static CU_TestInfo gpu_service_tests[] = {
     {"capture + replay == run", test_capture_replay_like_run},
     {"kill -9 of a client mid-replay", test_killed_client_mid_replay},
@@ -1187,7 +1034,6 @@ static CU_TestInfo gpu_service_tests[] = {
     {"capture --update: in place or re-instantiated", test_update_in_place},
     {"user kernels captured, replayed and served", test_user_kernels_in_service},
     {"lanes: steps equal served replays; close, drop, disconnect end them", test_lanes},
-    {"armed lanes: two in turn, served replays and a capture between, a sleeping client", test_armed_lanes},
     CU_TEST_INFO_NULL};
 
 static gr_suite_def gr_gpu_service_suites[] = {{"gpu_service", gpu_service_tests, 1}, {NULL, NULL, 0}};

@@ -299,7 +299,6 @@ static void test_request_fields(void) {
     CU_ASSERT_STRING_EQUAL(r.outputs[0].buffer, "y");
     CU_ASSERT_EQUAL(r.spin_us, 2000); /* the default */
     CU_ASSERT_EQUAL(r.batch, 3);
-    CU_ASSERT_EQUAL(r.armed, 0); /* the default */
     CU_ASSERT(gr_cmd_is_queued(GR_CMD_LANE_OPEN));
     gr_request_clear(&r);
     CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"lane_open\",\"shm\":\"lane\",\"spin_us\":-1,"
@@ -312,16 +311,6 @@ static void test_request_fields(void) {
     GR_ASSERT_CONTAINS(e.msg, "inputs[0].file: a lane's buffers live in its one segment");
     GR_ASSERT_CONTAINS(e.msg, "inputs[1]: missing \"offset\"");
     GR_ASSERT_CONTAINS(e.msg, "inputs[2].shm: a lane's buffers live in its one segment");
-    gr_request_clear(&r);
-    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"lane_open\",\"shm\":\"/l\",\"armed\":true}",
-                              &r, &e),
-                    GR_OK);
-    CU_ASSERT_EQUAL(r.armed, 1);
-    gr_request_clear(&r);
-    CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"lane_open\",\"shm\":\"/l\",\"armed\":1}", &r,
-                              &e),
-                    GR_ERR_PROTOCOL);
-    CU_ASSERT_STRING_EQUAL(e.path, "armed");
     gr_request_clear(&r);
     CU_ASSERT_EQUAL(svc_parse("{\"schema_version\":1,\"cmd\":\"lane_open\"}", &r, &e), GR_ERR_PROTOCOL);
     GR_ASSERT_CONTAINS(e.msg, "shm: missing (command lane_open needs it)");

@@ -725,12 +725,12 @@ static void test_requests_without_gpu(void) {
         CU_ASSERT_EQUAL_FATAL(gr_client_connect(&paths, 0, &c, &e), GR_OK);
         const char *io[] = {"a"};
         gr_client_lane *lane = NULL;
-        CU_ASSERT_EQUAL(gr_client_lane_open(c, "nothere", io, 1, io, 1, 0, -1, 0, &lane, &e), GR_ERR_USAGE);
+        CU_ASSERT_EQUAL(gr_client_lane_open(c, "nothere", io, 1, io, 1, 0, -1, &lane, &e), GR_ERR_USAGE);
         CU_ASSERT_STRING_EQUAL(e.path, "name");
         GR_ASSERT_CONTAINS(e.msg, "no graph named \"nothere\" is held");
         CU_ASSERT_PTR_NULL(lane);
         gr_error_clear(&e);
-        CU_ASSERT_EQUAL(gr_client_lane_open(c, NULL, io, 1, NULL, 0, 0, -1, 0, &lane, &e), GR_ERR_USAGE);
+        CU_ASSERT_EQUAL(gr_client_lane_open(c, NULL, io, 1, NULL, 0, 0, -1, &lane, &e), GR_ERR_USAGE);
         GR_ASSERT_CONTAINS(e.msg, "no graph captured yet");
         CU_ASSERT_EQUAL(gr_client_lane_close(c, NULL, &e), GR_OK); /* NULL: nothing */
         gr_client_close(c);

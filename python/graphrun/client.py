@@ -318,23 +318,20 @@ class Client:
             result[e["buffer"]] = np.ndarray(tuple(e["shape"]), dt, buffer=seg.buf).copy()
         return result, served
 
-    def open_lane(self, name=None, inputs=(), outputs=(), batch=None, spin_us=None, armed=False):
+    def open_lane(self, name=None, inputs=(), outputs=(), batch=None, spin_us=None):
         """Opens a lane on graph NAME (default: the latest capture): served steps without the
         socket (replay/PROTOCOL.md, "Lanes"). inputs / outputs: buffer names. The client makes
         one POSIX shared-memory segment (the 4096-byte control block, then each buffer's region,
         64-byte aligned) and the service registers it; a step is then a doorbell in the segment.
         batch: NAME is a --buckets group, its smallest bucket >= batch runs (the views have
         `batch` rows). spin_us: how long the service's lane thread spins after a step before it
-        sleeps (service default 2000). armed: the service launches each step's graph before its
-        doorbell, so the GPU is already waiting when the client rings (lowest latency; the lane
-        holds the GPU while no other request or lane wants it; `lane.info["armed"]` says whether
-        it was granted). Returns a graphrun.Lane: write `lane.inputs[b][...]`,
+        sleeps (service default 2000). Returns a graphrun.Lane: write `lane.inputs[b][...]`,
         `lane.step()`, read `lane.outputs[b]`; `lane.close()` (or `with`), or close() of the
         client, closes it. Errors raise as for any request, the segment removed."""
         from .lane import open_lane
 
         return open_lane(self, name=name, inputs=inputs, outputs=outputs, batch=batch,
-                         spin_us=spin_us, armed=armed)
+                         spin_us=spin_us)
 
 
 def _numpy_dtype(np, name):

@@ -508,7 +508,7 @@ class Lane:
                 f"{list(self.inputs)}, outputs {list(self.outputs)}>")
 
 
-def open_lane(client, name=None, inputs=(), outputs=(), batch=None, spin_us=None, armed=False):
+def open_lane(client, name=None, inputs=(), outputs=(), batch=None, spin_us=None):
     """Client.open_lane (see there)."""
     if isinstance(inputs, str):
         inputs = [inputs]
@@ -527,7 +527,6 @@ def open_lane(client, name=None, inputs=(), outputs=(), batch=None, spin_us=None
     try:
         reply = client.request(
             "lane_open", shm=shm, name=name, batch=batch, spin_us=spin_us,
-            armed=True if armed else None,
             inputs=[{"buffer": b, "offset": off} for b, off, _ in ins],
             outputs=[{"buffer": b, "offset": off} for b, off, _ in outs])
         lane = reply["lane"]

@@ -595,7 +595,7 @@ def test_open_lane_through_the_service(fake):
         assert req["name"] == "g" and req["shm"].startswith(f"/graphrun-lane-{os.getpid()}-")
         assert req["inputs"] == [{"buffer": "x", "offset": 4096}]
         assert req["outputs"] == [{"buffer": "y", "offset": 4160}]  # 64-byte aligned
-        assert "batch" not in req and "spin_us" not in req and "armed" not in req
+        assert "batch" not in req and "spin_us" not in req
         assert os.path.getsize("/dev/shm" + req["shm"]) == 8192
         assert ln.id == 3 and ln.graph == "g" and c._lanes == {3: ln}
         for k in range(2):
