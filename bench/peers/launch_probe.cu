@@ -6,8 +6,13 @@
 // kernels through their registered launch functions (what graphrun's executor calls). When
 // graphrun's figure and the bare one differ, the two tell graphrun's kernel binary and launch
 // path (and runtime linkage) apart from the rest of graphrun's process (issue 26).
+// `--before LIST` runs steps before the graph is captured, as graphrun's stages do before its
+// capture (run 88: graphrun's graph pays 0.18 us more per node after either its bandwidth probe
+// or its capture checker, and none without both): malloc:MIB, stream, events:N, memcpy:MIB,
+// kernel:MIB, graph:K, sync; and in gr_launch_probe_full (linked with all of graphrun) graphrun's
+// own bwprobe and capcheck. Each is timed and named in the JSON.
 //   gr_launch_probe [--kernel empty|tiny] [--k K] [--mode eager|graph] [--pdl] [--batches N]
-//                   [--steps S] [--n N] [--via bare|graphrun]
+//                   [--steps S] [--n N] [--via bare|graphrun] [--eager-first S] [--before LIST]
 // Prints one JSON object: per-step and per-kernel time (median [p10, p90] over batches of S
 // steps between CUDA events, after warm-up), and checks x against the host's count.
 #include <cuda_runtime.h>
@@ -23,6 +28,12 @@
 #include "kernels/probe.h"
 #include "kernels/registry.h"
 #endif
+#ifdef GR_PROBE_STAGES
+#include "capture/piecewise.h"
+#include "replay/timing.h"
+#endif
+#include <ctime>
+#include <string>
 
 #define CK(call)                                                                                   \
     do {                                                                                           \
@@ -52,7 +63,96 @@ __global__ void tiny_kernel(float *x, int n) {
 struct opts {
     int tiny = 0, k = 1000, graph = 1, pdl = 0, batches = 20, steps = 20, n = 256, via_graphrun = 0;
     int eager_first = 0; // eager steps before the graph is built (graphrun times eager first)
+    const char *before = ""; // --before: steps before the capture
 };
+
+__global__ void copy_kernel(const uint4 *a, uint4 *b, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        b[i] = a[i];
+}
+
+static double now_us() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+// One --before step ("name" or "name:value"); its host time is appended to `done` as JSON.
+static void before_step(const char *item, cudaStream_t s, std::string &done) {
+    std::string it(item);
+    size_t colon = it.find(':');
+    std::string name = it.substr(0, colon);
+    long val = colon == std::string::npos ? 0 : strtol(it.c_str() + colon + 1, nullptr, 10);
+    double t0 = now_us();
+    if (name == "malloc") {
+        void *p;
+        CK(cudaMalloc(&p, (size_t)val << 20));
+        CK(cudaFree(p));
+    } else if (name == "stream") {
+        cudaStream_t t;
+        CK(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
+        CK(cudaStreamDestroy(t));
+    } else if (name == "events") {
+        std::vector<cudaEvent_t> ev((size_t)(val > 0 ? val : 1));
+        for (auto &e : ev) CK(cudaEventCreate(&e));
+        for (auto &e : ev) CK(cudaEventRecord(e, s));
+        CK(cudaStreamSynchronize(s));
+        for (auto &e : ev) CK(cudaEventDestroy(e));
+    } else if (name == "memcpy" || name == "kernel") {
+        size_t bytes = (size_t)(val > 0 ? val : 1) << 20;
+        void *a, *b;
+        CK(cudaMalloc(&a, bytes));
+        CK(cudaMalloc(&b, bytes));
+        CK(cudaMemsetAsync(a, 1, bytes, s));
+        if (name == "memcpy") CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+        else copy_kernel<<<264, 512, 0, s>>>((const uint4 *)a, (uint4 *)b, bytes / 16);
+        CK(cudaStreamSynchronize(s));
+        CK(cudaFree(a));
+        CK(cudaFree(b));
+    } else if (name == "graph") {
+        cudaGraph_t g;
+        cudaGraphExec_t x;
+        CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        for (long k = 0; k < (val > 0 ? val : 10); k++) empty_kernel<<<1, 32, 0, s>>>();
+        CK(cudaStreamEndCapture(s, &g));
+        CK(cudaGraphInstantiate(&x, g, 0));
+        CK(cudaGraphLaunch(x, s));
+        CK(cudaStreamSynchronize(s));
+        CK(cudaGraphExecDestroy(x));
+        CK(cudaGraphDestroy(g));
+    } else if (name == "sync") {
+        CK(cudaDeviceSynchronize());
+#ifdef GR_PROBE_STAGES
+    } else if (name == "bwprobe" || name == "capcheck") {
+        gr_error e;
+        gr_error_clear(&e);
+        gr_status st = GR_OK;
+        if (name == "bwprobe") {
+            size_t fr = 0, tot = 0;
+            CK(cudaMemGetInfo(&fr, &tot));
+            gr_bandwidth bw;
+            st = gr_bandwidth_probe(gr_bandwidth_bytes(fr), GR_BANDWIDTH_REPS, &bw, &e);
+        } else {
+            int avail = 0;
+            char why[256];
+            st = gr_capture_checker_open(&avail, why, sizeof(why), &e);
+            if (st == GR_OK && !avail) fprintf(stderr, "launch_probe: capture checker unavailable: %s\n", why);
+            if (st == GR_OK) st = gr_capture_checker_close(&e);
+        }
+        if (st != GR_OK) {
+            fprintf(stderr, "launch_probe: --before %s: %s\n", item, e.msg);
+            exit(1);
+        }
+#endif
+    } else { /* the names were checked when the options were read */
+        fprintf(stderr, "launch_probe: --before: no step \"%s\" in this build\n", item);
+        exit(2);
+    }
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s{\"step\": \"%s\", \"host_us\": %.1f}", done.empty() ? "" : ", ", item,
+             now_us() - t0);
+    done += buf;
+}
 
 #ifdef GR_PROBE_GRAPHRUN
 // graphrun's launch of its `empty` / `tiny` op (x = x + 1 in place, fp32, one block of 256)
@@ -134,10 +234,34 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--n")) o.n = arg_int(a, v, 1, 256), i++;
         else if (!strcmp(a, "--via") && v) o.via_graphrun = !strcmp(argv[++i], "graphrun");
         else if (!strcmp(a, "--eager-first")) o.eager_first = arg_int(a, v, 0, 1000000), i++;
+        else if (!strcmp(a, "--before") && v) {
+            o.before = argv[++i];
+            static const char *known[] = {"malloc", "stream", "events", "memcpy", "kernel", "graph", "sync",
+#ifdef GR_PROBE_STAGES
+                                          "bwprobe", "capcheck",
+#endif
+                                          nullptr};
+            std::string list(o.before);
+            for (size_t at = 0; at <= list.size();) {
+                size_t comma = list.find(',', at);
+                std::string item = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+                std::string name = item.substr(0, item.find(':'));
+                bool ok = false;
+                for (const char **k = known; *k; k++) ok |= name == *k;
+                if (!ok) {
+                    fprintf(stderr, "launch_probe: --before: unknown step \"%s\" (malloc:MIB, stream, events:N, "
+                                    "memcpy:MIB, kernel:MIB, graph:K, sync; bwprobe and capcheck in "
+                                    "gr_launch_probe_full)\n", item.c_str());
+                    return 2;
+                }
+                if (comma == std::string::npos) break;
+                at = comma + 1;
+            }
+        }
         else {
             fprintf(stderr, "usage: launch_probe [--kernel empty|tiny] [--k K] [--mode eager|graph] "
                             "[--pdl] [--batches N] [--steps S] [--n N] [--via bare|graphrun] "
-                            "[--eager-first STEPS]\n");
+                            "[--eager-first STEPS] [--before LIST]\n");
             return 2;
         }
     }
@@ -171,6 +295,18 @@ int main(int argc, char **argv) {
         steps_run++;
     }
     CK(cudaStreamSynchronize(s));
+    std::string before_done;
+    {
+        std::string list(o.before);
+        size_t at = 0;
+        while (at < list.size()) {
+            size_t comma = list.find(',', at);
+            std::string item = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+            if (!item.empty()) before_step(item.c_str(), s, before_done);
+            if (comma == std::string::npos) break;
+            at = comma + 1;
+        }
+    }
     cudaGraphExec_t exec = nullptr;
     if (o.graph) {
         cudaGraph_t g;
@@ -214,12 +350,12 @@ int main(int argc, char **argv) {
     std::sort(per_step.begin(), per_step.end());
     auto q = [&](double f) { return per_step[(size_t)(f * (per_step.size() - 1) + 0.5)]; };
     printf("{\"tool\": \"gr_launch_probe\", \"device\": \"%s\", \"kernel\": \"%s\", \"mode\": \"%s\", "
-           "\"via\": \"%s\", \"pdl\": %s, \"k\": %d, \"eager_first\": %d, \"batches\": %d, \"steps_per_batch\": %d, "
+           "\"via\": \"%s\", \"pdl\": %s, \"k\": %d, \"eager_first\": %d, \"before\": [%s], \"batches\": %d, \"steps_per_batch\": %d, "
            "\"step_us\": {\"median\": %.3f, \"p10\": %.3f, \"p90\": %.3f}, "
            "\"us_per_kernel\": %.4f, \"verified\": %s, \"method\": \"CUDA events per batch, untraced\"}\n",
            prop.name, o.tiny ? "tiny" : "empty", o.graph ? "graph" : "eager",
            o.via_graphrun ? "graphrun" : "bare", o.pdl ? "true" : "false",
-           o.k, o.eager_first, o.batches, o.steps, q(0.5), q(0.1), q(0.9), q(0.5) / o.k,
+           o.k, o.eager_first, before_done.c_str(), o.batches, o.steps, q(0.5), q(0.1), q(0.9), q(0.5) / o.k,
            (!o.tiny || bad == 0) ? "true" : "false");
     if (bad) {
         fprintf(stderr, "launch_probe: %lld of %d elements of x are wrong after %lld steps\n", bad, o.n,

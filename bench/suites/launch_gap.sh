@@ -1,19 +1,15 @@
-# Why graphrun's graph node costs more than the bare probe's (issue #26: 1.101 vs 0.780 us per
-# tiny node, 0.655 vs 0.476 per empty node in run 82, the same kernel source, the capture checker
-# ruled out). Four candidates, each measured with the SM clock sampled by nvidia-smi every 50 ms
-# while it runs (a lower clock in one process would show):
-#   probe        gr_launch_probe: bare kernels, shared CUDA runtime
-#   probe_ef     the same after 330 eager steps of the same kernels, as graphrun run times eager
-#                before it captures (run 85: graphrun +0.18 us per node over the probe)
-#   probe_gr     gr_launch_probe_gr --via bare: the same kernels, linked with graphrun's kernel
-#                library and the static runtime graphrun uses
-#   probe_grk    gr_launch_probe_gr --via graphrun: graphrun's own kernels through their launch
-#                functions, in the bare program
-#   graphrun     graphrun run launch_bound (--no-pdl), with and without the in-process bandwidth
-#                probe that runs before the timing (--no-bandwidth)
-# Two rounds, in alternating order; each run its own log. Sourced by bench/run.sh.
+# Why graphrun's graph node costs more than the bare probe's (issue #26). Run 88 (H100) found
+# where: 0.762 us per empty node, the probe's, with graphrun's bandwidth probe and capture
+# checker both off; 0.940 with either one run before the capture. Runs 82-85 had ruled out the
+# SM clock, the kernel binary, the runtime linkage and eager steps first. This suite looks for
+# what the two stages share: the bare probe after one step of each kind before its capture
+# (gr_launch_probe_full --before STEP: graphrun's own bwprobe and capcheck, then their parts:
+# a D2D memcpy, a copy kernel, a large malloc, a stream, events, another graph, a sync), beside
+# graphrun with both stages on and off. Empty kernels, K = 1000, plain graphs, the SM clock
+# sampled by nvidia-smi every 50 ms; two rounds in alternating order, each run its own log.
+# Sourced by bench/run.sh.
 bench_launch_gap() {
-    local P="${GR_BUILD_DIR:-build}/gr_launch_probe" PG="${GR_BUILD_DIR:-build}/gr_launch_probe_gr"
+    local P="${GR_BUILD_DIR:-build}/gr_launch_probe" PF="${GR_BUILD_DIR:-build}/gr_launch_probe_full"
     local d="$O/launch_gap"
     mkdir -p "$d"
     clocked() { # label, command...: run it with the SM clock sampled; one log each
@@ -28,23 +24,30 @@ bench_launch_gap() {
         wait $smi 2>/dev/null
         [ $rc -ne 0 ] && { status=1; echo "   $label: exit $rc"; tail -3 "$d/$label.out"; }
     }
-    local r k
+    local rows=(probe before_bwprobe before_capcheck before_memcpy before_kernel before_malloc
+        before_stream before_events before_graph before_sync graphrun graphrun_nobw_nocc)
+    local r what
     for r in 1 2; do
-        local order=(probe probe_ef probe_gr probe_grk graphrun graphrun_nobw)
-        [ $r -eq 2 ] && order=(graphrun_nobw graphrun probe_grk probe_gr probe_ef probe)
+        local order=("${rows[@]}")
+        [ $r -eq 2 ] && order=($(printf '%s\n' "${rows[@]}" | tac))
         for what in "${order[@]}"; do
-            for k in tiny empty; do
-                case $what in
-                probe) clocked "${what}_${k}_r$r" "$P" --kernel $k --k 1000 --mode graph ;;
-                probe_ef) clocked "${what}_${k}_r$r" "$P" --kernel $k --k 1000 --mode graph --eager-first 330 ;;
-                probe_gr) clocked "${what}_${k}_r$r" "$PG" --via bare --kernel $k --k 1000 --mode graph ;;
-                probe_grk) clocked "${what}_${k}_r$r" "$PG" --via graphrun --kernel $k --k 1000 --mode graph ;;
-                graphrun) clocked "${what}_${k}_r$r" "$B" run workloads/launch_bound.json --variant $k \
-                    --no-pdl --iters 300 --quiet --json "$d/${what}_${k}_r$r.json" ;;
-                graphrun_nobw) clocked "${what}_${k}_r$r" "$B" run workloads/launch_bound.json --variant $k \
-                    --no-pdl --no-bandwidth --iters 300 --quiet --json "$d/${what}_${k}_r$r.json" ;;
-                esac
-            done
+            local l="${what}_r$r" g=(--kernel empty --k 1000 --mode graph)
+            case $what in
+            probe) clocked "$l" "$P" "${g[@]}" ;;
+            before_bwprobe) clocked "$l" "$PF" "${g[@]}" --before bwprobe ;;
+            before_capcheck) clocked "$l" "$PF" "${g[@]}" --before capcheck ;;
+            before_memcpy) clocked "$l" "$PF" "${g[@]}" --before memcpy:1024 ;;
+            before_kernel) clocked "$l" "$PF" "${g[@]}" --before kernel:1024 ;;
+            before_malloc) clocked "$l" "$PF" "${g[@]}" --before malloc:4096 ;;
+            before_stream) clocked "$l" "$PF" "${g[@]}" --before stream ;;
+            before_events) clocked "$l" "$PF" "${g[@]}" --before events:81 ;;
+            before_graph) clocked "$l" "$PF" "${g[@]}" --before graph:10 ;;
+            before_sync) clocked "$l" "$PF" "${g[@]}" --before sync ;;
+            graphrun) clocked "$l" "$B" run workloads/launch_bound.json --variant empty \
+                --no-pdl --iters 300 --quiet --json "$d/$l.json" ;;
+            graphrun_nobw_nocc) clocked "$l" "$B" run workloads/launch_bound.json --variant empty \
+                --no-pdl --no-bandwidth --no-capture-check --iters 300 --quiet --json "$d/$l.json" ;;
+            esac
         done
     done
     python3 - "$d" <<'PY' || status=1
@@ -73,14 +76,15 @@ def clocks(label):
     except OSError:
         pass
     return (min(sm), statistics.median(sm), max(sm)) if sm else None
-print("   us per node (graph, --no-pdl), SM clock MHz min/median/max while it ran")
-for what in ("probe", "probe_ef", "probe_gr", "probe_grk", "graphrun", "graphrun_nobw"):
-    for k in ("tiny", "empty"):
-        cells = []
-        for r in (1, 2):
-            lab = f"{what}_{k}_r{r}"
-            pn, ck = per_node(lab), clocks(lab)
-            cells.append((f"{pn:.3f}" if pn else "-") + (f" @{ck[0]:.0f}/{ck[1]:.0f}/{ck[2]:.0f}" if ck else ""))
-        print(f"   {what:<14} {k:<5}  r1 {cells[0]:<24} r2 {cells[1]}")
+print("   us per empty node (graph, --no-pdl), SM clock MHz min/median/max while it ran")
+for what in ("probe", "before_bwprobe", "before_capcheck", "before_memcpy", "before_kernel",
+             "before_malloc", "before_stream", "before_events", "before_graph", "before_sync",
+             "graphrun", "graphrun_nobw_nocc"):
+    cells = []
+    for r in (1, 2):
+        lab = f"{what}_r{r}"
+        pn, ck = per_node(lab), clocks(lab)
+        cells.append((f"{pn:.3f}" if pn else "-") + (f" @{ck[0]:.0f}/{ck[1]:.0f}/{ck[2]:.0f}" if ck else ""))
+    print(f"   {what:<20} r1 {cells[0]:<24} r2 {cells[1]}")
 PY
 }
