@@ -147,8 +147,6 @@ gr_status gr_io_graph_set_bytes(gr_io_graph *io, int k, size_t bytes, gr_error *
 
 void gr_io_graph_destroy(gr_io_graph *io) {
     if (!io) return;
-    gr_graph g = io->g;
-    g.loop_counter = NULL; /* the held graph's */
-    gr_graph_destroy(&g);
+    gr_graph_destroy(&io->g); /* its own graph and exec (a clone owns no loop counter) */
     memset(io, 0, sizeof(*io));
 }

@@ -63,7 +63,7 @@ __global__ void tiny_kernel(float *x, int n) {
 struct opts {
     int tiny = 0, k = 1000, graph = 1, pdl = 0, batches = 20, steps = 20, n = 256, via_graphrun = 0;
     int eager_first = 0; // eager steps before the graph is built (graphrun times eager first)
-    const char *before = ""; // --before: steps before the capture
+    std::vector<std::string> before; // --before: steps before the capture, in order
 };
 
 __global__ void copy_kernel(const uint4 *a, uint4 *b, size_t n) {
@@ -235,13 +235,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--via") && v) o.via_graphrun = !strcmp(argv[++i], "graphrun");
         else if (!strcmp(a, "--eager-first")) o.eager_first = arg_int(a, v, 0, 1000000), i++;
         else if (!strcmp(a, "--before") && v) {
-            o.before = argv[++i];
             static const char *known[] = {"malloc", "stream", "events", "memcpy", "kernel", "graph", "sync",
 #ifdef GR_PROBE_STAGES
                                           "bwprobe", "capcheck",
 #endif
                                           nullptr};
-            std::string list(o.before);
+            std::string list(argv[++i]);
             for (size_t at = 0; at <= list.size();) {
                 size_t comma = list.find(',', at);
                 std::string item = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
@@ -254,6 +253,7 @@ int main(int argc, char **argv) {
                                     "gr_launch_probe_full)\n", item.c_str());
                     return 2;
                 }
+                o.before.push_back(item);
                 if (comma == std::string::npos) break;
                 at = comma + 1;
             }
@@ -296,17 +296,7 @@ int main(int argc, char **argv) {
     }
     CK(cudaStreamSynchronize(s));
     std::string before_done;
-    {
-        std::string list(o.before);
-        size_t at = 0;
-        while (at < list.size()) {
-            size_t comma = list.find(',', at);
-            std::string item = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-            if (!item.empty()) before_step(item.c_str(), s, before_done);
-            if (comma == std::string::npos) break;
-            at = comma + 1;
-        }
-    }
+    for (const std::string &item : o.before) before_step(item.c_str(), s, before_done);
     cudaGraphExec_t exec = nullptr;
     if (o.graph) {
         cudaGraph_t g;
