@@ -23,8 +23,8 @@ static gr_status fail(cudaError_t rc, const char *what, gr_error *err) {
 }
 
 gr_status gr_io_graph_build(const gr_graph *held, const gr_iocopy_args *in, int nin,
-                            const gr_iocopy_args *out, int nout, void *ev_start, void *ev_end,
-                            gr_stream_t stream, gr_io_graph *io, gr_error *err) {
+                            const gr_iocopy_args *out, int nout, gr_stream_t stream,
+                            gr_io_graph *io, gr_error *err) {
     memset(io, 0, sizeof(*io));
     if (nin < 0 || nout < 0 || nin + nout > GR_IOGRAPH_MAX || !held || !held->graph)
         return gr_error_set(err, GR_ERR_INTERNAL, NULL, "io graph of %d inputs and %d outputs",
@@ -79,27 +79,6 @@ gr_status gr_io_graph_build(const gr_graph *held, const gr_iocopy_args *in, int 
         }
         io->node[k] = node;
     }
-    if (ev_start && ev_end) { /* the step's timing events, recorded by the graph itself */
-        cudaGraphNode_t first = NULL, last = NULL;
-        /* before the input copies, or before the step's roots when there are none */
-        cudaGraphNode_t *after = nin ? (cudaGraphNode_t *)io->node : roots;
-        size_t nafter = nin ? (size_t)nin : nroots;
-        rc = cudaGraphAddEventRecordNode(&first, g, NULL, 0, (cudaEvent_t)ev_start);
-        for (size_t r = 0; r < nafter && rc == cudaSuccess; r++) rc = ADD_EDGES(g, &first, &after[r], 1);
-        /* after the output copies, or after the step's leaves (the inputs for an empty step) */
-        cudaGraphNode_t *before = nout      ? (cudaGraphNode_t *)io->node + nin
-                                  : nleaves ? leaves
-                                            : (cudaGraphNode_t *)io->node;
-        size_t nbefore = nout ? (size_t)nout : nleaves ? nleaves : (size_t)nin;
-        if (rc == cudaSuccess)
-            rc = cudaGraphAddEventRecordNode(&last, g, nbefore ? before : &first,
-                                             nbefore ? nbefore : 1, (cudaEvent_t)ev_end);
-        if (rc != cudaSuccess) {
-            st = fail(rc, "cudaGraphAddEventRecordNode (io graph timing)", err);
-            goto done;
-        }
-        io->timed = 1;
-    }
     cudaGraphExec_t exec = NULL;
     double t0 = gr_now_us();
     rc = cudaGraphInstantiate(&exec, g, 0);
@@ -113,7 +92,7 @@ gr_status gr_io_graph_build(const gr_graph *held, const gr_iocopy_args *in, int 
     g = NULL;
     io->g.mode = held->mode;
     io->g.steps = held->steps;
-    io->g.nodes = n + (size_t)(nin + nout) + (io->timed ? 2 : 0);
+    io->g.nodes = n + (size_t)(nin + nout);
     io->g.kernel_nodes = held->kernel_nodes + (size_t)(nin + nout);
     rc = cudaGraphUpload(exec, (cudaStream_t)stream);
     if (rc == cudaSuccess) rc = cudaStreamSynchronize((cudaStream_t)stream);

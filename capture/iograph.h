@@ -23,20 +23,16 @@ typedef struct gr_io_graph {
     int nin, nout;
     void *node[GR_IOGRAPH_MAX];         /* cudaGraphNode_t: inputs first, then outputs */
     gr_iocopy_args args[GR_IOGRAPH_MAX]; /* what each node's launch copies now */
-    int timed; /* the graph records the caller's two events itself (before its first node, after
-                  its last): no event record on the host around the launch */
 } gr_io_graph;
 
 /* Builds and instantiates the io graph of `held` (which is not changed): in[i] copies into the
- * step's input buffers before any of its nodes, out[i] from its output buffers after all of them;
- * with ev_start and ev_end (cudaEvent_t, or both NULL) an event record node before every other
- * node and one after every other node, so the launch needs no event record calls around it.
+ * step's input buffers before any of its nodes, out[i] from its output buffers after all of them.
  * Host pointers must be device-accessible (mapped: cudaHostGetDevicePointer). A graph that cannot
  * be cloned or extended (e.g. a device loop's conditional node on an older driver) is
  * GR_ERR_CUDA naming the call; the caller can keep the separate copies. */
 gr_status gr_io_graph_build(const gr_graph *held, const gr_iocopy_args *in, int nin,
-                            const gr_iocopy_args *out, int nout, void *ev_start, void *ev_end,
-                            gr_stream_t stream, gr_io_graph *io, gr_error *err);
+                            const gr_iocopy_args *out, int nout, gr_stream_t stream,
+                            gr_io_graph *io, gr_error *err);
 /* Sets copy k's byte count (k < nin: an input, with its zero padding up to `whole`; else
  * output k - nin) for the launches that follow; no call when it is unchanged. */
 gr_status gr_io_graph_set_bytes(gr_io_graph *io, int k, size_t bytes, gr_error *err);

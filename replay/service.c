@@ -1898,10 +1898,9 @@ static gr_status lane_step_enqueue(lane *l, long long rows, float *graph_ms, gr_
             rc = cudaMemsetAsync((char *)dev->dptr[b] + nb, 0, whole - nb, stream);
     }
     if (rc != cudaSuccess) return gr_cuda_fail(rc, "cudaMemcpyAsync (lane input)", __FILE__, __LINE__, err);
-    const int timed = io && l->io.timed; /* the io graph records e0 and e1 itself */
-    if (!timed) GR_CUDA(cudaEventRecord(l->e0, stream), err);
+    GR_CUDA(cudaEventRecord(l->e0, stream), err);
     GR_TRY(gr_graph_launch(io ? &l->io.g : &h->s->graph, dev->streams[0], err));
-    if (!timed) GR_CUDA(cudaEventRecord(l->e1, stream), err);
+    GR_CUDA(cudaEventRecord(l->e1, stream), err);
     for (int i = 0; i < l->nout && !io && rc == cudaSuccess; i++) {
         void *stage = l->stage[l->nin + i];
         char *dst = stage ? (char *)stage : (char *)l->map + l->out[i].sp->offset;
@@ -1964,8 +1963,8 @@ static void lane_io_graph(lane *l) {
     }
     gr_error e;
     gr_error_clear(&e);
-    if (gr_io_graph_build(&h->s->graph, a, l->nin, a + l->nin, l->nout, l->e0, l->e1,
-                          dev->streams[0], &l->io, &e) != GR_OK)
+    if (gr_io_graph_build(&h->s->graph, a, l->nin, a + l->nin, l->nout, dev->streams[0], &l->io,
+                          &e) != GR_OK)
         snprintf(l->io_why, sizeof(l->io_why), "%s", e.msg);
 }
 
