@@ -10,9 +10,16 @@
 // capture (run 88: graphrun's graph pays 0.18 us more per node after either its bandwidth probe
 // or its capture checker, and none without both): malloc:MIB, stream, events:N, memcpy:MIB,
 // kernel:MIB, graph:K, sync; and in gr_launch_probe_full (linked with all of graphrun) graphrun's
-// own bwprobe and capcheck. Each is timed and named in the JSON.
+// own bwprobe and capcheck (the checker opened and closed) and capgraph:K (K launches captured,
+// instantiated and run while the checker is open, as graphrun's checked capture does). Each is
+// timed and named in the JSON. `--before-setup` runs the list before the probe makes its stream
+// and its buffer (graphrun's bandwidth probe runs before its session makes either; steps that
+// need a stream use the legacy one, and graph / capgraph are refused there). Runs 89-96: no step
+// alone reproduced graphrun's gap; `--before-setup --before bwprobe --eager-first 1` does (0.786
+// -> 0.964 us per empty node, H100), with the bare kernel and with graphrun's.
 //   gr_launch_probe [--kernel empty|tiny] [--k K] [--mode eager|graph] [--pdl] [--batches N]
 //                   [--steps S] [--n N] [--via bare|graphrun] [--eager-first S] [--before LIST]
+//                   [--before-setup]
 // Prints one JSON object: per-step and per-kernel time (median [p10, p90] over batches of S
 // steps between CUDA events, after warm-up), and checks x against the host's count.
 #include <cuda_runtime.h>
@@ -63,6 +70,7 @@ __global__ void tiny_kernel(float *x, int n) {
 struct opts {
     int tiny = 0, k = 1000, graph = 1, pdl = 0, batches = 20, steps = 20, n = 256, via_graphrun = 0;
     int eager_first = 0; // eager steps before the graph is built (graphrun times eager first)
+    int before_setup = 0; // --before-setup: the --before list runs before the stream and x exist
     std::vector<std::string> before; // --before: steps before the capture, in order
 };
 
@@ -109,7 +117,18 @@ static void before_step(const char *item, cudaStream_t s, std::string &done) {
         CK(cudaStreamSynchronize(s));
         CK(cudaFree(a));
         CK(cudaFree(b));
-    } else if (name == "graph") {
+    } else if (name == "graph" || name == "capgraph") {
+#ifdef GR_PROBE_STAGES
+        gr_error e;
+        gr_error_clear(&e);
+        int avail = 0;
+        char why[256];
+        if (name == "capgraph" && (gr_capture_checker_open(&avail, why, sizeof(why), &e) != GR_OK || !avail)) {
+            fprintf(stderr, "launch_probe: --before %s: the capture checker did not open: %s%s\n", item,
+                    e.msg, why);
+            exit(1);
+        }
+#endif
         cudaGraph_t g;
         cudaGraphExec_t x;
         CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -120,6 +139,12 @@ static void before_step(const char *item, cudaStream_t s, std::string &done) {
         CK(cudaStreamSynchronize(s));
         CK(cudaGraphExecDestroy(x));
         CK(cudaGraphDestroy(g));
+#ifdef GR_PROBE_STAGES
+        if (name == "capgraph" && gr_capture_checker_close(&e) != GR_OK) {
+            fprintf(stderr, "launch_probe: --before %s: %s\n", item, e.msg);
+            exit(1);
+        }
+#endif
     } else if (name == "sync") {
         CK(cudaDeviceSynchronize());
 #ifdef GR_PROBE_STAGES
@@ -234,10 +259,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--n")) o.n = arg_int(a, v, 1, 256), i++;
         else if (!strcmp(a, "--via") && v) o.via_graphrun = !strcmp(argv[++i], "graphrun");
         else if (!strcmp(a, "--eager-first")) o.eager_first = arg_int(a, v, 0, 1000000), i++;
+        else if (!strcmp(a, "--before-setup")) o.before_setup = 1;
         else if (!strcmp(a, "--before") && v) {
             static const char *known[] = {"malloc", "stream", "events", "memcpy", "kernel", "graph", "sync",
 #ifdef GR_PROBE_STAGES
-                                          "bwprobe", "capcheck",
+                                          "bwprobe", "capcheck", "capgraph",
 #endif
                                           nullptr};
             std::string list(argv[++i]);
@@ -249,7 +275,7 @@ int main(int argc, char **argv) {
                 for (const char **k = known; *k; k++) ok |= name == *k;
                 if (!ok) {
                     fprintf(stderr, "launch_probe: --before: unknown step \"%s\" (malloc:MIB, stream, events:N, "
-                                    "memcpy:MIB, kernel:MIB, graph:K, sync; bwprobe and capcheck in "
+                                    "memcpy:MIB, kernel:MIB, graph:K, sync; bwprobe, capcheck, capgraph:K in "
                                     "gr_launch_probe_full)\n", item.c_str());
                     return 2;
                 }
@@ -261,16 +287,26 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr, "usage: launch_probe [--kernel empty|tiny] [--k K] [--mode eager|graph] "
                             "[--pdl] [--batches N] [--steps S] [--n N] [--via bare|graphrun] "
-                            "[--eager-first STEPS] [--before LIST]\n");
+                            "[--eager-first STEPS] [--before LIST] [--before-setup]\n");
             return 2;
         }
     }
+    if (o.before_setup)
+        for (const std::string &item : o.before)
+            if (item.compare(0, 5, "graph") == 0 || item.compare(0, 8, "capgraph") == 0) {
+                fprintf(stderr, "launch_probe: --before-setup: \"%s\" needs the probe's stream; run it "
+                                "without --before-setup\n", item.c_str());
+                return 2;
+            }
     int dev = 0;
     cudaDeviceProp prop;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
         fprintf(stderr, "launch_probe: no CUDA device\n");
         return 3;
     }
+    std::string before_done;
+    if (o.before_setup)
+        for (const std::string &item : o.before) before_step(item.c_str(), cudaStreamLegacy, before_done);
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     float *x;
@@ -295,8 +331,8 @@ int main(int argc, char **argv) {
         steps_run++;
     }
     CK(cudaStreamSynchronize(s));
-    std::string before_done;
-    for (const std::string &item : o.before) before_step(item.c_str(), s, before_done);
+    if (!o.before_setup)
+        for (const std::string &item : o.before) before_step(item.c_str(), s, before_done);
     cudaGraphExec_t exec = nullptr;
     if (o.graph) {
         cudaGraph_t g;
@@ -340,12 +376,12 @@ int main(int argc, char **argv) {
     std::sort(per_step.begin(), per_step.end());
     auto q = [&](double f) { return per_step[(size_t)(f * (per_step.size() - 1) + 0.5)]; };
     printf("{\"tool\": \"gr_launch_probe\", \"device\": \"%s\", \"kernel\": \"%s\", \"mode\": \"%s\", "
-           "\"via\": \"%s\", \"pdl\": %s, \"k\": %d, \"eager_first\": %d, \"before\": [%s], \"batches\": %d, \"steps_per_batch\": %d, "
+           "\"via\": \"%s\", \"pdl\": %s, \"k\": %d, \"eager_first\": %d, \"before\": [%s], \"before_setup\": %s, \"batches\": %d, \"steps_per_batch\": %d, "
            "\"step_us\": {\"median\": %.3f, \"p10\": %.3f, \"p90\": %.3f}, "
            "\"us_per_kernel\": %.4f, \"verified\": %s, \"method\": \"CUDA events per batch, untraced\"}\n",
            prop.name, o.tiny ? "tiny" : "empty", o.graph ? "graph" : "eager",
            o.via_graphrun ? "graphrun" : "bare", o.pdl ? "true" : "false",
-           o.k, o.eager_first, before_done.c_str(), o.batches, o.steps, q(0.5), q(0.1), q(0.9), q(0.5) / o.k,
+           o.k, o.eager_first, before_done.c_str(), o.before_setup ? "true" : "false", o.batches, o.steps, q(0.5), q(0.1), q(0.9), q(0.5) / o.k,
            (!o.tiny || bad == 0) ? "true" : "false");
     if (bad) {
         fprintf(stderr, "launch_probe: %lld of %d elements of x are wrong after %lld steps\n", bad, o.n,

@@ -1,15 +1,17 @@
-# Why graphrun's graph node costs more than the bare probe's (issue #26). Run 88 (H100) found
-# where: 0.762 us per empty node, the probe's, with graphrun's bandwidth probe and capture
-# checker both off; 0.940 with either one run before the capture. Runs 82-85 had ruled out the
-# SM clock, the kernel binary, the runtime linkage and eager steps first. This suite looks for
-# what the two stages share: the bare probe after one step of each kind before its capture
-# (gr_launch_probe_full --before STEP: graphrun's own bwprobe and capcheck, then their parts:
-# a D2D memcpy, a copy kernel, a large malloc, a stream, events, another graph, a sync), beside
-# graphrun with both stages on and off. Empty kernels, K = 1000, plain graphs, the SM clock
-# sampled by nvidia-smi every 50 ms; two rounds in alternating order, each run its own log.
+# Why graphrun's graph node costs more than the bare probe's (issue #26): the rows that found
+# it. Run 88 (H100): 0.762 us per empty node, the probe's, with graphrun's bandwidth probe and
+# capture checker both off, 0.940 with either. Runs 89-90: the bare probe with either stage, or
+# any of their generic parts, before its capture did not reproduce it. Runs 91-92 (these rows):
+# graphrun's own stages through gr_pipe_probe, in the order named: the bandwidth probe then the
+# eager check before the capture, or the capture check before it, bring +0.178 us per node; a
+# re-capture keeps it. Runs 93-96 (.gpu scripts kept in bench/results/2026-12-05-run90-96-h100-gap):
+# not module loading, not the graph's size; a previous variant brings it too; the bare probe
+# shows it after graphrun's bandwidth probe and one eager step (gr_launch_probe_full
+# --before-setup --before bwprobe --eager-first 1). Empty kernels, K = 1000, plain graphs, the SM
+# clock sampled by nvidia-smi every 50 ms; two rounds in alternating order, each run its own log.
 # Sourced by bench/run.sh.
 bench_launch_gap() {
-    local P="${GR_BUILD_DIR:-build}/gr_launch_probe" PF="${GR_BUILD_DIR:-build}/gr_launch_probe_full"
+    local P="${GR_BUILD_DIR:-build}/gr_launch_probe" PP="${GR_BUILD_DIR:-build}/gr_pipe_probe"
     local d="$O/launch_gap"
     mkdir -p "$d"
     clocked() { # label, command...: run it with the SM clock sampled; one log each
@@ -24,25 +26,29 @@ bench_launch_gap() {
         wait $smi 2>/dev/null
         [ $rc -ne 0 ] && { status=1; echo "   $label: exit $rc"; tail -3 "$d/$label.out"; }
     }
-    local rows=(probe before_bwprobe before_capcheck before_memcpy before_kernel before_malloc
-        before_stream before_events before_graph before_sync graphrun graphrun_nobw_nocc)
+    local rows=(probe graphrun graphrun_nobw_nocc bw_eager bw_init bw_capture_first bw_recapture
+        bw_all_capture_first cc cc_capture_first cc_recapture all_capture_first)
     local r what
+    # graphrun run's stages with the capture moved to the front
+    local capfirst=session,capture,reference,eager_check,capture_check,graph_check,verdict,time_eager,time_graph
     for r in 1 2; do
         local order=("${rows[@]}")
         [ $r -eq 2 ] && order=($(printf '%s\n' "${rows[@]}" | tac))
         for what in "${order[@]}"; do
             local l="${what}_r$r" g=(--kernel empty --k 1000 --mode graph)
+            local w=(workloads/launch_bound.json empty --iters 300)
             case $what in
             probe) clocked "$l" "$P" "${g[@]}" ;;
-            before_bwprobe) clocked "$l" "$PF" "${g[@]}" --before bwprobe ;;
-            before_capcheck) clocked "$l" "$PF" "${g[@]}" --before capcheck ;;
-            before_memcpy) clocked "$l" "$PF" "${g[@]}" --before memcpy:1024 ;;
-            before_kernel) clocked "$l" "$PF" "${g[@]}" --before kernel:1024 ;;
-            before_malloc) clocked "$l" "$PF" "${g[@]}" --before malloc:4096 ;;
-            before_stream) clocked "$l" "$PF" "${g[@]}" --before stream ;;
-            before_events) clocked "$l" "$PF" "${g[@]}" --before events:81 ;;
-            before_graph) clocked "$l" "$PF" "${g[@]}" --before graph:10 ;;
-            before_sync) clocked "$l" "$PF" "${g[@]}" --before sync ;;
+            bw_eager) clocked "$l" "$PP" "${w[@]}" --bandwidth --stages session,eager_check,capture,time_graph ;;
+            bw_init) clocked "$l" "$PP" "${w[@]}" --bandwidth --stages session,init,capture,time_graph ;;
+            bw_capture_first) clocked "$l" "$PP" "${w[@]}" --bandwidth --stages session,capture,eager_check,time_graph ;;
+            bw_recapture) clocked "$l" "$PP" "${w[@]}" --bandwidth \
+                --stages session,eager_check,capture,capture,time_graph ;;
+            bw_all_capture_first) clocked "$l" "$PP" "${w[@]}" --bandwidth --stages "$capfirst" ;;
+            cc) clocked "$l" "$PP" "${w[@]}" --stages session,capture_check,capture,time_graph ;;
+            cc_capture_first) clocked "$l" "$PP" "${w[@]}" --stages session,capture,capture_check,time_graph ;;
+            cc_recapture) clocked "$l" "$PP" "${w[@]}" --stages session,capture_check,capture,capture,time_graph ;;
+            all_capture_first) clocked "$l" "$PP" "${w[@]}" --stages "$capfirst" ;;
             graphrun) clocked "$l" "$B" run workloads/launch_bound.json --variant empty \
                 --no-pdl --iters 300 --quiet --json "$d/$l.json" ;;
             graphrun_nobw_nocc) clocked "$l" "$B" run workloads/launch_bound.json --variant empty \
@@ -77,9 +83,9 @@ def clocks(label):
         pass
     return (min(sm), statistics.median(sm), max(sm)) if sm else None
 print("   us per empty node (graph, --no-pdl), SM clock MHz min/median/max while it ran")
-for what in ("probe", "before_bwprobe", "before_capcheck", "before_memcpy", "before_kernel",
-             "before_malloc", "before_stream", "before_events", "before_graph", "before_sync",
-             "graphrun", "graphrun_nobw_nocc"):
+for what in ("probe", "graphrun", "graphrun_nobw_nocc", "bw_eager", "bw_init", "bw_capture_first",
+             "bw_recapture", "bw_all_capture_first", "cc", "cc_capture_first", "cc_recapture",
+             "all_capture_first"):
     cells = []
     for r in (1, 2):
         lab = f"{what}_r{r}"

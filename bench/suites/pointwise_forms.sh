@@ -11,7 +11,8 @@ bench_pointwise_forms() {
 import copy, json, sys
 wl = json.load(open(sys.argv[1]))
 base = wl["variants"]["fused_vec"]["ops"][0]
-# name: (form, threads, vecs); fused_vec is the bundled default (grid_stride, 256, 4 vec)
+# name: (form, threads, vecs); fused_vec is the grid_stride form (the bundled default until run
+# 85); tile_t256_v2 is the bundled default now (form tile, 256 threads, vecs auto = 2)
 forms = {
     "fused_vec": ("grid_stride", 256, "auto"),
     "gs_v2": ("grid_stride", 256, "2"),        # 32 registers: 8 blocks of 256 resident, one wave
