@@ -10,8 +10,9 @@
 // capture (run 88: graphrun's graph pays 0.18 us more per node after either its bandwidth probe
 // or its capture checker, and none without both): malloc:MIB, stream, events:N, memcpy:MIB,
 // kernel:MIB, graph:K, sync; and in gr_launch_probe_full (linked with all of graphrun) graphrun's
-// own bwprobe and capcheck (the checker opened and closed) and capgraph:K (K launches captured,
-// instantiated and run while the checker is open, as graphrun's checked capture does). Each is
+// own bwprobe and capcheck (the checker opened and closed), capgraph:K (K launches captured,
+// instantiated and run while the checker is open, as graphrun's checked capture does) and
+// bwpart:KIND[:MIB] (one kind of the bandwidth probe alone: read, write, copy, memcpy, shape). Each is
 // timed and named in the JSON. `--before-setup` runs the list before the probe makes its stream
 // and its buffer (graphrun's bandwidth probe runs before its session makes either; steps that
 // need a stream use the legacy one, and graph / capgraph are refused there). Runs 89-96: no step
@@ -37,6 +38,7 @@
 #endif
 #ifdef GR_PROBE_STAGES
 #include "capture/piecewise.h"
+#include "kernels/bwprobe.h"
 #include "replay/timing.h"
 #endif
 #include <ctime>
@@ -84,6 +86,65 @@ static double now_us() {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
 }
+
+#ifdef GR_PROBE_STAGES
+// bwpart:KIND[:MIB]: one kind of graphrun's bandwidth probe alone, as gr_bandwidth_probe runs it
+// (replay/timing.c: the occupancy-sized shape, two buffers of MIB (default: what the probe takes
+// from free memory), a sink, its own non-blocking stream, the source memset (the probe writes it
+// with its write kernel), 2 warm-up and GR_BANDWIDTH_REPS ops between events), KIND read, write,
+// copy or memcpy;
+// `shape` only queries the shape. Which kind brings issue 26's per-node gap (runs 95-96: the
+// whole bandwidth probe and one eager step do, its generic parts did not).
+static void bw_part(const char *item, const std::string &arg, cudaStream_t) {
+    std::string kind = arg.substr(0, arg.find(':'));
+    if (kind != "read" && kind != "write" && kind != "copy" && kind != "memcpy" && kind != "shape") {
+        fprintf(stderr, "launch_probe: --before %s: KIND is read, write, copy, memcpy or shape\n", item);
+        exit(2);
+    }
+    size_t mib = arg.find(':') == std::string::npos ? 0 : strtoul(arg.c_str() + arg.find(':') + 1, nullptr, 10);
+    gr_error e;
+    gr_error_clear(&e);
+    gr_bwprobe_shape sh;
+    if (gr_bwprobe_shape_get(&sh, &e) != GR_OK) {
+        fprintf(stderr, "launch_probe: --before %s: %s\n", item, e.msg);
+        exit(1);
+    }
+    if (kind == "shape") return;
+    size_t fr = 0, tot = 0;
+    CK(cudaMemGetInfo(&fr, &tot));
+    size_t bytes = (mib ? mib << 20 : gr_bandwidth_bytes(fr)) & ~(size_t)4095;
+    void *a, *b;
+    unsigned *sink;
+    cudaStream_t t;
+    CK(cudaMalloc(&a, bytes));
+    CK(cudaMalloc(&b, bytes));
+    CK(cudaMalloc((void **)&sink, sh.sink_words * sizeof(unsigned)));
+    CK(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
+    std::vector<cudaEvent_t> ev(GR_BANDWIDTH_REPS + 1);
+    for (auto &x : ev) CK(cudaEventCreate(&x));
+    CK(cudaMemsetAsync(a, 0x5A, bytes, t)); /* not the write kernel: each kind runs alone */
+    gr_status st = GR_OK;
+    for (int r = -2; r < GR_BANDWIDTH_REPS && st == GR_OK; r++) {
+        if (r == 0) CK(cudaEventRecord(ev[0], t));
+        if (kind == "read") st = gr_bwprobe_read(&sh, a, bytes, sink, (gr_stream_t)t, &e);
+        else if (kind == "write") st = gr_bwprobe_write(&sh, b, bytes, 0x9E3779B9u, (gr_stream_t)t, &e);
+        else if (kind == "copy") st = gr_bwprobe_copy(&sh, b, a, bytes, (gr_stream_t)t, &e);
+        else CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, t));
+        if (r >= 0) CK(cudaEventRecord(ev[r + 1], t));
+    }
+    if (st != GR_OK) {
+        fprintf(stderr, "launch_probe: --before %s: %s\n", item, e.msg);
+        exit(1);
+    }
+    CK(cudaEventSynchronize(ev[GR_BANDWIDTH_REPS]));
+    CK(cudaStreamSynchronize(t));
+    for (auto &x : ev) CK(cudaEventDestroy(x));
+    CK(cudaStreamDestroy(t));
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+    CK(cudaFree(sink));
+}
+#endif
 
 // One --before step ("name" or "name:value"); its host time is appended to `done` as JSON.
 static void before_step(const char *item, cudaStream_t s, std::string &done) {
@@ -168,6 +229,8 @@ static void before_step(const char *item, cudaStream_t s, std::string &done) {
             fprintf(stderr, "launch_probe: --before %s: %s\n", item, e.msg);
             exit(1);
         }
+    } else if (name == "bwpart") {
+        bw_part(item, it.substr(colon + 1), s);
 #endif
     } else { /* the names were checked when the options were read */
         fprintf(stderr, "launch_probe: --before: no step \"%s\" in this build\n", item);
@@ -263,7 +326,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--before") && v) {
             static const char *known[] = {"malloc", "stream", "events", "memcpy", "kernel", "graph", "sync",
 #ifdef GR_PROBE_STAGES
-                                          "bwprobe", "capcheck", "capgraph",
+                                          "bwprobe", "capcheck", "capgraph", "bwpart",
 #endif
                                           nullptr};
             std::string list(argv[++i]);
@@ -275,7 +338,7 @@ int main(int argc, char **argv) {
                 for (const char **k = known; *k; k++) ok |= name == *k;
                 if (!ok) {
                     fprintf(stderr, "launch_probe: --before: unknown step \"%s\" (malloc:MIB, stream, events:N, "
-                                    "memcpy:MIB, kernel:MIB, graph:K, sync; bwprobe, capcheck, capgraph:K in "
+                                    "memcpy:MIB, kernel:MIB, graph:K, sync; bwprobe, capcheck, capgraph:K, bwpart:KIND[:MIB] in "
                                     "gr_launch_probe_full)\n", item.c_str());
                     return 2;
                 }

@@ -7,11 +7,15 @@
 # re-capture keeps it. Runs 93-96 (.gpu scripts kept in bench/results/2026-12-05-run90-96-h100-gap):
 # not module loading, not the graph's size; a previous variant brings it too; the bare probe
 # shows it after graphrun's bandwidth probe and one eager step (gr_launch_probe_full
-# --before-setup --before bwprobe --eager-first 1). Empty kernels, K = 1000, plain graphs, the SM
+# --before-setup --before bwprobe --eager-first 1). These rows bisect the bandwidth probe: each of
+# its kinds alone (bwpart:KIND) before the probe's setup, then one eager step, beside the
+# reproductions (the whole bandwidth probe in the bare probe; graphrun's pipeline with the
+# bandwidth probe and the eager check, or the capture check, first). Empty kernels, K = 1000, plain graphs, the SM
 # clock sampled by nvidia-smi every 50 ms; two rounds in alternating order, each run its own log.
 # Sourced by bench/run.sh.
 bench_launch_gap() {
     local P="${GR_BUILD_DIR:-build}/gr_launch_probe" PP="${GR_BUILD_DIR:-build}/gr_pipe_probe"
+    local PF="${GR_BUILD_DIR:-build}/gr_launch_probe_full"
     local d="$O/launch_gap"
     mkdir -p "$d"
     clocked() { # label, command...: run it with the SM clock sampled; one log each
@@ -26,11 +30,9 @@ bench_launch_gap() {
         wait $smi 2>/dev/null
         [ $rc -ne 0 ] && { status=1; echo "   $label: exit $rc"; tail -3 "$d/$label.out"; }
     }
-    local rows=(probe graphrun graphrun_nobw_nocc bw_eager bw_init bw_capture_first bw_recapture
-        bw_all_capture_first cc cc_capture_first cc_recapture all_capture_first)
+    local rows=(probe probe_bw_e1 bwpart_read_e1 bwpart_write_e1 bwpart_copy_e1 bwpart_memcpy_e1
+        bwpart_shape_e1 bwpart_read64_e1 bw_eager cc graphrun graphrun_nobw_nocc)
     local r what
-    # graphrun run's stages with the capture moved to the front
-    local capfirst=session,capture,reference,eager_check,capture_check,graph_check,verdict,time_eager,time_graph
     for r in 1 2; do
         local order=("${rows[@]}")
         [ $r -eq 2 ] && order=($(printf '%s\n' "${rows[@]}" | tac))
@@ -39,16 +41,12 @@ bench_launch_gap() {
             local w=(workloads/launch_bound.json empty --iters 300)
             case $what in
             probe) clocked "$l" "$P" "${g[@]}" ;;
+            probe_bw_e1) clocked "$l" "$PF" "${g[@]}" --before-setup --before bwprobe --eager-first 1 ;;
+            bwpart_read64_e1) clocked "$l" "$PF" "${g[@]}" --before-setup --before bwpart:read:64 --eager-first 1 ;;
+            bwpart_*_e1) local k="${what#bwpart_}"
+                clocked "$l" "$PF" "${g[@]}" --before-setup --before "bwpart:${k%_e1}" --eager-first 1 ;;
             bw_eager) clocked "$l" "$PP" "${w[@]}" --bandwidth --stages session,eager_check,capture,time_graph ;;
-            bw_init) clocked "$l" "$PP" "${w[@]}" --bandwidth --stages session,init,capture,time_graph ;;
-            bw_capture_first) clocked "$l" "$PP" "${w[@]}" --bandwidth --stages session,capture,eager_check,time_graph ;;
-            bw_recapture) clocked "$l" "$PP" "${w[@]}" --bandwidth \
-                --stages session,eager_check,capture,capture,time_graph ;;
-            bw_all_capture_first) clocked "$l" "$PP" "${w[@]}" --bandwidth --stages "$capfirst" ;;
             cc) clocked "$l" "$PP" "${w[@]}" --stages session,capture_check,capture,time_graph ;;
-            cc_capture_first) clocked "$l" "$PP" "${w[@]}" --stages session,capture,capture_check,time_graph ;;
-            cc_recapture) clocked "$l" "$PP" "${w[@]}" --stages session,capture_check,capture,capture,time_graph ;;
-            all_capture_first) clocked "$l" "$PP" "${w[@]}" --stages "$capfirst" ;;
             graphrun) clocked "$l" "$B" run workloads/launch_bound.json --variant empty \
                 --no-pdl --iters 300 --quiet --json "$d/$l.json" ;;
             graphrun_nobw_nocc) clocked "$l" "$B" run workloads/launch_bound.json --variant empty \
@@ -83,9 +81,9 @@ def clocks(label):
         pass
     return (min(sm), statistics.median(sm), max(sm)) if sm else None
 print("   us per empty node (graph, --no-pdl), SM clock MHz min/median/max while it ran")
-for what in ("probe", "graphrun", "graphrun_nobw_nocc", "bw_eager", "bw_init", "bw_capture_first",
-             "bw_recapture", "bw_all_capture_first", "cc", "cc_capture_first", "cc_recapture",
-             "all_capture_first"):
+for what in ("probe", "probe_bw_e1", "bwpart_read_e1", "bwpart_write_e1", "bwpart_copy_e1",
+             "bwpart_memcpy_e1", "bwpart_shape_e1", "bwpart_read64_e1", "bw_eager", "cc", "graphrun",
+             "graphrun_nobw_nocc"):
     cells = []
     for r in (1, 2):
         lab = f"{what}_r{r}"
