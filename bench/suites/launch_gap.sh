@@ -10,7 +10,10 @@
 # --before-setup --before bwprobe --eager-first 1). These rows bisect the bandwidth probe: each of
 # its kinds alone (bwpart:KIND) before the probe's setup, then one eager step, beside the
 # reproductions (the whole bandwidth probe in the bare probe; graphrun's pipeline with the
-# bandwidth probe and the eager check, or the capture check, first). Empty kernels, K = 1000, plain graphs, the SM
+# bandwidth probe and the eager check, or the capture check, first); and, for #26's per-node
+# target, the bare probe in both states (fresh, and after the bandwidth probe and one eager step)
+# beside graphrun run (every variant measured after such work), empty and tiny, plain and PDL.
+# Empty kernels, K = 1000, plain graphs unless named, the SM
 # clock sampled by nvidia-smi every 50 ms; two rounds in alternating order, each run its own log.
 # Sourced by bench/run.sh.
 bench_launch_gap() {
@@ -31,7 +34,9 @@ bench_launch_gap() {
         [ $rc -ne 0 ] && { status=1; echo "   $label: exit $rc"; tail -3 "$d/$label.out"; }
     }
     local rows=(probe probe_bw_e1 bwpart_read_e1 bwpart_write_e1 bwpart_copy_e1 bwpart_memcpy_e1
-        bwpart_shape_e1 bwpart_read64_e1 bw_eager cc graphrun graphrun_nobw_nocc)
+        bwpart_shape_e1 bwpart_read64_e1 bw_eager cc graphrun graphrun_nobw_nocc
+        probe_tiny probe_tiny_bw_e1 graphrun_tiny probe_pdl probe_pdl_bw_e1 graphrun_pdl
+        probe_tiny_pdl probe_tiny_pdl_bw_e1 graphrun_tiny_pdl)
     local r what
     for r in 1 2; do
         local order=("${rows[@]}")
@@ -42,6 +47,20 @@ bench_launch_gap() {
             case $what in
             probe) clocked "$l" "$P" "${g[@]}" ;;
             probe_bw_e1) clocked "$l" "$PF" "${g[@]}" --before-setup --before bwprobe --eager-first 1 ;;
+            probe_tiny) clocked "$l" "$P" --kernel tiny --k 1000 --mode graph ;;
+            probe_tiny_bw_e1) clocked "$l" "$PF" --kernel tiny --k 1000 --mode graph \
+                --before-setup --before bwprobe --eager-first 1 ;;
+            probe_pdl) clocked "$l" "$P" "${g[@]}" --pdl ;;
+            probe_pdl_bw_e1) clocked "$l" "$PF" "${g[@]}" --pdl --before-setup --before bwprobe --eager-first 1 ;;
+            probe_tiny_pdl) clocked "$l" "$P" --kernel tiny --k 1000 --mode graph --pdl ;;
+            probe_tiny_pdl_bw_e1) clocked "$l" "$PF" --kernel tiny --k 1000 --mode graph --pdl \
+                --before-setup --before bwprobe --eager-first 1 ;;
+            graphrun_tiny) clocked "$l" "$B" run workloads/launch_bound.json --variant tiny \
+                --no-pdl --iters 300 --quiet --json "$d/$l.json" ;;
+            graphrun_pdl) clocked "$l" "$B" run workloads/launch_bound.json --variant empty \
+                --iters 300 --quiet --json "$d/$l.json" ;;
+            graphrun_tiny_pdl) clocked "$l" "$B" run workloads/launch_bound.json --variant tiny \
+                --iters 300 --quiet --json "$d/$l.json" ;;
             bwpart_read64_e1) clocked "$l" "$PF" "${g[@]}" --before-setup --before bwpart:read:64 --eager-first 1 ;;
             bwpart_*_e1) local k="${what#bwpart_}"
                 clocked "$l" "$PF" "${g[@]}" --before-setup --before "bwpart:${k%_e1}" --eager-first 1 ;;
@@ -80,10 +99,12 @@ def clocks(label):
     except OSError:
         pass
     return (min(sm), statistics.median(sm), max(sm)) if sm else None
-print("   us per empty node (graph, --no-pdl), SM clock MHz min/median/max while it ran")
+print("   us per node (K = 1000 graphs; empty and plain unless named), SM clock MHz min/median/max while it ran")
 for what in ("probe", "probe_bw_e1", "bwpart_read_e1", "bwpart_write_e1", "bwpart_copy_e1",
              "bwpart_memcpy_e1", "bwpart_shape_e1", "bwpart_read64_e1", "bw_eager", "cc", "graphrun",
-             "graphrun_nobw_nocc"):
+             "graphrun_nobw_nocc", "probe_tiny", "probe_tiny_bw_e1", "graphrun_tiny", "probe_pdl",
+             "probe_pdl_bw_e1", "graphrun_pdl", "probe_tiny_pdl", "probe_tiny_pdl_bw_e1",
+             "graphrun_tiny_pdl"):
     cells = []
     for r in (1, 2):
         lab = f"{what}_r{r}"
