@@ -1,20 +1,20 @@
-/* graphrun's own run pipeline with chosen stages (issue 26): finds which of graphrun's stages,
- * beside the bandwidth probe or the capture check, makes every node of the graph captured
- * after them cost more. Runs 88-89: 0.18 us more per empty node (H100 and H200) with either
- * stage, none without both; the bare probe with either stage run before its capture showed no
- * gap, so the gap needs something else graphrun does too. This runs gr_pipe_run (replay/
- * pipeline.c, what `graphrun run` runs) on a variant of a workload (or on each of a comma list of
- * them in turn, one JSON line each, as graphrun runs a workload's variants), with the stages named
- * in --stages only, in the order named (a stage may come twice: capture again re-captures), the
- * bandwidth probe first when --bandwidth (as gr_run_plans does), and prints the graph's step
- * time per kernel node.
- *   gr_pipe_probe WORKLOAD VARIANT [--bandwidth] [--stages LIST] [--iters N] [--set NAME=VALUE]
- * LIST: of session, init (the buffers filled, as the checks do first), reference, eager_check, capture_check, capture, graph_check, verdict,
- * time_eager, time_graph (default: all of them in graphrun run's order); it starts with session
- * and has capture before time_graph. The capture check runs only when named. Plain launches (no
- * PDL). One JSON line. Run 91 (H100): the bandwidth probe then eager_check before the capture,
- * or capture_check before it, gave the gap; the bandwidth probe with reference, graph_check or
- * time_eager did not. */
+/* graphrun's own run pipeline with chosen stages (issue 26): which of graphrun's stages make
+ * every node of a graph captured after them cost more. It runs gr_pipe_run (replay/pipeline.c,
+ * what `graphrun run` runs) on a variant of a workload (or on each of a comma list of them in
+ * turn, one JSON line each, as graphrun runs a workload's variants), with only the stages named
+ * in --stages, in the order named (a stage may come twice: capture again re-captures), the
+ * bandwidth probe first when --bandwidth (as gr_run_plans does), and prints the graph's step time
+ * per kernel node. Plain launches (no PDL).
+ *   gr_pipe_probe WORKLOAD VARIANT[,VARIANT...] [--bandwidth] [--stages LIST] [--iters N]
+ *                 [--set NAME=VALUE]
+ * LIST: of session, init (the buffers filled, as the checks do first), reference, eager_check,
+ * capture_check, capture, graph_check, verdict, time_eager, time_graph (default: graphrun run's
+ * stages in its order); it starts with session and has capture before time_graph. The capture
+ * check runs only when named.
+ * Runs 91-94 (H100, bench/results/2026-12-05-run90-96-h100-gap): the bandwidth probe then
+ * eager_check before the capture, capture_check before it, or a previous variant's stages, give
+ * every node 0.178 us more; the bandwidth probe with reference, init, graph_check or time_eager
+ * alone does not. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +27,9 @@
 #include "replay/timing.h"
 
 static const gr_stage *const all_stages[] = {
-    &gr_stage_session,     &gr_stage_init,       &gr_stage_reference,  &gr_stage_eager_check, &gr_stage_capture_check,
-    &gr_stage_capture,     &gr_stage_graph_check, &gr_stage_verdict,    &gr_stage_time_eager,
-    &gr_stage_time_graph,
+    &gr_stage_session,     &gr_stage_init,        &gr_stage_reference, &gr_stage_eager_check,
+    &gr_stage_capture_check, &gr_stage_capture,   &gr_stage_graph_check, &gr_stage_verdict,
+    &gr_stage_time_eager,  &gr_stage_time_graph,
 };
 enum { NALL = (int)(sizeof(all_stages) / sizeof(all_stages[0])) };
 
@@ -60,7 +60,12 @@ int main(int argc, char **argv) {
     for (int i = 3; i < argc; i++) {
         if (!strcmp(argv[i], "--bandwidth")) bandwidth = 1;
         else if (!strcmp(argv[i], "--stages") && i + 1 < argc) list = argv[++i];
-        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
+            if ((iters = atoi(argv[++i])) < 1) {
+                fprintf(stderr, "pipe_probe: --iters needs a positive count, not \"%s\"\n", argv[i]);
+                return 2;
+            }
+        }
         else if (!strcmp(argv[i], "--set") && i + 1 < argc && nsets < 16) sets[nsets++] = argv[++i];
         else {
             fprintf(stderr, "pipe_probe: unknown option %s\n", argv[i]);
