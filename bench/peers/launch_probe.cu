@@ -9,10 +9,11 @@
 // `--before LIST` runs steps before the graph is captured, as graphrun's stages do before its
 // capture (run 88: graphrun's graph pays 0.18 us more per node after either its bandwidth probe
 // or its capture checker, and none without both): malloc:MIB, stream, events:N, memcpy:MIB,
-// kernel:MIB, graph:K, sync; and in gr_launch_probe_full (linked with all of graphrun) graphrun's
-// own bwprobe and capcheck (the checker opened and closed), capgraph:K (K launches captured,
-// instantiated and run while the checker is open, as graphrun's checked capture does) and
-// bwpart:KIND[:MIB] (one kind of the bandwidth probe alone: read, write, copy, memcpy, shape). Each is
+// kernel:MIB, kernels:N (N distinct kernels, up to 128, one launch each), graph:K, sync; and in
+// gr_launch_probe_full (linked with all of graphrun) graphrun's own bwprobe and capcheck (the
+// checker opened and closed), capgraph:K (K launches captured, instantiated and run while the
+// checker is open, as graphrun's checked capture does) and bwpart:KIND[:MIB] (one kind of the
+// bandwidth probe alone: read, write, copy, memcpy, shape). Each is
 // timed and named in the JSON. `--before-setup` runs the list before the probe makes its stream
 // and its buffer (graphrun's bandwidth probe runs before its session makes either; steps that
 // need a stream use the legacy one, and graph / capgraph are refused there). Runs 89-96: no step
@@ -29,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #ifdef GR_PROBE_GRAPHRUN
@@ -75,6 +77,17 @@ struct opts {
     int before_setup = 0; // --before-setup: the --before list runs before the stream and x exist
     std::vector<std::string> before; // --before: steps before the capture, in order
 };
+
+// kernels:N: N distinct kernels (template instances, each its own function), one launch each
+template <int I> __global__ void distinct_kernel(int *p) {
+    if (p && threadIdx.x == 0) p[I] += 1;
+}
+template <int... I> static void launch_distinct(int n, int *p, cudaStream_t s, std::integer_sequence<int, I...>) {
+    using fn = void (*)(int *);
+    static const fn table[] = {distinct_kernel<I>...};
+    for (int k = 0; k < n && k < (int)sizeof...(I); k++) table[k]<<<1, 32, 0, s>>>(p);
+}
+constexpr int kDistinct = 128;
 
 __global__ void copy_kernel(const uint4 *a, uint4 *b, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
@@ -178,6 +191,13 @@ static void before_step(const char *item, cudaStream_t s, std::string &done) {
         CK(cudaStreamSynchronize(s));
         CK(cudaFree(a));
         CK(cudaFree(b));
+    } else if (name == "kernels") {
+        int *p;
+        CK(cudaMalloc(&p, kDistinct * sizeof(int)));
+        launch_distinct((int)(val > 0 ? val : kDistinct), p, s, std::make_integer_sequence<int, kDistinct>{});
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        CK(cudaFree(p));
     } else if (name == "graph" || name == "capgraph") {
 #ifdef GR_PROBE_STAGES
         gr_error e;
@@ -324,7 +344,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--eager-first")) o.eager_first = arg_int(a, v, 0, 1000000), i++;
         else if (!strcmp(a, "--before-setup")) o.before_setup = 1;
         else if (!strcmp(a, "--before") && v) {
-            static const char *known[] = {"malloc", "stream", "events", "memcpy", "kernel", "graph", "sync",
+            static const char *known[] = {"malloc", "stream", "events", "memcpy", "kernel", "kernels", "graph", "sync",
 #ifdef GR_PROBE_STAGES
                                           "bwprobe", "capcheck", "capgraph", "bwpart",
 #endif
@@ -338,7 +358,7 @@ int main(int argc, char **argv) {
                 for (const char **k = known; *k; k++) ok |= name == *k;
                 if (!ok) {
                     fprintf(stderr, "launch_probe: --before: unknown step \"%s\" (malloc:MIB, stream, events:N, "
-                                    "memcpy:MIB, kernel:MIB, graph:K, sync; bwprobe, capcheck, capgraph:K, bwpart:KIND[:MIB] in "
+                                    "memcpy:MIB, kernel:MIB, kernels:N, graph:K, sync; bwprobe, capcheck, capgraph:K, bwpart:KIND[:MIB] in "
                                     "gr_launch_probe_full)\n", item.c_str());
                     return 2;
                 }

@@ -9,7 +9,8 @@
 # shows it after graphrun's bandwidth probe and one eager step (gr_launch_probe_full
 # --before-setup --before bwprobe --eager-first 1). These rows bisect the bandwidth probe: each of
 # its kinds alone (bwpart:KIND) before the probe's setup, then one eager step, beside the
-# reproductions (the whole bandwidth probe in the bare probe; graphrun's pipeline with the
+# reproductions (kernels:N: N distinct kernels run once each, as the bandwidth probe's three and
+# graphrun's many are; the whole bandwidth probe in the bare probe; graphrun's pipeline with the
 # bandwidth probe and the eager check, or the capture check, first); and, for #26's per-node
 # target, the bare probe in both states (fresh, and after the bandwidth probe and one eager step)
 # beside graphrun run (every variant measured after such work), empty and tiny, plain and PDL.
@@ -34,7 +35,7 @@ bench_launch_gap() {
         [ $rc -ne 0 ] && { status=1; echo "   $label: exit $rc"; tail -3 "$d/$label.out"; }
     }
     local rows=(probe probe_bw_e1 bwpart_read_e1 bwpart_write_e1 bwpart_copy_e1 bwpart_memcpy_e1
-        bwpart_shape_e1 bwpart_read64_e1 bw_eager cc graphrun graphrun_nobw_nocc
+        bwpart_shape_e1 bwpart_read64_e1 kernels128_e1 kernels3_e1 bw_eager cc graphrun graphrun_nobw_nocc
         probe_tiny probe_tiny_bw_e1 graphrun_tiny probe_pdl probe_pdl_bw_e1 graphrun_pdl
         probe_tiny_pdl probe_tiny_pdl_bw_e1 graphrun_tiny_pdl)
     local r what
@@ -61,6 +62,8 @@ bench_launch_gap() {
                 --iters 300 --quiet --json "$d/$l.json" ;;
             graphrun_tiny_pdl) clocked "$l" "$B" run workloads/launch_bound.json --variant tiny \
                 --iters 300 --quiet --json "$d/$l.json" ;;
+            kernels128_e1) clocked "$l" "$PF" "${g[@]}" --before-setup --before kernels:128 --eager-first 1 ;;
+            kernels3_e1) clocked "$l" "$PF" "${g[@]}" --before-setup --before kernels:3 --eager-first 1 ;;
             bwpart_read64_e1) clocked "$l" "$PF" "${g[@]}" --before-setup --before bwpart:read:64 --eager-first 1 ;;
             bwpart_*_e1) local k="${what#bwpart_}"
                 clocked "$l" "$PF" "${g[@]}" --before-setup --before "bwpart:${k%_e1}" --eager-first 1 ;;
@@ -101,7 +104,8 @@ def clocks(label):
     return (min(sm), statistics.median(sm), max(sm)) if sm else None
 print("   us per node (K = 1000 graphs; empty and plain unless named), SM clock MHz min/median/max while it ran")
 for what in ("probe", "probe_bw_e1", "bwpart_read_e1", "bwpart_write_e1", "bwpart_copy_e1",
-             "bwpart_memcpy_e1", "bwpart_shape_e1", "bwpart_read64_e1", "bw_eager", "cc", "graphrun",
+             "bwpart_memcpy_e1", "bwpart_shape_e1", "bwpart_read64_e1", "kernels128_e1", "kernels3_e1",
+             "bw_eager", "cc", "graphrun",
              "graphrun_nobw_nocc", "probe_tiny", "probe_tiny_bw_e1", "graphrun_tiny", "probe_pdl",
              "probe_pdl_bw_e1", "graphrun_pdl", "probe_tiny_pdl", "probe_tiny_pdl_bw_e1",
              "graphrun_tiny_pdl"):
