@@ -16,7 +16,7 @@
 // bandwidth probe alone: read, write, copy, memcpy, shape). Each is
 // timed and named in the JSON. `--before-setup` runs the list before the probe makes its stream
 // and its buffer (graphrun's bandwidth probe runs before its session makes either; steps that
-// need a stream use the legacy one, and graph / capgraph are refused there). Runs 89-96: no step
+// need a stream use the legacy one; graph and capgraph one made for them). Runs 89-96: no step
 // alone reproduced graphrun's gap; `--before-setup --before bwprobe --eager-first 1` does (0.786
 // -> 0.964 us per empty node, H100), with the bare kernel and with graphrun's.
 //   gr_launch_probe [--kernel empty|tiny] [--k K] [--mode eager|graph] [--pdl] [--batches N]
@@ -374,13 +374,6 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (o.before_setup)
-        for (const std::string &item : o.before)
-            if (item.compare(0, 5, "graph") == 0 || item.compare(0, 8, "capgraph") == 0) {
-                fprintf(stderr, "launch_probe: --before-setup: \"%s\" needs the probe's stream; run it "
-                                "without --before-setup\n", item.c_str());
-                return 2;
-            }
     int dev = 0;
     cudaDeviceProp prop;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
@@ -388,8 +381,15 @@ int main(int argc, char **argv) {
         return 3;
     }
     std::string before_done;
-    if (o.before_setup)
-        for (const std::string &item : o.before) before_step(item.c_str(), cudaStreamLegacy, before_done);
+    if (o.before_setup) { /* graph and capgraph capture on a stream of their own, made and destroyed here */
+        for (const std::string &item : o.before) {
+            cudaStream_t t = cudaStreamLegacy;
+            bool own = item.compare(0, 5, "graph") == 0 || item.compare(0, 8, "capgraph") == 0;
+            if (own) CK(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
+            before_step(item.c_str(), t, before_done);
+            if (own) CK(cudaStreamDestroy(t));
+        }
+    }
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     float *x;

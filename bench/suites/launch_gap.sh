@@ -1,22 +1,21 @@
-# Why graphrun's graph node costs more than the bare probe's (issue #26): the rows that found
-# it. Run 88 (H100): 0.762 us per empty node, the probe's, with graphrun's bandwidth probe and
-# capture checker both off, 0.940 with either. Runs 89-90: the bare probe with either stage, or
-# any of their generic parts, before its capture did not reproduce it. Runs 91-92 (these rows):
-# graphrun's own stages through gr_pipe_probe, in the order named: the bandwidth probe then the
-# eager check before the capture, or the capture check before it, bring +0.178 us per node; a
-# re-capture keeps it. Runs 93-96 (.gpu scripts kept in bench/results/2026-12-05-run90-96-h100-gap):
-# not module loading, not the graph's size; a previous variant brings it too; the bare probe
-# shows it after graphrun's bandwidth probe and one eager step (gr_launch_probe_full
-# --before-setup --before bwprobe --eager-first 1). These rows bisect the bandwidth probe: each of
-# its kinds alone (bwpart:KIND) before the probe's setup, then one eager step, beside the
-# reproductions (kernels:N: N distinct kernels run once each, as the bandwidth probe's three and
-# graphrun's many are; the whole bandwidth probe in the bare probe; graphrun's pipeline with the
-# bandwidth probe and the eager check, or the capture check, first); and, for #26's per-node
-# target, the bare probe in both states (fresh, and after the bandwidth probe and one eager step)
-# beside graphrun run (every variant measured after such work), empty and tiny, plain and PDL.
-# Empty kernels, K = 1000, plain graphs unless named, the SM
-# clock sampled by nvidia-smi every 50 ms; two rounds in alternating order, each run its own log.
-# Sourced by bench/run.sh.
+# Why graphrun's graph node costs more than the bare probe's (issue #26). Found so far (runs
+# 88-96, bench/results/2026-12-05-run90-96-h100-gap, which keeps the scripts of the rows that
+# found it): every node of every graph costs 0.178 us more once the process has done certain GPU
+# work before: graphrun's bandwidth probe then an eager step before the capture (the bare probe
+# too: gr_launch_probe_full --before-setup --before bwprobe --eager-first 1), a capture check
+# before the capture, or a previous variant; not module loading, not the graph's size, not a
+# malloc, a copy kernel, a memcpy, a stream, events or a sync before the eager step.
+# These rows, each before the probe's setup and followed by one eager step:
+#   bwpart_*      one kind of the bandwidth probe alone (bwpart:KIND): which of its parts
+#   kernels*      N distinct kernels run once each (the bandwidth probe runs three)
+#   graph_e1, capgraph_e1   a graph made, run and destroyed, with the capture checker open or not
+#                 (what a previous variant and the capture check do)
+# beside the reproductions (probe_bw_e1; graphrun's pipeline through gr_pipe_probe with the
+# bandwidth probe and the eager check, or the capture check, first) and, for #26's per-node
+# target, the bare probe in both states (fresh, and after the bandwidth probe and one eager
+# step) beside graphrun run (every variant measured after such work), empty and tiny, plain and
+# PDL. K = 1000 graphs, empty and plain unless named; the SM clock sampled by nvidia-smi every
+# 50 ms; two rounds in alternating order, each run its own log. Sourced by bench/run.sh.
 bench_launch_gap() {
     local P="${GR_BUILD_DIR:-build}/gr_launch_probe" PP="${GR_BUILD_DIR:-build}/gr_pipe_probe"
     local PF="${GR_BUILD_DIR:-build}/gr_launch_probe_full"
@@ -35,7 +34,7 @@ bench_launch_gap() {
         [ $rc -ne 0 ] && { status=1; echo "   $label: exit $rc"; tail -3 "$d/$label.out"; }
     }
     local rows=(probe probe_bw_e1 bwpart_read_e1 bwpart_write_e1 bwpart_copy_e1 bwpart_memcpy_e1
-        bwpart_shape_e1 bwpart_read64_e1 kernels128_e1 kernels3_e1 bw_eager cc graphrun graphrun_nobw_nocc
+        bwpart_shape_e1 bwpart_read64_e1 kernels128_e1 kernels3_e1 graph_e1 capgraph_e1 bw_eager cc graphrun graphrun_nobw_nocc
         probe_tiny probe_tiny_bw_e1 graphrun_tiny probe_pdl probe_pdl_bw_e1 graphrun_pdl
         probe_tiny_pdl probe_tiny_pdl_bw_e1 graphrun_tiny_pdl)
     local r what
@@ -63,6 +62,8 @@ bench_launch_gap() {
             graphrun_tiny_pdl) clocked "$l" "$B" run workloads/launch_bound.json --variant tiny \
                 --iters 300 --quiet --json "$d/$l.json" ;;
             kernels128_e1) clocked "$l" "$PF" "${g[@]}" --before-setup --before kernels:128 --eager-first 1 ;;
+            graph_e1) clocked "$l" "$PF" "${g[@]}" --before-setup --before graph:1000 --eager-first 1 ;;
+            capgraph_e1) clocked "$l" "$PF" "${g[@]}" --before-setup --before capgraph:1000 --eager-first 1 ;;
             kernels3_e1) clocked "$l" "$PF" "${g[@]}" --before-setup --before kernels:3 --eager-first 1 ;;
             bwpart_read64_e1) clocked "$l" "$PF" "${g[@]}" --before-setup --before bwpart:read:64 --eager-first 1 ;;
             bwpart_*_e1) local k="${what#bwpart_}"
@@ -105,6 +106,7 @@ def clocks(label):
 print("   us per node (K = 1000 graphs; empty and plain unless named), SM clock MHz min/median/max while it ran")
 for what in ("probe", "probe_bw_e1", "bwpart_read_e1", "bwpart_write_e1", "bwpart_copy_e1",
              "bwpart_memcpy_e1", "bwpart_shape_e1", "bwpart_read64_e1", "kernels128_e1", "kernels3_e1",
+             "graph_e1", "capgraph_e1",
              "bw_eager", "cc", "graphrun",
              "graphrun_nobw_nocc", "probe_tiny", "probe_tiny_bw_e1", "graphrun_tiny", "probe_pdl",
              "probe_pdl_bw_e1", "graphrun_pdl", "probe_tiny_pdl", "probe_tiny_pdl_bw_e1",
