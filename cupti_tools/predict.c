@@ -130,6 +130,7 @@ typedef struct item {
                      stream ended (PDL in the eager run), only the part after that end */
     int overlap;  /* that kernel: its launch was hidden behind the predecessor (no node cost) */
     double elems; /* threads launched */
+    long op;      /* the graphrun op it belongs to (index into the trace's op records), -1 none */
     char label[96];
     /* fusion */
     int removed; /* folded into the chain's head */
@@ -231,7 +232,76 @@ typedef struct chain_acc {
     item *it;
     const gr_pred_calib *cal;
     const gr_pred_opts *o;
+    const gr_trace *t;
 } chain_acc;
+
+/* Whether buffer index `b` is in a "3,5" list. */
+static int in_list(const char *list, int b) {
+    for (const char *p = list; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p) return 0;
+        if (v == b) return 1;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}
+
+/* The chain's bytes from graphrun's plan (its op records' dataflow, written since session 19):
+ * unfused, what its ops read and write; fused, less each buffer that one op of the chain writes
+ * and only later ops of the chain read (not an output of the step, written by no other op): its
+ * write and its reads are the round trips fusing removes. 0 when the trace lacks the dataflow, a
+ * kernel of the chain is not a one-kernel graphrun op, or an op comes twice. */
+static int plan_bytes(const chain_acc *a, const size_t *mem, size_t m, double *bu, double *bf) {
+    const gr_trace *t = a->t;
+    const char *variant = NULL;
+    double unfused = 0, saved = 0;
+    for (size_t k = 0; k < m; k++) {
+        long oi = a->it[mem[k]].op;
+        if (oi < 0) return 0;
+        const gr_tr_op *op = &t->op.v[oi];
+        if (!op->has_flow || op->launches != 1) return 0;
+        const char *v = gr_trace_str(t, op->variant);
+        if (variant && strcmp(variant, v) != 0) return 0;
+        variant = v;
+        for (size_t j = 0; j < k; j++)
+            if (a->it[mem[j]].op == oi) return 0;
+        unfused += op->rd + op->wr;
+    }
+    for (size_t k = 0; k < m; k++) {
+        const gr_tr_op *op = &t->op.v[a->it[mem[k]].op];
+        const char *outs = gr_trace_str(t, op->out);
+        for (const char *p = outs; *p;) {
+            char *end;
+            long w = strtol(p, &end, 10);
+            if (end == p) return 0;
+            p = *end == ',' ? end + 1 : end;
+            const gr_tr_buf *buf = NULL;
+            for (size_t b = 0; b < t->buf.n && !buf; b++)
+                if (t->buf.v[b].index == w && !strcmp(gr_trace_str(t, t->buf.v[b].variant), variant))
+                    buf = &t->buf.v[b];
+            if (!buf) return 0;
+            if (buf->output) continue;
+            int inside = 1, reads = 0;
+            for (size_t o = 0; o < t->op.n && inside; o++) {
+                const gr_tr_op *x = &t->op.v[o];
+                if (!x->has_flow || strcmp(gr_trace_str(t, x->variant), variant) != 0) continue;
+                int r = in_list(gr_trace_str(t, x->in), (int)w), wr = in_list(gr_trace_str(t, x->out), (int)w);
+                if (!r && !wr) continue;
+                size_t pos = m;
+                for (size_t j = 0; j < m; j++)
+                    if (a->it[mem[j]].op == (long)o) pos = j;
+                if (wr && pos != k) inside = 0;                   /* another writer */
+                else if (r && (pos == m || pos <= k)) inside = 0; /* read outside the chain, or before */
+                else if (r) reads++;
+            }
+            if (inside && reads > 0) saved += buf->bytes * (1.0 + reads);
+        }
+    }
+    *bu = unfused;
+    *bf = unfused - saved > 0 ? unfused - saved : 0;
+    return 1;
+}
 
 static int chain_ok(const chain_acc *a, const item *x) {
     return x->kernel && x->dur < a->o->small_us && !gemm_like(x->label) && x->ndep == 0;
@@ -266,6 +336,7 @@ static gr_status chain_flush(chain_acc *a, const size_t *mem, size_t m, gr_error
     }
     double eb = a->o->elem_bytes;
     double bu = 3.0 * (double)m * elems * eb, bf = ((double)m + 2.0) * elems * eb;
+    int from_plan = plan_bytes(a, mem, m, &bu, &bf);
     double floor_us = bf / (a->cal->hbm_gbps * 1e3);
     double fused = floor_us > mind ? floor_us : mind;
     double unfused = sum + (double)(m - 1) * a->cal->node_us;
@@ -298,12 +369,13 @@ static gr_status chain_flush(chain_acc *a, const size_t *mem, size_t m, gr_error
     ch->bytes_unfused += bu;
     ch->bytes_fused += bf;
     ch->elems += elems;
+    ch->from_plan += (size_t)from_plan;
     return GR_OK;
 }
 
 static gr_status find_chains(const pctx *c, gr_pred_scope *ps, item *it, size_t n, size_t nstreams,
                              gr_error *err) {
-    chain_acc a = {ps, 0, it, &c->p->calib, &c->p->opts};
+    chain_acc a = {ps, 0, it, &c->p->calib, &c->p->opts, c->t};
     size_t *mem = malloc((n + 1) * sizeof(size_t));
     if (!mem) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory in the prediction");
     gr_status st = GR_OK;
@@ -335,6 +407,7 @@ static gr_status find_chains(const pctx *c, gr_pred_scope *ps, item *it, size_t 
         ch->bytes_unfused /= k;
         ch->bytes_fused /= k;
         ch->elems /= k;
+        ch->from_plan = ch->from_plan == ch->count; /* every occurrence counted from the plan */
         ps->fused_saved_us += ch->saved_us;
     }
     if (ps->nchains > 1) qsort(ps->chains, ps->nchains, sizeof(gr_pred_chain), cmp_chain);
@@ -540,9 +613,11 @@ static gr_status predict_scope(const pctx *c, const gr_ls_scope *sc, gr_pred_sco
         }
         x->stream = (int)si;
         int64_t tag = 0, oi;
+        x->op = -1;
         if (x->kernel && g->corr && gr_u64map_get(&c->ext_by_corr, g->corr, &tag) &&
-            gr_u64map_get(&c->op_by_tag, (uint64_t)tag, &oi) &&
-            gr_trace_str(t, t->op.v[oi].kernel)[0])
+            gr_u64map_get(&c->op_by_tag, (uint64_t)tag, &oi))
+            x->op = (long)oi;
+        if (x->op >= 0 && gr_trace_str(t, t->op.v[oi].kernel)[0])
             snprintf(x->label, sizeof(x->label), "%s", gr_trace_str(t, t->op.v[oi].kernel));
         else if (x->kernel)
             short_name(gr_trace_str(t, g->name), x->label, sizeof(x->label));
@@ -926,12 +1001,20 @@ void gr_pred_print(FILE *f, const gr_pred_report *p) {
                 char bu[32], bf[32];
                 bytes_str(ch->bytes_unfused, bu, sizeof(bu));
                 bytes_str(ch->bytes_fused, bf, sizeof(bf));
-                fprintf(f,
-                        "      %s per step: %s\n        %s -> %s us each (nodes included), saves "
-                        "%s us/step; bytes "
-                        "assumed %s -> %s (%.0f elements x %.0f B)\n",
-                        num(ch->per_step), ch->names, num(ch->unfused_us), num(ch->fused_us),
-                        num(ch->saved_us), bu, bf, ch->elems, p->opts.elem_bytes);
+                if (ch->from_plan)
+                    fprintf(f,
+                            "      %s per step: %s\n        %s -> %s us each (nodes included), saves "
+                            "%s us/step; bytes %s -> %s (graphrun's plan: what its ops read and "
+                            "write, less the buffers only the chain reads back)\n",
+                            num(ch->per_step), ch->names, num(ch->unfused_us), num(ch->fused_us),
+                            num(ch->saved_us), bu, bf);
+                else
+                    fprintf(f,
+                            "      %s per step: %s\n        %s -> %s us each (nodes included), saves "
+                            "%s us/step; bytes "
+                            "assumed %s -> %s (%.0f elements x %.0f B)\n",
+                            num(ch->per_step), ch->names, num(ch->unfused_us), num(ch->fused_us),
+                            num(ch->saved_us), bu, bf, ch->elems, p->opts.elem_bytes);
             }
             if (s->nchains > (size_t)top)
                 fprintf(f, "      (%zu more)\n", s->nchains - (size_t)top);
@@ -1027,11 +1110,11 @@ void *gr_pred_json(const gr_pred_report *p) {
         for (size_t k = 0; k < s->nchains; k++) {
             const gr_pred_chain *x = &s->chains[k];
             json_array_append_new(
-                ch, json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "kernels", x->names,
+                ch, json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s}", "kernels", x->names,
                               "len", x->len, "per_step", x->per_step, "unfused_us", x->unfused_us,
                               "fused_us", x->fused_us, "saved_us_per_step", x->saved_us,
                               "bytes_unfused", x->bytes_unfused, "bytes_fused", x->bytes_fused,
-                              "elements", x->elems));
+                              "elements", x->elems, "bytes_from", x->from_plan ? "plan" : "assumed"));
         }
         json_object_set_new(fu, "chains", ch);
         json_object_set_new(o, "fusion", fu);

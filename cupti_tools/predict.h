@@ -71,8 +71,10 @@ typedef struct gr_pred_chain {
     double
         fused_us; /* per occurrence: the fused kernel (max of the floor and its shortest kernel) */
     double saved_us;                   /* per step */
-    double bytes_unfused, bytes_fused; /* per occurrence, assumed */
+    double bytes_unfused, bytes_fused; /* per occurrence: from the plan, or assumed */
     double elems; /* elements assumed: the most threads any kernel of the chain launched */
+    size_t from_plan; /* while counting: occurrences whose bytes came from graphrun's plan; then
+                         1 when all did (the op records' dataflow), 0 when assumed */
 } gr_pred_chain;
 
 enum { GR_PRED_HELPS = 1, GR_PRED_NO_GAIN = 0 };

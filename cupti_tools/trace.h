@@ -86,7 +86,24 @@ typedef struct gr_tr_op {
     uint64_t tag;
     int32_t name, kernel, variant;
     int index;
+    /* the plan's dataflow (graphrun traces since session 19; has_flow 0 in older ones): the
+     * buffers it reads and writes (string indices of "3,5" lists, -1 none), the bytes the plan
+     * counts for it, and the kernels it launches (-1: a library decides) */
+    int has_flow;
+    int32_t in, out;
+    double rd, wr;
+    int launches;
 } gr_tr_op;
+
+/* A buffer of a graphrun variant (with the ops' dataflow): its size and whether it is an output
+ * of the step (checked against the reference), so that a buffer written and read back only inside
+ * a fused chain is known to be an intermediate. */
+typedef struct gr_tr_buf {
+    int32_t variant, name;
+    int index;
+    double bytes;
+    int output;
+} gr_tr_buf;
 
 /* A traced region with host-clock bounds (graphrun: one per variant and mode). */
 typedef struct gr_tr_region {
@@ -177,6 +194,7 @@ typedef struct gr_trace {
     GR_VEC(gr_tr_ext) ext;
     GR_VEC(gr_tr_node) node;
     GR_VEC(gr_tr_op) op;
+    GR_VEC(gr_tr_buf) buf;
     GR_VEC(gr_tr_region) region;
     GR_VEC(gr_tr_ovh) ovh;
     GR_VEC(gr_tr_ctx) ctx;

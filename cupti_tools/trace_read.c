@@ -457,6 +457,28 @@ static gr_status read_line(rd *r, char *line, size_t len) {
         o->name = get_str_idx(r, "op", "name", 1, "op name", &fail);
         o->kernel = get_str_idx(r, "op", "kernel", 0, "kernel", &fail);
         o->variant = get_str_idx(r, "op", "variant", 0, "variant", &fail);
+        o->in = get_str_idx(r, "op", "in", 0, "buffers the op reads", &fail);
+        o->out = get_str_idx(r, "op", "out", 0, "buffers the op writes", &fail);
+        o->has_flow = o->in >= 0 && o->out >= 0 && get_dbl(r, "op", "rd", "bytes the op reads", &o->rd, &fail) &&
+                      get_dbl(r, "op", "wr", "bytes the op writes", &o->wr, &fail);
+        o->launches = 1;
+        if (get_i64(r, "op", "launches", 0, "kernels the op launches", &v, &fail)) o->launches = (int)v;
+        if (!fail && o->has_flow && (o->rd < 0 || o->wr < 0))
+            return bad(r, gr_jline_get(r->jl, o->rd < 0 ? "rd" : "wr")->col, "\"op\" record: bytes must be >= 0");
+        return fail ? r->err->code : GR_OK;
+    }
+    if (!strcmp(kind, "buf")) {
+        gr_tr_buf *b;
+        PUSH(r, t->buf, b);
+        int64_t v = 0;
+        b->variant = get_str_idx(r, "buf", "variant", 1, "variant", &fail);
+        b->name = get_str_idx(r, "buf", "name", 0, "buffer name", &fail);
+        if (get_i64(r, "buf", "index", 1, "buffer index in the plan", &v, &fail)) b->index = (int)v;
+        get_dbl(r, "buf", "bytes", "buffer size", &b->bytes, &fail);
+        if (get_i64(r, "buf", "output", 0, "1: an output of the step", &v, &fail)) b->output = v != 0;
+        if (!fail && (b->bytes < 0 || b->index < 0))
+            return bad(r, gr_jline_get(r->jl, b->bytes < 0 ? "bytes" : "index")->col,
+                       "\"buf\" record: index and bytes must be >= 0");
         return fail ? r->err->code : GR_OK;
     }
     if (!strcmp(kind, "region")) {
@@ -928,6 +950,7 @@ void gr_trace_destroy(gr_trace *t) {
     free(t->ext.v);
     free(t->node.v);
     free(t->op.v);
+    free(t->buf.v);
     free(t->region.v);
     free(t->ovh.v);
     free(t->ctx.v);

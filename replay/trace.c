@@ -54,9 +54,21 @@ static void after_op(void *user, const gr_op *op) {
     gr_cupti_tag_pop();
 }
 
+/* "3,5": buffer indices, for the op record's "in" and "out" */
+static void index_list(char *out, size_t size, const int *v, int n) {
+    size_t off = 0;
+    out[0] = '\0';
+    for (int k = 0; k < n && off < size; k++)
+        off += (size_t)snprintf(out + off, size - off, "%s%d", k ? "," : "", v[k]);
+}
+
+/* The variant's ops and the buffers they use: each kernel's tag, and the plan's dataflow (the
+ * buffers each op reads and writes, its bytes, each buffer's size and whether it is an output),
+ * so that cupti-launchstat's fusion what-if counts a chain's bytes from the plan. */
 static void emit_ops(const gr_plan *p, uint64_t base) {
     gr_sbuf b;
     gr_sb_init(&b);
+    char list[GR_MAX_INPUTS * 12 + GR_MAX_OUTPUTS * 12];
     for (int i = 0; i < p->nops; i++) {
         const gr_op *op = &p->ops[i];
         b.len = 0;
@@ -66,6 +78,28 @@ static void emit_ops(const gr_plan *p, uint64_t base) {
         gr_sb_kv_i64(&b, "index", op->index);
         gr_sb_kv_str(&b, "name", op->name[0] ? op->name : op->path);
         gr_sb_kv_str(&b, "kernel", op->kind == GR_OP_KERNEL ? op->kernel->name : op->kind == GR_OP_FORK ? "fork" : "join");
+        if (op->kind == GR_OP_KERNEL) {
+            index_list(list, sizeof(list), op->inputs, op->ninputs);
+            gr_sb_kv_str(&b, "in", list);
+            index_list(list, sizeof(list), op->outputs, op->noutputs);
+            gr_sb_kv_str(&b, "out", list);
+            gr_sb_kv_dbl(&b, "rd", op->bytes_read);
+            gr_sb_kv_dbl(&b, "wr", op->bytes_written);
+            gr_sb_kv_i64(&b, "launches", op->launches);
+        }
+        gr_sb_raw(&b, "}", 1);
+        if (!b.oom) gr_cupti_line(b.p, b.len);
+    }
+    for (int i = 0; i < p->nbufs; i++) {
+        const gr_buffer *buf = &p->bufs[i];
+        if (!buf->used) continue;
+        b.len = 0;
+        gr_sb_raw(&b, "{\"t\":\"buf\"", 10);
+        gr_sb_kv_str(&b, "variant", p->variant);
+        gr_sb_kv_i64(&b, "index", i);
+        gr_sb_kv_str(&b, "name", buf->name);
+        gr_sb_kv_u64(&b, "bytes", buf->bytes);
+        gr_sb_kv_i64(&b, "output", buf->is_output);
         gr_sb_raw(&b, "}", 1);
         if (!b.oom) gr_cupti_line(b.p, b.len);
     }

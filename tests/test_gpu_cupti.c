@@ -226,6 +226,28 @@ static void test_in_process_trace(void) {
     for (size_t i = 0; i < ga->nops; i++) CU_ASSERT_EQUAL(ga->ops[i].graph, (size_t)ga->steps);
     /* regions carry both timings */
     CU_ASSERT_TRUE(ea->untraced_step_us > 0 && ea->traced_event_step_us > 0);
+    /* the ops' dataflow for the fusion what-if: every kernel op says what it reads and writes,
+     * every used buffer its size and whether it is an output (y only) */
+    CU_ASSERT_EQUAL(t->buf.n, 4);
+    for (size_t i = 0; i < t->buf.n; i++) {
+        const gr_tr_buf *bf = &t->buf.v[i];
+        CU_ASSERT_EQUAL(bf->bytes, 4096.0 * 4);
+        CU_ASSERT_EQUAL(bf->output, !strcmp(gr_trace_str(t, bf->name), "y"));
+    }
+    size_t flows = 0;
+    for (size_t i = 0; i < t->op.n; i++) {
+        const gr_tr_op *op = &t->op.v[i];
+        if (!op->has_flow) continue;
+        flows++;
+        CU_ASSERT_EQUAL(op->launches, 1);
+        if (!strcmp(gr_trace_str(t, op->name), "sum")) {
+            CU_ASSERT_STRING_EQUAL(gr_trace_str(t, op->in), "1,2");
+            CU_ASSERT_STRING_EQUAL(gr_trace_str(t, op->out), "3");
+            CU_ASSERT_EQUAL(op->rd, 2 * 4096.0 * 4);
+            CU_ASSERT_EQUAL(op->wr, 4096.0 * 4);
+        }
+    }
+    CU_ASSERT_EQUAL(flows, 3); /* the fork and the join carry none */
     /* the listener saw every eager launch (runtime, and the driver inside it if traced) */
     CU_ASSERT_TRUE(lc.enters >= 3 * (int)steps);
     CU_ASSERT_EQUAL(lc.enters, lc.exits);

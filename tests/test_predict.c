@@ -390,6 +390,58 @@ static void test_fusion(void) {
     free(b.p);
 }
 
+/* Fusion bytes from graphrun's plan: the op records carry what each op reads and writes and the
+ * buffer records each buffer's size and whether it is an output, so the chain's bytes are the
+ * plan's, not the per-element assumption. y = relu((a + b) * c) in fp32 over 1024 elements
+ * (4 KiB a buffer): add reads a, b, writes t1; mul reads t1, c, writes t2; relu reads t2, writes
+ * y (an output). Unfused 3 x 12 KiB; fused, less t1's and t2's write and read: 16 KiB. A second
+ * case: t2 is also read by an op after the chain (a GEMM), so only t1 is a round trip. */
+static void plan_bytes_case(int t2_read_later, double want_fused) {
+    pb b;
+    pb_init(&b, "NVIDIA H200", 1);
+    const double kb = 4096;
+    const char *bufs[] = {"a", "b", "c", "t1", "t2", "y", "w", "z"};
+    const char *ops[][3] = {{"add", "0,1", "3"}, {"mul", "3,2", "4"}, {"act", "4", "5"},
+                            {"gemm", t2_read_later ? "4,6" : "5,6", "7"}};
+    const char *kernels[] = {"add", "mul", "relu", "linear"};
+    for (int o = 0; o < 4; o++) {
+        int nin = (int)strlen(ops[o][1]) / 2 + 1;
+        pb_printf(&b,
+                  "{\"t\":\"op\",\"tag\":%llu,\"variant\":\"unfused\",\"index\":%d,\"name\":\"%s\","
+                  "\"kernel\":\"%s\",\"in\":\"%s\",\"out\":\"%s\",\"rd\":%.0f,\"wr\":%.0f,\"launches\":1}",
+                  (1ULL << 32) | (unsigned long long)(o + 1), o, ops[o][0], kernels[o], ops[o][1], ops[o][2],
+                  nin * kb, kb);
+    }
+    for (int i = 0; i < 8; i++)
+        pb_printf(&b, "{\"t\":\"buf\",\"variant\":\"unfused\",\"index\":%d,\"name\":\"%s\",\"bytes\":%.0f,"
+                      "\"output\":%d}",
+                  i, bufs[i], kb, i == 5 || i == 7);
+    for (int o = 0; o < 4; o++) {
+        long long t = 100000 + o * 1000LL;
+        pb_kernel(&b, kernels[o][0] == 'l' ? "sgemm_kernel" : "pointwise_kernel", t, t + 5000 + 3000 * o,
+                  t + 7000 + 3000 * o, 1, 10 + (unsigned)o);
+        pb_printf(&b, "{\"t\":\"ext\",\"corr\":%u,\"id\":%llu,\"kind\":3}", 10 + (unsigned)o,
+                  (1ULL << 32) | (unsigned long long)(o + 1));
+        b.records++; /* an activity record, counted by the end record */
+    }
+    loaded l;
+    CU_ASSERT_FATAL(predict_text(pb_end(&b), 1.0, 2.0, &l));
+    const gr_pred_scope *s = &l.p->scopes[0];
+    CU_ASSERT_EQUAL_FATAL(s->nchains, 1);
+    const gr_pred_chain *c = &s->chains[0];
+    CU_ASSERT_STRING_EQUAL(c->names, "add > mul > relu");
+    CU_ASSERT_EQUAL(c->from_plan, 1);
+    NEAR(c->bytes_unfused, 3 * 3 * kb - kb, 1e-6); /* add 12, mul 12, relu 8 KiB */
+    NEAR(c->bytes_fused, want_fused, 1e-6);
+    loaded_free(&l);
+    free(b.p);
+}
+
+static void test_fusion_plan_bytes(void) {
+    plan_bytes_case(0, (3 * 3 - 1) * 4096.0 - 2 * 2 * 4096.0); /* a, b, c read, y written */
+    plan_bytes_case(1, (3 * 3 - 1) * 4096.0 - 2 * 4096.0);     /* t2 stays: another op reads it */
+}
+
 /* A graph scope is not predicted; a trace without steps is one step. */
 static void test_not_predicted(void) {
     pb b;
@@ -755,6 +807,7 @@ static CU_TestInfo model_tests[] = {
     {"calibration table, unknown GPU", test_calibration},
     {"a calibration file's row", test_calibration_file_row},
     {"fusion chains", test_fusion},
+    {"fusion bytes from graphrun's plan", test_fusion_plan_bytes},
     {"graph scope, no steps", test_not_predicted},
     CU_TEST_INFO_NULL};
 static CU_TestInfo proof_tests[] = {
