@@ -233,6 +233,14 @@ typedef struct chain_acc {
     const gr_pred_calib *cal;
     const gr_pred_opts *o;
     const gr_trace *t;
+    /* plan_bytes' answers by the chain's ops: a chain recurs every step with the same ops */
+    struct plan_memo {
+        long *ops;
+        size_t m;
+        int ok;
+        double bu, bf;
+    } *memo;
+    size_t nmemo, capmemo;
 } chain_acc;
 
 /* Whether buffer index `b` is in a "3,5" list. */
@@ -303,6 +311,37 @@ static int plan_bytes(const chain_acc *a, const size_t *mem, size_t m, double *b
     return 1;
 }
 
+/* plan_bytes, asked once per sequence of ops (its scan is over every op record of the trace). */
+static int plan_bytes_memo(chain_acc *a, const size_t *mem, size_t m, double *bu, double *bf) {
+    for (size_t k = 0; k < m; k++)
+        if (a->it[mem[k]].op < 0) return 0;
+    for (size_t e = 0; e < a->nmemo; e++) {
+        struct plan_memo *x = &a->memo[e];
+        size_t k = 0;
+        while (x->m == m && k < m && x->ops[k] == a->it[mem[k]].op)
+            k++;
+        if (x->m != m || k < m) continue;
+        if (x->ok) *bu = x->bu, *bf = x->bf;
+        return x->ok;
+    }
+    double u = *bu, f = *bf;
+    int ok = plan_bytes(a, mem, m, &u, &f);
+    if (ok) *bu = u, *bf = f;
+    if (a->nmemo == a->capmemo) { /* out of memory: answer without remembering */
+        size_t nc = a->capmemo ? 2 * a->capmemo : 16;
+        struct plan_memo *v = realloc(a->memo, nc * sizeof(*v));
+        if (!v) return ok;
+        a->memo = v;
+        a->capmemo = nc;
+    }
+    long *ops = malloc(m * sizeof(long));
+    if (!ops) return ok;
+    for (size_t k = 0; k < m; k++)
+        ops[k] = a->it[mem[k]].op;
+    a->memo[a->nmemo++] = (struct plan_memo){ops, m, ok, u, f};
+    return ok;
+}
+
 static int chain_ok(const chain_acc *a, const item *x) {
     return x->kernel && x->dur < a->o->small_us && !gemm_like(x->label) && x->ndep == 0;
 }
@@ -336,7 +375,7 @@ static gr_status chain_flush(chain_acc *a, const size_t *mem, size_t m, gr_error
     }
     double eb = a->o->elem_bytes;
     double bu = 3.0 * (double)m * elems * eb, bf = ((double)m + 2.0) * elems * eb;
-    int from_plan = plan_bytes(a, mem, m, &bu, &bf);
+    int from_plan = plan_bytes_memo(a, mem, m, &bu, &bf);
     double floor_us = bf / (a->cal->hbm_gbps * 1e3);
     double fused = floor_us > mind ? floor_us : mind;
     double unfused = sum + (double)(m - 1) * a->cal->node_us;
@@ -375,7 +414,7 @@ static gr_status chain_flush(chain_acc *a, const size_t *mem, size_t m, gr_error
 
 static gr_status find_chains(const pctx *c, gr_pred_scope *ps, item *it, size_t n, size_t nstreams,
                              gr_error *err) {
-    chain_acc a = {ps, 0, it, &c->p->calib, &c->p->opts, c->t};
+    chain_acc a = {ps, 0, it, &c->p->calib, &c->p->opts, c->t, NULL, 0, 0};
     size_t *mem = malloc((n + 1) * sizeof(size_t));
     if (!mem) return gr_error_set(err, GR_ERR_NOMEM, NULL, "out of host memory in the prediction");
     gr_status st = GR_OK;
@@ -396,6 +435,9 @@ static gr_status find_chains(const pctx *c, gr_pred_scope *ps, item *it, size_t 
         if (st == GR_OK) st = chain_flush(&a, mem, m, err);
     }
     free(mem);
+    for (size_t e = 0; e < a.nmemo; e++)
+        free(a.memo[e].ops);
+    free(a.memo);
     if (st != GR_OK) return st;
     for (size_t ci = 0; ci < ps->nchains; ci++) {
         gr_pred_chain *ch = &ps->chains[ci];
@@ -407,7 +449,6 @@ static gr_status find_chains(const pctx *c, gr_pred_scope *ps, item *it, size_t 
         ch->bytes_unfused /= k;
         ch->bytes_fused /= k;
         ch->elems /= k;
-        ch->from_plan = ch->from_plan == ch->count; /* every occurrence counted from the plan */
         ps->fused_saved_us += ch->saved_us;
     }
     if (ps->nchains > 1) qsort(ps->chains, ps->nchains, sizeof(gr_pred_chain), cmp_chain);
@@ -1001,13 +1042,20 @@ void gr_pred_print(FILE *f, const gr_pred_report *p) {
                 char bu[32], bf[32];
                 bytes_str(ch->bytes_unfused, bu, sizeof(bu));
                 bytes_str(ch->bytes_fused, bf, sizeof(bf));
-                if (ch->from_plan)
+                if (ch->from_plan == ch->count)
                     fprintf(f,
                             "      %s per step: %s\n        %s -> %s us each (nodes included), saves "
                             "%s us/step; bytes %s -> %s (graphrun's plan: what its ops read and "
                             "write, less the buffers only the chain reads back)\n",
                             num(ch->per_step), ch->names, num(ch->unfused_us), num(ch->fused_us),
                             num(ch->saved_us), bu, bf);
+                else if (ch->from_plan)
+                    fprintf(f,
+                            "      %s per step: %s\n        %s -> %s us each (nodes included), saves "
+                            "%s us/step; bytes %s -> %s (mean of graphrun's plan for %zu of %zu "
+                            "occurrences and the per-element assumption for the rest)\n",
+                            num(ch->per_step), ch->names, num(ch->unfused_us), num(ch->fused_us),
+                            num(ch->saved_us), bu, bf, ch->from_plan, ch->count);
                 else
                     fprintf(f,
                             "      %s per step: %s\n        %s -> %s us each (nodes included), saves "
@@ -1020,11 +1068,14 @@ void gr_pred_print(FILE *f, const gr_pred_report *p) {
                 fprintf(f, "      (%zu more)\n", s->nchains - (size_t)top);
             fprintf(f, "      graph step with them fused: %s us (estimate)\n",
                     num(s->pred_fused_us));
-            fprintf(
-                f,
-                "      bytes assume each kernel reads two and writes one tensor of the chain's "
-                "largest launch "
-                "(one element per thread), and that each output is read only by the next kernel\n");
+            int assumed = 0; /* the footnote of the assumption, where a chain above used it */
+            for (size_t k = 0; k < s->nchains && k < (size_t)top; k++)
+                assumed |= s->chains[k].from_plan < s->chains[k].count;
+            if (assumed)
+                fprintf(f,
+                        "      assumed bytes: each kernel reads two and writes one tensor of the "
+                        "chain's largest launch (one element per thread), and each output is read "
+                        "only by the next kernel\n");
         }
     }
 }
@@ -1114,7 +1165,8 @@ void *gr_pred_json(const gr_pred_report *p) {
                               "len", x->len, "per_step", x->per_step, "unfused_us", x->unfused_us,
                               "fused_us", x->fused_us, "saved_us_per_step", x->saved_us,
                               "bytes_unfused", x->bytes_unfused, "bytes_fused", x->bytes_fused,
-                              "elements", x->elems, "bytes_from", x->from_plan ? "plan" : "assumed"));
+                              "elements", x->elems, "bytes_from",
+                              x->from_plan == x->count ? "plan" : x->from_plan ? "mixed" : "assumed"));
         }
         json_object_set_new(fu, "chains", ch);
         json_object_set_new(o, "fusion", fu);

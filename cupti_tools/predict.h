@@ -73,8 +73,8 @@ typedef struct gr_pred_chain {
     double saved_us;                   /* per step */
     double bytes_unfused, bytes_fused; /* per occurrence: from the plan, or assumed */
     double elems; /* elements assumed: the most threads any kernel of the chain launched */
-    size_t from_plan; /* while counting: occurrences whose bytes came from graphrun's plan; then
-                         1 when all did (the op records' dataflow), 0 when assumed */
+    size_t from_plan; /* occurrences whose bytes came from graphrun's plan (the op records'
+                         dataflow); the others' are assumed. All of them (== count): "plan" */
 } gr_pred_chain;
 
 enum { GR_PRED_HELPS = 1, GR_PRED_NO_GAIN = 0 };

@@ -459,6 +459,18 @@ static gr_status read_line(rd *r, char *line, size_t len) {
         o->variant = get_str_idx(r, "op", "variant", 0, "variant", &fail);
         o->in = get_str_idx(r, "op", "in", 0, "buffers the op reads", &fail);
         o->out = get_str_idx(r, "op", "out", 0, "buffers the op writes", &fail);
+        for (int k = 0; k < 2 && !fail; k++) { /* "3,5": buffer indices, comma separated */
+            int32_t idx = k ? o->out : o->in;
+            if (idx < 0) continue;
+            const char *l = gr_trace_str(t, idx);
+            int ok = 1;
+            for (size_t c = 0; l[c] && ok; c++)
+                ok = (l[c] >= '0' && l[c] <= '9') || (l[c] == ',' && c > 0 && l[c + 1] && l[c + 1] != ',');
+            if (!ok)
+                return bad(r, gr_jline_get(r->jl, k ? "out" : "in")->col,
+                           "\"op\" record: \"%s\" must list buffer indices as \"3,5\", not \"%s\"",
+                           k ? "out" : "in", l);
+        }
         o->has_flow = o->in >= 0 && o->out >= 0 && get_dbl(r, "op", "rd", "bytes the op reads", &o->rd, &fail) &&
                       get_dbl(r, "op", "wr", "bytes the op writes", &o->wr, &fail);
         o->launches = 1;
@@ -473,12 +485,17 @@ static gr_status read_line(rd *r, char *line, size_t len) {
         int64_t v = 0;
         b->variant = get_str_idx(r, "buf", "variant", 1, "variant", &fail);
         b->name = get_str_idx(r, "buf", "name", 0, "buffer name", &fail);
-        if (get_i64(r, "buf", "index", 1, "buffer index in the plan", &v, &fail)) b->index = (int)v;
-        get_dbl(r, "buf", "bytes", "buffer size", &b->bytes, &fail);
-        if (get_i64(r, "buf", "output", 0, "1: an output of the step", &v, &fail)) b->output = v != 0;
-        if (!fail && (b->bytes < 0 || b->index < 0))
-            return bad(r, gr_jline_get(r->jl, b->bytes < 0 ? "bytes" : "index")->col,
-                       "\"buf\" record: index and bytes must be >= 0");
+        if (get_i64(r, "buf", "index", 1, "buffer index in the plan", &v, &fail)) {
+            if (v < 0 || v > INT32_MAX)
+                return bad(r, gr_jline_get(r->jl, "index")->col, "\"buf\" record: index %lld is out of range",
+                           (long long)v);
+            b->index = (int)v;
+        }
+        if (get_i64(r, "buf", "bytes", 1, "buffer size", &v, &fail)) {
+            if (v < 0) return bad(r, gr_jline_get(r->jl, "bytes")->col, "\"buf\" record: bytes must be >= 0");
+            b->bytes = (double)v;
+        }
+        if (get_i64(r, "buf", "output", 1, "1: an output of the step", &v, &fail)) b->output = v != 0;
         return fail ? r->err->code : GR_OK;
     }
     if (!strcmp(kind, "region")) {
@@ -824,9 +841,9 @@ static gr_status one_line(rd *r, char *line, size_t len, int has_nl, int partial
     gr_error_clear(tmp);
     r->err = tmp;
     gr_trace *t = r->t;
-    size_t snap[11] = {t->gpu.n,    t->api.n, t->ext.n, t->node.n,           t->op.n,
+    size_t snap[12] = {t->gpu.n,    t->api.n, t->ext.n, t->node.n,           t->op.n,
                        t->region.n, t->ovh.n, t->ctx.n, t->activity_records, t->str.n,
-                       r->nv.n};
+                       r->nv.n,     t->buf.n};
     int snap_end = r->seen_end;
     gr_status st = read_line(r, line, len);
     r->err = real;
@@ -845,6 +862,7 @@ static gr_status one_line(rd *r, char *line, size_t len, int has_nl, int partial
     t->region.n = snap[5], t->ovh.n = snap[6], t->ctx.n = snap[7], t->activity_records = snap[8];
     while (t->str.n > snap[9]) free(t->str.v[--t->str.n]);
     r->nv.n = snap[10];
+    t->buf.n = snap[11];
     r->seen_end = snap_end;
     t->has_end = snap_end;
     if (partial && r->seen_header) {

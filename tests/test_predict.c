@@ -393,53 +393,110 @@ static void test_fusion(void) {
 /* Fusion bytes from graphrun's plan: the op records carry what each op reads and writes and the
  * buffer records each buffer's size and whether it is an output, so the chain's bytes are the
  * plan's, not the per-element assumption. y = relu((a + b) * c) in fp32 over 1024 elements
- * (4 KiB a buffer): add reads a, b, writes t1; mul reads t1, c, writes t2; relu reads t2, writes
- * y (an output). Unfused 3 x 12 KiB; fused, less t1's and t2's write and read: 16 KiB. A second
- * case: t2 is also read by an op after the chain (a GEMM), so only t1 is a round trip. */
-static void plan_bytes_case(int t2_read_later, double want_fused) {
+ * (4 KiB a buffer), two steps: add reads a, b, writes t1; mul reads t1, c, writes t2; relu
+ * reads t2, writes y (an output). Unfused 12 + 12 + 8 KiB; fused, less t1's and t2's write and
+ * read: 16 KiB (a, b, c read, y written). The cases: */
+enum {
+    PB_PLAIN,       /* as above */
+    PB_READ_LATER,  /* t2 is also read by the GEMM after the chain: only t1 is a round trip */
+    PB_IN_PLACE,    /* mul writes t1 in place (t1 has two writers): nothing is saved */
+    PB_TWO_KERNELS, /* mul launches two kernels: the per-element assumption */
+    PB_OTHER,       /* another variant's ops read its own buffer 4: no effect on this one */
+};
+
+static void plan_bytes_case(int mode, double want_unfused, double want_fused, int want_plan) {
     pb b;
-    pb_init(&b, "NVIDIA H200", 1);
+    pb_init(&b, "NVIDIA H200", 2);
     const double kb = 4096;
     const char *bufs[] = {"a", "b", "c", "t1", "t2", "y", "w", "z"};
-    const char *ops[][3] = {{"add", "0,1", "3"}, {"mul", "3,2", "4"}, {"act", "4", "5"},
-                            {"gemm", t2_read_later ? "4,6" : "5,6", "7"}};
+    const char *ops[][3] = {{"add", "0,1", "3"},
+                            {"mul", "3,2", mode == PB_IN_PLACE ? "3" : "4"},
+                            {"act", mode == PB_IN_PLACE ? "3" : "4", "5"},
+                            {"gemm", mode == PB_READ_LATER ? "4,6" : "5,6", "7"}};
     const char *kernels[] = {"add", "mul", "relu", "linear"};
     for (int o = 0; o < 4; o++) {
         int nin = (int)strlen(ops[o][1]) / 2 + 1;
         pb_printf(&b,
                   "{\"t\":\"op\",\"tag\":%llu,\"variant\":\"unfused\",\"index\":%d,\"name\":\"%s\","
-                  "\"kernel\":\"%s\",\"in\":\"%s\",\"out\":\"%s\",\"rd\":%.0f,\"wr\":%.0f,\"launches\":1}",
+                  "\"kernel\":\"%s\",\"in\":\"%s\",\"out\":\"%s\",\"rd\":%.0f,\"wr\":%.0f,\"launches\":%d}",
                   (1ULL << 32) | (unsigned long long)(o + 1), o, ops[o][0], kernels[o], ops[o][1], ops[o][2],
-                  nin * kb, kb);
+                  nin * kb, kb, mode == PB_TWO_KERNELS && o == 1 ? 2 : 1);
     }
     for (int i = 0; i < 8; i++)
         pb_printf(&b, "{\"t\":\"buf\",\"variant\":\"unfused\",\"index\":%d,\"name\":\"%s\",\"bytes\":%.0f,"
                       "\"output\":%d}",
                   i, bufs[i], kb, i == 5 || i == 7);
-    for (int o = 0; o < 4; o++) {
-        long long t = 100000 + o * 1000LL;
-        pb_kernel(&b, kernels[o][0] == 'l' ? "sgemm_kernel" : "pointwise_kernel", t, t + 5000 + 3000 * o,
-                  t + 7000 + 3000 * o, 1, 10 + (unsigned)o);
-        pb_printf(&b, "{\"t\":\"ext\",\"corr\":%u,\"id\":%llu,\"kind\":3}", 10 + (unsigned)o,
-                  (1ULL << 32) | (unsigned long long)(o + 1));
-        b.records++; /* an activity record, counted by the end record */
+    if (mode == PB_OTHER) {
+        pb_printf(&b, "{\"t\":\"op\",\"tag\":%llu,\"variant\":\"fused\",\"index\":0,\"name\":\"f\","
+                      "\"kernel\":\"add_mul_act\",\"in\":\"4\",\"out\":\"3\",\"rd\":4096,\"wr\":4096,\"launches\":1}",
+                  (2ULL << 32) | 1ULL);
+        pb_printf(&b, "{\"t\":\"buf\",\"variant\":\"fused\",\"index\":4,\"name\":\"t2\",\"bytes\":4096,"
+                      "\"output\":0}");
     }
+    for (int step = 0; step < 2; step++)
+        for (int o = 0; o < 4; o++) {
+            long long t = 100000 + step * 100000LL + o * 1000LL;
+            unsigned corr = 10 + (unsigned)(step * 4 + o);
+            pb_kernel(&b, kernels[o][0] == 'l' ? "sgemm_kernel" : "pointwise_kernel", t,
+                      t + 5000 + 3000 * o, t + 7000 + 3000 * o, 1, corr);
+            pb_printf(&b, "{\"t\":\"ext\",\"corr\":%u,\"id\":%llu,\"kind\":3}", corr,
+                      (1ULL << 32) | (unsigned long long)(o + 1));
+            b.records++; /* an activity record, counted by the end record */
+        }
     loaded l;
     CU_ASSERT_FATAL(predict_text(pb_end(&b), 1.0, 2.0, &l));
     const gr_pred_scope *s = &l.p->scopes[0];
     CU_ASSERT_EQUAL_FATAL(s->nchains, 1);
     const gr_pred_chain *c = &s->chains[0];
     CU_ASSERT_STRING_EQUAL(c->names, "add > mul > relu");
-    CU_ASSERT_EQUAL(c->from_plan, 1);
-    NEAR(c->bytes_unfused, 3 * 3 * kb - kb, 1e-6); /* add 12, mul 12, relu 8 KiB */
+    CU_ASSERT_EQUAL(c->count, 2);
+    CU_ASSERT_EQUAL(c->from_plan, want_plan ? c->count : 0);
+    NEAR(c->bytes_unfused, want_unfused, 1e-6);
     NEAR(c->bytes_fused, want_fused, 1e-6);
     loaded_free(&l);
     free(b.p);
 }
 
 static void test_fusion_plan_bytes(void) {
-    plan_bytes_case(0, (3 * 3 - 1) * 4096.0 - 2 * 2 * 4096.0); /* a, b, c read, y written */
-    plan_bytes_case(1, (3 * 3 - 1) * 4096.0 - 2 * 4096.0);     /* t2 stays: another op reads it */
+    const double kb = 4096, unfused = 8 * kb;
+    plan_bytes_case(PB_PLAIN, unfused, unfused - 2 * 2 * kb, 1);
+    plan_bytes_case(PB_READ_LATER, unfused, unfused - 2 * kb, 1);
+    plan_bytes_case(PB_IN_PLACE, unfused, unfused, 1);
+    plan_bytes_case(PB_OTHER, unfused, unfused - 2 * 2 * kb, 1);
+    /* 1024 threads a kernel, 4 bytes an element: 3 tensors a kernel unfused, 3 + 2 fused */
+    plan_bytes_case(PB_TWO_KERNELS, 3 * 3 * 1024 * 4.0, 5 * 1024 * 4.0, 0);
+}
+
+/* The dataflow records are checked when read: a list that is not buffer indices, a buffer record
+ * without its size or output flag, a negative size, each named with its line. */
+static void test_flow_records_checked(void) {
+    const char *bad[][2] = {
+        {"{\"t\":\"op\",\"tag\":4294967297,\"name\":\"add\",\"in\":\"3;5\",\"out\":\"4\",\"rd\":8,\"wr\":4}",
+         "must list buffer indices"},
+        {"{\"t\":\"op\",\"tag\":4294967297,\"name\":\"add\",\"in\":\"3,\",\"out\":\"4\",\"rd\":8,\"wr\":4}",
+         "must list buffer indices"},
+        {"{\"t\":\"op\",\"tag\":4294967297,\"name\":\"add\",\"in\":\"3\",\"out\":\"4\",\"rd\":-8,\"wr\":4}",
+         "bytes must be >= 0"},
+        {"{\"t\":\"buf\",\"variant\":\"v\",\"index\":1,\"name\":\"t\",\"output\":0}", "bytes"},
+        {"{\"t\":\"buf\",\"variant\":\"v\",\"index\":1,\"name\":\"t\",\"bytes\":-4,\"output\":0}",
+         "bytes must be >= 0"},
+        {"{\"t\":\"buf\",\"variant\":\"v\",\"index\":4294967296,\"name\":\"t\",\"bytes\":4,\"output\":0}",
+         "out of range"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        pb b;
+        pb_init(&b, "NVIDIA H200", 1);
+        pb_printf(&b, "%s", bad[i][0]);
+        gr_trace *t = NULL;
+        gr_error e;
+        gr_error_clear(&e);
+        const char *text = pb_end(&b);
+        CU_ASSERT_NOT_EQUAL(gr_trace_load_mem(text, strlen(text), "p.jsonl", 0, &t, &e), GR_OK);
+        GR_ASSERT_CONTAINS(e.msg, bad[i][1]);
+        GR_ASSERT_CONTAINS(e.msg, "p.jsonl:2");
+        gr_trace_destroy(t);
+        free(b.p);
+    }
 }
 
 /* A graph scope is not predicted; a trace without steps is one step. */
@@ -808,6 +865,7 @@ static CU_TestInfo model_tests[] = {
     {"a calibration file's row", test_calibration_file_row},
     {"fusion chains", test_fusion},
     {"fusion bytes from graphrun's plan", test_fusion_plan_bytes},
+    {"dataflow records checked", test_flow_records_checked},
     {"graph scope, no steps", test_not_predicted},
     CU_TEST_INFO_NULL};
 static CU_TestInfo proof_tests[] = {
