@@ -102,6 +102,9 @@ static const char *usage_run =
     "  --no-cpu-ref           skip the CPU reference (graph is still checked against eager\n"
     "                         and variants against each other)\n"
     "  --no-bandwidth         skip the bandwidth probe (no HBM floor)\n"
+    "  --no-launch-floor      skip the launch floor: after the variants, a graph of 256 empty\n"
+    "                         kernels timed in this process, the cost of a graph node; each\n"
+    "                         variant's kernels at that cost against its graph step\n"
     "  --no-pdl               launch every kernel plainly. By default the kernels that support\n"
     "                         programmatic dependent launch use it on GPUs that have it (compute\n"
     "                         capability 9.0+): the next kernel starts launching while this one\n"
@@ -257,7 +260,7 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
         if (is_validate && run_only(name)) {
             int known = needs;
             static const char *flags[] = {"--plan",         "--pdl",          "--no-pdl",       "--no-cpu-ref",
-                                          "--no-bandwidth", "--quiet",        "--no-capture-check",
+                                          "--no-bandwidth", "--no-launch-floor", "--quiet", "--no-capture-check",
                                           "--piecewise",    "--no-piecewise", NULL};
             for (const char **f = flags; *f; f++)
                 if (!strcmp(*f, name)) known = 1;
@@ -332,6 +335,7 @@ static int parse_args(int argc, char **argv, cli *c, const char *cmd_usage) {
             if (!gr_arg_int32(val, 0, 1024, &c->device)) return bad_int(cmd_usage, name, 0, 1024, val);
         } else if (!strcmp(name, "--no-cpu-ref")) c->run.cpu_reference = 0;
         else if (!strcmp(name, "--no-bandwidth")) c->run.bandwidth = 0;
+        else if (!strcmp(name, "--no-launch-floor")) c->run.launch_floor = 0;
         else if (!strcmp(name, "--quiet")) c->run.progress = 0;
         else if (!strcmp(name, "--no-capture-check")) c->run.no_capture_check = 1;
         else if (!strcmp(name, "--piecewise")) c->run.piecewise = c->run.piecewise == GR_PW_OFF ? -1 : GR_PW_ON;

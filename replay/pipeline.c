@@ -19,6 +19,7 @@ void gr_run_opts_default(gr_run_opts *o) {
     o->mode = GR_CAPTURE_GLOBAL;
     o->cpu_reference = 1;
     o->bandwidth = 1;
+    o->launch_floor = 1;
     o->progress = 1;
     o->unroll = 1;
     o->steps = 1;

@@ -23,6 +23,8 @@ typedef struct gr_run_opts {
     gr_capture_mode mode;
     int cpu_reference;    /* run the CPU reference (default on) */
     int bandwidth;        /* run the bandwidth probe: the HBM floor (default on) */
+    int launch_floor;     /* after the variants, time a graph of empty kernels: the cost of a graph
+                           * node in this process (default on; gr_run_plans only) */
     const char *dot_path; /* --dot FILE: write each captured graph */
     int progress;         /* progress bars on stderr (a terminal only) */
     const gr_exec_hooks *hooks; /* around each op in eager runs and captures (NVTX, trace tags) */

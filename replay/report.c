@@ -59,6 +59,44 @@ static double floor_us(const gr_run_report *r, const gr_plan *p) {
     return r->have_bw ? gr_floor_us(p->bytes_read, p->bytes_written, &r->bw) : 0;
 }
 
+/* A variant's launch floor per step: each kernel its plan launches at the measured cost of a
+ * graph node (with PDL for the kernels that launched with it); 0 when not measured. */
+static double launch_floor_us(const gr_run_report *r, const gr_plan *p) {
+    if (!r->launch_floor.measured) return 0;
+    double us = 0;
+    for (int i = 0; i < p->nops; i++) {
+        const gr_op *op = &p->ops[i];
+        if (op->kind != GR_OP_KERNEL) continue;
+        int pdl = r->opts.pdl == 1 && r->launch_floor.pdl_node_us > 0 && gr_op_pdl_capable(op);
+        us += (op->launches > 0 ? op->launches : 1) *
+              (pdl ? r->launch_floor.pdl_node_us : r->launch_floor.node_us);
+    }
+    return us;
+}
+
+static void launch_floor_section(FILE *f, const gr_run_report *r) {
+    if (!r->opts.launch_floor) return;
+    if (!r->launch_floor.measured) {
+        if (r->launch_floor.why[0]) fprintf(f, "\nlaunch floor: not measured: %s\n", r->launch_floor.why);
+        return;
+    }
+    fprintf(f, "\nlaunch floor, this process after the variants: a graph node costs %.3f us plain", r->launch_floor.node_us);
+    if (r->launch_floor.pdl_node_us > 0) fprintf(f, ", %.3f with PDL", r->launch_floor.pdl_node_us);
+    fprintf(f, " (%d empty kernels and one tiny in one graph, CUDA events, untraced; the cost of a node\n"
+               "  depends on the GPU work the process did before: docs/pipeline.md); floor = each kernel the plan\n"
+               "  launches at that cost\n",
+            r->launch_floor.k);
+    fprintf(f, "  %-16s %7s %14s %14s %14s\n", "variant", "kernels", "floor us/step", "graph us/step",
+            "floor / graph");
+    for (int i = 0; i < r->nv; i++) {
+        const gr_variant_run *v = &r->v[i];
+        if (!v->timed) continue;
+        double fl = launch_floor_us(r, v->plan), g = v->graph_t.step_us.median;
+        fprintf(f, "  %-16s %7d %14.2f %14.2f %13.1f%%\n", v->plan->variant, v->plan->kernels, fl, g,
+                g > 0 ? 100.0 * fl / g : 0.0);
+    }
+}
+
 /* How close a copy probe came to the floor of its own bytes (half read, half written). */
 static double copy_pct_of_floor(const gr_bandwidth *bw, const gr_bw_figure *copy) {
     if (!(copy->gbps.median > 0)) return 0;
@@ -299,6 +337,7 @@ void gr_report_text(FILE *f, const gr_run_report *r) {
     }
     fprintf(f, "  (saved us/krn = (eager - graph) / kernels per step; submit = host clock for "
                "enqueueing one step)\n");
+    launch_floor_section(f, r);
     loop_section(f, r);
     if (r->have_bw) {
         fprintf(f, "\nHBM roofline: floor = bytes read / read bw + bytes written / write bw, each "
@@ -424,6 +463,23 @@ void *gr_report_json(const gr_run_report *r) {
     json_object_set_new(root, "knobs", knobs);
     if (r->have_bw)
         json_object_set_new(root, "copy_bandwidth", (json_t *)gr_report_bandwidth_json(&r->bw, NULL));
+    if (r->opts.launch_floor && (r->launch_floor.measured || r->launch_floor.why[0])) {
+        json_t *lf = json_object();
+        json_object_set_new(lf, "measured", json_boolean(r->launch_floor.measured));
+        if (r->launch_floor.measured) {
+            json_object_set_new(lf, "node_us", json_real(r->launch_floor.node_us));
+            json_object_set_new(lf, "pdl_node_us", r->launch_floor.pdl_node_us > 0
+                                                       ? json_real(r->launch_floor.pdl_node_us)
+                                                       : json_null());
+            json_object_set_new(lf, "empty_kernels", json_integer(r->launch_floor.k));
+            json_object_set_new(lf, "method", json_string("a graph of empty kernels and one tiny, timed "
+                                                          "after the variants in this process; CUDA "
+                                                          "events, untraced; us per kernel node"));
+        } else {
+            json_object_set_new(lf, "why", json_string(r->launch_floor.why));
+        }
+        json_object_set_new(root, "launch_floor", lf);
+    }
     json_t *vars = json_array();
     for (int i = 0; i < r->nv; i++) {
         const gr_variant_run *v = &r->v[i];
@@ -489,6 +545,11 @@ void *gr_report_json(const gr_run_report *r) {
             json_object_set_new(jv, "graph_gbps", json_real(bytes / (g * 1e-6) / 1e9));
             double fl = floor_us(r, p);
             json_object_set_new(jv, "weight_bytes", json_real(gr_plan_input_bytes(p)));
+            if (r->launch_floor.measured) {
+                double lf = launch_floor_us(r, p);
+                json_object_set_new(jv, "launch_floor_us", json_real(lf));
+                json_object_set_new(jv, "launch_floor_pct_of_graph", json_real(g > 0 ? 100.0 * lf / g : 0));
+            }
             if (fl > 0) {
                 double copy = r->bw.memcpy_d2d.gbps.median;
                 json_object_set_new(jv, "hbm_floor_us", json_real(fl));

@@ -20,6 +20,13 @@ typedef struct gr_run_report {
     gr_device_info dev;
     gr_bandwidth bw;
     int have_bw;
+    /* the launch floor (gr_run_plans, after the variants): a graph of `k` empty kernels timed in
+     * this process, per node; pdl_node_us with PDL (0: not measured); why: why not, when not */
+    struct {
+        int measured, k;
+        double node_us, pdl_node_us;
+        char why[256];
+    } launch_floor;
     gr_run_opts opts;
     gr_variant_run *v; /* nv of them, grown by gr_run_report_add */
     int nv, cap;       /* cap 0 with nv > 0: v is borrowed (the service's held result) */

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cuda_check.h"
+#include "kernels/registry.h"
+
 /* Outputs of the first variant, to check every later variant against it. */
 typedef struct cross_ref {
     const gr_plan *plan;
@@ -46,6 +49,71 @@ static gr_status before_stage(void *user, gr_pipe *p, const gr_stage *s, int *sk
     (void)err;
     if (s == &gr_stage_verdict && p->s) cross_check(p->s, user);
     return GR_OK;
+}
+
+/* The launch floor: K empty kernels (one block, no memory traffic) and one tiny kernel in one
+ * graph, captured and timed through the same stages as a variant, after the variants, so in the
+ * process state their graphs were timed in (docs/pipeline.md: what earlier GPU work costs a graph
+ * node); per node = the graph's step / its kernel nodes. */
+enum { LAUNCH_FLOOR_K = 256 };
+static const char launch_floor_json[] =
+    "{\"name\": \"launch_floor\", \"params\": {\"K\": {\"default\": 256}},"
+    " \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [256], \"init\": \"zeros\"}],"
+    " \"outputs\": [\"x\"], \"ops\": [{\"repeat\": \"K\", \"var\": \"k\", \"ops\": [{\"name\": \"empty.{k}\","
+    " \"kernel\": \"empty\", \"inputs\": [], \"outputs\": []}]}, {\"name\": \"tiny.last\", \"kernel\": \"tiny\","
+    " \"inputs\": [\"x\"], \"outputs\": [\"x\"], \"attrs\": {\"c\": 1}}]}";
+
+gr_status gr_launch_floor_plan(const gr_target *t, gr_plan **out, gr_error *err) {
+    gr_workload *wl = NULL;
+    *out = NULL;
+    GR_TRY(gr_workload_load_string(launch_floor_json, sizeof(launch_floor_json) - 1, "launch floor", &wl, err));
+    gr_status st = gr_plan_resolve(wl, NULL, t, gr_kernel_find, gr_kernel_all_names, out, err);
+    gr_workload_destroy(wl);
+    return st;
+}
+
+static gr_status floor_one(gr_run_report *r, int pdl, double *node_us, gr_error *err) {
+    static const gr_stage *const stages[] = {&gr_stage_session, &gr_stage_capture, &gr_stage_time_graph};
+    gr_plan *plan = NULL;
+    gr_target t = gr_target_from_info(&r->dev);
+    gr_status st = gr_launch_floor_plan(&t, &plan, err);
+    gr_run_opts o;
+    gr_run_opts_default(&o);
+    o.iters = 200;
+    o.batches = 10;
+    o.warmup = 20;
+    o.progress = 0;
+    o.cpu_reference = 0;
+    o.bandwidth = 0;
+    o.launch_floor = 0;
+    o.no_capture_check = 1;
+    o.hooks = NULL;
+    o.pdl = pdl;
+    gr_variant_run v;
+    memset(&v, 0, sizeof(v));
+    if (st == GR_OK) {
+        gr_pipe p;
+        gr_pipe_init(&p, plan, r->dev.sm_count, &o, &v);
+        st = gr_pipe_run(&p, stages, 3, err);
+        gr_pipe_free(&p);
+    }
+    if (st == GR_OK && (!v.timed || v.graph.kernel_nodes == 0))
+        st = gr_error_set(err, GR_ERR_INTERNAL, NULL, "the launch floor's graph was not timed");
+    if (st == GR_OK) *node_us = v.graph_t.step_us.median / (double)v.graph.kernel_nodes;
+    gr_variant_run_clear(&v);
+    gr_plan_destroy(plan);
+    return st;
+}
+
+/* Not a failure of the run when it fails: the report says why it is missing. */
+static void launch_floor(gr_run_report *r) {
+    gr_error e;
+    gr_error_clear(&e);
+    r->launch_floor.k = LAUNCH_FLOOR_K;
+    gr_status st = floor_one(r, 0, &r->launch_floor.node_us, &e);
+    if (st == GR_OK && r->opts.pdl == 1) st = floor_one(r, 1, &r->launch_floor.pdl_node_us, &e);
+    r->launch_floor.measured = st == GR_OK;
+    if (st != GR_OK) snprintf(r->launch_floor.why, sizeof(r->launch_floor.why), "%s", e.msg);
 }
 
 gr_status gr_run_plans(const gr_plan *const *plans, int nplans, gr_run_report *r, gr_error *err) {
@@ -93,5 +161,7 @@ gr_status gr_run_plans(const gr_plan *const *plans, int nplans, gr_run_report *r
         for (int b = 0; b < x.plan->nbufs; b++) free(x.out[b]);
         free(x.out);
     }
+    /* after a CUDA error the context may be unusable: no floor from it */
+    if (o->launch_floor && worst != GR_ERR_CUDA) launch_floor(r);
     return worst;
 }

@@ -14,8 +14,13 @@ extern "C" {
 #endif
 
 /* Runs every plan into r (made by gr_run_report_create); failures are recorded per variant and
- * the worst status is returned. */
+ * the worst status is returned. Then, unless opts.launch_floor is 0 or a CUDA error stopped the
+ * run, the launch floor (r->launch_floor; a failure there is recorded, not returned). */
 gr_status gr_run_plans(const gr_plan *const *plans, int nplans, gr_run_report *r, gr_error *err);
+
+/* The launch floor's plan (gr_run_plans times it after the variants, when opts.launch_floor):
+ * 256 empty kernels and one tiny kernel adding 1 to x, for this target. */
+gr_status gr_launch_floor_plan(const gr_target *t, gr_plan **out, gr_error *err);
 
 #ifdef __cplusplus
 }

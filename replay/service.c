@@ -639,6 +639,7 @@ static void capture_opts(const gr_request *r, gr_run_opts *o) {
     o->mode = r->mode;
     o->cpu_reference = r->cpu_reference;
     o->bandwidth = 0;
+    o->launch_floor = 0; /* gr_run_plans' (the service runs its own stage lists) */
     o->progress = 0;
     o->hooks = NULL;
     o->pdl = r->pdl;

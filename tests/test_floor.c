@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "replay/report.h"
+#include "replay/run.h"
 #include "replay/timing.h"
 #include "tests.h"
 
@@ -203,9 +204,82 @@ static void test_report_floor(void) {
     gr_plan_destroy(p);
 }
 
+/* The launch floor: its plan (256 empty kernels and one tiny), and the report's section and keys
+ * from a measured floor (plain and PDL), one that failed, and none asked for. */
+static void test_launch_floor_report(void) {
+    gr_error e;
+    gr_error_clear(&e);
+    gr_target t = gr_target_default();
+    gr_plan *fp = NULL;
+    CU_ASSERT_EQUAL_FATAL(gr_launch_floor_plan(&t, &fp, &e), GR_OK);
+    CU_ASSERT_EQUAL(fp->kernels, 257);
+    int empty = 0;
+    for (int i = 0; i < fp->nops; i++) empty += !strcmp(fp->ops[i].kernel->name, "empty");
+    CU_ASSERT_EQUAL(empty, 256);
+    CU_ASSERT_STRING_EQUAL(fp->ops[fp->nops - 1].kernel->name, "tiny");
+    gr_plan_destroy(fp);
+
+    gr_plan *p = gr_test_plan(add_workload, NULL, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    gr_run_report *r = gr_run_report_create(NULL, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    gr_variant_run *v = gr_run_report_add(r, p);
+    fake_timed(v, 10, 5, 1);
+    r->opts.pdl = 0;
+    r->launch_floor.measured = 1;
+    r->launch_floor.k = 256;
+    r->launch_floor.node_us = 2.0;
+    r->launch_floor.pdl_node_us = 1.0;
+    char *text = report_text(r);
+    GR_ASSERT_CONTAINS(text, "launch floor, this process after the variants: a graph node costs 2.000 us "
+                             "plain, 1.000 with PDL (256 empty kernels and one tiny in one graph");
+    GR_ASSERT_CONTAINS(text, "  default                1           2.00           5.00          40.0%\n");
+    free(text);
+    json_t *j = gr_report_json(r);
+    json_t *lf = json_object_get(j, "launch_floor");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lf);
+    CU_ASSERT_TRUE(json_is_true(json_object_get(lf, "measured")));
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(lf, "node_us")), 2, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(lf, "pdl_node_us")), 1, 1e-12);
+    json_t *jv = json_array_get(json_object_get(j, "variants"), 0);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(jv, "launch_floor_us")), 2, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(jv, "launch_floor_pct_of_graph")), 40, 1e-9);
+    json_decref(j);
+    /* with PDL on: the PDL cost for a kernel that launches with it */
+    r->opts.pdl = 1;
+    double want = gr_op_pdl_capable(&p->ops[0]) ? 1.0 : 2.0;
+    j = gr_report_json(r);
+    jv = json_array_get(json_object_get(j, "variants"), 0);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(jv, "launch_floor_us")), want, 1e-12);
+    json_decref(j);
+    /* failed: the report says why, no per-variant floor */
+    memset(&r->launch_floor, 0, sizeof(r->launch_floor));
+    snprintf(r->launch_floor.why, sizeof(r->launch_floor.why), "cudaGraphInstantiate: out of memory");
+    text = report_text(r);
+    GR_ASSERT_CONTAINS(text, "launch floor: not measured: cudaGraphInstantiate: out of memory\n");
+    free(text);
+    j = gr_report_json(r);
+    lf = json_object_get(j, "launch_floor");
+    CU_ASSERT_TRUE(json_is_false(json_object_get(lf, "measured")));
+    GR_ASSERT_CONTAINS(json_string_value(json_object_get(lf, "why")), "out of memory");
+    CU_ASSERT_PTR_NULL(json_object_get(json_array_get(json_object_get(j, "variants"), 0), "launch_floor_us"));
+    json_decref(j);
+    /* --no-launch-floor: nothing */
+    r->opts.launch_floor = 0;
+    text = report_text(r);
+    CU_ASSERT_PTR_NULL(strstr(text, "launch floor"));
+    free(text);
+    j = gr_report_json(r);
+    CU_ASSERT_PTR_NULL(json_object_get(j, "launch_floor"));
+    json_decref(j);
+    gr_run_report_destroy(r);
+    gr_plan_destroy(p);
+}
+
 static CU_TestInfo floor_tests[] = {{"floor arithmetic", test_floor_arithmetic},
                                     {"probe size", test_probe_size},
                                     {"report floor columns and keys", test_report_floor},
+                                    {"launch floor: plan and report", test_launch_floor_report},
                                     CU_TEST_INFO_NULL};
 static gr_suite_def gr_floor_suites[] = {{"floor", floor_tests, 0}, {NULL, NULL, 0}};
 GR_REGISTER_SUITES(gr_floor_suites)

@@ -249,6 +249,14 @@ static void test_run_driver(void) {
     int cross = 0;
     for (int c = 0; c < r->v[1].checks.n; c++) cross += strstr(r->v[1].checks.v[c].what, "vs unfused") != NULL;
     CU_ASSERT_EQUAL(cross, 1);
+    /* the launch floor, after the variants: a node costs something, less than a microsecond or
+     * so on these GPUs (H100 0.77-0.95, H200 0.48-0.66 per empty node; issue 26), and with PDL
+     * (on by default on compute capability 9.0+) less than without it */
+    if (!r->launch_floor.measured) fprintf(stderr, "\n    launch floor: %s", r->launch_floor.why);
+    CU_ASSERT_TRUE(r->launch_floor.measured);
+    CU_ASSERT_TRUE(r->launch_floor.node_us > 0.05 && r->launch_floor.node_us < 5);
+    if (r->opts.pdl == 1)
+        CU_ASSERT_TRUE(r->launch_floor.pdl_node_us > 0 && r->launch_floor.pdl_node_us < r->launch_floor.node_us);
     gr_run_report_destroy(r);
     for (int i = 0; i < 3; i++) gr_plan_destroy(plans[i]);
     gr_workload_destroy(wl);
