@@ -67,8 +67,9 @@ static double launch_floor_us(const gr_run_report *r, const gr_plan *p) {
     for (int i = 0; i < p->nops; i++) {
         const gr_op *op = &p->ops[i];
         if (op->kind != GR_OP_KERNEL) continue;
-        int pdl = r->opts.pdl == 1 && r->launch_floor.pdl_node_us > 0 && gr_op_pdl_capable(op);
-        us += (op->launches > 0 ? op->launches : 1) *
+        /* pdl_node_us is measured only when the variants ran with PDL */
+        int pdl = r->launch_floor.pdl_node_us > 0 && gr_op_pdl_capable(op);
+        us += (op->launches < 0 ? 1 : op->launches) * /* a library's launches: counted as one */
               (pdl ? r->launch_floor.pdl_node_us : r->launch_floor.node_us);
     }
     return us;
@@ -86,6 +87,7 @@ static void launch_floor_section(FILE *f, const gr_run_report *r) {
                "  depends on the GPU work the process did before: docs/pipeline.md); floor = each kernel the plan\n"
                "  launches at that cost\n",
             r->launch_floor.k);
+    if (r->launch_floor.why[0]) fprintf(f, "  (%s)\n", r->launch_floor.why);
     fprintf(f, "  %-16s %7s %14s %14s %14s\n", "variant", "kernels", "floor us/step", "graph us/step",
             "floor / graph");
     for (int i = 0; i < r->nv; i++) {
@@ -475,9 +477,8 @@ void *gr_report_json(const gr_run_report *r) {
             json_object_set_new(lf, "method", json_string("a graph of empty kernels and one tiny, timed "
                                                           "after the variants in this process; CUDA "
                                                           "events, untraced; us per kernel node"));
-        } else {
-            json_object_set_new(lf, "why", json_string(r->launch_floor.why));
         }
+        if (r->launch_floor.why[0]) json_object_set_new(lf, "why", json_string(r->launch_floor.why));
         json_object_set_new(root, "launch_floor", lf);
     }
     json_t *vars = json_array();

@@ -106,15 +106,33 @@ static gr_status floor_one(gr_run_report *r, int pdl, double *node_us, gr_error 
     return st;
 }
 
-/* Not a failure of the run when it fails: the report says why it is missing. */
-static void launch_floor(gr_run_report *r) {
+/* Not a failure of the run when it fails: the report says why it is missing. `pdl`: the variants
+ * ran with PDL (then the floor is measured with it too). Skipped under a CUDA or NVTX tool (a
+ * profiler, cupti-launchstat, graphrun's NVTX recorder): its records would count the floor's
+ * launches with the workload's, and its tracing would slow them. */
+static void launch_floor(gr_run_report *r, int pdl) {
     gr_error e;
     gr_error_clear(&e);
     r->launch_floor.k = LAUNCH_FLOOR_K;
-    gr_status st = floor_one(r, 0, &r->launch_floor.node_us, &e);
-    if (st == GR_OK && r->opts.pdl == 1) st = floor_one(r, 1, &r->launch_floor.pdl_node_us, &e);
-    r->launch_floor.measured = st == GR_OK;
-    if (st != GR_OK) snprintf(r->launch_floor.why, sizeof(r->launch_floor.why), "%s", e.msg);
+    const char *tool = getenv("CUDA_INJECTION64_PATH") && *getenv("CUDA_INJECTION64_PATH")
+                           ? "CUDA_INJECTION64_PATH"
+                       : getenv("NVTX_INJECTION64_PATH") && *getenv("NVTX_INJECTION64_PATH")
+                           ? "NVTX_INJECTION64_PATH"
+                           : NULL;
+    if (tool) {
+        snprintf(r->launch_floor.why, sizeof(r->launch_floor.why),
+                 "a tool is attached (%s): it would record and slow the floor's launches", tool);
+        return;
+    }
+    if (floor_one(r, 0, &r->launch_floor.node_us, &e) != GR_OK) {
+        snprintf(r->launch_floor.why, sizeof(r->launch_floor.why), "%s", e.msg);
+        return;
+    }
+    r->launch_floor.measured = 1;
+    if (pdl && floor_one(r, 1, &r->launch_floor.pdl_node_us, &e) != GR_OK) {
+        r->launch_floor.pdl_node_us = 0;
+        snprintf(r->launch_floor.why, sizeof(r->launch_floor.why), "with PDL: %s", e.msg);
+    }
 }
 
 gr_status gr_run_plans(const gr_plan *const *plans, int nplans, gr_run_report *r, gr_error *err) {
@@ -162,7 +180,10 @@ gr_status gr_run_plans(const gr_plan *const *plans, int nplans, gr_run_report *r
         for (int b = 0; b < x.plan->nbufs; b++) free(x.out[b]);
         free(x.out);
     }
-    /* after a CUDA error the context may be unusable: no floor from it */
-    if (o->launch_floor && worst != GR_ERR_CUDA) launch_floor(r);
+    /* after a CUDA error the context may be unusable: no floor from it. PDL as the variants had
+     * it (a caller that did not resolve it: the plan's GPU decides, as st_session does) */
+    int pdl = o->pdl == GR_PDL_AUTO ? nplans > 0 && plans[0]->target.cc_major >= GR_PDL_MIN_CC_MAJOR
+                                    : o->pdl == 1;
+    if (o->launch_floor && worst != GR_ERR_CUDA) launch_floor(r, pdl);
     return worst;
 }

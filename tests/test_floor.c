@@ -228,11 +228,10 @@ static void test_launch_floor_report(void) {
     r->opts.pdl = 0;
     r->launch_floor.measured = 1;
     r->launch_floor.k = 256;
-    r->launch_floor.node_us = 2.0;
-    r->launch_floor.pdl_node_us = 1.0;
+    r->launch_floor.node_us = 2.0; /* plain run: no PDL figure */
     char *text = report_text(r);
     GR_ASSERT_CONTAINS(text, "launch floor, this process after the variants: a graph node costs 2.000 us "
-                             "plain, 1.000 with PDL (256 empty kernels and one tiny in one graph");
+                             "plain (256 empty kernels and one tiny in one graph");
     GR_ASSERT_CONTAINS(text, "  default                1           2.00           5.00          40.0%\n");
     free(text);
     json_t *j = gr_report_json(r);
@@ -240,14 +239,26 @@ static void test_launch_floor_report(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(lf);
     CU_ASSERT_TRUE(json_is_true(json_object_get(lf, "measured")));
     CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(lf, "node_us")), 2, 1e-12);
-    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(lf, "pdl_node_us")), 1, 1e-12);
+    CU_ASSERT_TRUE(json_is_null(json_object_get(lf, "pdl_node_us")));
     json_t *jv = json_array_get(json_object_get(j, "variants"), 0);
     CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(jv, "launch_floor_us")), 2, 1e-12);
     CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(jv, "launch_floor_pct_of_graph")), 40, 1e-9);
     json_decref(j);
-    /* with PDL on: the PDL cost for a kernel that launches with it */
+    /* the variants ran with PDL (so it was measured with PDL too): the PDL cost for a kernel that
+     * launches with it; a PDL floor that failed is said beside the plain one */
     r->opts.pdl = 1;
+    r->launch_floor.pdl_node_us = 1.0;
     double want = gr_op_pdl_capable(&p->ops[0]) ? 1.0 : 2.0;
+    text = report_text(r);
+    GR_ASSERT_CONTAINS(text, "a graph node costs 2.000 us plain, 1.000 with PDL");
+    free(text);
+    r->launch_floor.pdl_node_us = 0;
+    snprintf(r->launch_floor.why, sizeof(r->launch_floor.why), "with PDL: cudaGraphInstantiate failed");
+    text = report_text(r);
+    GR_ASSERT_CONTAINS(text, "  (with PDL: cudaGraphInstantiate failed)\n");
+    free(text);
+    r->launch_floor.why[0] = '\0';
+    r->launch_floor.pdl_node_us = 1.0;
     j = gr_report_json(r);
     jv = json_array_get(json_object_get(j, "variants"), 0);
     CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(jv, "launch_floor_us")), want, 1e-12);
