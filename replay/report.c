@@ -81,11 +81,11 @@ static void launch_floor_section(FILE *f, const gr_run_report *r) {
         if (r->launch_floor.why[0]) fprintf(f, "\nlaunch floor: not measured: %s\n", r->launch_floor.why);
         return;
     }
-    fprintf(f, "\nlaunch floor, this process after the variants: a graph node costs %.3f us plain", r->launch_floor.node_us);
+    fprintf(f, "\nlaunch floor: a graph node costs %.3f us plain", r->launch_floor.node_us);
     if (r->launch_floor.pdl_node_us > 0) fprintf(f, ", %.3f with PDL", r->launch_floor.pdl_node_us);
-    fprintf(f, " (%d empty kernels and one tiny in one graph, CUDA events, untraced; the cost of a node\n"
-               "  depends on the GPU work the process did before: docs/pipeline.md); floor = each kernel the plan\n"
-               "  launches at that cost\n",
+    fprintf(f, " in this process, after the variants\n"
+               "  (%d empty kernels and one tiny in one graph; CUDA events, untraced; what a node costs depends\n"
+               "  on the GPU work the process did before: docs/pipeline.md); floor = the plan's kernels at that cost\n",
             r->launch_floor.k);
     if (r->launch_floor.why[0]) fprintf(f, "  (%s)\n", r->launch_floor.why);
     fprintf(f, "  %-16s %7s %14s %14s %14s\n", "variant", "kernels", "floor us/step", "graph us/step",

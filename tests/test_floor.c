@@ -230,8 +230,8 @@ static void test_launch_floor_report(void) {
     r->launch_floor.k = 256;
     r->launch_floor.node_us = 2.0; /* plain run: no PDL figure */
     char *text = report_text(r);
-    GR_ASSERT_CONTAINS(text, "launch floor, this process after the variants: a graph node costs 2.000 us "
-                             "plain (256 empty kernels and one tiny in one graph");
+    GR_ASSERT_CONTAINS(text, "launch floor: a graph node costs 2.000 us plain in this process, after the "
+                             "variants\n  (256 empty kernels and one tiny in one graph;");
     GR_ASSERT_CONTAINS(text, "  default                1           2.00           5.00          40.0%\n");
     free(text);
     json_t *j = gr_report_json(r);
@@ -250,7 +250,7 @@ static void test_launch_floor_report(void) {
     r->launch_floor.pdl_node_us = 1.0;
     double want = gr_op_pdl_capable(&p->ops[0]) ? 1.0 : 2.0;
     text = report_text(r);
-    GR_ASSERT_CONTAINS(text, "a graph node costs 2.000 us plain, 1.000 with PDL");
+    GR_ASSERT_CONTAINS(text, "a graph node costs 2.000 us plain, 1.000 with PDL in this process");
     free(text);
     r->launch_floor.pdl_node_us = 0;
     snprintf(r->launch_floor.why, sizeof(r->launch_floor.why), "with PDL: cudaGraphInstantiate failed");
