@@ -243,15 +243,21 @@ typedef struct chain_acc {
     size_t nmemo, capmemo;
 } chain_acc;
 
+/* The next buffer index of a "3,5" list (the reader checked its syntax); 0 at its end. */
+static int next_index(const char **p, long *v) {
+    char *end;
+    if (!**p) return 0;
+    *v = strtol(*p, &end, 10);
+    if (end == *p) return 0;
+    *p = *end == ',' ? end + 1 : end;
+    return 1;
+}
+
 /* Whether buffer index `b` is in a "3,5" list. */
 static int in_list(const char *list, int b) {
-    for (const char *p = list; *p;) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p) return 0;
+    long v;
+    while (next_index(&list, &v))
         if (v == b) return 1;
-        p = *end == ',' ? end + 1 : end;
-    }
     return 0;
 }
 
@@ -279,11 +285,8 @@ static int plan_bytes(const chain_acc *a, const size_t *mem, size_t m, double *b
     for (size_t k = 0; k < m; k++) {
         const gr_tr_op *op = &t->op.v[a->it[mem[k]].op];
         const char *outs = gr_trace_str(t, op->out);
-        for (const char *p = outs; *p;) {
-            char *end;
-            long w = strtol(p, &end, 10);
-            if (end == p) return 0;
-            p = *end == ',' ? end + 1 : end;
+        long w;
+        while (next_index(&outs, &w)) {
             const gr_tr_buf *buf = NULL;
             for (size_t b = 0; b < t->buf.n && !buf; b++)
                 if (t->buf.v[b].index == w && !strcmp(gr_trace_str(t, t->buf.v[b].variant), variant))

@@ -83,11 +83,7 @@ static gr_status floor_one(gr_run_report *r, int pdl, double *node_us, gr_error 
     o.iters = 200;
     o.batches = 10;
     o.warmup = 20;
-    o.progress = 0;
-    o.cpu_reference = 0;
-    o.bandwidth = 0;
-    o.launch_floor = 0;
-    o.no_capture_check = 1;
+    o.progress = 0; /* the stage list alone decides what runs: no reference, checker or probe */
     o.hooks = NULL;
     o.pdl = pdl;
     gr_variant_run v;
