@@ -59,20 +59,26 @@ static double floor_us(const gr_run_report *r, const gr_plan *p) {
     return r->have_bw ? gr_floor_us(p->bytes_read, p->bytes_written, &r->bw) : 0;
 }
 
-/* A variant's launch floor per step: each kernel its plan launches at the measured cost of a
- * graph node (with PDL for the kernels that launched with it); 0 when not measured. */
-static double launch_floor_us(const gr_run_report *r, const gr_plan *p) {
+/* A variant's launch floor per step: the graph's launch (shared by the steps one launch runs,
+ * --unroll) and each kernel its plan launches at the measured cost of a graph node (with PDL for
+ * the kernels that launched with it); 0 when not measured. */
+static double launch_floor_us(const gr_run_report *r, const gr_variant_run *v) {
     if (!r->launch_floor.measured) return 0;
+    const gr_plan *p = v->plan;
+    /* the PDL figures are measured only when the variants ran with PDL */
+    int pdl_run = r->launch_floor.pdl_node_us > 0;
     double us = 0;
+    int pdl_kernels = 0;
     for (int i = 0; i < p->nops; i++) {
         const gr_op *op = &p->ops[i];
         if (op->kind != GR_OP_KERNEL) continue;
-        /* pdl_node_us is measured only when the variants ran with PDL */
-        int pdl = r->launch_floor.pdl_node_us > 0 && gr_op_pdl_capable(op);
+        int pdl = pdl_run && gr_op_pdl_capable(op);
+        pdl_kernels += pdl;
         us += (op->launches < 0 ? 1 : op->launches) * /* a library's launches: counted as one */
               (pdl ? r->launch_floor.pdl_node_us : r->launch_floor.node_us);
     }
-    return us;
+    int per_launch = v->graph_t.steps_per_launch > 1 ? v->graph_t.steps_per_launch : 1;
+    return us + (pdl_kernels ? r->launch_floor.pdl_launch_us : r->launch_floor.launch_us) / per_launch;
 }
 
 static void launch_floor_section(FILE *f, const gr_run_report *r) {
@@ -83,17 +89,20 @@ static void launch_floor_section(FILE *f, const gr_run_report *r) {
     }
     fprintf(f, "\nlaunch floor: a graph node costs %.3f us plain", r->launch_floor.node_us);
     if (r->launch_floor.pdl_node_us > 0) fprintf(f, ", %.3f with PDL", r->launch_floor.pdl_node_us);
+    fprintf(f, ", a graph launch %.2f us", r->launch_floor.launch_us);
+    if (r->launch_floor.pdl_node_us > 0) fprintf(f, " (%.2f with PDL)", r->launch_floor.pdl_launch_us);
     fprintf(f, " in this process, after the variants\n"
-               "  (%d empty kernels and one tiny in one graph; CUDA events, untraced; what a node costs depends\n"
-               "  on the GPU work the process did before: docs/pipeline.md); floor = the plan's kernels at that cost\n",
-            r->launch_floor.k);
+               "  (graphs of %d and %d empty kernels and one tiny: the slope and the intercept; CUDA events,\n"
+               "  untraced; what a node costs depends on the GPU work the process did before: docs/pipeline.md);\n"
+               "  floor = one graph launch per launch and the plan's kernels at that cost\n",
+            r->launch_floor.k_small, r->launch_floor.k);
     if (r->launch_floor.why[0]) fprintf(f, "  (%s)\n", r->launch_floor.why);
     fprintf(f, "  %-16s %7s %14s %14s %14s\n", "variant", "kernels", "floor us/step", "graph us/step",
             "floor / graph");
     for (int i = 0; i < r->nv; i++) {
         const gr_variant_run *v = &r->v[i];
         if (!v->timed) continue;
-        double fl = launch_floor_us(r, v->plan), g = v->graph_t.step_us.median;
+        double fl = launch_floor_us(r, v), g = v->graph_t.step_us.median;
         fprintf(f, "  %-16s %7d %14.2f %14.2f %13.1f%%\n", v->plan->variant, v->plan->kernels, fl, g,
                 g > 0 ? 100.0 * fl / g : 0.0);
     }
@@ -473,10 +482,17 @@ void *gr_report_json(const gr_run_report *r) {
             json_object_set_new(lf, "pdl_node_us", r->launch_floor.pdl_node_us > 0
                                                        ? json_real(r->launch_floor.pdl_node_us)
                                                        : json_null());
-            json_object_set_new(lf, "empty_kernels", json_integer(r->launch_floor.k));
-            json_object_set_new(lf, "method", json_string("a graph of empty kernels and one tiny, timed "
-                                                          "after the variants in this process; CUDA "
-                                                          "events, untraced; us per kernel node"));
+            json_object_set_new(lf, "launch_us", json_real(r->launch_floor.launch_us));
+            json_object_set_new(lf, "pdl_launch_us", r->launch_floor.pdl_node_us > 0
+                                                         ? json_real(r->launch_floor.pdl_launch_us)
+                                                         : json_null());
+            json_object_set_new(lf, "empty_kernels",
+                                json_pack("[i, i]", r->launch_floor.k_small, r->launch_floor.k));
+            json_object_set_new(lf, "method",
+                                json_string("graphs of empty kernels and one tiny at two sizes, timed "
+                                            "after the variants in this process; CUDA events, untraced; "
+                                            "node_us: the slope (us per kernel node), launch_us: the "
+                                            "intercept (us per graph launch)"));
         }
         if (r->launch_floor.why[0]) json_object_set_new(lf, "why", json_string(r->launch_floor.why));
         json_object_set_new(root, "launch_floor", lf);
@@ -547,7 +563,7 @@ void *gr_report_json(const gr_run_report *r) {
             double fl = floor_us(r, p);
             json_object_set_new(jv, "weight_bytes", json_real(gr_plan_input_bytes(p)));
             if (r->launch_floor.measured) {
-                double lf = launch_floor_us(r, p);
+                double lf = launch_floor_us(r, v);
                 json_object_set_new(jv, "launch_floor_us", json_real(lf));
                 json_object_set_new(jv, "launch_floor_pct_of_graph", json_real(g > 0 ? 100.0 * lf / g : 0));
             }

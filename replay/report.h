@@ -20,11 +20,13 @@ typedef struct gr_run_report {
     gr_device_info dev;
     gr_bandwidth bw;
     int have_bw;
-    /* the launch floor (gr_run_plans, after the variants): a graph of `k` empty kernels timed in
-     * this process, per node; pdl_node_us with PDL (0: not measured); why: why not, when not */
+    /* the launch floor (gr_run_plans, after the variants): graphs of k_small and k empty kernels
+     * (and one tiny each) timed in this process; node_us: what one more kernel node costs (the
+     * slope between the two), launch_us: what the graph's launch costs besides its nodes (the
+     * intercept); pdl_* the same with PDL (pdl_node_us 0: not measured); why: why not, when not */
     struct {
-        int measured, k;
-        double node_us, pdl_node_us;
+        int measured, k_small, k;
+        double node_us, launch_us, pdl_node_us, pdl_launch_us;
         char why[256];
     } launch_floor;
     gr_run_opts opts;

@@ -18,9 +18,17 @@ extern "C" {
  * run, the launch floor (r->launch_floor; a failure there is recorded, not returned). */
 gr_status gr_run_plans(const gr_plan *const *plans, int nplans, gr_run_report *r, gr_error *err);
 
-/* The launch floor's plan (gr_run_plans times it after the variants, when opts.launch_floor):
- * 256 empty kernels and one tiny kernel adding 1 to x, for this target. */
-gr_status gr_launch_floor_plan(const gr_target *t, gr_plan **out, gr_error *err);
+/* A launch floor plan (gr_run_plans times two, GR_LAUNCH_FLOOR_K_SMALL and GR_LAUNCH_FLOOR_K,
+ * after the variants, when opts.launch_floor): k empty kernels and one tiny kernel adding 1 to x,
+ * for this target. */
+enum { GR_LAUNCH_FLOOR_K_SMALL = 32, GR_LAUNCH_FLOOR_K = 256 };
+gr_status gr_launch_floor_plan(const gr_target *t, int k, gr_plan **out, gr_error *err);
+
+/* The launch floor's two figures from the two graphs' steps (us) and kernel nodes: node_us the
+ * slope, launch_us the intercept (at least 0). GR_ERR_INTERNAL when the larger graph was not
+ * slower: no slope to take. */
+gr_status gr_launch_floor_fit(double small_us, int small_nodes, double large_us, int large_nodes,
+                              double *node_us, double *launch_us, gr_error *err);
 
 #ifdef __cplusplus
 }

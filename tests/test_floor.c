@@ -204,20 +204,41 @@ static void test_report_floor(void) {
     gr_plan_destroy(p);
 }
 
-/* The launch floor: its plan (256 empty kernels and one tiny), and the report's section and keys
- * from a measured floor (plain and PDL), one that failed, and none asked for. */
+/* The launch floor: its plans (k empty kernels and one tiny), the fit of its two graphs, and the
+ * report's section and keys from a measured floor (plain and PDL), one that failed, and none asked for. */
 static void test_launch_floor_report(void) {
     gr_error e;
     gr_error_clear(&e);
     gr_target t = gr_target_default();
-    gr_plan *fp = NULL;
-    CU_ASSERT_EQUAL_FATAL(gr_launch_floor_plan(&t, &fp, &e), GR_OK);
-    CU_ASSERT_EQUAL(fp->kernels, 257);
-    int empty = 0;
-    for (int i = 0; i < fp->nops; i++) empty += !strcmp(fp->ops[i].kernel->name, "empty");
-    CU_ASSERT_EQUAL(empty, 256);
-    CU_ASSERT_STRING_EQUAL(fp->ops[fp->nops - 1].kernel->name, "tiny");
-    gr_plan_destroy(fp);
+    int ks[] = {GR_LAUNCH_FLOOR_K_SMALL, GR_LAUNCH_FLOOR_K};
+    for (int i = 0; i < 2; i++) {
+        gr_plan *fp = NULL;
+        CU_ASSERT_EQUAL_FATAL(gr_launch_floor_plan(&t, ks[i], &fp, &e), GR_OK);
+        CU_ASSERT_EQUAL(fp->kernels, ks[i] + 1);
+        int empty = 0;
+        for (int o = 0; o < fp->nops; o++) empty += !strcmp(fp->ops[o].kernel->name, "empty");
+        CU_ASSERT_EQUAL(empty, ks[i]);
+        CU_ASSERT_STRING_EQUAL(fp->ops[fp->nops - 1].kernel->name, "tiny");
+        gr_plan_destroy(fp);
+    }
+    gr_plan *bad = NULL;
+    CU_ASSERT_NOT_EQUAL(gr_launch_floor_plan(&t, 0, &bad, &e), GR_OK);
+    CU_ASSERT_PTR_NULL(bad);
+    gr_error_clear(&e);
+    /* the fit: 33 nodes 30 us, 257 nodes 254 us: 1 us a node, a launch 0 + 30 - 33 -> clamped to 0;
+     * 33 nodes 40 us, 257 nodes 264 us: 1 us a node, 7 us a launch */
+    double node = 0, launch = -1;
+    CU_ASSERT_EQUAL(gr_launch_floor_fit(40, 33, 264, 257, &node, &launch, &e), GR_OK);
+    CU_ASSERT_DOUBLE_EQUAL(node, 1.0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(launch, 7.0, 1e-12);
+    CU_ASSERT_EQUAL(gr_launch_floor_fit(30, 33, 254, 257, &node, &launch, &e), GR_OK);
+    CU_ASSERT_DOUBLE_EQUAL(launch, 0.0, 1e-12);
+    /* the larger graph not slower (noise, a broken timer): no slope, said */
+    CU_ASSERT_EQUAL(gr_launch_floor_fit(40, 33, 40, 257, &node, &launch, &e), GR_ERR_INTERNAL);
+    GR_ASSERT_CONTAINS(e.msg, "the 257-node graph (40.00 us) was not slower than the 33-node one");
+    gr_error_clear(&e);
+    CU_ASSERT_EQUAL(gr_launch_floor_fit(40, 33, 264, 33, &node, &launch, &e), GR_ERR_INTERNAL);
+    gr_error_clear(&e);
 
     gr_plan *p = gr_test_plan(add_workload, NULL, &e);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -227,30 +248,48 @@ static void test_launch_floor_report(void) {
     fake_timed(v, 10, 5, 1);
     r->opts.pdl = 0;
     r->launch_floor.measured = 1;
+    r->launch_floor.k_small = 32;
     r->launch_floor.k = 256;
     r->launch_floor.node_us = 2.0; /* plain run: no PDL figure */
+    r->launch_floor.launch_us = 0.5;
     char *text = report_text(r);
-    GR_ASSERT_CONTAINS(text, "launch floor: a graph node costs 2.000 us plain in this process, after the "
-                             "variants\n  (256 empty kernels and one tiny in one graph;");
-    GR_ASSERT_CONTAINS(text, "  default                1           2.00           5.00          40.0%\n");
+    GR_ASSERT_CONTAINS(text, "launch floor: a graph node costs 2.000 us plain, a graph launch 0.50 us in this "
+                             "process, after the variants\n  (graphs of 32 and 256 empty kernels and one tiny:");
+    /* one kernel at 2 us and the launch's 0.5 over a 5 us graph step */
+    GR_ASSERT_CONTAINS(text, "  default                1           2.50           5.00          50.0%\n");
     free(text);
     json_t *j = gr_report_json(r);
     json_t *lf = json_object_get(j, "launch_floor");
     CU_ASSERT_PTR_NOT_NULL_FATAL(lf);
     CU_ASSERT_TRUE(json_is_true(json_object_get(lf, "measured")));
     CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(lf, "node_us")), 2, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(lf, "launch_us")), 0.5, 1e-12);
     CU_ASSERT_TRUE(json_is_null(json_object_get(lf, "pdl_node_us")));
+    CU_ASSERT_TRUE(json_is_null(json_object_get(lf, "pdl_launch_us")));
+    json_t *ek = json_object_get(lf, "empty_kernels");
+    CU_ASSERT_EQUAL(json_array_size(ek), 2);
+    CU_ASSERT_EQUAL(json_integer_value(json_array_get(ek, 0)), 32);
+    CU_ASSERT_EQUAL(json_integer_value(json_array_get(ek, 1)), 256);
     json_t *jv = json_array_get(json_object_get(j, "variants"), 0);
-    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(jv, "launch_floor_us")), 2, 1e-12);
-    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(jv, "launch_floor_pct_of_graph")), 40, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(jv, "launch_floor_us")), 2.5, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(jv, "launch_floor_pct_of_graph")), 50, 1e-9);
     json_decref(j);
+    /* --unroll 4: one launch runs four steps, so a step carries a quarter of it */
+    v->graph_t.steps_per_launch = 4;
+    j = gr_report_json(r);
+    jv = json_array_get(json_object_get(j, "variants"), 0);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(jv, "launch_floor_us")), 2.125, 1e-12);
+    json_decref(j);
+    v->graph_t.steps_per_launch = 1;
     /* the variants ran with PDL (so it was measured with PDL too): the PDL cost for a kernel that
      * launches with it; a PDL floor that failed is said beside the plain one */
     r->opts.pdl = 1;
     r->launch_floor.pdl_node_us = 1.0;
-    double want = gr_op_pdl_capable(&p->ops[0]) ? 1.0 : 2.0;
+    r->launch_floor.pdl_launch_us = 0.25;
+    double want = gr_op_pdl_capable(&p->ops[0]) ? 1.25 : 2.5;
     text = report_text(r);
-    GR_ASSERT_CONTAINS(text, "a graph node costs 2.000 us plain, 1.000 with PDL in this process");
+    GR_ASSERT_CONTAINS(text, "a graph node costs 2.000 us plain, 1.000 with PDL, a graph launch 0.50 us "
+                             "(0.25 with PDL) in this process");
     free(text);
     r->launch_floor.pdl_node_us = 0;
     snprintf(r->launch_floor.why, sizeof(r->launch_floor.why), "with PDL: cudaGraphInstantiate failed");
@@ -259,6 +298,7 @@ static void test_launch_floor_report(void) {
     free(text);
     r->launch_floor.why[0] = '\0';
     r->launch_floor.pdl_node_us = 1.0;
+    r->launch_floor.pdl_launch_us = 0.25;
     j = gr_report_json(r);
     jv = json_array_get(json_object_get(j, "variants"), 0);
     CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(jv, "launch_floor_us")), want, 1e-12);

@@ -255,6 +255,7 @@ static void test_run_driver(void) {
     if (!r->launch_floor.measured) fprintf(stderr, "\n    launch floor: %s", r->launch_floor.why);
     CU_ASSERT_TRUE(r->launch_floor.measured);
     CU_ASSERT_TRUE(r->launch_floor.node_us > 0.05 && r->launch_floor.node_us < 5);
+    CU_ASSERT_TRUE(r->launch_floor.launch_us >= 0 && r->launch_floor.launch_us < 100);
     if (r->opts.pdl == 1)
         CU_ASSERT_TRUE(r->launch_floor.pdl_node_us > 0 && r->launch_floor.pdl_node_us < r->launch_floor.node_us);
     gr_run_report_destroy(r);

@@ -38,11 +38,11 @@ gr() { # label, then graphrun run args
     [ $rc -ne 0 ] && { status=1; echo "!! $label exit $rc"; tail -5 "$txt"; }
 }
 
-probe() { # label, then probe args
-    local label="$1"; shift
+probe() { # label, binary, then probe args
+    local label="$1" bin="$2"; shift 2
     local out
     out=$(fresh "$label" json)
-    "$B/gr_launch_probe" "$@" > "$out" 2> "${out%.json}.err"
+    "$B/$bin" "$@" > "$out" 2> "${out%.json}.err"
     local rc=$?
     printf 'probe\t%s\t%s\t%s\t%s\n' "$label" "$(basename "$out")" "$rc" "$*" >> "$M"
     [ $rc -ne 0 ] && { status=1; echo "!! $label exit $rc"; cat "${out%.json}.err"; }
@@ -63,10 +63,16 @@ for _ in $(seq 1 "$R"); do
         [ $rc -ne 0 ] && { status=1; echo "!! torch_peers exit $rc"; tail -5 "${out%.json}.txt"; }
     fi
     if has probe; then
+        # each graph in both process states (issue 26): fresh, and after graphrun's bandwidth
+        # probe and one eager step (the state graphrun's variants are timed in; gr_launch_probe_full
+        # is the same program linked with graphrun's stages)
+        warm=(--before-setup --before bwprobe --eager-first 1)
         for k in empty tiny; do
-            probe "probe_${k}_eager" --kernel $k --k 1000 --mode eager --steps 5
-            probe "probe_${k}_graph" --kernel $k --k 1000 --mode graph
-            probe "probe_${k}_graph_pdl" --kernel $k --k 1000 --mode graph --pdl
+            probe "probe_${k}_eager" gr_launch_probe --kernel $k --k 1000 --mode eager --steps 5
+            probe "probe_${k}_graph" gr_launch_probe --kernel $k --k 1000 --mode graph
+            probe "probe_${k}_graph_pdl" gr_launch_probe --kernel $k --k 1000 --mode graph --pdl
+            probe "probe_${k}_graph_after" gr_launch_probe_full --kernel $k --k 1000 --mode graph "${warm[@]}"
+            probe "probe_${k}_graph_pdl_after" gr_launch_probe_full --kernel $k --k 1000 --mode graph --pdl "${warm[@]}"
         done
     fi
     has gr || continue

@@ -176,9 +176,12 @@ def best_gr(d, spec):
                 pct = v.get("graph_pct_of_floor") if kind == "graph" else None
                 if pct is None and fl:
                     pct = 100.0 * fl / s["median"]
+                lf = r.get("launch_floor") or {}
+                lf_node = lf.get("pdl_node_us") if r.get("pdl") else lf.get("node_us")
                 cands.append({"us": s["median"], "s": s, "run": run, "variant": v.get("variant"),
                               "how": ", ".join(how), "verified": bool(v.get("verified")), "pct": pct,
-                              "bytes": v.get("bytes_per_step"), "kernels": v.get("kernels_per_step")})
+                              "bytes": v.get("bytes_per_step"), "kernels": v.get("kernels_per_step"),
+                              "launch_floor_node_us": lf_node if lf.get("measured") else None})
             if not any(c["run"] == run for c in cands):
                 st = [f"{v.get('variant')}: {v.get('status')}" for v in r.get("variants", [])
                       if not spec.get("variants") or v.get("variant") in spec["variants"]]
@@ -238,8 +241,10 @@ def ratio_table(d):
              "Per step, median [p10, p90] over batches, CUDA events, untraced. Each side's best over "
              "its runs, variants, modes and repeats, verified figures only (a figure that failed its "
              "check is shown only when there is no other, marked NOT verified). ratio = graphrun / "
-             "PyTorch (< 1: graphrun faster). probe: gr_launch_probe us per kernel in a graph, beside "
-             "graphrun's us per node (step / kernels per step). % floor: graphrun's HBM floor "
+             "PyTorch (< 1: graphrun faster). probe: gr_launch_probe us per kernel in a graph, "
+             "fresh and after graphrun's bandwidth probe and one eager step (the state graphrun's variants "
+             "are timed in; issue 26), each with graphrun's us per node (step / kernels per step) over it in "
+             "brackets, and graphrun's own launch floor per node (measured in its process after the variants). % floor: graphrun's HBM floor "
              "(graph_pct_of_floor, bytes at the read-only/write-only bandwidth of the same run) over "
              "the figure. GB/s: the workload's bytes per step (PyTorch's count: every weight and input read "
              "once, outputs written once; no intermediates) over each side's figure.", "",
@@ -272,16 +277,21 @@ def ratio_table(d):
             kern, pdl = spec["probe"]
             ps = [p for p in prs if p.get("kernel") == kern and p.get("mode") == "graph"
                   and bool(p.get("pdl")) == pdl and p.get("us_per_kernel")]
-            if ps:
-                p = min(ps, key=lambda p: p["us_per_kernel"])
+            # the two process states (issue 26): fresh, and after earlier GPU work (--before)
+            parts = []
+            node = g["us"] / g["kernels"] if g and g.get("kernels") else None
+            for state, sel in (("fresh", [p for p in ps if not p.get("before")]),
+                               ("after work", [p for p in ps if p.get("before")])):
+                if not sel:
+                    continue
+                p = min(sel, key=lambda p: p["us_per_kernel"])
                 pk = p["us_per_kernel"]
-                if g and g.get("kernels"):
-                    node = g["us"] / g["kernels"]
-                    probe = f"{pk:.3f} ({node:.3f}, {node / pk:.2f})"
-                else:
-                    probe = f"{pk:.3f}"
-                if not p.get("verified", True):
-                    probe += " NOT verified"
+                parts.append(f"{state} {pk:.3f}" + (f" ({node / pk:.2f})" if node else "") +
+                             ("" if p.get("verified", True) else " NOT verified"))
+            if parts:
+                probe = "; ".join(parts) + (f"; graphrun {node:.3f}" if node else "")
+                if g and g.get("launch_floor_node_us"):
+                    probe += f", its launch floor {g['launch_floor_node_us']:.3f}"
             else:
                 probe = f"no probe {kern} graph{' pdl' if pdl else ''}"
         pct = f"{g['pct']:.1f}%" if g and g.get("pct") is not None else "-"
