@@ -21,7 +21,7 @@ gr_status gr_run_plans(const gr_plan *const *plans, int nplans, gr_run_report *r
 /* A launch floor plan (gr_run_plans times two, GR_LAUNCH_FLOOR_K_SMALL and GR_LAUNCH_FLOOR_K,
  * after the variants, when opts.launch_floor): k empty kernels and one tiny kernel adding 1 to x,
  * for this target. */
-enum { GR_LAUNCH_FLOOR_K_SMALL = 32, GR_LAUNCH_FLOOR_K = 256 };
+enum { GR_LAUNCH_FLOOR_K_SMALL = 64, GR_LAUNCH_FLOOR_K = 1024 };
 gr_status gr_launch_floor_plan(const gr_target *t, int k, gr_plan **out, gr_error *err);
 
 /* The launch floor's two figures from the two graphs' steps (us) and kernel nodes: node_us the
