@@ -5,6 +5,7 @@
 #include "cupti_tools/predict.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,10 +263,15 @@ static int in_list(const char *list, int b) {
 }
 
 /* The chain's bytes from graphrun's plan (its op records' dataflow, written since session 19):
- * unfused, what its ops read and write; fused, less each buffer that one op of the chain writes
- * and only later ops of the chain read (not an output of the step, written by no other op): its
- * write and its reads are the round trips fusing removes. 0 when the trace lacks the dataflow, a
- * kernel of the chain is not a one-kernel graphrun op, or an op comes twice. */
+ * unfused, what its ops read and write; fused, less each value that an op of the chain writes
+ * and only later ops of the chain read: its write and its reads are the round trips fusing
+ * removes. A value lives from its write to the buffer's next write in plan order (an op that
+ * reads and writes the buffer reads the old value); with no next write it lives to the step's end
+ * and is kept when the buffer is an output or is read before its first write in the step (the
+ * next step reads it). A scratch buffer that later layers write again is an intermediate of each
+ * layer (run 100: the decode chains' bytes came out unchanged when any other writer kept it). 0
+ * when the trace lacks the dataflow, a kernel of the chain is not a one-kernel graphrun op, or an
+ * op comes twice. */
 static int plan_bytes(const chain_acc *a, const size_t *mem, size_t m, double *bu, double *bf) {
     const gr_trace *t = a->t;
     const char *variant = NULL;
@@ -292,19 +298,27 @@ static int plan_bytes(const chain_acc *a, const size_t *mem, size_t m, double *b
                 if (t->buf.v[b].index == w && !strcmp(gr_trace_str(t, t->buf.v[b].variant), variant))
                     buf = &t->buf.v[b];
             if (!buf) return 0;
-            if (buf->output) continue;
-            int inside = 1, reads = 0;
+            int ik = op->index, next = INT_MAX, first = INT_MAX;
+            for (size_t o = 0; o < t->op.n; o++) { /* the buffer's next write and its first */
+                const gr_tr_op *x = &t->op.v[o];
+                if (!x->has_flow || strcmp(gr_trace_str(t, x->variant), variant) != 0) continue;
+                if (!in_list(gr_trace_str(t, x->out), (int)w)) continue;
+                if (x->index > ik && x->index < next) next = x->index;
+                if (x->index < first) first = x->index;
+            }
+            int inside = next != INT_MAX || !buf->output, reads = 0;
             for (size_t o = 0; o < t->op.n && inside; o++) {
                 const gr_tr_op *x = &t->op.v[o];
                 if (!x->has_flow || strcmp(gr_trace_str(t, x->variant), variant) != 0) continue;
-                int r = in_list(gr_trace_str(t, x->in), (int)w), wr = in_list(gr_trace_str(t, x->out), (int)w);
-                if (!r && !wr) continue;
+                if (!in_list(gr_trace_str(t, x->in), (int)w)) continue;
+                int live = x->index > ik && x->index <= next; /* reads this value */
+                if (next == INT_MAX && x->index <= first) live = 1; /* the next step reads it */
+                if (!live) continue;
                 size_t pos = m;
                 for (size_t j = 0; j < m; j++)
                     if (a->it[mem[j]].op == (long)o) pos = j;
-                if (wr && pos != k) inside = 0;                   /* another writer */
-                else if (r && (pos == m || pos <= k)) inside = 0; /* read outside the chain, or before */
-                else if (r) reads++;
+                if (pos == m || pos <= k) inside = 0; /* read outside the chain */
+                else reads++;
             }
             if (inside && reads > 0) saved += buf->bytes * (1.0 + reads);
         }

@@ -64,7 +64,7 @@ static const char launch_floor_json[] =
     "{\"name\": \"launch_floor\", \"params\": {\"K\": {\"default\": 256, \"min\": 1}},"
     " \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [256], \"init\": \"zeros\"}],"
     " \"outputs\": [\"x\"], \"ops\": [{\"repeat\": \"K\", \"var\": \"k\", \"ops\": [{\"name\": \"empty.{k}\","
-    " \"kernel\": \"empty\", \"inputs\": [], \"outputs\": []}]}, {\"name\": \"tiny.last\", \"kernel\": \"tiny\","
+    " \"kernel\": \"empty\", \"inputs\": [], \"outputs\": [], \"attrs\": {\"threads\": 256}}]}, {\"name\": \"tiny.last\", \"kernel\": \"tiny\","
     " \"inputs\": [\"x\"], \"outputs\": [\"x\"], \"attrs\": {\"c\": 1}}]}";
 
 gr_status gr_launch_floor_plan(const gr_target *t, int k, gr_plan **out, gr_error *err) {

@@ -399,9 +399,12 @@ static void test_fusion(void) {
 enum {
     PB_PLAIN,       /* as above */
     PB_READ_LATER,  /* t2 is also read by the GEMM after the chain: only t1 is a round trip */
-    PB_IN_PLACE,    /* mul writes t1 in place (t1 has two writers): nothing is saved */
+    PB_IN_PLACE,    /* mul writes t1 in place: both of t1's values live only inside the chain */
     PB_TWO_KERNELS, /* mul launches two kernels: the per-element assumption */
     PB_OTHER,       /* another variant's ops read its own buffer 4: no effect on this one */
+    PB_SCRATCH,     /* the GEMM after the chain writes t1 again (a scratch buffer a later layer
+                     * reuses): t1's value in the chain is still an intermediate */
+    PB_NEXT_STEP,   /* add also reads t2 before mul writes it: the next step reads t2's value */
 };
 
 static void plan_bytes_case(int mode, double want_unfused, double want_fused, int want_plan) {
@@ -409,10 +412,10 @@ static void plan_bytes_case(int mode, double want_unfused, double want_fused, in
     pb_init(&b, "NVIDIA H200", 2);
     const double kb = 4096;
     const char *bufs[] = {"a", "b", "c", "t1", "t2", "y", "w", "z"};
-    const char *ops[][3] = {{"add", "0,1", "3"},
+    const char *ops[][3] = {{"add", mode == PB_NEXT_STEP ? "0,1,4" : "0,1", "3"},
                             {"mul", "3,2", mode == PB_IN_PLACE ? "3" : "4"},
                             {"act", mode == PB_IN_PLACE ? "3" : "4", "5"},
-                            {"gemm", mode == PB_READ_LATER ? "4,6" : "5,6", "7"}};
+                            {"gemm", mode == PB_READ_LATER ? "4,6" : "5,6", mode == PB_SCRATCH ? "3,7" : "7"}};
     const char *kernels[] = {"add", "mul", "relu", "linear"};
     for (int o = 0; o < 4; o++) {
         int nin = (int)strlen(ops[o][1]) / 2 + 1;
@@ -461,8 +464,10 @@ static void test_fusion_plan_bytes(void) {
     const double kb = 4096, unfused = 8 * kb;
     plan_bytes_case(PB_PLAIN, unfused, unfused - 2 * 2 * kb, 1);
     plan_bytes_case(PB_READ_LATER, unfused, unfused - 2 * kb, 1);
-    plan_bytes_case(PB_IN_PLACE, unfused, unfused, 1);
+    plan_bytes_case(PB_IN_PLACE, unfused, unfused - 2 * 2 * kb, 1);
     plan_bytes_case(PB_OTHER, unfused, unfused - 2 * 2 * kb, 1);
+    plan_bytes_case(PB_SCRATCH, unfused, unfused - 2 * 2 * kb, 1);
+    plan_bytes_case(PB_NEXT_STEP, unfused + kb, unfused + kb - 2 * kb, 1);
     /* 1024 threads a kernel, 4 bytes an element: 3 tensors a kernel unfused, 3 + 2 fused */
     plan_bytes_case(PB_TWO_KERNELS, 3 * 3 * 1024 * 4.0, 5 * 1024 * 4.0, 0);
 }
