@@ -16,7 +16,7 @@
 
 #define US(ns) ((double)(ns) / 1000.0)
 
-/* The H200 row: every figure untraced, from raw reports (docs/predict.md derives each). */
+/* Rows per GPU model: every figure untraced, from raw reports (docs/predict.md derives each). */
 static const gr_pred_calib calib_table[] = {
     {"NVIDIA H200", "9.0", 0.28, 0.72, 1.30, 0.50, 4000.0,
      "H200 (132 SMs, driver 580.159.04, CUDA 13.0), untraced, "
@@ -27,6 +27,12 @@ static const gr_pred_calib calib_table[] = {
      "host "
      "floor 1.30 us = pointwise graph submit; PDL 0.50 us = launch_bound tiny graph with --pdl "
      "(685.58 us / 1000); 4.0 TB/s = copy kernel, shared/GPU.md (2026-12-03)"},
+    {"NVIDIA H100 80GB HBM3", "9.0", 0.0, 1.00, 2.13, 0.10, 2986.0,
+     "H100 80GB HBM3 (132 SMs, CUDA 13.0), untraced, `cupti-launchstat calibrate` in "
+     "bench/results/2026-12-05-run100-h100 (2026-12-05): node 0 us (measured -0.116: the tiny "
+     "chain's 0.940 us per node is below the tiny kernel's traced 1.056 us), launch 1.00 us (1- vs "
+     "20-node graphs of spins), host 2.13 us per cudaGraphLaunch, PDL 0.10 us per pair (tiny chain "
+     "0.940 -> 0.842 us per node), 2986 GB/s = cudaMemcpyAsync D2D of 256 MiB"},
 };
 
 const gr_pred_calib *gr_pred_calib_table(size_t *n) {

@@ -266,6 +266,12 @@ static void test_calibration(void) {
     CU_ASSERT(c->node_us > 0 && c->launch_us > 0 && c->launch_host_us > 0 && c->pdl_us > 0 &&
               c->hbm_gbps > 0);
     GR_ASSERT_CONTAINS(c->source, "run5");
+    /* the H100's row: calibrate's figures (its node cost measured below 0, kept at 0) */
+    c = gr_pred_calib_lookup("NVIDIA H100 80GB HBM3", "9.0", &exact);
+    CU_ASSERT_EQUAL(exact, 1);
+    CU_ASSERT_STRING_EQUAL(c->gpu, "NVIDIA H100 80GB HBM3");
+    CU_ASSERT(c->node_us == 0 && c->launch_us > 0 && c->pdl_us > 0 && c->hbm_gbps > 2000 && c->hbm_gbps < 4000);
+    GR_ASSERT_CONTAINS(c->source, "run100");
     c = gr_pred_calib_lookup("Some Future GPU", "12.0", &exact);
     CU_ASSERT_EQUAL(exact, 0);
     CU_ASSERT_PTR_NOT_NULL(c);
