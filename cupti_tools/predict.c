@@ -313,6 +313,9 @@ static int plan_bytes(const chain_acc *a, const size_t *mem, size_t m, double *b
                 if (x->index < first) first = x->index;
             }
             int inside = next != INT_MAX || !buf->output, reads = 0;
+            /* a round trip is at most what the writer writes and each reader reads (an op that
+             * writes or reads part of a buffer counts that part in its rd / wr) */
+            double trip = buf->bytes < op->wr ? buf->bytes : op->wr;
             for (size_t o = 0; o < t->op.n && inside; o++) {
                 const gr_tr_op *x = &t->op.v[o];
                 if (!x->has_flow || strcmp(gr_trace_str(t, x->variant), variant) != 0) continue;
@@ -324,9 +327,12 @@ static int plan_bytes(const chain_acc *a, const size_t *mem, size_t m, double *b
                 for (size_t j = 0; j < m; j++)
                     if (a->it[mem[j]].op == (long)o) pos = j;
                 if (pos == m || pos <= k) inside = 0; /* read outside the chain */
-                else reads++;
+                else {
+                    reads++;
+                    trip += buf->bytes < x->rd ? buf->bytes : x->rd;
+                }
             }
-            if (inside && reads > 0) saved += buf->bytes * (1.0 + reads);
+            if (inside && reads > 0) saved += trip;
         }
     }
     *bu = unfused;

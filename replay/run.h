@@ -25,8 +25,9 @@ enum { GR_LAUNCH_FLOOR_K_SMALL = 64, GR_LAUNCH_FLOOR_K = 1024 };
 gr_status gr_launch_floor_plan(const gr_target *t, int k, gr_plan **out, gr_error *err);
 
 /* The launch floor's two figures from the two graphs' steps (us) and kernel nodes: node_us the
- * slope, launch_us the intercept (at least 0). GR_ERR_INTERNAL when the larger graph was not
- * slower: no slope to take. */
+ * slope, launch_us the intercept; when the intercept is below 0, launch_us 0 and node_us the lower
+ * of the two graphs' per-node averages (a floor under both). GR_ERR_INTERNAL when the larger graph
+ * was not slower: no slope to take. */
 gr_status gr_launch_floor_fit(double small_us, int small_nodes, double large_us, int large_nodes,
                               double *node_us, double *launch_us, gr_error *err);
 

@@ -225,14 +225,17 @@ static void test_launch_floor_report(void) {
     CU_ASSERT_NOT_EQUAL(gr_launch_floor_plan(&t, 0, &bad, &e), GR_OK);
     CU_ASSERT_PTR_NULL(bad);
     gr_error_clear(&e);
-    /* the fit: 33 nodes 30 us, 257 nodes 254 us: 1 us a node, a launch 0 + 30 - 33 -> clamped to 0;
-     * 33 nodes 40 us, 257 nodes 264 us: 1 us a node, 7 us a launch */
+    /* the fit: 33 nodes 40 us, 257 nodes 264 us: 1 us a node, 7 us a launch; 33 nodes 30 us, 257
+     * nodes 254 us: the slope (1 us) would leave a launch of -3 us and put the 33-node graph's
+     * floor (33 us) above its 30: no launch, and the lower per-node average, 30 / 33 */
     double node = 0, launch = -1;
     CU_ASSERT_EQUAL(gr_launch_floor_fit(40, 33, 264, 257, &node, &launch, &e), GR_OK);
     CU_ASSERT_DOUBLE_EQUAL(node, 1.0, 1e-12);
     CU_ASSERT_DOUBLE_EQUAL(launch, 7.0, 1e-12);
     CU_ASSERT_EQUAL(gr_launch_floor_fit(30, 33, 254, 257, &node, &launch, &e), GR_OK);
     CU_ASSERT_DOUBLE_EQUAL(launch, 0.0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(node, 30.0 / 33, 1e-12);
+    CU_ASSERT_TRUE(33 * node <= 30 + 1e-9 && 257 * node <= 254 + 1e-9);
     /* the larger graph not slower (noise, a broken timer): no slope, said */
     CU_ASSERT_EQUAL(gr_launch_floor_fit(40, 33, 40, 257, &node, &launch, &e), GR_ERR_INTERNAL);
     GR_ASSERT_CONTAINS(e.msg, "the 257-node graph (40.00 us) was not slower than the 33-node one");
@@ -302,6 +305,13 @@ static void test_launch_floor_report(void) {
     j = gr_report_json(r);
     jv = json_array_get(json_object_get(j, "variants"), 0);
     CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(jv, "launch_floor_us")), want, 1e-12);
+    json_decref(j);
+    /* a PDL graph launch dearer than the plain one: the floor takes the lower */
+    r->launch_floor.pdl_launch_us = 0.75;
+    j = gr_report_json(r);
+    jv = json_array_get(json_object_get(j, "variants"), 0);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(jv, "launch_floor_us")),
+                           gr_op_pdl_capable(&p->ops[0]) ? 1.5 : 2.5, 1e-12);
     json_decref(j);
     /* failed: the report says why, no per-variant floor */
     memset(&r->launch_floor, 0, sizeof(r->launch_floor));

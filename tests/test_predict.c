@@ -411,6 +411,7 @@ enum {
     PB_SCRATCH,     /* the GEMM after the chain writes t1 again (a scratch buffer a later layer
                      * reuses): t1's value in the chain is still an intermediate */
     PB_NEXT_STEP,   /* add also reads t2 before mul writes it: the next step reads t2's value */
+    PB_PARTIAL,     /* mul writes half of t2 (its wr 2 KiB): t2's round trip is 2 + 4 KiB, not 2 x 4 */
 };
 
 static void plan_bytes_case(int mode, double want_unfused, double want_fused, int want_plan) {
@@ -429,7 +430,7 @@ static void plan_bytes_case(int mode, double want_unfused, double want_fused, in
                   "{\"t\":\"op\",\"tag\":%llu,\"variant\":\"unfused\",\"index\":%d,\"name\":\"%s\","
                   "\"kernel\":\"%s\",\"in\":\"%s\",\"out\":\"%s\",\"rd\":%.0f,\"wr\":%.0f,\"launches\":%d}",
                   (1ULL << 32) | (unsigned long long)(o + 1), o, ops[o][0], kernels[o], ops[o][1], ops[o][2],
-                  nin * kb, kb, mode == PB_TWO_KERNELS && o == 1 ? 2 : 1);
+                  nin * kb, mode == PB_PARTIAL && o == 1 ? kb / 2 : kb, mode == PB_TWO_KERNELS && o == 1 ? 2 : 1);
     }
     for (int i = 0; i < 8; i++)
         pb_printf(&b, "{\"t\":\"buf\",\"variant\":\"unfused\",\"index\":%d,\"name\":\"%s\",\"bytes\":%.0f,"
@@ -474,6 +475,7 @@ static void test_fusion_plan_bytes(void) {
     plan_bytes_case(PB_OTHER, unfused, unfused - 2 * 2 * kb, 1);
     plan_bytes_case(PB_SCRATCH, unfused, unfused - 2 * 2 * kb, 1);
     plan_bytes_case(PB_NEXT_STEP, unfused + kb, unfused + kb - 2 * kb, 1);
+    plan_bytes_case(PB_PARTIAL, unfused - kb / 2, unfused - kb / 2 - 2 * kb - 1.5 * kb, 1);
     /* 1024 threads a kernel, 4 bytes an element: 3 tensors a kernel unfused, 3 + 2 fused */
     plan_bytes_case(PB_TWO_KERNELS, 3 * 3 * 1024 * 4.0, 5 * 1024 * 4.0, 0);
 }

@@ -44,7 +44,7 @@ probe() { # label, binary, then probe args
     out=$(fresh "$label" json)
     "$B/$bin" "$@" > "$out" 2> "${out%.json}.err"
     local rc=$?
-    printf 'probe\t%s\t%s\t%s\t%s\n' "$label" "$(basename "$out")" "$rc" "$*" >> "$M"
+    printf 'probe\t%s\t%s\t%s\t%s\n' "$label" "$(basename "$out")" "$rc" "$bin $*" >> "$M"
     [ $rc -ne 0 ] && { status=1; echo "!! $label exit $rc"; cat "${out%.json}.err"; }
 }
 

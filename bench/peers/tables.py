@@ -177,7 +177,7 @@ def best_gr(d, spec):
                 if pct is None and fl:
                     pct = 100.0 * fl / s["median"]
                 lf = r.get("launch_floor") or {}
-                lf_node = lf.get("pdl_node_us") if r.get("pdl") else lf.get("node_us")
+                lf_node = (lf.get("pdl_node_us") if r.get("pdl") else None) or lf.get("node_us")
                 cands.append({"us": s["median"], "s": s, "run": run, "variant": v.get("variant"),
                               "how": ", ".join(how), "verified": bool(v.get("verified")), "pct": pct,
                               "bytes": v.get("bytes_per_step"), "kernels": v.get("kernels_per_step"),
