@@ -97,7 +97,7 @@ static void launch_floor_section(FILE *f, const gr_run_report *r) {
     fprintf(f, " in this process, after the variants\n"
                "  (graphs of %d and %d empty kernels and one tiny: the slope and the intercept; CUDA events,\n"
                "  untraced; what a node costs depends on the GPU work the process did before: docs/pipeline.md);\n"
-               "  floor = one graph launch per launch and the plan's kernels at that cost\n",
+               "  floor = a graph launch (shared by the steps of one launch) and the plan's kernels at those costs\n",
             r->launch_floor.k_small, r->launch_floor.k);
     if (r->launch_floor.why[0]) fprintf(f, "  (%s)\n", r->launch_floor.why);
     fprintf(f, "  %-16s %7s %14s %14s %14s\n", "variant", "kernels", "floor us/step", "graph us/step",

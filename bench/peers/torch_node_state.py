@@ -30,7 +30,7 @@ import json
 import sys
 
 # gr_launch_probe's empty_kernel and tiny_kernel (bench/peers/launch_probe.cu) as PTX, so a
-# PyTorch process can run the very kernels the bare probe graphs without building anything
+# PyTorch process can graph kernels with the bare probe's bodies without building anything
 PTX_HEAD = ".version 7.8\n.target {target}\n.address_size 64\n"
 PTX_BODY = """
 .visible .entry gr_empty()
