@@ -81,7 +81,10 @@ class Bare:
 
     def _ck(self, rc, what):
         if rc != 0:
-            raise RuntimeError("torch_node_state: %s failed: CUresult %d" % (what, rc))
+            msg = "torch_node_state: %s failed: CUresult %d" % (what, rc)
+            # printed first: raised inside a capture, torch's own capture error may replace it
+            print(msg, file=sys.stderr, flush=True)
+            raise RuntimeError(msg)
 
     def launch(self, tiny, stream, ptr=0, n=0):
         if tiny:
