@@ -1071,27 +1071,20 @@ void gr_pred_print(FILE *f, const gr_pred_report *p) {
                 char bu[32], bf[32];
                 bytes_str(ch->bytes_unfused, bu, sizeof(bu));
                 bytes_str(ch->bytes_fused, bf, sizeof(bf));
+                fprintf(f,
+                        "      %s per step: %s\n        %s -> %s us each (nodes included), saves "
+                        "%s us/step; bytes %s%s -> %s ",
+                        num(ch->per_step), ch->names, num(ch->unfused_us), num(ch->fused_us),
+                        num(ch->saved_us), ch->from_plan ? "" : "assumed ", bu, bf);
                 if (ch->from_plan == ch->count)
-                    fprintf(f,
-                            "      %s per step: %s\n        %s -> %s us each (nodes included), saves "
-                            "%s us/step; bytes %s -> %s (graphrun's plan: what its ops read and "
-                            "write, less the buffers only the chain reads back)\n",
-                            num(ch->per_step), ch->names, num(ch->unfused_us), num(ch->fused_us),
-                            num(ch->saved_us), bu, bf);
+                    fprintf(f, "(graphrun's plan: what its ops read and write, less the values only "
+                               "the chain reads back)\n");
                 else if (ch->from_plan)
-                    fprintf(f,
-                            "      %s per step: %s\n        %s -> %s us each (nodes included), saves "
-                            "%s us/step; bytes %s -> %s (mean of graphrun's plan for %zu of %zu "
-                            "occurrences and the per-element assumption for the rest)\n",
-                            num(ch->per_step), ch->names, num(ch->unfused_us), num(ch->fused_us),
-                            num(ch->saved_us), bu, bf, ch->from_plan, ch->count);
+                    fprintf(f, "(mean of graphrun's plan for %zu of %zu occurrences and the "
+                               "per-element assumption for the rest)\n",
+                            ch->from_plan, ch->count);
                 else
-                    fprintf(f,
-                            "      %s per step: %s\n        %s -> %s us each (nodes included), saves "
-                            "%s us/step; bytes "
-                            "assumed %s -> %s (%.0f elements x %.0f B)\n",
-                            num(ch->per_step), ch->names, num(ch->unfused_us), num(ch->fused_us),
-                            num(ch->saved_us), bu, bf, ch->elems, p->opts.elem_bytes);
+                    fprintf(f, "(%.0f elements x %.0f B)\n", ch->elems, p->opts.elem_bytes);
             }
             if (s->nchains > (size_t)top)
                 fprintf(f, "      (%zu more)\n", s->nchains - (size_t)top);

@@ -60,7 +60,8 @@ static gr_status before_stage(void *user, gr_pipe *p, const gr_stage *s, int *sk
  * H100, run 97). Large sizes, and 256 threads as launch_bound and the bare probe run: the slope
  * from 33 to 257 nodes of 32-thread kernels, 0.957 us (H100 run 99), and from 65 to 1025, 0.961
  * (run 100), were above a 1001-node graph's 0.946-0.950 per node; with 256 threads the empty
- * variant sits at 100.0% of its floor (run 101). A floor must not come out above a measurement. */
+ * variant sits at 99.9-100.1% of its floor (runs 101-103). A floor must not come out above a
+ * measurement. */
 static const char launch_floor_json[] =
     "{\"name\": \"launch_floor\", \"params\": {\"K\": {\"default\": 256, \"min\": 1}},"
     " \"buffers\": [{\"name\": \"x\", \"dtype\": \"fp32\", \"shape\": [256], \"init\": \"zeros\"}],"
